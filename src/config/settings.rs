@@ -1,0 +1,199 @@
+//! The typed settings of one scope, named after lighttpd's options.
+//!
+//! Every field documents the lighttpd option it carries and its default. The
+//! command line and the configuration file both fill this one struct; a
+//! conditional block (`$HTTP["host"] == ... { }`) produces a copy of its
+//! parent's settings with the block's assignments applied.
+
+use std::path::PathBuf;
+
+/// Where a value was set: shown in start-up errors ("set at glint.conf:12").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Origin {
+    pub file: String,
+    pub line: u32,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// The settings in force for one request (or, before any request, the global scope).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `server.document-root`: the directory files are served from.
+    pub document_root: Option<PathBuf>,
+    /// Where `server.document-root` was set, for the start-up error.
+    pub document_root_origin: Option<Origin>,
+    /// `server.port` (default 80).
+    pub port: u16,
+    /// `server.bind`: address, host name or unix socket path (default: all addresses).
+    pub bind: Option<String>,
+    /// `server.tag`: the `Server` response header (default `glint/<version>`).
+    pub tag: String,
+    /// `server.name`: used in redirects when the request has no Host.
+    pub server_name: Option<String>,
+    /// `server.errorlog`: file for the error log (default stderr).
+    pub errorlog: Option<String>,
+    /// `server.modules`.
+    pub modules: Vec<String>,
+    /// `server.max-keep-alive-requests` (default 1000; 0 disables keep-alive).
+    pub max_keep_alive_requests: u32,
+    /// `server.max-keep-alive-idle` in seconds (default 5).
+    pub max_keep_alive_idle: u32,
+    /// `server.max-read-idle` in seconds (default 60).
+    pub max_read_idle: u32,
+    /// `server.max-write-idle` in seconds (default 360).
+    pub max_write_idle: u32,
+    /// `server.max-connections` (default: a third of `server.max-fds`, 1365).
+    pub max_connections: u32,
+    /// `server.max-fds` (default 4096): glint raises RLIMIT_NOFILE to this.
+    pub max_fds: u32,
+    /// `server.max-request-size` in kbytes: the largest request body (default 0 = no limit).
+    pub max_request_size_kb: u64,
+    /// `server.max-request-field-size` in bytes: the largest request head (default 8192).
+    pub max_request_field_size: u32,
+    /// `server.follow-symlink` (default enable).
+    pub follow_symlink: bool,
+    /// `server.range-requests` (default enable).
+    pub range_requests: bool,
+    /// `server.errorfile-prefix`: `<prefix><status>.html` is the body of an error.
+    pub errorfile_prefix: Option<String>,
+    /// `server.error-handler-404`: a URL served instead of a 404.
+    pub error_handler_404: Option<String>,
+    /// `server.dir-listing` / `dir-listing.activate` (default disable).
+    pub dir_listing: bool,
+    /// `dir-listing.hide-dotfiles` (default enable).
+    pub dir_listing_hide_dotfiles: bool,
+    /// `index-file.names` (default `index.html`, `index.htm`).
+    pub index_file_names: Vec<String>,
+    /// `mimetype.assign`: suffix => type, checked before mime_guess (longest suffix wins).
+    pub mimetype_assign: Vec<(String, String)>,
+    /// `static-file.exclude-extensions`: suffixes never served as static files.
+    pub static_file_exclude_extensions: Vec<String>,
+    /// `static-file.etags` (default enable).
+    pub static_file_etags: bool,
+    /// `etag.use-inode` (default enable).
+    pub etag_use_inode: bool,
+    /// `etag.use-mtime` (default enable).
+    pub etag_use_mtime: bool,
+    /// `etag.use-size` (default enable).
+    pub etag_use_size: bool,
+    /// `accesslog.filename`: a file, or `|command` for a pipe (default: no access log).
+    pub accesslog_filename: Option<String>,
+    /// `accesslog.format` (default lighttpd's `%h %V %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`).
+    pub accesslog_format: Option<String>,
+    /// `url.access-deny`: path suffixes answered with 403.
+    pub url_access_deny: Vec<String>,
+    /// `setenv.add-response-header`.
+    pub setenv_add_response_header: Vec<(String, String)>,
+    /// `setenv.set-response-header`.
+    pub setenv_set_response_header: Vec<(String, String)>,
+    /// `expire.url`: URL prefix => "access plus 1 hours" style rule.
+    pub expire_url: Vec<(String, String)>,
+    /// `expire.mimetypes`: MIME type prefix => rule.
+    pub expire_mimetypes: Vec<(String, String)>,
+    /// `url.redirect`: regex => target with `$1` / `%1` substitutions.
+    pub url_redirect: Vec<(String, String)>,
+    /// `url.redirect-code` (default 301).
+    pub url_redirect_code: u16,
+    /// `url.rewrite-once` / `url.rewrite`.
+    pub url_rewrite_once: Vec<(String, String)>,
+    /// `url.rewrite-repeat`.
+    pub url_rewrite_repeat: Vec<(String, String)>,
+    /// `url.rewrite-if-not-file`.
+    pub url_rewrite_if_not_file: Vec<(String, String)>,
+    /// `simple-vhost.server-root`.
+    pub simple_vhost_server_root: Option<String>,
+    /// `simple-vhost.default-host`.
+    pub simple_vhost_default_host: Option<String>,
+    /// `simple-vhost.document-root`.
+    pub simple_vhost_document_root: Option<String>,
+    /// `server.username`.
+    pub username: Option<String>,
+    /// `server.groupname`.
+    pub groupname: Option<String>,
+    /// `server.chroot`.
+    pub chroot: Option<String>,
+    /// `server.pid-file`.
+    pub pid_file: Option<String>,
+    /// `server.max-worker` (default 0: one process).
+    pub max_worker: u32,
+    /// `server.graceful-shutdown-timeout` in seconds (default 8).
+    pub graceful_shutdown_timeout: u32,
+    /// `server.systemd-socket-activation` (default disable).
+    pub systemd_socket_activation: bool,
+    /// `status.status-url`.
+    pub status_url: Option<String>,
+    /// `status.statistics-url`.
+    pub status_statistics_url: Option<String>,
+    /// `status.config-url`.
+    pub status_config_url: Option<String>,
+}
+
+/// lighttpd's default access log format.
+pub const DEFAULT_ACCESSLOG_FORMAT: &str =
+    "%h %V %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\"";
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            document_root: None,
+            document_root_origin: None,
+            port: 80,
+            bind: None,
+            tag: concat!("glint/", env!("CARGO_PKG_VERSION")).to_string(),
+            server_name: None,
+            errorlog: None,
+            modules: Vec::new(),
+            max_keep_alive_requests: 1000,
+            max_keep_alive_idle: 5,
+            max_read_idle: 60,
+            max_write_idle: 360,
+            max_connections: 1365,
+            max_fds: 4096,
+            max_request_size_kb: 0,
+            max_request_field_size: 8192,
+            follow_symlink: true,
+            range_requests: true,
+            errorfile_prefix: None,
+            error_handler_404: None,
+            dir_listing: false,
+            dir_listing_hide_dotfiles: true,
+            index_file_names: vec!["index.html".into(), "index.htm".into()],
+            mimetype_assign: Vec::new(),
+            static_file_exclude_extensions: Vec::new(),
+            static_file_etags: true,
+            etag_use_inode: true,
+            etag_use_mtime: true,
+            etag_use_size: true,
+            accesslog_filename: None,
+            accesslog_format: None,
+            url_access_deny: Vec::new(),
+            setenv_add_response_header: Vec::new(),
+            setenv_set_response_header: Vec::new(),
+            expire_url: Vec::new(),
+            expire_mimetypes: Vec::new(),
+            url_redirect: Vec::new(),
+            url_redirect_code: 301,
+            url_rewrite_once: Vec::new(),
+            url_rewrite_repeat: Vec::new(),
+            url_rewrite_if_not_file: Vec::new(),
+            simple_vhost_server_root: None,
+            simple_vhost_default_host: None,
+            simple_vhost_document_root: None,
+            username: None,
+            groupname: None,
+            chroot: None,
+            pid_file: None,
+            max_worker: 0,
+            graceful_shutdown_timeout: 8,
+            systemd_socket_activation: false,
+            status_url: None,
+            status_statistics_url: None,
+            status_config_url: None,
+        }
+    }
+}
