@@ -2,5 +2,21 @@
 //! lighttpd's configuration.
 //!
 //! Map of the crate, in the order a request meets it:
+//! - [`server`]: the `mio` loop: listeners, a slab of connections, the tick.
+//! - [`connection`]: one client: a state enum, buffers, readiness.
+//! - [`http`]: request-head parsing, ranges, dates, status pages, response heads.
+//! - [`path`]: percent-decoding and normalisation, the one place that refuses traversal.
 //! - [`config`]: typed settings, listeners, per-request conditionals.
+//! - [`handler`]: from a parsed request to a queued response (static files).
+//! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
+//! - [`accesslog`], [`clock`], [`signals`]: the rest of the service.
+pub mod accesslog;
+pub mod clock;
 pub mod config;
+pub mod connection;
+pub mod handler;
+pub mod http;
+pub mod output;
+pub mod path;
+pub mod server;
+pub mod signals;

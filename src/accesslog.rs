@@ -1,0 +1,383 @@
+//! The access log: lighttpd's format strings, buffered per destination,
+//! flushed once a second and at exit.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::net::IpAddr;
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use crate::http::request::Request;
+
+/// Flush a destination's buffer early once it holds this much.
+const FLUSH_AT: usize = 64 * 1024;
+
+/// One piece of a compiled format.
+#[derive(Debug, Clone, PartialEq)]
+enum Piece {
+    Lit(String),
+    RemoteHost,
+    RemoteUser,
+    Time,
+    RequestLine,
+    Status,
+    BodyBytes,
+    BytesOut,
+    ReqHeader(String),
+    Method,
+    UrlPath,
+    Query,
+    Protocol,
+    Host,
+    ServerPort,
+    TimeUs,
+    TimeS,
+}
+
+/// A compiled `accesslog.format`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Format(Vec<Piece>);
+
+impl Format {
+    /// Compiles a format string; unknown tokens are logged and print `-`.
+    pub fn parse(f: &str) -> Format {
+        let mut out = Vec::new();
+        let mut lit = String::new();
+        let mut chars = f.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                lit.push(c);
+                continue;
+            }
+            let mut arg = None;
+            if chars.peek() == Some(&'{') {
+                chars.next();
+                let mut a = String::new();
+                for c in chars.by_ref() {
+                    if c == '}' {
+                        break;
+                    }
+                    a.push(c);
+                }
+                arg = Some(a);
+            }
+            if chars.peek() == Some(&'>') || chars.peek() == Some(&'<') {
+                chars.next();
+            }
+            let Some(t) = chars.next() else { break };
+            let piece = match (t, arg) {
+                ('%', _) => {
+                    lit.push('%');
+                    continue;
+                }
+                ('h' | 'a', _) => Piece::RemoteHost,
+                ('u' | 'l', _) => Piece::RemoteUser,
+                ('t', _) => Piece::Time,
+                ('r', _) => Piece::RequestLine,
+                ('s', _) => Piece::Status,
+                ('b', _) => Piece::BodyBytes,
+                ('O', _) => Piece::BytesOut,
+                ('i', Some(h)) => Piece::ReqHeader(h),
+                ('m', _) => Piece::Method,
+                ('U', _) => Piece::UrlPath,
+                ('q', _) => Piece::Query,
+                ('H', _) => Piece::Protocol,
+                ('V' | 'v', _) => Piece::Host,
+                ('p', _) => Piece::ServerPort,
+                ('D', _) => Piece::TimeUs,
+                ('T', _) => Piece::TimeS,
+                (other, _) => {
+                    log::warn!("accesslog.format: %{other} is not supported; logged as -");
+                    Piece::Lit("-".into())
+                }
+            };
+            if !lit.is_empty() {
+                out.push(Piece::Lit(std::mem::take(&mut lit)));
+            }
+            out.push(piece);
+        }
+        if !lit.is_empty() {
+            out.push(Piece::Lit(lit));
+        }
+        Format(out)
+    }
+}
+
+/// What one log line says about one request.
+pub struct Entry<'a> {
+    pub remote: Option<IpAddr>,
+    /// `[30/Nov/2026:10:45:42 +0000]`, formatted once a second.
+    pub time: &'a str,
+    pub request: Option<&'a Request<'a, 'a>>,
+    /// The raw request line when the request could not be parsed.
+    pub raw_line: &'a [u8],
+    pub status: u16,
+    pub body_bytes: u64,
+    pub head_bytes: u64,
+    pub server_port: u16,
+    pub elapsed_us: u64,
+}
+
+fn push_escaped(out: &mut Vec<u8>, v: &[u8]) {
+    for &b in v {
+        if b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b) {
+            let _ = write!(out, "\\x{b:02x}");
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+fn push_or_dash(out: &mut Vec<u8>, v: &[u8]) {
+    if v.is_empty() {
+        out.push(b'-');
+    } else {
+        push_escaped(out, v);
+    }
+}
+
+impl Format {
+    /// Appends one line for `e` to `out`.
+    pub fn write(&self, e: &Entry<'_>, out: &mut Vec<u8>) {
+        for p in &self.0 {
+            match p {
+                Piece::Lit(s) => out.extend_from_slice(s.as_bytes()),
+                Piece::RemoteHost => match e.remote {
+                    Some(ip) => {
+                        let _ = write!(out, "{ip}");
+                    }
+                    None => out.push(b'-'),
+                },
+                Piece::RemoteUser => out.push(b'-'),
+                Piece::Time => out.extend_from_slice(e.time.as_bytes()),
+                Piece::RequestLine => match e.request {
+                    Some(r) => push_escaped(out, r.request_line),
+                    None => push_escaped(out, e.raw_line),
+                },
+                Piece::Status => {
+                    let _ = write!(out, "{}", e.status);
+                }
+                Piece::BodyBytes => {
+                    if e.body_bytes == 0 {
+                        out.push(b'-');
+                    } else {
+                        let _ = write!(out, "{}", e.body_bytes);
+                    }
+                }
+                Piece::BytesOut => {
+                    let _ = write!(out, "{}", e.body_bytes + e.head_bytes);
+                }
+                Piece::ReqHeader(h) => {
+                    push_or_dash(out, e.request.and_then(|r| r.header(h)).unwrap_or(b""))
+                }
+                Piece::Method => push_or_dash(
+                    out,
+                    e.request.map(|r| r.method_str.as_bytes()).unwrap_or(b""),
+                ),
+                Piece::UrlPath => {
+                    push_or_dash(out, e.request.map(|r| r.path().as_bytes()).unwrap_or(b""))
+                }
+                Piece::Query => {
+                    push_or_dash(out, e.request.map(|r| r.query().as_bytes()).unwrap_or(b""))
+                }
+                Piece::Protocol => out.extend_from_slice(match e.request {
+                    Some(r) if r.minor == 0 => b"HTTP/1.0",
+                    Some(_) => b"HTTP/1.1",
+                    None => b"-",
+                }),
+                Piece::Host => push_or_dash(out, e.request.map(|r| r.host).unwrap_or(b"")),
+                Piece::ServerPort => {
+                    let _ = write!(out, "{}", e.server_port);
+                }
+                Piece::TimeUs => {
+                    let _ = write!(out, "{}", e.elapsed_us);
+                }
+                Piece::TimeS => {
+                    let _ = write!(out, "{}", e.elapsed_us / 1_000_000);
+                }
+            }
+        }
+        out.push(b'\n');
+    }
+}
+
+/// Where lines go.
+enum Sink {
+    File(File),
+    Pipe(Child, ChildStdin),
+    Stderr,
+}
+
+/// One destination with its buffer.
+struct Destination {
+    sink: Sink,
+    buf: Vec<u8>,
+}
+
+impl Destination {
+    fn open(name: &str) -> io::Result<Destination> {
+        let sink = if let Some(cmd) = name.strip_prefix('|') {
+            let mut child = Command::new("/bin/sh")
+                .arg("-c")
+                .arg(cmd)
+                .stdin(Stdio::piped())
+                .spawn()?;
+            let stdin = child
+                .stdin
+                .take()
+                .ok_or_else(|| io::Error::other("no stdin for the access log pipe"))?;
+            Sink::Pipe(child, stdin)
+        } else if name == "/dev/stderr" || name.is_empty() {
+            Sink::Stderr
+        } else {
+            Sink::File(OpenOptions::new().append(true).create(true).open(name)?)
+        };
+        Ok(Destination {
+            sink,
+            buf: Vec::with_capacity(4096),
+        })
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = match &mut self.sink {
+            Sink::File(f) => f.write_all(&self.buf),
+            Sink::Pipe(_, p) => p.write_all(&self.buf),
+            Sink::Stderr => io::stderr().write_all(&self.buf),
+        };
+        self.buf.clear();
+        r
+    }
+}
+
+impl Drop for Destination {
+    fn drop(&mut self) {
+        let _ = self.flush();
+        if let Sink::Pipe(child, stdin) = std::mem::replace(&mut self.sink, Sink::Stderr) {
+            drop(stdin);
+            let mut child = child;
+            let _ = child.wait();
+        }
+    }
+}
+
+/// All access log destinations, opened on first use, keyed by `accesslog.filename`.
+#[derive(Default)]
+pub struct AccessLogs {
+    dests: HashMap<String, Destination>,
+    formats: HashMap<String, Format>,
+    /// Names that failed to open: logged once, not retried until reopen.
+    failed: Vec<String>,
+}
+
+impl AccessLogs {
+    /// Opens `name` now, so that start-up can report a log that cannot be opened.
+    pub fn open(&mut self, name: &str) -> io::Result<()> {
+        if !self.dests.contains_key(name) {
+            self.dests
+                .insert(name.to_string(), Destination::open(name)?);
+        }
+        Ok(())
+    }
+
+    /// Appends one line to `name` in `format`.
+    pub fn log(&mut self, name: &str, format: &str, e: &Entry<'_>) {
+        if !self.dests.contains_key(name) {
+            if self.failed.iter().any(|f| f == name) {
+                return;
+            }
+            if let Err(err) = self.open(name) {
+                log::error!("cannot open access log {name}: {err}");
+                self.failed.push(name.to_string());
+                return;
+            }
+        }
+        if !self.formats.contains_key(format) {
+            self.formats
+                .insert(format.to_string(), Format::parse(format));
+        }
+        let (Some(dest), Some(fmt)) = (self.dests.get_mut(name), self.formats.get(format)) else {
+            return;
+        };
+        fmt.write(e, &mut dest.buf);
+        if dest.buf.len() >= FLUSH_AT {
+            if let Err(err) = dest.flush() {
+                log::error!("writing access log {name}: {err}");
+            }
+        }
+    }
+
+    /// Writes every buffer out (each tick, and at exit).
+    pub fn flush(&mut self) {
+        for (name, d) in self.dests.iter_mut() {
+            if let Err(err) = d.flush() {
+                log::error!("writing access log {name}: {err}");
+            }
+        }
+    }
+
+    /// Flushes and closes every file so the next line opens it anew (SIGHUP, after logrotate).
+    pub fn reopen(&mut self) {
+        self.flush();
+        self.dests.retain(|_, d| matches!(d.sink, Sink::Pipe(..)));
+        self.failed.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::request::{parse, MAX_HEADERS};
+
+    #[test]
+    fn default_format_line() {
+        let buf =
+            b"GET /index.html?x=1 HTTP/1.1\r\nHost: example.org\r\nUser-Agent: ab \"q\"\r\n\r\n";
+        let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let req = parse(buf, &mut hs, 8192).unwrap().unwrap();
+        let e = Entry {
+            remote: Some("127.0.0.1".parse().unwrap()),
+            time: "[06/Nov/1994:08:49:37 +0000]",
+            request: Some(&req),
+            raw_line: b"",
+            status: 200,
+            body_bytes: 469,
+            head_bytes: 200,
+            server_port: 80,
+            elapsed_us: 12,
+        };
+        let mut out = Vec::new();
+        Format::parse(crate::config::DEFAULT_ACCESSLOG_FORMAT).write(&e, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "127.0.0.1 example.org - [06/Nov/1994:08:49:37 +0000] \"GET /index.html?x=1 HTTP/1.1\" 200 469 \"-\" \"ab \\x22q\\x22\"\n"
+        );
+    }
+
+    #[test]
+    fn other_tokens() {
+        let f = Format::parse("%m %U %q %H %% %D %O");
+        let buf = b"HEAD /a?b HTTP/1.0\r\n\r\n";
+        let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let req = parse(buf, &mut hs, 8192).unwrap().unwrap();
+        let e = Entry {
+            remote: None,
+            time: "",
+            request: Some(&req),
+            raw_line: b"",
+            status: 200,
+            body_bytes: 0,
+            head_bytes: 100,
+            server_port: 80,
+            elapsed_us: 7,
+        };
+        let mut out = Vec::new();
+        f.write(&e, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HEAD /a b HTTP/1.0 % 7 100\n"
+        );
+    }
+}

@@ -1,0 +1,555 @@
+//! One client connection: a state enum, its buffers, and the function that
+//! drives it after a readiness event.
+//!
+//! The socket is registered once for both directions (edge-triggered); the
+//! connection remembers which directions are ready (`readable`, `writable`)
+//! and acts only on what its phase needs, so a spurious event costs nothing.
+
+use std::io::{self, Read};
+use std::net::{IpAddr, Shutdown};
+use std::os::fd::{AsFd, BorrowedFd};
+
+use mio::event::Source;
+use mio::{Interest, Registry, Token};
+
+use crate::handler::{respond, BodyAction};
+use crate::http::request::{self, Body, MAX_HEADERS};
+use crate::output::{Output, WriteError, WriteOutcome};
+use crate::server::Shared;
+
+/// Size of a connection's input buffer: a whole request head
+/// (`server.max-request-field-size`, 8 KiB by default) plus room for
+/// pipelined requests behind it.
+pub const INPUT_BUF: usize = 16 * 1024;
+
+/// Keep at most this many responses' bytes queued from pipelined requests
+/// before writing them out; bounds what one client can make glint buffer.
+const PIPELINE_HIGH_WATER: usize = 64 * 1024;
+
+/// Bodies of requests glint does not need (a GET with a body, a POST to a
+/// file) are read and dropped up to this size, so the connection can be kept;
+/// beyond it the connection is closed after the response.
+const MAX_DISCARD: u64 = 16 * 1024 * 1024;
+
+/// How long a closing connection keeps reading what the client still sends,
+/// so that closing does not reset the connection under the last response.
+const LINGER_SECS: u64 = 2;
+
+/// A client socket.
+#[derive(Debug)]
+pub enum Stream {
+    Tcp(mio::net::TcpStream),
+    Unix(mio::net::UnixStream),
+}
+
+impl Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+
+    fn shutdown_write(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(Shutdown::Write),
+            Stream::Unix(s) => s.shutdown(Shutdown::Write),
+        };
+    }
+
+    fn set_nodelay(&self) {
+        if let Stream::Tcp(s) = self {
+            let _ = s.set_nodelay(true);
+        }
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
+impl Source for Stream {
+    fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.register(r, t, i),
+            Stream::Unix(s) => s.register(r, t, i),
+        }
+    }
+    fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.reregister(r, t, i),
+            Stream::Unix(s) => s.reregister(r, t, i),
+        }
+    }
+    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.deregister(r),
+            Stream::Unix(s) => s.deregister(r),
+        }
+    }
+}
+
+/// What the connection is waiting for, in processing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// No request in progress: a new connection, or keep-alive between requests.
+    Idle,
+    /// Part of a request head has arrived.
+    ReadingHead,
+    /// Reading and dropping the rest of a request body already answered.
+    DiscardingBody { remaining: u64 },
+    /// Writing queued responses; `then` says what follows.
+    Writing { then: AfterWrite },
+    /// Response sent, write side shut: reading what the client still sends until it closes.
+    Lingering { until: u64 },
+    /// Finished: the server drops the connection.
+    Closed,
+}
+
+/// What follows once the output queue is empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterWrite {
+    /// Keep-alive: parse what is buffered or wait for the next request.
+    NextRequest,
+    /// Drop the rest of the body, then the next request.
+    DiscardBody(u64),
+    /// Close: at once when all input was consumed, else by lingering.
+    Close,
+}
+
+impl Phase {
+    /// Does this phase read from the socket?
+    fn reads(self) -> bool {
+        matches!(
+            self,
+            Phase::Idle
+                | Phase::ReadingHead
+                | Phase::DiscardingBody { .. }
+                | Phase::Lingering { .. }
+        )
+    }
+}
+
+/// An input buffer: `data[start..end]` holds unconsumed bytes.
+#[derive(Debug)]
+pub struct InBuf {
+    data: Box<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+impl InBuf {
+    pub fn new() -> InBuf {
+        InBuf {
+            data: vec![0u8; INPUT_BUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    fn pending(&self) -> &[u8] {
+        &self.data[self.start..self.end]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Free space at the end, moving pending bytes to the front when that helps.
+    fn spare(&mut self) -> &mut [u8] {
+        if self.end == self.data.len() && self.start > 0 {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        &mut self.data[self.end..]
+    }
+
+    fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+}
+
+impl Default for InBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One client connection.
+#[derive(Debug)]
+pub struct Connection {
+    pub stream: Stream,
+    /// Index of the listener that accepted it.
+    pub listener: usize,
+    pub peer: Option<IpAddr>,
+    pub phase: Phase,
+    /// Input, present while a request is in progress; pooled while idle.
+    input: Option<InBuf>,
+    pub out: Output,
+    /// The socket has (or may have) bytes to read / room to write.
+    readable: bool,
+    writable: bool,
+    /// Requests answered on this connection.
+    pub requests: u32,
+    /// `clock.mono_secs` of the last progress, for the idle time-outs.
+    pub last_active: u64,
+    nodelay: bool,
+    /// Closing must drain what the client may still send (see [`Connection::finish`]).
+    linger: bool,
+}
+
+impl Connection {
+    pub fn new(stream: Stream, listener: usize, peer: Option<IpAddr>, now: u64) -> Connection {
+        Connection {
+            stream,
+            listener,
+            peer,
+            phase: Phase::Idle,
+            input: None,
+            out: Output::default(),
+            readable: false,
+            writable: false,
+            requests: 0,
+            last_active: now,
+            nodelay: false,
+            linger: false,
+        }
+    }
+
+    /// Records readiness from an event.
+    pub fn on_event(&mut self, ev: &mio::event::Event) {
+        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+            self.readable = true;
+        }
+        if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
+            self.writable = true;
+        }
+    }
+
+    /// Makes whatever progress the readiness allows.
+    pub fn drive(&mut self, sh: &mut Shared) {
+        loop {
+            match self.phase {
+                Phase::Closed => break,
+                Phase::Writing { then } => {
+                    if !self.writable {
+                        break;
+                    }
+                    match self.out.write_to(self.stream.fd()) {
+                        Ok(WriteOutcome::Done) => {
+                            self.account_written(sh);
+                            self.after_write(then, sh);
+                        }
+                        Ok(WriteOutcome::Blocked) => {
+                            self.account_written(sh);
+                            self.writable = false;
+                            break;
+                        }
+                        Err(e) => {
+                            match e {
+                                WriteError::PeerGone => {}
+                                WriteError::FileTruncated => {
+                                    log::warn!(
+                                        "a file shrank while it was being sent; connection closed"
+                                    )
+                                }
+                                WriteError::Io(e) => log::warn!("write to client failed: {e}"),
+                            }
+                            self.close(sh);
+                        }
+                    }
+                }
+                phase if phase.reads() => {
+                    if !self.readable {
+                        break;
+                    }
+                    self.read_some(sh);
+                }
+                _ => break,
+            }
+        }
+        if self.phase == Phase::Idle || self.phase == Phase::Closed {
+            self.release_buffers(sh);
+        }
+    }
+
+    fn account_written(&mut self, sh: &mut Shared) {
+        let n = self.out.take_written();
+        if n > 0 {
+            sh.stats.bytes_out += n;
+            self.last_active = sh.clock.mono_secs;
+        }
+    }
+
+    /// One read from the socket, then whatever the bytes allow.
+    fn read_some(&mut self, sh: &mut Shared) {
+        let input = self.input.get_or_insert_with(|| sh.pool.take_in());
+        let spare = input.spare();
+        if spare.is_empty() {
+            // A full buffer that does not parse was refused by the parser already;
+            // this is a lingering or discarding connection: drop what is there.
+            input.start = 0;
+            input.end = 0;
+            return;
+        }
+        let want = spare.len();
+        match self.stream.read(spare) {
+            Ok(0) => {
+                // The client closed its side. A request in progress cannot complete.
+                self.readable = false;
+                self.close(sh);
+            }
+            Ok(n) => {
+                // A short read drained the socket: the next bytes bring a new event.
+                if n < want {
+                    self.readable = false;
+                }
+                input.end += n;
+                self.last_active = sh.clock.mono_secs;
+                self.on_input(sh);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => self.close(sh),
+        }
+    }
+
+    /// Consumes buffered input according to the phase: drops body bytes,
+    /// parses and answers requests (several when pipelined).
+    fn on_input(&mut self, sh: &mut Shared) {
+        let Some(mut input) = self.input.take() else {
+            return;
+        };
+        loop {
+            match self.phase {
+                Phase::Lingering { .. } => {
+                    input.consume(input.pending().len());
+                    break;
+                }
+                Phase::DiscardingBody { remaining } => {
+                    let n = (input.pending().len() as u64).min(remaining);
+                    input.consume(n as usize);
+                    self.phase = if n == remaining {
+                        Phase::Idle
+                    } else {
+                        Phase::DiscardingBody {
+                            remaining: remaining - n,
+                        }
+                    };
+                    if input.is_empty() {
+                        break;
+                    }
+                }
+                Phase::Idle | Phase::ReadingHead => {
+                    // RFC 9112 §2.2: ignore empty lines before a request line.
+                    let lead = input
+                        .pending()
+                        .iter()
+                        .take_while(|&&b| b == b'\r' || b == b'\n')
+                        .count();
+                    input.consume(lead);
+                    if input.is_empty() {
+                        self.phase = self.idle_or_writing();
+                        break;
+                    }
+                    if !self.answer_one(&mut input, sh) {
+                        // An incomplete head stays buffered; answers queued before it go out first.
+                        if !self.out.is_empty() {
+                            self.phase = self.idle_or_writing();
+                        }
+                        break;
+                    }
+                }
+                Phase::Writing {
+                    then: AfterWrite::NextRequest,
+                } if self.out.pending_mem() < PIPELINE_HIGH_WATER && !input.is_empty() => {
+                    // Pipelined: answer the next request into the same queue.
+                    self.phase = Phase::Idle;
+                }
+                _ => break,
+            }
+        }
+        self.input = Some(input);
+    }
+
+    /// `Writing` while answers are queued, else `Idle`.
+    fn idle_or_writing(&self) -> Phase {
+        if self.out.is_empty() {
+            Phase::Idle
+        } else {
+            Phase::Writing {
+                then: AfterWrite::NextRequest,
+            }
+        }
+    }
+
+    /// Parses and answers one request from `input`. Returns false when more
+    /// bytes are needed.
+    fn answer_one(&mut self, input: &mut InBuf, sh: &mut Shared) -> bool {
+        let max_head = (sh.config.global.max_request_field_size as usize).min(INPUT_BUF);
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let pending = input.pending();
+        let (then, consumed) = match request::parse(pending, &mut headers, max_head) {
+            Ok(None) => {
+                self.phase = Phase::ReadingHead;
+                return false;
+            }
+            Err(e) => {
+                log::debug!("bad request from {:?}: {}", self.peer, e.why);
+                let line_end = pending.iter().position(|&b| b == b'\n').unwrap_or(0);
+                let raw_line = &pending[..line_end.min(256)];
+                crate::handler::respond_error(self, sh, e.status, raw_line);
+                // The rest of a refused request may still be on its way.
+                self.linger = true;
+                (AfterWrite::Close, pending.len())
+            }
+            Ok(Some(req)) => {
+                self.requests += 1;
+                let keep_alive = req.keep_alive
+                    && !sh.shutting_down
+                    && self.requests < sh.config.global.max_keep_alive_requests;
+                if keep_alive && !self.nodelay {
+                    // A persistent connection: the last segment of a response must
+                    // not wait for the client's delayed ACK.
+                    self.stream.set_nodelay();
+                    self.nodelay = true;
+                }
+                let body_here = pending.len() - req.head_len;
+                let action = respond(self, sh, &req, keep_alive);
+                let (then, body_consumed) = match (action, req.body) {
+                    (BodyAction::Close, _) | (BodyAction::Discard, Body::Chunked) => {
+                        (AfterWrite::Close, 0)
+                    }
+                    (BodyAction::Discard, Body::None) => (AfterWrite::NextRequest, 0),
+                    (BodyAction::Discard, Body::Length(n)) => {
+                        let here = (body_here as u64).min(n);
+                        let rest = n - here;
+                        let then = if rest == 0 {
+                            AfterWrite::NextRequest
+                        } else if rest <= MAX_DISCARD && req.header("expect").is_none() {
+                            AfterWrite::DiscardBody(rest)
+                        } else {
+                            AfterWrite::Close
+                        };
+                        (then, here as usize)
+                    }
+                };
+                let body_unread = match req.body {
+                    Body::None => false,
+                    Body::Length(n) => body_consumed as u64 != n,
+                    Body::Chunked => true,
+                };
+                self.linger |= then == AfterWrite::Close && body_unread;
+                if keep_alive {
+                    (then, req.head_len + body_consumed)
+                } else {
+                    (AfterWrite::Close, req.head_len + body_consumed)
+                }
+            }
+        };
+        input.consume(consumed);
+        if then == AfterWrite::Close {
+            // Whatever else the client sent will not be answered: drain it while closing.
+            self.linger |= !input.is_empty();
+            let n = input.pending().len();
+            input.consume(n);
+        }
+        self.phase = Phase::Writing { then };
+        true
+    }
+
+    fn after_write(&mut self, then: AfterWrite, sh: &mut Shared) {
+        match then {
+            AfterWrite::NextRequest if sh.shutting_down => self.finish(sh),
+            AfterWrite::NextRequest => {
+                self.phase = Phase::Idle;
+                if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
+                    self.on_input(sh);
+                }
+            }
+            AfterWrite::DiscardBody(remaining) => {
+                self.phase = Phase::DiscardingBody { remaining };
+                if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
+                    self.on_input(sh);
+                }
+            }
+            AfterWrite::Close => self.finish(sh),
+        }
+    }
+
+    /// Ends a connection whose last response is written. When the client may
+    /// still be sending, shut the write side and read until it closes, so
+    /// that unread bytes do not turn the close into a reset that destroys the
+    /// response in flight.
+    fn finish(&mut self, sh: &mut Shared) {
+        if self.linger {
+            self.stream.shutdown_write();
+            self.phase = Phase::Lingering {
+                until: sh.clock.mono_secs + LINGER_SECS,
+            };
+        } else {
+            self.close(sh);
+        }
+    }
+
+    /// Drops the connection at once.
+    pub fn close(&mut self, sh: &mut Shared) {
+        self.phase = Phase::Closed;
+        self.out.clear();
+        self.release_buffers(sh);
+    }
+
+    /// Returns buffers to the pool while nothing is buffered.
+    fn release_buffers(&mut self, sh: &mut Shared) {
+        if self.input.as_ref().is_some_and(|i| i.is_empty()) || self.phase == Phase::Closed {
+            if let Some(b) = self.input.take() {
+                sh.pool.put_in(b);
+            }
+        }
+        if self.out.is_empty() && self.out.mem.capacity() > 0 {
+            sh.pool.put_out(self.out.take_buffer());
+        }
+    }
+
+    /// Gives the output queue a pooled buffer before a response is written.
+    pub fn prepare_output(&mut self, sh: &mut Shared) {
+        if self.out.mem.capacity() == 0 {
+            self.out.mem = sh.pool.take_out();
+        }
+    }
+
+    /// Called once a second: closes the connection when it has been idle too long.
+    pub fn on_tick(&mut self, sh: &mut Shared) {
+        let g = &sh.config.global;
+        let now = sh.clock.mono_secs;
+        let limit = match self.phase {
+            Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
+            Phase::Idle => g.max_keep_alive_idle as u64,
+            Phase::ReadingHead | Phase::DiscardingBody { .. } => g.max_read_idle as u64,
+            Phase::Writing { .. } => g.max_write_idle as u64,
+            Phase::Lingering { until } => {
+                if now >= until {
+                    self.close(sh);
+                }
+                return;
+            }
+            Phase::Closed => return,
+        };
+        if now.saturating_sub(self.last_active) >= limit {
+            log::debug!(
+                "closing idle connection from {:?} in {:?}",
+                self.peer,
+                self.phase
+            );
+            self.close(sh);
+        }
+    }
+}

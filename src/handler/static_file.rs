@@ -1,0 +1,508 @@
+//! Static files: stat, directory indexes, ETag and conditional requests,
+//! Range, MIME types.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::rc::Rc;
+
+use httparse::Header;
+use nix::libc;
+
+use crate::config::Settings;
+use crate::http::date::{format_http_date, parse_http_date};
+use crate::http::range::{parse_range, RangeRequest};
+use crate::http::request::{trim_ows, Method};
+use crate::http::response::Responder;
+use crate::http::status::itoa_u64;
+
+/// Files up to this size are read into the response buffer so that head and
+/// body leave in one `send`; larger ones go by `sendfile`. At 16 KiB the copy
+/// costs less than the second system call it saves.
+pub const SMALL_FILE: u64 = 16 * 1024;
+
+/// What the static handler needs to know about a request.
+pub struct StaticRequest<'r> {
+    pub method: Method,
+    /// The path as the client sent it (still percent-encoded), for redirects.
+    pub raw_path: &'r str,
+    /// The decoded, normalised path.
+    pub path: &'r str,
+    pub query: &'r str,
+    /// The Host (validated by the parser: no CR, LF, `/`).
+    pub host: &'r [u8],
+    pub headers: &'r [Header<'r>],
+}
+
+impl StaticRequest<'_> {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    }
+}
+
+const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
+
+/// Serves `req.path` from the docroot of `r.settings`.
+/// `scratch` is a reusable buffer for building file system paths.
+pub fn serve(req: &StaticRequest<'_>, r: &mut Responder<'_>, scratch: &mut String) {
+    let s = r.settings;
+    let Some(root) = s.document_root.as_ref().and_then(|p| p.to_str()) else {
+        log::error!(
+            "no server.document-root for host {:?}",
+            String::from_utf8_lossy(req.host)
+        );
+        return r.error(500);
+    };
+    if is_denied(req.path, s) {
+        return r.error(403);
+    }
+    scratch.clear();
+    scratch.push_str(root.trim_end_matches('/'));
+    scratch.push_str(req.path);
+
+    let (file, meta) = match open(scratch, s) {
+        Ok(f) => f,
+        Err(status) => return r.error(status),
+    };
+    if meta.is_dir() {
+        if !req.path.ends_with('/') {
+            return redirect_to_dir(req, r);
+        }
+        let dir_len = scratch.len();
+        for name in &s.index_file_names {
+            scratch.truncate(dir_len);
+            if let Some(abs) = name.strip_prefix('/') {
+                scratch.clear();
+                scratch.push_str(root.trim_end_matches('/'));
+                scratch.push('/');
+                scratch.push_str(abs);
+            } else {
+                scratch.push_str(name);
+            }
+            if let Ok((f, m)) = open(scratch, s) {
+                if m.is_file() && !is_denied(scratch, s) {
+                    return serve_file(req, r, f, &m, scratch);
+                }
+            }
+        }
+        return r.error(403);
+    }
+    if !meta.is_file() {
+        return r.error(403);
+    }
+    serve_file(req, r, file, &meta, scratch)
+}
+
+/// `url.access-deny` and `static-file.exclude-extensions`: suffix matches refused with 403.
+fn is_denied(path: &str, s: &Settings) -> bool {
+    s.url_access_deny
+        .iter()
+        .chain(&s.static_file_exclude_extensions)
+        .any(|suffix| !suffix.is_empty() && path.ends_with(suffix.as_str()))
+}
+
+/// Opens a path for reading; errors come back as the status to answer.
+fn open(path: &str, s: &Settings) -> Result<(File, std::fs::Metadata), u16> {
+    // O_NONBLOCK: opening a FIFO must not stall the event loop.
+    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
+    if !s.follow_symlink {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| open_error_status(&e))?;
+    let meta = file.metadata().map_err(|_| 500u16)?;
+    if !s.follow_symlink && is_symlink_below(path, s) {
+        return Err(403);
+    }
+    Ok((file, meta))
+}
+
+/// With `server.follow-symlink = "disable"`, a symlink anywhere below the docroot refuses the path.
+fn is_symlink_below(path: &str, s: &Settings) -> bool {
+    let Some(root) = s.document_root.as_ref().and_then(|p| p.to_str()) else {
+        return false;
+    };
+    let root = root.trim_end_matches('/');
+    let Some(rest) = path.strip_prefix(root) else {
+        return false;
+    };
+    let mut end = root.len();
+    for seg in rest.split('/').filter(|s| !s.is_empty()) {
+        end += 1 + seg.len();
+        if let Some(p) = path.get(..end) {
+            if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn open_error_status(e: &io::Error) -> u16 {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ENAMETOOLONG) => 404,
+        Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::ELOOP) => 403,
+        Some(libc::EMFILE) | Some(libc::ENFILE) => {
+            log::warn!("out of file descriptors opening a file");
+            503
+        }
+        _ => {
+            log::warn!("open failed: {e}");
+            500
+        }
+    }
+}
+
+fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Responder<'_>) {
+    let mut loc = Vec::with_capacity(req.host.len() + req.raw_path.len() + req.query.len() + 10);
+    if !req.host.is_empty() {
+        loc.extend_from_slice(b"http://");
+        loc.extend_from_slice(req.host);
+    }
+    loc.extend_from_slice(req.raw_path.as_bytes());
+    loc.push(b'/');
+    if !req.query.is_empty() {
+        loc.push(b'?');
+        loc.extend_from_slice(req.query.as_bytes());
+    }
+    r.error_with(301, &[("Location", &loc)]);
+}
+
+/// The validators of one file.
+struct Validators {
+    etag: Option<[u8; 18]>,
+    last_modified: [u8; 29],
+    mtime: i64,
+}
+
+impl Validators {
+    fn new(meta: &std::fs::Metadata, s: &Settings) -> Self {
+        let etag = (s.static_file_etags
+            && (s.etag_use_inode || s.etag_use_mtime || s.etag_use_size))
+            .then(|| {
+                // FNV-1a over the chosen fields: opaque, and it does not reveal the inode.
+                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                let mut mix = |v: u64| {
+                    for b in v.to_le_bytes() {
+                        h ^= b as u64;
+                        h = h.wrapping_mul(0x100_0000_01b3);
+                    }
+                };
+                if s.etag_use_inode {
+                    mix(meta.ino());
+                    mix(meta.dev());
+                }
+                if s.etag_use_mtime {
+                    mix(meta.mtime() as u64);
+                    mix(meta.mtime_nsec() as u64);
+                }
+                if s.etag_use_size {
+                    mix(meta.size());
+                }
+                let mut tag = [b'"'; 18];
+                for (i, byte) in h.to_be_bytes().iter().enumerate() {
+                    tag[1 + 2 * i] = HEX[(byte >> 4) as usize];
+                    tag[2 + 2 * i] = HEX[(byte & 15) as usize];
+                }
+                tag
+            });
+        Validators {
+            etag,
+            last_modified: format_http_date(meta.mtime()),
+            mtime: meta.mtime(),
+        }
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Does an `If-Match` / `If-None-Match` list name our tag? `*` matches any.
+/// `weak` compares opaque tags ignoring `W/` (If-None-Match); strong comparison
+/// (If-Match, If-Range) never matches a weak tag.
+fn etag_matches(list: &[u8], etag: Option<&[u8]>, weak: bool) -> bool {
+    let list = trim_ows(list);
+    if list == b"*" {
+        return etag.is_some();
+    }
+    let Some(etag) = etag else { return false };
+    list.split(|&b| b == b',').any(|t| {
+        let t = trim_ows(t);
+        match t.strip_prefix(b"W/") {
+            Some(inner) => weak && inner == etag,
+            None => t == etag,
+        }
+    })
+}
+
+fn header_date(v: &[u8]) -> Option<i64> {
+    std::str::from_utf8(v).ok().and_then(parse_http_date)
+}
+
+fn serve_file(
+    req: &StaticRequest<'_>,
+    r: &mut Responder<'_>,
+    file: File,
+    meta: &std::fs::Metadata,
+    fs_path: &str,
+) {
+    let get_or_head = matches!(req.method, Method::Get | Method::Head);
+    if req.method == Method::Options {
+        r.start(200);
+        r.header("Allow", ALLOW);
+        return r.end_head(Some(0));
+    }
+    if !get_or_head {
+        return r.error_with(405, &[("Allow", ALLOW)]);
+    }
+    let v = Validators::new(meta, r.settings);
+    let etag = v.etag.as_ref().map(|t| &t[..]);
+    let len = meta.size();
+
+    // RFC 9110 §13.2.2: If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since, If-Range.
+    if let Some(im) = req.header("if-match") {
+        if !etag_matches(im, etag, false) {
+            return r.error(412);
+        }
+    } else if let Some(d) = req.header("if-unmodified-since").and_then(header_date) {
+        if v.mtime > d {
+            return r.error(412);
+        }
+    }
+    let not_modified = if let Some(inm) = req.header("if-none-match") {
+        etag_matches(inm, etag, true)
+    } else if let Some(d) = req.header("if-modified-since").and_then(header_date) {
+        v.mtime <= d
+    } else {
+        false
+    };
+    if not_modified {
+        r.start(304);
+        write_validators(r, &v);
+        return r.end_head(None);
+    }
+
+    let ctype = content_type(fs_path, r.settings);
+    let mut ranges = RangeRequest::Ignore;
+    if r.settings.range_requests && req.method == Method::Get {
+        if let Some(h) = req.header("range") {
+            let if_range_ok = match req.header("if-range").map(trim_ows) {
+                None => true,
+                Some(t) if t.starts_with(b"\"") || t.starts_with(b"W/") => {
+                    etag_matches(t, etag, false)
+                }
+                Some(d) => header_date(d) == Some(v.mtime),
+            };
+            if if_range_ok {
+                ranges = parse_range(h, len);
+            }
+        }
+    }
+    let file = Rc::new(file);
+    match ranges {
+        RangeRequest::Ignore => {
+            r.start(200);
+            write_validators(r, &v);
+            r.header("Accept-Ranges", b"bytes");
+            write_content_type(r, ctype);
+            if len <= SMALL_FILE && !r.head_only {
+                r.end_head(Some(len));
+                read_small(r, &file, 0, len);
+            } else {
+                r.body_file(file, 0, len);
+            }
+        }
+        RangeRequest::Unsatisfiable => {
+            let mut cr = b"bytes */".to_vec();
+            cr.extend_from_slice(itoa_u64(len).as_bytes());
+            r.error_with(416, &[("Content-Range", &cr)]);
+        }
+        RangeRequest::Ranges(parts) if parts.len() == 1 => {
+            let (first, last) = parts[0];
+            r.start(206);
+            write_validators(r, &v);
+            r.header("Accept-Ranges", b"bytes");
+            write_content_type(r, ctype);
+            r.header("Content-Range", &content_range(first, last, len));
+            r.body_file(file, first, last - first + 1);
+        }
+        RangeRequest::Ranges(parts) => {
+            let boundary = boundary(etag, len);
+            let part_heads: Vec<Vec<u8>> = parts
+                .iter()
+                .map(|&(a, b)| {
+                    let mut h = b"\r\n--".to_vec();
+                    h.extend_from_slice(&boundary);
+                    h.extend_from_slice(b"\r\nContent-Type: ");
+                    h.extend_from_slice(ctype.0.as_bytes());
+                    if ctype.1 {
+                        h.extend_from_slice(b"; charset=utf-8");
+                    }
+                    h.extend_from_slice(b"\r\nContent-Range: ");
+                    h.extend_from_slice(&content_range(a, b, len));
+                    h.extend_from_slice(b"\r\n\r\n");
+                    h
+                })
+                .collect();
+            let mut tail = b"\r\n--".to_vec();
+            tail.extend_from_slice(&boundary);
+            tail.extend_from_slice(b"--\r\n");
+            let total: u64 = parts
+                .iter()
+                .zip(&part_heads)
+                .map(|(&(a, b), h)| h.len() as u64 + (b - a + 1))
+                .sum::<u64>()
+                + tail.len() as u64;
+            r.start(206);
+            write_validators(r, &v);
+            r.header("Accept-Ranges", b"bytes");
+            let mut ct = b"multipart/byteranges; boundary=".to_vec();
+            ct.extend_from_slice(&boundary);
+            r.header("Content-Type", &ct);
+            r.end_head(Some(total));
+            for (&(a, b), h) in parts.iter().zip(&part_heads) {
+                r.out.mem.extend_from_slice(h);
+                r.out.push_file(Rc::clone(&file), a, b - a + 1);
+            }
+            r.out.mem.extend_from_slice(&tail);
+        }
+    }
+}
+
+/// Reads a small body straight into the output buffer after the head.
+fn read_small(r: &mut Responder<'_>, file: &File, offset: u64, len: u64) {
+    let start = r.out.mem.len();
+    r.out.mem.resize(start + len as usize, 0);
+    let mut done = 0usize;
+    while done < len as usize {
+        match file.read_at(&mut r.out.mem[start + done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                log::warn!("read failed: {e}");
+                break;
+            }
+        }
+    }
+    if done < len as usize {
+        // The file shrank since it was stat'ed: send what there is and close,
+        // so the client sees a short body rather than wrong bytes.
+        r.out.mem.truncate(start + done);
+        r.keep_alive = false;
+        r.force_close = true;
+    }
+}
+
+fn content_range(first: u64, last: u64, len: u64) -> Vec<u8> {
+    let mut cr = b"bytes ".to_vec();
+    cr.extend_from_slice(itoa_u64(first).as_bytes());
+    cr.push(b'-');
+    cr.extend_from_slice(itoa_u64(last).as_bytes());
+    cr.push(b'/');
+    cr.extend_from_slice(itoa_u64(len).as_bytes());
+    cr
+}
+
+fn boundary(etag: Option<&[u8]>, len: u64) -> Vec<u8> {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ len;
+    for &b in etag.unwrap_or(b"") {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    let mut out = b"glint-".to_vec();
+    for byte in h.to_be_bytes() {
+        out.push(HEX[(byte >> 4) as usize]);
+        out.push(HEX[(byte & 15) as usize]);
+    }
+    out
+}
+
+fn write_validators(r: &mut Responder<'_>, v: &Validators) {
+    if let Some(t) = &v.etag {
+        r.header("ETag", t);
+    }
+    r.header("Last-Modified", &v.last_modified);
+}
+
+/// The MIME type of a path, and whether it gets `; charset=utf-8`.
+/// `mimetype.assign` (longest matching suffix) wins over mime_guess.
+pub fn content_type<'s>(path: &str, s: &'s Settings) -> (&'s str, bool) {
+    let assigned = s
+        .mimetype_assign
+        .iter()
+        .filter(|(suffix, _)| path.ends_with(suffix.as_str()))
+        .max_by_key(|(suffix, _)| suffix.len());
+    if let Some((_, t)) = assigned {
+        return (t.as_str(), false);
+    }
+    let ext = match path.rfind(['.', '/']) {
+        Some(i) if path.as_bytes()[i] == b'.' => &path[i + 1..],
+        _ => "",
+    };
+    let t = mime_guess::from_ext(ext)
+        .first_raw()
+        .unwrap_or("application/octet-stream");
+    let charset =
+        t.starts_with("text/") || t == "application/javascript" || t == "application/json";
+    (t, charset)
+}
+
+fn write_content_type(r: &mut Responder<'_>, (t, charset): (&str, bool)) {
+    let m = &mut r.out.mem;
+    m.extend_from_slice(b"Content-Type: ");
+    m.extend_from_slice(t.as_bytes());
+    if charset {
+        m.extend_from_slice(b"; charset=utf-8");
+    }
+    m.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_lists() {
+        let tag: &[u8] = b"\"abc\"";
+        let cases: &[(&str, &[u8], bool, bool)] = &[
+            ("exact", b"\"abc\"", false, true),
+            ("in a list", b"\"x\", \"abc\"", false, true),
+            ("star", b"*", false, true),
+            ("weak, weak comparison", b"W/\"abc\"", true, true),
+            ("weak, strong comparison", b"W/\"abc\"", false, false),
+            ("other", b"\"abd\"", true, false),
+            ("unquoted", b"abc", true, false),
+        ];
+        for (what, list, weak, want) in cases {
+            assert_eq!(etag_matches(list, Some(tag), *weak), *want, "{what}");
+        }
+        assert!(!etag_matches(b"*", None, true), "star without a tag");
+    }
+
+    #[test]
+    fn mime_types() {
+        let mut s = Settings::default();
+        let cases = [
+            ("/index.html", ("text/html", true)),
+            ("/test.jpg", ("image/jpeg", false)),
+            ("/style.css", ("text/css", true)),
+            ("/noext", ("application/octet-stream", false)),
+            ("/dir.d/noext", ("application/octet-stream", false)),
+        ];
+        for (p, want) in cases {
+            assert_eq!(content_type(p, &s), want, "{p}");
+        }
+        s.mimetype_assign = vec![
+            (".html".into(), "text/x-custom".into()),
+            (".tar.gz".into(), "application/x-tgz".into()),
+            (".gz".into(), "application/gzip".into()),
+        ];
+        assert_eq!(content_type("/a.html", &s), ("text/x-custom", false));
+        assert_eq!(content_type("/a.tar.gz", &s), ("application/x-tgz", false));
+    }
+}

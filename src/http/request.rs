@@ -1,0 +1,592 @@
+//! Request-head parsing: a pure function over bytes.
+//!
+//! `parse` returns `Ok(None)` while the head is incomplete, a [`Request`]
+//! borrowing from the buffer once it is complete, and an [`HttpError`]
+//! carrying the status to answer with when the head is bad. Every framing
+//! ambiguity (RFC 9112 §6.3) is an error, so that glint and whatever sits in
+//! front of it can never disagree on where one request ends.
+
+use httparse::{Header, Status};
+
+/// Most headers one request may carry; more is answered with 431.
+pub const MAX_HEADERS: usize = 64;
+
+/// A request the server cannot or will not process, and the status that says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpError {
+    pub status: u16,
+    /// Said in the error log at debug level.
+    pub why: &'static str,
+}
+
+const fn err(status: u16, why: &'static str) -> HttpError {
+    HttpError { status, why }
+}
+
+/// The methods glint knows; anything else is answered with 501.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Options,
+    Patch,
+    Trace,
+    Connect,
+    /// A WebDAV or other registered method: known, but not for static files.
+    OtherKnown,
+    Unknown,
+}
+
+impl Method {
+    fn from_token(m: &str) -> Method {
+        match m {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "DELETE" => Method::Delete,
+            "OPTIONS" => Method::Options,
+            "PATCH" => Method::Patch,
+            "TRACE" => Method::Trace,
+            "CONNECT" => Method::Connect,
+            "PROPFIND" | "PROPPATCH" | "MKCOL" | "COPY" | "MOVE" | "LOCK" | "UNLOCK" | "REPORT"
+            | "SEARCH" => Method::OtherKnown,
+            _ => Method::Unknown,
+        }
+    }
+}
+
+/// How the request body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// A complete, validated request head, borrowing from the read buffer.
+#[derive(Debug)]
+pub struct Request<'h, 'b> {
+    pub method: Method,
+    pub method_str: &'b str,
+    /// The path and query as sent (origin form); for absolute form, the part from the path on.
+    pub target: &'b str,
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub minor: u8,
+    pub headers: &'h [Header<'b>],
+    /// Bytes of the head, request line through the empty line.
+    pub head_len: usize,
+    pub body: Body,
+    /// The client allows the connection to stay open after this response.
+    pub keep_alive: bool,
+    /// Host from the absolute-form target or the Host header, lowercased by the caller.
+    pub host: &'b [u8],
+    /// The request line without its CRLF, for the access log.
+    pub request_line: &'b [u8],
+}
+
+impl Request<'_, '_> {
+    /// The first header named `name` (ASCII case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    }
+
+    /// The path part of the target (before `?`).
+    pub fn path(&self) -> &str {
+        match self.target.find('?') {
+            Some(i) => &self.target[..i],
+            None => self.target,
+        }
+    }
+
+    /// The query string without `?` (empty when absent).
+    pub fn query(&self) -> &str {
+        match self.target.find('?') {
+            Some(i) => &self.target[i + 1..],
+            None => "",
+        }
+    }
+}
+
+/// Parses one request head from the start of `buf`.
+///
+/// `max_head` is `server.max-request-field-size`: a head that is not complete
+/// within that many bytes is refused (414 when even the request line is
+/// longer, 431 otherwise).
+pub fn parse<'h, 'b>(
+    buf: &'b [u8],
+    headers: &'h mut [Header<'b>; MAX_HEADERS],
+    max_head: usize,
+) -> Result<Option<Request<'h, 'b>>, HttpError> {
+    let mut req = httparse::Request::new(headers);
+    let head_len = match req.parse(buf) {
+        Ok(Status::Complete(n)) => n,
+        Ok(Status::Partial) => {
+            if buf.len() >= max_head {
+                return Err(too_long(&buf[..max_head]));
+            }
+            return Ok(None);
+        }
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(err(431, "too many header fields"));
+        }
+        Err(httparse::Error::Version) => return Err(bad_version(buf)),
+        Err(_) => return Err(err(400, "malformed request head")),
+    };
+    if head_len > max_head {
+        return Err(too_long(&buf[..max_head]));
+    }
+    let method_str = req.method.unwrap_or("");
+    let target = req.path.unwrap_or("");
+    let minor = req.version.unwrap_or(1);
+    let headers: &'h [Header<'b>] = req.headers;
+    let method = Method::from_token(method_str);
+
+    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(0);
+    let request_line = trim_cr(&buf[..line_end]);
+
+    let mut host: Option<&'b [u8]> = None;
+    let mut content_length: Option<u64> = None;
+    let mut chunked = false;
+    let mut transfer_encoding = false;
+    let mut conn_close = false;
+    let mut conn_keep_alive = false;
+    for h in headers.iter() {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("host") {
+            if host.is_some() {
+                return Err(err(400, "more than one Host header"));
+            }
+            host = Some(h.value);
+        } else if name.eq_ignore_ascii_case("content-length") {
+            let n = parse_content_length(h.value)?;
+            if content_length.is_some_and(|old| old != n) {
+                return Err(err(400, "differing Content-Length headers"));
+            }
+            content_length = Some(n);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            if transfer_encoding {
+                return Err(err(400, "more than one Transfer-Encoding header"));
+            }
+            transfer_encoding = true;
+            if !trim_ows(h.value).eq_ignore_ascii_case(b"chunked") {
+                return Err(err(501, "unsupported Transfer-Encoding"));
+            }
+            chunked = true;
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let token = trim_ows(token);
+                if token.eq_ignore_ascii_case(b"close") {
+                    conn_close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    conn_keep_alive = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case("expect")
+            && !trim_ows(h.value).eq_ignore_ascii_case(b"100-continue")
+        {
+            return Err(err(417, "unsupported expectation"));
+        }
+    }
+
+    if chunked && content_length.is_some() {
+        return Err(err(400, "both Transfer-Encoding and Content-Length"));
+    }
+    if chunked && minor == 0 {
+        return Err(err(400, "Transfer-Encoding in an HTTP/1.0 request"));
+    }
+
+    // The target: origin form, absolute form, or `*` for OPTIONS.
+    let (target, target_host) = split_target(target, method)?;
+    let host = match (target_host, host) {
+        (Some(t), _) => t,
+        (None, Some(h)) => h,
+        (None, None) if minor >= 1 => return Err(err(400, "HTTP/1.1 request without Host")),
+        (None, None) => b"",
+    };
+    if !valid_host(host) {
+        return Err(err(400, "invalid Host"));
+    }
+
+    let body = if chunked {
+        Body::Chunked
+    } else {
+        match content_length {
+            Some(0) | None => Body::None,
+            Some(n) => Body::Length(n),
+        }
+    };
+    let keep_alive = if minor >= 1 {
+        !conn_close
+    } else {
+        conn_keep_alive && !conn_close
+    };
+    Ok(Some(Request {
+        method,
+        method_str,
+        target,
+        minor,
+        headers,
+        head_len,
+        body,
+        keep_alive,
+        host,
+        request_line,
+    }))
+}
+
+fn too_long(start: &[u8]) -> HttpError {
+    if start.contains(&b'\n') {
+        err(431, "request head too large")
+    } else {
+        err(414, "request line too long")
+    }
+}
+
+/// A version httparse refused: 505 for a well-formed `HTTP/x.y` other than
+/// 1.0 and 1.1 (HTTP/2's preface among them), 400 for anything else, including
+/// HTTP/0.9's `GET /` with no version at all.
+fn bad_version(buf: &[u8]) -> HttpError {
+    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
+    let line = trim_cr(&buf[..line_end]);
+    match line.rsplit(|&b| b == b' ').next() {
+        Some([b'H', b'T', b'T', b'P', b'/', major, rest @ ..])
+            if major.is_ascii_digit()
+                && (rest.is_empty()
+                    || (rest.len() == 2 && rest[0] == b'.' && rest[1].is_ascii_digit())) =>
+        {
+            err(505, "unsupported HTTP version")
+        }
+        _ => err(400, "malformed request line"),
+    }
+}
+
+fn split_target(target: &str, method: Method) -> Result<(&str, Option<&[u8]>), HttpError> {
+    if target.starts_with('/') {
+        return Ok((target, None));
+    }
+    if target == "*" {
+        return if method == Method::Options {
+            Ok((target, None))
+        } else {
+            Err(err(400, "asterisk target on a method other than OPTIONS"))
+        };
+    }
+    let rest = if target.len() > 7 && target[..7].eq_ignore_ascii_case("http://") {
+        &target[7..]
+    } else if target.len() > 8 && target[..8].eq_ignore_ascii_case("https://") {
+        &target[8..]
+    } else {
+        return Err(err(400, "invalid request target"));
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.is_empty() || authority.contains('@') {
+        return Err(err(400, "invalid authority in request target"));
+    }
+    if path.starts_with('?') {
+        // `http://host?q` has an empty path: serve `/` with the query.
+        return Err(err(400, "absolute target without a path"));
+    }
+    Ok((path, Some(authority.as_bytes())))
+}
+
+/// Host header syntax: reg-name or IP literal, optional port. Anything that
+/// could smuggle a path (`/`, `\`) or control characters is refused.
+fn valid_host(h: &[u8]) -> bool {
+    if h.len() > 255 {
+        return false;
+    }
+    if let Some(rest) = h.strip_prefix(b"[") {
+        let Some(end) = rest.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        let (lit, after) = (&rest[..end], &rest[end + 1..]);
+        return lit
+            .iter()
+            .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+            && (after.is_empty() || valid_port(after));
+    }
+    let (name, port) = match h.iter().position(|&b| b == b':') {
+        Some(i) => (&h[..i], Some(&h[i..])),
+        None => (h, None),
+    };
+    name.iter()
+        .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+        && !name.starts_with(b".")
+        && port.is_none_or(valid_port)
+}
+
+fn valid_port(p: &[u8]) -> bool {
+    match p.split_first() {
+        Some((b':', digits)) => digits.len() <= 5 && digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
+}
+
+fn parse_content_length(v: &[u8]) -> Result<u64, HttpError> {
+    let v = trim_ows(v);
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return Err(err(400, "invalid Content-Length"));
+    }
+    let mut n: u64 = 0;
+    for &d in v {
+        n = n * 10 + (d - b'0') as u64;
+    }
+    Ok(n)
+}
+
+/// Strips optional whitespace (SP / HTAB) from both ends.
+pub fn trim_ows(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+fn trim_cr(v: &[u8]) -> &[u8] {
+    v.strip_suffix(b"\r").unwrap_or(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Method, target, minor version, body framing, keep-alive, host.
+    type Parsed = (Method, String, u8, Body, bool, String);
+
+    fn run(buf: &[u8]) -> Result<Option<Parsed>, u16> {
+        let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        match parse(buf, &mut hs, 8192) {
+            Ok(Some(r)) => Ok(Some((
+                r.method,
+                r.target.to_string(),
+                r.minor,
+                r.body,
+                r.keep_alive,
+                String::from_utf8_lossy(r.host).into_owned(),
+            ))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.status),
+        }
+    }
+
+    #[test]
+    fn good_requests() {
+        type Case<'a> = (&'a str, &'a [u8], Method, &'a str, u8, Body, bool, &'a str);
+        let cases: &[Case] = &[
+            (
+                "simple 1.1",
+                b"GET /index.html HTTP/1.1\r\nHost: a\r\n\r\n",
+                Method::Get,
+                "/index.html",
+                1,
+                Body::None,
+                true,
+                "a",
+            ),
+            (
+                "1.0 closes by default",
+                b"GET / HTTP/1.0\r\n\r\n",
+                Method::Get,
+                "/",
+                0,
+                Body::None,
+                false,
+                "",
+            ),
+            (
+                "1.0 keep-alive",
+                b"HEAD / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
+                Method::Head,
+                "/",
+                0,
+                Body::None,
+                true,
+                "",
+            ),
+            (
+                "1.1 close",
+                b"GET / HTTP/1.1\r\nHost: a\r\nConnection: foo, close\r\n\r\n",
+                Method::Get,
+                "/",
+                1,
+                Body::None,
+                false,
+                "a",
+            ),
+            (
+                "absolute form overrides Host",
+                b"GET http://example.com:8080/x?y HTTP/1.1\r\nHost: other\r\n\r\n",
+                Method::Get,
+                "/x?y",
+                1,
+                Body::None,
+                true,
+                "example.com:8080",
+            ),
+            (
+                "body by length",
+                b"POST /f HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+                Method::Post,
+                "/f",
+                1,
+                Body::Length(5),
+                true,
+                "a",
+            ),
+            (
+                "repeated equal Content-Length",
+                b"POST /f HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+                Method::Post,
+                "/f",
+                1,
+                Body::Length(5),
+                true,
+                "a",
+            ),
+            (
+                "chunked",
+                b"POST /f HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+                Method::Post,
+                "/f",
+                1,
+                Body::Chunked,
+                true,
+                "a",
+            ),
+            (
+                "OPTIONS *",
+                b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+                Method::Options,
+                "*",
+                1,
+                Body::None,
+                true,
+                "a",
+            ),
+            (
+                "unknown method parses",
+                b"FOO / HTTP/1.1\r\nHost: a\r\n\r\n",
+                Method::Unknown,
+                "/",
+                1,
+                Body::None,
+                true,
+                "a",
+            ),
+            (
+                "IPv6 host",
+                b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+                Method::Get,
+                "/",
+                1,
+                Body::None,
+                true,
+                "[::1]:80",
+            ),
+        ];
+        for (what, buf, m, target, minor, body, ka, host) in cases {
+            let got = run(buf);
+            assert_eq!(
+                got,
+                Ok(Some((
+                    *m,
+                    target.to_string(),
+                    *minor,
+                    *body,
+                    *ka,
+                    host.to_string()
+                ))),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn incomplete_heads_need_more() {
+        let cases: &[(&str, &[u8])] = &[
+            ("empty", b""),
+            ("half a line", b"GET /ind"),
+            ("no blank line", b"GET / HTTP/1.1\r\nHost: a\r\n"),
+        ];
+        for (what, buf) in cases {
+            assert_eq!(run(buf), Ok(None), "{what}");
+        }
+    }
+
+    #[test]
+    fn bad_requests() {
+        let long_uri = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "a".repeat(9000));
+        let big_head = format!(
+            "GET / HTTP/1.1\r\nHost: a\r\nX-Big: {}\r\n\r\n",
+            "b".repeat(9000)
+        );
+        let many: String = (0..70).map(|i| format!("X-{i}: v\r\n")).collect();
+        let many = format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n");
+        let cases: &[(&str, &[u8], u16)] = &[
+            ("garbage", b"\x01\x02garbage\r\n\r\n", 400),
+            ("no Host in 1.1", b"GET / HTTP/1.1\r\n\r\n", 400),
+            ("two Hosts", b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+            ("Host with slash", b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400),
+            (
+                "TE and CL",
+                b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+                400,
+            ),
+            (
+                "differing CL",
+                b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+                400,
+            ),
+            ("non-numeric CL", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3x\r\n\r\n", 400),
+            ("negative CL", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400),
+            ("CL list", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\n\r\n", 400),
+            (
+                "unknown TE",
+                b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+                501,
+            ),
+            (
+                "TE in 1.0",
+                b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+                400,
+            ),
+            ("obs-fold", b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", 400),
+            ("HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
+            ("HTTP/0.9", b"GET /\r\n\r\n", 400),
+            ("HTTP/3.0", b"GET / HTTP/3.0\r\nHost: a\r\n\r\n", 505),
+            ("bad version text", b"GET / FOO/1.1\r\nHost: a\r\n\r\n", 400),
+            ("asterisk on GET", b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("relative target", b"GET index.html HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            ("userinfo", b"GET http://u@h/ HTTP/1.1\r\n\r\n", 400),
+            ("expect other", b"GET / HTTP/1.1\r\nHost: a\r\nExpect: foo\r\n\r\n", 417),
+            ("URI too long", long_uri.as_bytes(), 414),
+            ("head too large", big_head.as_bytes(), 431),
+            ("too many headers", many.as_bytes(), 431),
+        ];
+        for (what, buf, status) in cases {
+            assert_eq!(run(buf), Err(*status), "{what}");
+        }
+    }
+
+    #[test]
+    fn partial_over_the_limit_is_refused_early() {
+        let buf = vec![b'a'; 9000];
+        assert_eq!(run(&buf), Err(414));
+        let mut buf = b"GET / HTTP/1.1\r\nX: ".to_vec();
+        buf.extend(std::iter::repeat_n(b'b', 9000));
+        assert_eq!(run(&buf), Err(431));
+    }
+}

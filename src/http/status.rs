@@ -1,0 +1,103 @@
+//! Status codes: reason phrases and the small HTML page every error carries.
+
+/// The reason phrase of a status code.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        204 => "No Content",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        _ => "Unknown",
+    }
+}
+
+/// Appends the HTML body of an error response. It names the status and
+/// nothing else: no paths, no versions, no request data.
+pub fn write_error_page(out: &mut Vec<u8>, status: u16) {
+    let r = reason(status);
+    out.extend_from_slice(
+        b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<!DOCTYPE html>\n<html><head><title>",
+    );
+    push_status(out, status, r);
+    out.extend_from_slice(b"</title></head>\n<body><h1>");
+    push_status(out, status, r);
+    out.extend_from_slice(b"</h1></body></html>\n");
+}
+
+fn push_status(out: &mut Vec<u8>, status: u16, reason: &str) {
+    out.extend_from_slice(itoa_u64(status as u64).as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(reason.as_bytes());
+}
+
+/// Decimal digits of `v` without allocating: a small stack buffer.
+pub struct Digits {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Digits {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+/// Formats an unsigned integer in decimal on the stack.
+pub fn itoa_u64(mut v: u64) -> Digits {
+    let mut buf = [0u8; 20];
+    let mut i = 20;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    Digits { buf, start: i }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits() {
+        for v in [0u64, 7, 10, 469, 25_600, u64::MAX] {
+            assert_eq!(itoa_u64(v).as_bytes(), v.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn error_page_names_the_status() {
+        let mut out = Vec::new();
+        write_error_page(&mut out, 404);
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains("<title>404 Not Found</title>"), "{s}");
+    }
+}

@@ -1,0 +1,239 @@
+//! The write queue: memory chunks and file chunks, and the one writer that
+//! decides between `send` and `sendfile`.
+//!
+//! Handlers only append. Memory bytes go into one buffer (`mem`) and are
+//! written with a single `send`; a file chunk is written with `sendfile`
+//! straight from the open file, after the head was sent with `MSG_MORE` so the
+//! kernel puts head and first file bytes in one packet.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::rc::Rc;
+
+use nix::errno::Errno;
+use nix::sys::socket::{send, MsgFlags};
+
+/// One piece of the queue.
+#[derive(Debug)]
+enum Chunk {
+    /// `mem[previous end..end]`.
+    Mem { end: usize },
+    /// `remaining` bytes of `file` from `offset`.
+    File {
+        file: Rc<File>,
+        offset: u64,
+        remaining: u64,
+    },
+}
+
+/// What one call of [`Output::write_to`] achieved.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Everything queued has been written.
+    Done,
+    /// The socket is full; wait for writability.
+    Blocked,
+}
+
+/// Why writing stopped for good.
+#[derive(Debug)]
+pub enum WriteError {
+    /// The peer closed or reset the connection: nothing to log.
+    PeerGone,
+    /// A file got shorter while it was being sent: the response cannot be completed.
+    FileTruncated,
+    /// Anything else, worth a log line.
+    Io(io::Error),
+}
+
+/// sendfile moves at most this much per call (Linux caps it near 2 GiB anyway).
+const MAX_SENDFILE: u64 = 0x7fff_f000;
+
+/// Pending response bytes of one connection.
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Memory bytes: response heads, small bodies, multipart separators.
+    pub mem: Vec<u8>,
+    /// Bytes of `mem` already written.
+    mem_pos: usize,
+    /// `mem` bytes up to here belong to a chunk in `chunks`.
+    sealed: usize,
+    chunks: VecDeque<Chunk>,
+    /// Bytes written since the last call to [`Output::take_written`].
+    written: u64,
+}
+
+impl Output {
+    /// True when nothing is waiting to be written.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty() && self.sealed == self.mem.len()
+    }
+
+    /// Bytes of memory waiting, a measure for back-pressure.
+    pub fn pending_mem(&self) -> usize {
+        self.mem.len() - self.mem_pos
+    }
+
+    /// Turns bytes appended to `mem` since the last seal into a chunk.
+    fn seal(&mut self) {
+        let end = self.mem.len();
+        if end == self.sealed {
+            return;
+        }
+        match self.chunks.back_mut() {
+            Some(Chunk::Mem { end: e }) => *e = end,
+            _ => self.chunks.push_back(Chunk::Mem { end }),
+        }
+        self.sealed = end;
+    }
+
+    /// Queues `len` bytes of `file` from `offset`, after everything appended so far.
+    pub fn push_file(&mut self, file: Rc<File>, offset: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        self.seal();
+        self.chunks.push_back(Chunk::File {
+            file,
+            offset,
+            remaining: len,
+        });
+    }
+
+    /// Drops everything queued (the connection is closing).
+    pub fn clear(&mut self) {
+        self.chunks.clear();
+        self.mem.clear();
+        self.mem_pos = 0;
+        self.sealed = 0;
+    }
+
+    /// Bytes written since the last call.
+    pub fn take_written(&mut self) -> u64 {
+        std::mem::take(&mut self.written)
+    }
+
+    /// Takes the memory buffer out (for pooling) when nothing is pending.
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        debug_assert!(self.is_empty());
+        self.clear();
+        std::mem::take(&mut self.mem)
+    }
+
+    /// Writes as much as the socket takes.
+    pub fn write_to(&mut self, sock: BorrowedFd<'_>) -> Result<WriteOutcome, WriteError> {
+        self.seal();
+        loop {
+            let more_after = self.chunks.len() > 1;
+            let Some(front) = self.chunks.front_mut() else {
+                self.clear();
+                return Ok(WriteOutcome::Done);
+            };
+            match front {
+                Chunk::Mem { end } => {
+                    let end = *end;
+                    let flags = if more_after {
+                        MsgFlags::MSG_NOSIGNAL | MsgFlags::from_bits_retain(nix::libc::MSG_MORE)
+                    } else {
+                        MsgFlags::MSG_NOSIGNAL
+                    };
+                    match send(sock.as_raw_fd(), &self.mem[self.mem_pos..end], flags) {
+                        Ok(n) => {
+                            self.mem_pos += n;
+                            self.written += n as u64;
+                            if self.mem_pos == end {
+                                self.chunks.pop_front();
+                            }
+                        }
+                        Err(e) => return classify(e),
+                    }
+                }
+                Chunk::File {
+                    file,
+                    offset,
+                    remaining,
+                } => {
+                    let mut off = *offset as i64;
+                    let count = (*remaining).min(MAX_SENDFILE) as usize;
+                    match nix::sys::sendfile::sendfile64(sock, file.as_fd(), Some(&mut off), count)
+                    {
+                        Ok(0) => return Err(WriteError::FileTruncated),
+                        Ok(n) => {
+                            *offset += n as u64;
+                            *remaining -= n as u64;
+                            self.written += n as u64;
+                            if *remaining == 0 {
+                                self.chunks.pop_front();
+                            }
+                        }
+                        Err(e) => return classify(e),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Collapses a write error into the three cases that matter.
+fn classify(e: Errno) -> Result<WriteOutcome, WriteError> {
+    match e {
+        Errno::EAGAIN | Errno::EINTR => Ok(WriteOutcome::Blocked),
+        Errno::EPIPE | Errno::ECONNRESET | Errno::ENOTCONN | Errno::ESHUTDOWN => {
+            Err(WriteError::PeerGone)
+        }
+        e => Err(WriteError::Io(io::Error::from(e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn memory_and_file_chunks_arrive_in_order() {
+        let dir = std::env::temp_dir().join(format!("glint-output-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(b"0123456789")
+            .unwrap();
+        let file = Rc::new(File::open(&path).unwrap());
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut out = Output::default();
+        out.mem.extend_from_slice(b"head|");
+        out.push_file(Rc::clone(&file), 2, 3);
+        out.mem.extend_from_slice(b"|mid|");
+        out.push_file(file, 7, 3);
+        out.mem.extend_from_slice(b"|end");
+        assert_eq!(out.write_to(a.as_fd()).unwrap(), WriteOutcome::Done);
+        assert!(out.is_empty());
+        assert_eq!(out.take_written(), 20);
+        drop(a);
+        let mut got = String::new();
+        b.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "head|234|mid|789|end");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn truncated_file_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("glint-output-t-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, b"0123").unwrap();
+        let file = Rc::new(File::open(&path).unwrap());
+        let (a, _b) = UnixStream::pair().unwrap();
+        let mut out = Output::default();
+        out.push_file(file, 0, 100);
+        assert!(matches!(
+            out.write_to(a.as_fd()),
+            Err(WriteError::FileTruncated)
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

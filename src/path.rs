@@ -1,0 +1,172 @@
+//! The one place that turns a URL path into a path below the docroot.
+//!
+//! The path is percent-decoded once and then normalised: empty and `.`
+//! segments are dropped and `..` removes the segment before it. A `..` that
+//! would climb above the root, a decoded NUL or control character, a
+//! backslash, a malformed escape and bytes that are not UTF-8 (overlong
+//! encodings of `.` and `/` among them) are all refused with 400, so no later
+//! step has to think about traversal again.
+
+/// Why a path was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathError {
+    /// A `%` not followed by two hex digits.
+    BadEscape,
+    /// NUL, another control character or a backslash.
+    BadByte,
+    /// The decoded bytes are not UTF-8.
+    NotUtf8,
+    /// `..` above the root.
+    AboveRoot,
+    /// Does not start with `/`.
+    NotAbsolute,
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Percent-decodes `raw` into `out` (cleared first).
+pub fn percent_decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
+    out.clear();
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        if b == b'%' {
+            let (Some(h), Some(l)) = (
+                raw.get(i + 1).copied().and_then(hex),
+                raw.get(i + 2).copied().and_then(hex),
+            ) else {
+                return Err(PathError::BadEscape);
+            };
+            out.push(h << 4 | l);
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Decodes and normalises the path part of a request target into `out`.
+/// `scratch` is a reusable buffer for the decoded bytes.
+pub fn normalize(raw: &str, scratch: &mut Vec<u8>, out: &mut String) -> Result<(), PathError> {
+    out.clear();
+    if !raw.starts_with('/') {
+        return Err(PathError::NotAbsolute);
+    }
+    percent_decode(raw.as_bytes(), scratch)?;
+    if scratch.iter().any(|&b| b < 0x20 || b == 0x7f || b == b'\\') {
+        return Err(PathError::BadByte);
+    }
+    let decoded = std::str::from_utf8(scratch).map_err(|_| PathError::NotUtf8)?;
+    let mut trailing_slash = false;
+    for seg in decoded.split('/') {
+        match seg {
+            "" | "." => trailing_slash = true,
+            ".." => {
+                if out.is_empty() {
+                    return Err(PathError::AboveRoot);
+                }
+                let cut = out.rfind('/').unwrap_or(0);
+                out.truncate(cut);
+                trailing_slash = true;
+            }
+            s => {
+                out.push('/');
+                out.push_str(s);
+                trailing_slash = false;
+            }
+        }
+    }
+    if out.is_empty() || trailing_slash {
+        out.push('/');
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(raw: &str) -> Result<String, PathError> {
+        let mut scratch = Vec::new();
+        let mut out = String::new();
+        normalize(raw, &mut scratch, &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn table() {
+        use PathError::*;
+        let cases: &[(&str, &str, Result<&str, PathError>)] = &[
+            ("root", "/", Ok("/")),
+            ("plain file", "/index.html", Ok("/index.html")),
+            ("directory keeps slash", "/a/b/", Ok("/a/b/")),
+            ("double slashes", "//a///b", Ok("/a/b")),
+            ("dot segments", "/a/./b/.", Ok("/a/b/")),
+            ("dot-dot inside", "/a/b/../c", Ok("/a/c")),
+            ("dot-dot to root", "/a/..", Ok("/")),
+            ("escaped letters", "/%69ndex.html", Ok("/index.html")),
+            ("escaped space", "/a%20b", Ok("/a b")),
+            ("utf-8", "/%C3%A9t%C3%A9", Ok("/été")),
+            ("escaped slash is a slash", "/a%2fb", Ok("/a/b")),
+            ("dot-dot above root", "/..", Err(AboveRoot)),
+            (
+                "dot-dot deep above root",
+                "/a/../../etc/passwd",
+                Err(AboveRoot),
+            ),
+            ("escaped dot-dot", "/%2e%2e/etc/passwd", Err(AboveRoot)),
+            (
+                "escaped slash and dot-dot",
+                "/a/..%2f..%2fetc",
+                Err(AboveRoot),
+            ),
+            ("mixed case escape", "/%2E%2E/x", Err(AboveRoot)),
+            ("NUL", "/index.html%00.jpg", Err(BadByte)),
+            ("newline", "/a%0d%0aSet-Cookie:x", Err(BadByte)),
+            ("backslash", "/..\\..\\etc", Err(BadByte)),
+            ("escaped backslash", "/..%5c..%5cetc", Err(BadByte)),
+            ("overlong dot", "/%c0%ae%c0%ae/etc", Err(NotUtf8)),
+            ("overlong slash", "/..%c0%af..%c0%afetc", Err(NotUtf8)),
+            (
+                "double encoded stays literal",
+                "/%252e%252e/x",
+                Ok("/%2e%2e/x"),
+            ),
+            ("bad escape", "/a%zz", Err(BadEscape)),
+            ("truncated escape", "/a%2", Err(BadEscape)),
+            ("relative", "a/b", Err(NotAbsolute)),
+        ];
+        for (what, raw, want) in cases {
+            assert_eq!(
+                norm(raw).as_deref(),
+                want.as_ref().map(|s| *s),
+                "{what}: {raw}"
+            );
+        }
+    }
+
+    #[test]
+    fn never_leaves_the_root() {
+        // Every normalised path starts with "/" and has no ".." segment.
+        let pieces = ["..", ".", "a", "%2e", "%2e%2e", "%2f", "", "b%2f.."];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let raw = format!("/{a}/{b}/{c}");
+                    if let Ok(p) = norm(&raw) {
+                        assert!(p.starts_with('/'), "{raw} -> {p}");
+                        assert!(!p.split('/').any(|s| s == ".."), "{raw} -> {p}");
+                    }
+                }
+            }
+        }
+    }
+}
