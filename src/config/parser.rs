@@ -136,7 +136,7 @@ pub fn merge(a: Value, b: Value, pos: &Pos) -> Result<Value, ConfigError> {
 }
 
 /// Matches one path component against a glob pattern (`*`, `?`, `[...]`).
-fn glob_match(pat: &[char], name: &[char]) -> bool {
+pub fn glob_match(pat: &[char], name: &[char]) -> bool {
     match pat.first() {
         None => name.is_empty(),
         Some('*') => (0..=name.len()).any(|k| glob_match(&pat[1..], &name[k..])),
@@ -532,9 +532,6 @@ impl Eval {
     fn include(&mut self, arg: &str, pos: &Pos) -> Result<(), ConfigError> {
         let path = self.base_dir.join(arg);
         let files = glob(&path);
-        if files.is_empty() && !has_glob(arg) {
-            return Err(pos.error(format!("cannot include {}: no such file", path.display())));
-        }
         for f in files {
             let text = std::fs::read_to_string(&f)
                 .map_err(|e| pos.error(format!("cannot include {}: {e}", f.display())))?;
