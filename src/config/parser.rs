@@ -365,41 +365,55 @@ impl Eval {
                     .ok_or_else(|| t.pos.error(format!("{key} is not set")))
             }
             Tok::LParen => {
-                let mut items: Vec<(Option<String>, Value)> = Vec::new();
-                loop {
-                    if c.peek().tok == Tok::RParen {
-                        c.bump();
-                        break;
-                    }
-                    let (v, vpos) = self.parse_expr(c)?;
-                    let item = if c.peek().tok == Tok::Arrow {
-                        c.bump();
-                        let Value::Str(k) = v else {
-                            return Err(vpos.error(format!(
-                                "an array key must be a string, got {}",
-                                v.type_name()
-                            )));
-                        };
-                        if items.iter().any(|(ik, _)| ik.as_ref() == Some(&k)) {
-                            return Err(vpos.error(format!("duplicate array key \"{k}\"")));
-                        }
-                        let (v, _) = self.parse_expr(c)?;
-                        (Some(k), v)
-                    } else {
-                        (None, v)
-                    };
-                    items.push(item);
-                    let sep = c.bump();
-                    match sep.tok {
-                        Tok::Comma => {}
-                        Tok::RParen => break,
-                        _ => return Err(unexpected(sep, "',' or ')'")),
-                    }
+                if self.depth >= MAX_DEPTH {
+                    return Err(t.pos.error("arrays nested too deeply"));
                 }
-                Ok(Value::Array(items))
+                self.depth += 1;
+                let items = self.parse_array_items(c);
+                self.depth -= 1;
+                Ok(Value::Array(items?))
             }
             _ => Err(unexpected(t, "a value")),
         }
+    }
+
+    /// The elements of an array after its `(`, through the `)`.
+    fn parse_array_items(
+        &mut self,
+        c: &mut Cur<'_>,
+    ) -> Result<Vec<(Option<String>, Value)>, ConfigError> {
+        let mut items: Vec<(Option<String>, Value)> = Vec::new();
+        loop {
+            if c.peek().tok == Tok::RParen {
+                c.bump();
+                break;
+            }
+            let (v, vpos) = self.parse_expr(c)?;
+            let item = if c.peek().tok == Tok::Arrow {
+                c.bump();
+                let Value::Str(k) = v else {
+                    return Err(vpos.error(format!(
+                        "an array key must be a string, got {}",
+                        v.type_name()
+                    )));
+                };
+                if items.iter().any(|(ik, _)| ik.as_ref() == Some(&k)) {
+                    return Err(vpos.error(format!("duplicate array key \"{k}\"")));
+                }
+                let (v, _) = self.parse_expr(c)?;
+                (Some(k), v)
+            } else {
+                (None, v)
+            };
+            items.push(item);
+            let sep = c.bump();
+            match sep.tok {
+                Tok::Comma => {}
+                Tok::RParen => break,
+                _ => return Err(unexpected(sep, "',' or ')'")),
+            }
+        }
+        Ok(items)
     }
 
     /// A condition, its block, and any `else` branches after it.

@@ -570,6 +570,11 @@ fn errors_table() {
             "t.conf:1:1: fastcgi.server: expects an array, got a string",
         ),
         (
+            "arrays nested too deeply",
+            "a.b = ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))",
+            "t.conf:1:71: arrays nested too deeply",
+        ),
+        (
             "type error inside a block",
             "$HTTP[\"host\"] == \"a\" {\n  server.port = \"x\"\n}",
             "t.conf:2:3: server.port: expects an integer, got a string",
