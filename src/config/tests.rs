@@ -1122,3 +1122,29 @@ fn glob_match_table() {
         assert_eq!(parser::glob_match(&p, &n), want, "{pat} vs {name}");
     }
 }
+
+#[test]
+fn nesting_limits() {
+    let deep = "$HTTP[\"url\"] =^ \"/\" {".repeat(70) + &"}".repeat(70);
+    let e = load(&deep).err().map(|e| e.to_string());
+    assert_eq!(
+        e.as_deref(),
+        Some("t.conf:1:1366: conditions nested too deeply"),
+        "conditions"
+    );
+    let dir = std::env::temp_dir().join(format!("glint-config-self-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let file = dir.join("self.conf");
+    let _ = std::fs::write(&file, "include \"self.conf\"\n");
+    let e = Config::load(&file).err().map(|e| e.message);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(e.as_deref(), Some("includes nested too deeply"), "includes");
+    let e = load("server.max-request-size = \"99999999999999999999999\"")
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        e.as_deref(),
+        Some("t.conf:1:1: server.max-request-size: integer 99999999999999999999999 is too large"),
+        "huge digit string"
+    );
+}
