@@ -4,6 +4,15 @@
 //! The server asks two things of a [`Config`]: which sockets to listen on
 //! ([`Config::listeners`]) and which settings apply to one request
 //! ([`Config::resolve`]).
+//!
+//! A configuration comes from lighttpd's language ([`Config::load`],
+//! [`Config::parse_str`], [`Config::load_stdin`]) or from the command line
+//! ([`Config::from_settings`]); [`Config::dump`] prints it back for `-p`.
+//! Loading evaluates the whole file (variables, `include`, `+=`), checks
+//! every option's type, compiles every condition (a regex the `regex` crate
+//! rejects is an error) and keeps options glint does not implement as
+//! [`Config::warnings`]. Captures of `=~` conditions (for `%1` in redirects
+//! and rewrites) come from the last regex condition that matched.
 
 mod cond;
 mod error;
@@ -347,6 +356,13 @@ fn compile_chains(
             let mut kept = Vec::new();
             for e in &b.entries {
                 if e.key.starts_with("var.") {
+                    continue;
+                }
+                if options::GLOBAL_ONLY.contains(&e.key.as_str()) {
+                    warnings.push(format!(
+                        "{}:{}: option {} can only be set in the global scope; ignored",
+                        e.pos.file, e.pos.line, e.key
+                    ));
                     continue;
                 }
                 if check(&mut scratch, e, warnings)? {

@@ -32,6 +32,24 @@ pub const KEPT_OPTIONS: &[&str] = &[
     "fastcgi.map-extensions",
 ];
 
+/// Options that only mean something in the global scope; in a conditional
+/// block they are ignored with a warning.
+pub const GLOBAL_ONLY: &[&str] = &[
+    "server.port",
+    "server.bind",
+    "server.modules",
+    "server.errorlog",
+    "server.username",
+    "server.groupname",
+    "server.chroot",
+    "server.pid-file",
+    "server.max-fds",
+    "server.max-connections",
+    "server.max-worker",
+    "server.graceful-shutdown-timeout",
+    "server.systemd-socket-activation",
+];
+
 /// What applying an option did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {

@@ -360,6 +360,11 @@ fn warnings_table() {
             &["t.conf:2: option deflate.mimetypes is not supported by glint; ignored"],
         ),
         ("variables are not options", "var.x = 1\ny = 2", &[]),
+        (
+            "global-only option in a block",
+            "$SERVER[\"socket\"] == \":81\" {\n server.port = 82 }",
+            &["t.conf:2: option server.port can only be set in the global scope; ignored"],
+        ),
     ];
     for (desc, text, want) in cases {
         match load(text) {
@@ -576,8 +581,8 @@ fn errors_table() {
         ),
         (
             "type error inside a block",
-            "$HTTP[\"host\"] == \"a\" {\n  server.port = \"x\"\n}",
-            "t.conf:2:3: server.port: expects an integer, got a string",
+            "$HTTP[\"host\"] == \"a\" {\n  server.tag = 5\n}",
+            "t.conf:2:3: server.tag: expects a string, got an integer",
         ),
     ];
     for (desc, text, want) in cases {
