@@ -4,15 +4,41 @@
 //! The server asks two things of a [`Config`]: which sockets to listen on
 //! ([`Config::listeners`]) and which settings apply to one request
 //! ([`Config::resolve`]).
+//!
+//! A configuration comes from lighttpd's language ([`Config::load`],
+//! [`Config::parse_str`], [`Config::load_stdin`]) or from the command line
+//! ([`Config::from_settings`]); [`Config::dump`] prints it back for `-p`.
+//! Loading evaluates the whole file (variables, `include`, `+=`), checks
+//! every option's type, compiles every condition (a regex the `regex` crate
+//! rejects is an error) and keeps options glint does not implement as
+//! [`Config::warnings`]. Captures of `=~` conditions (for `%1` in redirects
+//! and rewrites) come from the last regex condition that matched.
 
+mod cond;
+mod error;
+mod lexer;
+mod options;
+mod parser;
 mod settings;
+mod value;
 
+#[cfg(test)]
+mod tests;
+
+pub use error::ConfigError;
+pub use options::{KEPT_OPTIONS, PROVIDED_MODULES};
 pub use settings::{Origin, Settings, DEFAULT_ACCESSLOG_FORMAT};
+pub use value::Value;
 
+use cond::{Cond, Test};
+use lexer::Pos;
+use options::Applied;
+use parser::{Block, Entry};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::io::Read;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// An address to listen on.
@@ -80,6 +106,31 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// Settings merged for each combination of matched conditionals, built on first use.
     cache: RefCell<HashMap<Vec<u32>, Rc<Settings>>>,
+    /// The conditional blocks: chains of `if / else if / else` at the top level.
+    chains: Vec<Vec<CondBlock>>,
+    /// The options each block sets, indexed by block id.
+    assigns: Vec<Vec<Assign>>,
+}
+
+/// One option a conditional block sets (already checked to apply cleanly).
+#[derive(Debug, Clone)]
+struct Assign {
+    key: String,
+    value: Value,
+    origin: Origin,
+}
+
+/// A compiled conditional block; `cond` is `None` for a plain `else`.
+#[derive(Debug)]
+struct CondBlock {
+    id: u32,
+    cond: Option<Cond>,
+    children: Vec<Vec<CondBlock>>,
+}
+
+thread_local! {
+    /// The ids of the matched blocks of the request being resolved, reused between calls.
+    static MATCHED: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Config {
@@ -91,17 +142,314 @@ impl Config {
             listeners,
             warnings: Vec::new(),
             cache: RefCell::new(HashMap::new()),
+            chains: Vec::new(),
+            assigns: Vec::new(),
         }
     }
 
+    /// Reads and evaluates the configuration file at `path`; includes are
+    /// relative to its directory.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::file(&name, format!("cannot read: {e}")))?;
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Config::parse_str(&text, &name, &base)
+    }
+
+    /// Reads the configuration from standard input (`-f -`); includes are
+    /// relative to the current directory.
+    pub fn load_stdin() -> Result<Config, ConfigError> {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| ConfigError::file("<stdin>", format!("cannot read: {e}")))?;
+        Config::parse_str(&text, "<stdin>", Path::new("."))
+    }
+
+    /// Evaluates configuration `text`, named `name` in errors and warnings;
+    /// relative includes are looked up in `base_dir`.
+    pub fn parse_str(text: &str, name: &str, base_dir: &Path) -> Result<Config, ConfigError> {
+        let parsed = parser::parse(text, name, base_dir)?;
+        let mut warnings = Vec::new();
+        let mut global = Settings::default();
+        for e in &parsed.entries {
+            if e.key.starts_with("var.") {
+                continue;
+            }
+            if check(&mut global, e, &mut warnings)? && e.key == "server.modules" {
+                for m in &global.modules {
+                    if !PROVIDED_MODULES.contains(&m.as_str()) {
+                        warnings.push(format!(
+                            "{}:{}: module {m} is not provided by glint; ignored",
+                            e.pos.file, e.pos.line
+                        ));
+                    }
+                }
+            }
+        }
+        let mut listeners = vec![listen_from_settings(&global)];
+        let mut socket_map = Vec::with_capacity(parsed.sockets.len());
+        for (spec, pos) in &parsed.sockets {
+            let addr = parse_socket(spec).map_err(|m| pos.error(m))?;
+            let idx = match listeners
+                .iter()
+                .position(|l| l.spec == *spec || l.addr == addr)
+            {
+                Some(i) => i,
+                None => {
+                    listeners.push(Listen {
+                        addr,
+                        spec: spec.clone(),
+                    });
+                    listeners.len() - 1
+                }
+            };
+            socket_map.push(idx);
+        }
+        let mut assigns = Vec::new();
+        let chains = compile_chains(parsed.chains, &socket_map, &mut assigns, &mut warnings)?;
+        Ok(Config {
+            global: Rc::new(global),
+            listeners,
+            warnings,
+            cache: RefCell::new(HashMap::new()),
+            chains,
+            assigns,
+        })
+    }
+
     /// The settings that apply to one request.
-    pub fn resolve(&self, _facts: &RequestFacts<'_>) -> Resolved {
-        let _ = &self.cache;
-        Resolved {
-            settings: Rc::clone(&self.global),
-            captures: Vec::new(),
+    ///
+    /// Walks the conditional blocks, then returns the settings merged for the
+    /// blocks that matched: the global settings when none did, otherwise a
+    /// cached merge (built once per combination of blocks).
+    pub fn resolve(&self, facts: &RequestFacts<'_>) -> Resolved {
+        let mut captures = Vec::new();
+        if self.chains.is_empty() {
+            return Resolved {
+                settings: Rc::clone(&self.global),
+                captures,
+            };
+        }
+        let spec = self
+            .listeners
+            .get(facts.listener)
+            .map_or("", |l| l.spec.as_str());
+        let settings = MATCHED.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut ids) => {
+                ids.clear();
+                walk(&self.chains, facts, spec, &mut ids, &mut captures);
+                self.merged(&ids)
+            }
+            Err(_) => {
+                let mut ids = Vec::new();
+                walk(&self.chains, facts, spec, &mut ids, &mut captures);
+                self.merged(&ids)
+            }
+        });
+        Resolved { settings, captures }
+    }
+
+    /// The settings for a combination of matched blocks, from the cache when possible.
+    fn merged(&self, ids: &[u32]) -> Rc<Settings> {
+        if ids.is_empty() {
+            return Rc::clone(&self.global);
+        }
+        if let Some(s) = self.cache.borrow().get(ids) {
+            return Rc::clone(s);
+        }
+        let mut s = (*self.global).clone();
+        for id in ids {
+            for a in self.assigns.get(*id as usize).into_iter().flatten() {
+                // Every assignment was applied once while loading; it cannot fail now.
+                let _ = options::apply(&mut s, &a.key, &a.value, &a.origin);
+            }
+        }
+        let s = Rc::new(s);
+        self.cache.borrow_mut().insert(ids.to_vec(), Rc::clone(&s));
+        s
+    }
+
+    /// The configuration in lighttpd syntax: every global option glint uses
+    /// with its value, then the conditional blocks. Parsing the text again
+    /// gives an equal configuration.
+    pub fn dump(&self) -> String {
+        let mut out = String::from("# glint: resolved configuration\n");
+        for (k, v) in options::entries(&self.global) {
+            out.push_str(&format!("{k} = {}\n", v.to_conf(0)));
+        }
+        self.dump_chains(&self.chains, 0, &mut out);
+        out
+    }
+
+    fn dump_chains(&self, chains: &[Vec<CondBlock>], indent: usize, out: &mut String) {
+        let pad = " ".repeat(indent);
+        for chain in chains {
+            out.push('\n');
+            for (i, b) in chain.iter().enumerate() {
+                out.push_str(&pad);
+                if i > 0 {
+                    out.push_str("else ");
+                }
+                if let Some(c) = &b.cond {
+                    let mut pat = String::new();
+                    let _ = value::write_quoted(&mut pat, &c.pattern);
+                    out.push_str(&format!("{} {} {pat} ", c.var, c.op));
+                }
+                out.push_str("{\n");
+                for a in self.assigns.get(b.id as usize).into_iter().flatten() {
+                    out.push_str(&format!(
+                        "{pad}  {} = {}\n",
+                        a.key,
+                        a.value.to_conf(indent + 2)
+                    ));
+                }
+                self.dump_chains(&b.children, indent + 2, out);
+                out.push_str(&pad);
+                out.push_str("}\n");
+            }
         }
     }
+}
+
+/// Applies one entry to `s`: `Ok(true)` when glint knows the option,
+/// `Ok(false)` (and a warning) when it does not.
+fn check(s: &mut Settings, e: &Entry, warnings: &mut Vec<String>) -> Result<bool, ConfigError> {
+    let origin = origin_of(&e.pos);
+    match options::apply(s, &e.key, &e.value, &origin) {
+        Ok(Applied::Known) => Ok(true),
+        Ok(Applied::Unknown) => {
+            warnings.push(format!(
+                "{}:{}: option {} is not supported by glint; ignored",
+                e.pos.file, e.pos.line, e.key
+            ));
+            Ok(false)
+        }
+        Err(m) => Err(e.pos.error(format!("{}: {m}", e.key))),
+    }
+}
+
+fn origin_of(p: &Pos) -> Origin {
+    Origin {
+        file: p.file.to_string(),
+        line: p.line,
+    }
+}
+
+/// Checks every block's options, keeps the known ones, and maps socket
+/// conditions onto listener indexes.
+fn compile_chains(
+    chains: Vec<Vec<Block>>,
+    socket_map: &[usize],
+    assigns: &mut Vec<Vec<Assign>>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Vec<CondBlock>>, ConfigError> {
+    let mut out = Vec::with_capacity(chains.len());
+    for chain in chains {
+        let mut blocks = Vec::with_capacity(chain.len());
+        for b in chain {
+            let mut scratch = Settings::default();
+            let mut kept = Vec::new();
+            for e in &b.entries {
+                if e.key.starts_with("var.") {
+                    continue;
+                }
+                if options::GLOBAL_ONLY.contains(&e.key.as_str()) {
+                    warnings.push(format!(
+                        "{}:{}: option {} can only be set in the global scope; ignored",
+                        e.pos.file, e.pos.line, e.key
+                    ));
+                    continue;
+                }
+                if check(&mut scratch, e, warnings)? {
+                    kept.push(Assign {
+                        key: e.key.clone(),
+                        value: e.value.clone(),
+                        origin: origin_of(&e.pos),
+                    });
+                }
+            }
+            let idx = b.id as usize;
+            if assigns.len() <= idx {
+                assigns.resize(idx + 1, Vec::new());
+            }
+            assigns[idx] = kept;
+            let cond = b.cond.map(|mut c| {
+                if let Test::OnListener(i) = c.test {
+                    c.test = Test::OnListener(socket_map.get(i).copied().unwrap_or(usize::MAX));
+                }
+                c
+            });
+            blocks.push(CondBlock {
+                id: b.id,
+                cond,
+                children: compile_chains(b.children, socket_map, assigns, warnings)?,
+            });
+        }
+        out.push(blocks);
+    }
+    Ok(out)
+}
+
+/// Collects the ids of the blocks that match, in configuration order.
+fn walk(
+    chains: &[Vec<CondBlock>],
+    facts: &RequestFacts<'_>,
+    spec: &str,
+    ids: &mut Vec<u32>,
+    captures: &mut Vec<String>,
+) {
+    for chain in chains {
+        for b in chain {
+            let hit = match &b.cond {
+                None => true,
+                Some(c) => c.matches(facts, spec, captures),
+            };
+            if hit {
+                ids.push(b.id);
+                walk(&b.children, facts, spec, ids, captures);
+                break;
+            }
+        }
+    }
+}
+
+/// Parses a `$SERVER["socket"]` value: `ip:port`, `[v6]:port`, `:port`,
+/// `host:port`, a bare address (port 80), or a unix socket path.
+pub fn parse_socket(spec: &str) -> Result<ListenAddr, String> {
+    if spec.starts_with('/') {
+        return Ok(ListenAddr::Unix(PathBuf::from(spec)));
+    }
+    let bad =
+        || format!("invalid socket \"{spec}\" (expected ip:port, [v6]:port, :port or a path)");
+    let (host, port) = if let Some(rest) = spec.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').ok_or_else(bad)?;
+        match after {
+            "" => (h, None),
+            p => (h, Some(p.strip_prefix(':').ok_or_else(bad)?)),
+        }
+    } else {
+        match spec.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => return Err(bad()),
+            Some((h, p)) => (h, Some(p)),
+            None => (spec, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse::<u16>().map_err(|_| bad())?,
+        None => 80,
+    };
+    if spec.is_empty() || host.contains(char::is_whitespace) {
+        return Err(bad());
+    }
+    Ok(ListenAddr::Tcp {
+        host: host.to_string(),
+        port,
+    })
 }
 
 /// The listener named by `server.bind` and `server.port`.

@@ -5,6 +5,7 @@
 //! conditional block (`$HTTP["host"] == ... { }`) produces a copy of its
 //! parent's settings with the block's assignments applied.
 
+use super::value::Value;
 use std::path::PathBuf;
 
 /// Where a value was set: shown in start-up errors ("set at glint.conf:12").
@@ -131,6 +132,13 @@ pub struct Settings {
     pub status_statistics_url: Option<String>,
     /// `status.config-url`.
     pub status_config_url: Option<String>,
+    /// `scgi.server`: the parsed array, read by the SCGI gateway.
+    pub scgi_server: Option<Value>,
+    /// `fastcgi.server`: the parsed array, read by the FastCGI gateway.
+    pub fastcgi_server: Option<Value>,
+    /// Options glint keeps for later work without a typed field
+    /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
+    pub raw: Vec<(String, Value)>,
 }
 
 /// lighttpd's default access log format.
@@ -194,6 +202,9 @@ impl Default for Settings {
             status_url: None,
             status_statistics_url: None,
             status_config_url: None,
+            scgi_server: None,
+            fastcgi_server: None,
+            raw: Vec::new(),
         }
     }
 }

@@ -1,0 +1,385 @@
+//! lighttpd option names mapped onto [`Settings`] fields, and back for `-p`.
+
+use super::settings::{Origin, Settings};
+use super::value::Value;
+use std::path::PathBuf;
+
+/// The modules glint provides; `server.modules` naming another yields a warning.
+pub const PROVIDED_MODULES: &[&str] = &[
+    "mod_indexfile",
+    "mod_staticfile",
+    "mod_dirlisting",
+    "mod_access",
+    "mod_accesslog",
+    "mod_setenv",
+    "mod_expire",
+    "mod_redirect",
+    "mod_rewrite",
+    "mod_simple_vhost",
+    "mod_status",
+    "mod_scgi",
+    "mod_fastcgi",
+];
+
+/// Options glint parses and keeps in [`Settings::raw`] for later work.
+pub const KEPT_OPTIONS: &[&str] = &[
+    "scgi.protocol",
+    "scgi.balance",
+    "scgi.debug",
+    "scgi.map-extensions",
+    "fastcgi.balance",
+    "fastcgi.debug",
+    "fastcgi.map-extensions",
+];
+
+/// Options that only mean something in the global scope; in a conditional
+/// block they are ignored with a warning.
+pub const GLOBAL_ONLY: &[&str] = &[
+    "server.port",
+    "server.bind",
+    "server.modules",
+    "server.errorlog",
+    "server.username",
+    "server.groupname",
+    "server.chroot",
+    "server.pid-file",
+    "server.max-fds",
+    "server.max-connections",
+    "server.max-worker",
+    "server.graceful-shutdown-timeout",
+    "server.systemd-socket-activation",
+];
+
+/// What applying an option did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// Stored in a typed field or in [`Settings::raw`].
+    Known,
+    /// glint does not know the option: the caller warns and ignores it.
+    Unknown,
+}
+
+fn string(v: &Value) -> Result<String, String> {
+    match v {
+        Value::Str(s) => Ok(s.clone()),
+        other => Err(format!("expects a string, got {}", other.type_name())),
+    }
+}
+
+fn integer(v: &Value, max: u64) -> Result<u64, String> {
+    let n = match v {
+        Value::Int(i) => u64::try_from(*i).map_err(|_| "must not be negative".to_string())?,
+        Value::Str(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => s
+            .parse::<u64>()
+            .map_err(|_| format!("integer {s} is too large"))?,
+        other => return Err(format!("expects an integer, got {}", other.type_name())),
+    };
+    if n > max {
+        return Err(format!("value {n} is out of range (at most {max})"));
+    }
+    Ok(n)
+}
+
+fn uint16(v: &Value) -> Result<u16, String> {
+    integer(v, u64::from(u16::MAX)).map(|n| n as u16)
+}
+
+fn uint32(v: &Value) -> Result<u32, String> {
+    integer(v, u64::from(u32::MAX)).map(|n| n as u32)
+}
+
+/// lighttpd's booleans: "enable"/"disable" (also "true"/"false", any case) or an integer.
+fn boolean(v: &Value) -> Result<bool, String> {
+    match v {
+        Value::Int(i) => Ok(*i != 0),
+        Value::Str(s) if s.eq_ignore_ascii_case("enable") || s.eq_ignore_ascii_case("true") => {
+            Ok(true)
+        }
+        Value::Str(s) if s.eq_ignore_ascii_case("disable") || s.eq_ignore_ascii_case("false") => {
+            Ok(false)
+        }
+        Value::Str(s) => Err(format!("expects \"enable\" or \"disable\", got \"{s}\"")),
+        Value::Array(_) => Err("expects \"enable\" or \"disable\", got an array".into()),
+    }
+}
+
+/// A list of strings: an array of strings (keys ignored) or one string.
+fn list(v: &Value) -> Result<Vec<String>, String> {
+    match v {
+        Value::Str(s) => Ok(vec![s.clone()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|(_, v)| match v {
+                Value::Str(s) => Ok(s.clone()),
+                other => Err(format!(
+                    "expects an array of strings, found {}",
+                    other.type_name()
+                )),
+            })
+            .collect(),
+        Value::Int(_) => Err("expects an array of strings, got an integer".into()),
+    }
+}
+
+/// A list of `"key" => "value"` pairs.
+fn pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(|(k, v)| match (k, v) {
+                (Some(k), Value::Str(s)) => Ok((k.clone(), s.clone())),
+                (None, _) => Err("expects an array of \"key\" => \"value\" pairs".to_string()),
+                (Some(k), other) => Err(format!(
+                    "expects a string for key \"{k}\", found {}",
+                    other.type_name()
+                )),
+            })
+            .collect(),
+        other => Err(format!(
+            "expects an array of \"key\" => \"value\" pairs, got {}",
+            other.type_name()
+        )),
+    }
+}
+
+/// Pairs whose keys are regular expressions (`url.redirect`, `url.rewrite-*`).
+fn regex_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
+    let p = pairs(v)?;
+    for (re, _) in &p {
+        regex::Regex::new(re).map_err(|e| format!("invalid regex \"{re}\": {e}"))?;
+    }
+    Ok(p)
+}
+
+fn array(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::Array(_) => Ok(v.clone()),
+        other => Err(format!("expects an array, got {}", other.type_name())),
+    }
+}
+
+/// Sets option `key` to `v` in `s`. An error is a message about the value.
+pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<Applied, String> {
+    match key {
+        "server.document-root" => {
+            s.document_root = Some(PathBuf::from(string(v)?));
+            s.document_root_origin = Some(origin.clone());
+        }
+        "server.port" => s.port = uint16(v)?,
+        "server.bind" => s.bind = Some(string(v)?),
+        "server.tag" => s.tag = string(v)?,
+        "server.name" => s.server_name = Some(string(v)?),
+        "server.errorlog" => s.errorlog = Some(string(v)?),
+        "server.modules" => s.modules = list(v)?,
+        "server.max-keep-alive-requests" => s.max_keep_alive_requests = uint32(v)?,
+        "server.max-keep-alive-idle" => s.max_keep_alive_idle = uint32(v)?,
+        "server.max-read-idle" => s.max_read_idle = uint32(v)?,
+        "server.max-write-idle" => s.max_write_idle = uint32(v)?,
+        "server.max-connections" => s.max_connections = uint32(v)?,
+        "server.max-fds" => s.max_fds = uint32(v)?,
+        "server.max-request-size" => s.max_request_size_kb = integer(v, u64::MAX)?,
+        "server.max-request-field-size" => s.max_request_field_size = uint32(v)?,
+        "server.follow-symlink" => s.follow_symlink = boolean(v)?,
+        "server.range-requests" => s.range_requests = boolean(v)?,
+        "server.errorfile-prefix" => s.errorfile_prefix = Some(string(v)?),
+        "server.error-handler-404" => s.error_handler_404 = Some(string(v)?),
+        "server.dir-listing" | "dir-listing.activate" => s.dir_listing = boolean(v)?,
+        "dir-listing.hide-dotfiles" => s.dir_listing_hide_dotfiles = boolean(v)?,
+        "index-file.names" | "server.indexfiles" => s.index_file_names = list(v)?,
+        "mimetype.assign" => s.mimetype_assign = pairs(v)?,
+        "static-file.exclude-extensions" => s.static_file_exclude_extensions = list(v)?,
+        "static-file.etags" => s.static_file_etags = boolean(v)?,
+        "etag.use-inode" => s.etag_use_inode = boolean(v)?,
+        "etag.use-mtime" => s.etag_use_mtime = boolean(v)?,
+        "etag.use-size" => s.etag_use_size = boolean(v)?,
+        "accesslog.filename" => s.accesslog_filename = Some(string(v)?),
+        "accesslog.format" => s.accesslog_format = Some(string(v)?),
+        "url.access-deny" => s.url_access_deny = list(v)?,
+        "setenv.add-response-header" => s.setenv_add_response_header = pairs(v)?,
+        "setenv.set-response-header" => s.setenv_set_response_header = pairs(v)?,
+        "expire.url" => s.expire_url = pairs(v)?,
+        "expire.mimetypes" => s.expire_mimetypes = pairs(v)?,
+        "url.redirect" => s.url_redirect = regex_pairs(v)?,
+        "url.redirect-code" => s.url_redirect_code = uint16(v)?,
+        "url.rewrite-once" | "url.rewrite" => s.url_rewrite_once = regex_pairs(v)?,
+        "url.rewrite-repeat" => s.url_rewrite_repeat = regex_pairs(v)?,
+        "url.rewrite-if-not-file" => s.url_rewrite_if_not_file = regex_pairs(v)?,
+        "simple-vhost.server-root" => s.simple_vhost_server_root = Some(string(v)?),
+        "simple-vhost.default-host" => s.simple_vhost_default_host = Some(string(v)?),
+        "simple-vhost.document-root" => s.simple_vhost_document_root = Some(string(v)?),
+        "server.username" => s.username = Some(string(v)?),
+        "server.groupname" => s.groupname = Some(string(v)?),
+        "server.chroot" => s.chroot = Some(string(v)?),
+        "server.pid-file" => s.pid_file = Some(string(v)?),
+        "server.max-worker" => s.max_worker = uint32(v)?,
+        "server.graceful-shutdown-timeout" => s.graceful_shutdown_timeout = uint32(v)?,
+        "server.systemd-socket-activation" => s.systemd_socket_activation = boolean(v)?,
+        "status.status-url" => s.status_url = Some(string(v)?),
+        "status.statistics-url" => s.status_statistics_url = Some(string(v)?),
+        "status.config-url" => s.status_config_url = Some(string(v)?),
+        "scgi.server" => s.scgi_server = Some(array(v)?),
+        "fastcgi.server" => s.fastcgi_server = Some(array(v)?),
+        k if KEPT_OPTIONS.contains(&k) => {
+            if let Some(slot) = s.raw.iter_mut().find(|(rk, _)| rk == k) {
+                slot.1 = v.clone();
+            } else {
+                s.raw.push((k.to_string(), v.clone()));
+            }
+        }
+        _ => return Ok(Applied::Unknown),
+    }
+    Ok(Applied::Known)
+}
+
+fn bool_value(b: bool) -> Value {
+    Value::Str(if b { "enable" } else { "disable" }.into())
+}
+
+fn list_value(l: &[String]) -> Value {
+    Value::Array(l.iter().map(|s| (None, Value::Str(s.clone()))).collect())
+}
+
+fn pairs_value(l: &[(String, String)]) -> Value {
+    Value::Array(
+        l.iter()
+            .map(|(k, v)| (Some(k.clone()), Value::Str(v.clone())))
+            .collect(),
+    )
+}
+
+/// Every option of `s` as `(key, value)`, in the order of [`apply`]'s
+/// options; unset optional options are left out. Applying them all to
+/// `Settings::default()` gives back `s` (bar `document_root_origin`).
+pub fn entries(s: &Settings) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    let mut put = |k: &str, v: Value| out.push((k.to_string(), v));
+    let opt = |o: &Option<String>| o.as_ref().map(|s| Value::Str(s.clone()));
+    let int = |n: u64| Value::Int(n as i64);
+    if let Some(d) = &s.document_root {
+        put(
+            "server.document-root",
+            Value::Str(d.to_string_lossy().into_owned()),
+        );
+    }
+    put("server.port", int(u64::from(s.port)));
+    if let Some(v) = opt(&s.bind) {
+        put("server.bind", v);
+    }
+    put("server.tag", Value::Str(s.tag.clone()));
+    for (k, o) in [
+        ("server.name", &s.server_name),
+        ("server.errorlog", &s.errorlog),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("server.modules", list_value(&s.modules));
+    for (k, n) in [
+        ("server.max-keep-alive-requests", s.max_keep_alive_requests),
+        ("server.max-keep-alive-idle", s.max_keep_alive_idle),
+        ("server.max-read-idle", s.max_read_idle),
+        ("server.max-write-idle", s.max_write_idle),
+        ("server.max-connections", s.max_connections),
+        ("server.max-fds", s.max_fds),
+    ] {
+        put(k, int(u64::from(n)));
+    }
+    put("server.max-request-size", int(s.max_request_size_kb));
+    put(
+        "server.max-request-field-size",
+        int(u64::from(s.max_request_field_size)),
+    );
+    put("server.follow-symlink", bool_value(s.follow_symlink));
+    put("server.range-requests", bool_value(s.range_requests));
+    for (k, o) in [
+        ("server.errorfile-prefix", &s.errorfile_prefix),
+        ("server.error-handler-404", &s.error_handler_404),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("dir-listing.activate", bool_value(s.dir_listing));
+    put(
+        "dir-listing.hide-dotfiles",
+        bool_value(s.dir_listing_hide_dotfiles),
+    );
+    put("index-file.names", list_value(&s.index_file_names));
+    put("mimetype.assign", pairs_value(&s.mimetype_assign));
+    put(
+        "static-file.exclude-extensions",
+        list_value(&s.static_file_exclude_extensions),
+    );
+    put("static-file.etags", bool_value(s.static_file_etags));
+    put("etag.use-inode", bool_value(s.etag_use_inode));
+    put("etag.use-mtime", bool_value(s.etag_use_mtime));
+    put("etag.use-size", bool_value(s.etag_use_size));
+    for (k, o) in [
+        ("accesslog.filename", &s.accesslog_filename),
+        ("accesslog.format", &s.accesslog_format),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("url.access-deny", list_value(&s.url_access_deny));
+    for (k, p) in [
+        ("setenv.add-response-header", &s.setenv_add_response_header),
+        ("setenv.set-response-header", &s.setenv_set_response_header),
+        ("expire.url", &s.expire_url),
+        ("expire.mimetypes", &s.expire_mimetypes),
+        ("url.redirect", &s.url_redirect),
+    ] {
+        put(k, pairs_value(p));
+    }
+    put("url.redirect-code", int(u64::from(s.url_redirect_code)));
+    for (k, p) in [
+        ("url.rewrite-once", &s.url_rewrite_once),
+        ("url.rewrite-repeat", &s.url_rewrite_repeat),
+        ("url.rewrite-if-not-file", &s.url_rewrite_if_not_file),
+    ] {
+        put(k, pairs_value(p));
+    }
+    for (k, o) in [
+        ("simple-vhost.server-root", &s.simple_vhost_server_root),
+        ("simple-vhost.default-host", &s.simple_vhost_default_host),
+        ("simple-vhost.document-root", &s.simple_vhost_document_root),
+        ("server.username", &s.username),
+        ("server.groupname", &s.groupname),
+        ("server.chroot", &s.chroot),
+        ("server.pid-file", &s.pid_file),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("server.max-worker", int(u64::from(s.max_worker)));
+    put(
+        "server.graceful-shutdown-timeout",
+        int(u64::from(s.graceful_shutdown_timeout)),
+    );
+    put(
+        "server.systemd-socket-activation",
+        bool_value(s.systemd_socket_activation),
+    );
+    for (k, o) in [
+        ("status.status-url", &s.status_url),
+        ("status.statistics-url", &s.status_statistics_url),
+        ("status.config-url", &s.status_config_url),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    if let Some(v) = &s.scgi_server {
+        put("scgi.server", v.clone());
+    }
+    if let Some(v) = &s.fastcgi_server {
+        put("fastcgi.server", v.clone());
+    }
+    for (k, v) in &s.raw {
+        put(k, v.clone());
+    }
+    out
+}

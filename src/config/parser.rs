@@ -1,0 +1,624 @@
+//! The parser and evaluator: tokens to scopes of final option values.
+//!
+//! Like lighttpd, glint evaluates while it parses: expressions are computed
+//! as they are read (variables must be set before they are used), `include`
+//! splices another file in place, and every scope ends up holding one final
+//! value per key.
+
+use super::cond::{Cond, Field, Net, Test};
+use super::error::ConfigError;
+use super::lexer::{lex, Pos, Tok, Token};
+use super::value::Value;
+use regex::Regex;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// How deeply includes and condition blocks may nest.
+const MAX_DEPTH: usize = 64;
+
+/// One key's final value in a scope.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub key: String,
+    pub value: Value,
+    pub pos: Pos,
+}
+
+/// A conditional block: its condition (`None` for a plain `else`), the keys
+/// it sets, and the condition chains nested in it.
+#[derive(Debug)]
+pub struct Block {
+    pub id: u32,
+    pub cond: Option<Cond>,
+    pub entries: Vec<Entry>,
+    pub children: Vec<Vec<Block>>,
+}
+
+/// The result of parsing a whole configuration.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub entries: Vec<Entry>,
+    pub chains: Vec<Vec<Block>>,
+    /// Every `$SERVER["socket"] == "..."`, in order; `Test::OnListener(i)` indexes this.
+    pub sockets: Vec<(String, Pos)>,
+}
+
+#[derive(Default)]
+struct Frame {
+    entries: Vec<Entry>,
+    chains: Vec<Vec<Block>>,
+}
+
+struct Eval {
+    base_dir: PathBuf,
+    frames: Vec<Frame>,
+    sockets: Vec<(String, Pos)>,
+    next_id: u32,
+    depth: usize,
+}
+
+struct Cur<'t> {
+    toks: &'t [Token],
+    i: usize,
+}
+
+impl<'t> Cur<'t> {
+    fn peek(&self) -> &'t Token {
+        // The lexer always ends the list with Eof, and `bump` never passes it.
+        &self.toks[self.i.min(self.toks.len() - 1)]
+    }
+    fn peek2(&self) -> &'t Token {
+        &self.toks[(self.i + 1).min(self.toks.len() - 1)]
+    }
+    fn bump(&mut self) -> &'t Token {
+        let t = self.peek();
+        if self.i < self.toks.len() - 1 {
+            self.i += 1;
+        }
+        t
+    }
+    fn expect(&mut self, want: Tok, what: &str) -> Result<&'t Token, ConfigError> {
+        let t = self.bump();
+        if t.tok == want {
+            Ok(t)
+        } else {
+            Err(unexpected(t, what))
+        }
+    }
+}
+
+fn unexpected(t: &Token, expected: &str) -> ConfigError {
+    t.pos.error(format!(
+        "unexpected {}, expected {expected}",
+        t.tok.describe()
+    ))
+}
+
+/// The full name of a key: a name without `.` is a variable.
+fn full_key(k: &str) -> String {
+    if k.contains('.') {
+        k.to_string()
+    } else {
+        format!("var.{k}")
+    }
+}
+
+/// `a + b` and `a += b`: strings concatenate (an integer appended to a
+/// string as text), integers add, arrays append.
+pub fn merge(a: Value, b: Value, pos: &Pos) -> Result<Value, ConfigError> {
+    match (a, b) {
+        (Value::Str(mut x), Value::Str(y)) => {
+            x.push_str(&y);
+            Ok(Value::Str(x))
+        }
+        (Value::Str(mut x), Value::Int(y)) => {
+            x.push_str(&y.to_string());
+            Ok(Value::Str(x))
+        }
+        (Value::Int(x), Value::Int(y)) => x
+            .checked_add(y)
+            .filter(|n| *n <= i64::from(i32::MAX))
+            .map(Value::Int)
+            .ok_or_else(|| pos.error("integer overflow")),
+        (Value::Array(mut x), Value::Array(y)) => {
+            for (k, v) in y {
+                if let Some(k) = &k {
+                    if x.iter().any(|(xk, _)| xk.as_ref() == Some(k)) {
+                        return Err(pos.error(format!("duplicate array key \"{k}\"")));
+                    }
+                }
+                x.push((k, v));
+            }
+            Ok(Value::Array(x))
+        }
+        (x, y) => Err(pos.error(format!("cannot add {} to {}", y.type_name(), x.type_name()))),
+    }
+}
+
+/// Matches one path component against a glob pattern (`*`, `?`, `[...]`).
+pub fn glob_match(pat: &[char], name: &[char]) -> bool {
+    match pat.first() {
+        None => name.is_empty(),
+        Some('*') => (0..=name.len()).any(|k| glob_match(&pat[1..], &name[k..])),
+        Some('?') => !name.is_empty() && glob_match(&pat[1..], &name[1..]),
+        Some('[') => {
+            let Some(end) = pat.iter().skip(2).position(|&c| c == ']').map(|p| p + 2) else {
+                return name.first() == Some(&'[') && glob_match(&pat[1..], &name[1..]);
+            };
+            let Some(&c) = name.first() else {
+                return false;
+            };
+            let mut set = &pat[1..end];
+            let negate = matches!(set.first(), Some('!') | Some('^'));
+            if negate {
+                set = &set[1..];
+            }
+            let mut hit = false;
+            let mut k = 0;
+            while k < set.len() {
+                if k + 2 < set.len() && set[k + 1] == '-' {
+                    hit |= set[k] <= c && c <= set[k + 2];
+                    k += 3;
+                } else {
+                    hit |= set[k] == c;
+                    k += 1;
+                }
+            }
+            hit != negate && glob_match(&pat[end + 1..], &name[1..])
+        }
+        Some(&p) => name.first() == Some(&p) && glob_match(&pat[1..], &name[1..]),
+    }
+}
+
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// The files a glob pattern names, sorted; a pattern without wildcards names itself.
+fn glob(pattern: &Path) -> Vec<PathBuf> {
+    let mut found = vec![PathBuf::new()];
+    for comp in pattern.components() {
+        let part = comp.as_os_str().to_string_lossy();
+        if !has_glob(&part) {
+            for f in &mut found {
+                f.push(comp.as_os_str());
+            }
+            continue;
+        }
+        let pat: Vec<char> = part.chars().collect();
+        let mut next = Vec::new();
+        for dir in &found {
+            let read = if dir.as_os_str().is_empty() {
+                std::fs::read_dir(".")
+            } else {
+                std::fs::read_dir(dir)
+            };
+            let Ok(read) = read else { continue };
+            let mut names: Vec<String> = read
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.') || pat.first() == Some(&'.'))
+                .filter(|n| glob_match(&pat, &n.chars().collect::<Vec<_>>()))
+                .collect();
+            names.sort();
+            next.extend(names.into_iter().map(|n| dir.join(n)));
+        }
+        found = next;
+    }
+    found
+}
+
+impl Eval {
+    fn lookup(&self, key: &str) -> Option<&Value> {
+        self.frames
+            .iter()
+            .rev()
+            .find_map(|f| f.entries.iter().find(|e| e.key == key).map(|e| &e.value))
+    }
+
+    fn parse_stmts(&mut self, c: &mut Cur<'_>, in_block: bool) -> Result<(), ConfigError> {
+        loop {
+            let t = c.peek();
+            match &t.tok {
+                Tok::Eof if in_block => return Err(unexpected(t, "'}'")),
+                Tok::Eof => return Ok(()),
+                Tok::RBrace if in_block => return Ok(()),
+                Tok::Semicolon => {
+                    c.bump();
+                }
+                Tok::CondVar(_) => self.parse_chain(c)?,
+                Tok::Key(k)
+                    if (k == "include" || k == "include_shell")
+                        && !matches!(c.peek2().tok, Tok::Assign | Tok::Replace | Tok::Append) =>
+                {
+                    c.bump();
+                    let shell = k == "include_shell";
+                    let (v, pos) = self.parse_expr(c)?;
+                    let Value::Str(arg) = v else {
+                        return Err(
+                            pos.error(format!("{k} expects a string, got {}", v.type_name()))
+                        );
+                    };
+                    if shell {
+                        self.include_shell(&arg, &t.pos)?;
+                    } else {
+                        self.include(&arg, &t.pos)?;
+                    }
+                }
+                Tok::Key(k) if k == "global" && c.peek2().tok == Tok::LBrace => {
+                    if self.frames.len() > 1 {
+                        return Err(t.pos.error("'global' block inside a condition"));
+                    }
+                    c.bump();
+                    c.bump();
+                    self.depth += 1;
+                    self.parse_stmts(c, true)?;
+                    self.depth -= 1;
+                    c.expect(Tok::RBrace, "'}'")?;
+                }
+                Tok::Key(k) if matches!(k.as_str(), "else" | "elseif" | "elsif") => {
+                    return Err(t.pos.error(format!("'{k}' without a condition before it")));
+                }
+                Tok::Key(k) => {
+                    c.bump();
+                    let op = c.bump();
+                    if !matches!(op.tok, Tok::Assign | Tok::Replace | Tok::Append) {
+                        return Err(unexpected(op, "'=', ':=' or '+='"));
+                    }
+                    let (v, vpos) = self.parse_expr(c)?;
+                    self.assign(full_key(k), &op.tok, v, &t.pos, &vpos)?;
+                }
+                _ => {
+                    return Err(unexpected(
+                        t,
+                        "an option, a condition, 'include' or 'include_shell'",
+                    ))
+                }
+            }
+        }
+    }
+
+    fn assign(
+        &mut self,
+        key: String,
+        op: &Tok,
+        v: Value,
+        kpos: &Pos,
+        vpos: &Pos,
+    ) -> Result<(), ConfigError> {
+        if key.starts_with("env.") {
+            return Err(kpos.error(format!("{key} is read-only")));
+        }
+        let outer = match op {
+            Tok::Append => {
+                let n = self.frames.len();
+                self.frames[..n.saturating_sub(1)]
+                    .iter()
+                    .rev()
+                    .find_map(|f| f.entries.iter().find(|e| e.key == key))
+                    .map(|e| e.value.clone())
+            }
+            _ => None,
+        };
+        let Some(frame) = self.frames.last_mut() else {
+            return Err(kpos.error("internal error: no scope"));
+        };
+        let existing = frame.entries.iter_mut().find(|e| e.key == key);
+        match (op, existing) {
+            (Tok::Assign, Some(e)) => Err(kpos.error(format!(
+                "{key} is already set in this scope (at {}:{}); use := to replace it",
+                e.pos.file, e.pos.line
+            ))),
+            (Tok::Append, Some(e)) => {
+                let old = std::mem::replace(&mut e.value, Value::Int(0));
+                e.value = merge(old, v, vpos)?;
+                e.pos = kpos.clone();
+                Ok(())
+            }
+            (_, Some(e)) => {
+                e.value = v;
+                e.pos = kpos.clone();
+                Ok(())
+            }
+            (_, None) => {
+                let value = match outer {
+                    Some(old) => merge(old, v, vpos)?,
+                    None => v,
+                };
+                frame.entries.push(Entry {
+                    key,
+                    value,
+                    pos: kpos.clone(),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// `expr := value { "+" value }`; returns the value and where it starts.
+    fn parse_expr(&mut self, c: &mut Cur<'_>) -> Result<(Value, Pos), ConfigError> {
+        let start = c.peek().pos.clone();
+        let mut v = self.parse_value(c)?;
+        while c.peek().tok == Tok::Plus {
+            let plus = c.bump();
+            let rhs = self.parse_value(c)?;
+            v = merge(v, rhs, &plus.pos)?;
+        }
+        Ok((v, start))
+    }
+
+    fn parse_value(&mut self, c: &mut Cur<'_>) -> Result<Value, ConfigError> {
+        let t = c.bump();
+        match &t.tok {
+            Tok::Str(s) => Ok(Value::Str(s.clone())),
+            Tok::Int(i) => Ok(Value::Int(*i)),
+            Tok::Key(k) => {
+                if let Some(name) = k.strip_prefix("env.") {
+                    return std::env::var(name).map(Value::Str).map_err(|_| {
+                        t.pos
+                            .error(format!("environment variable {name} is not set"))
+                    });
+                }
+                let key = full_key(k);
+                self.lookup(&key)
+                    .cloned()
+                    .ok_or_else(|| t.pos.error(format!("{key} is not set")))
+            }
+            Tok::LParen => {
+                if self.depth >= MAX_DEPTH {
+                    return Err(t.pos.error("arrays nested too deeply"));
+                }
+                self.depth += 1;
+                let items = self.parse_array_items(c);
+                self.depth -= 1;
+                Ok(Value::Array(items?))
+            }
+            _ => Err(unexpected(t, "a value")),
+        }
+    }
+
+    /// The elements of an array after its `(`, through the `)`.
+    fn parse_array_items(
+        &mut self,
+        c: &mut Cur<'_>,
+    ) -> Result<Vec<(Option<String>, Value)>, ConfigError> {
+        let mut items: Vec<(Option<String>, Value)> = Vec::new();
+        loop {
+            if c.peek().tok == Tok::RParen {
+                c.bump();
+                break;
+            }
+            let (v, vpos) = self.parse_expr(c)?;
+            let item = if c.peek().tok == Tok::Arrow {
+                c.bump();
+                let Value::Str(k) = v else {
+                    return Err(vpos.error(format!(
+                        "an array key must be a string, got {}",
+                        v.type_name()
+                    )));
+                };
+                if items.iter().any(|(ik, _)| ik.as_ref() == Some(&k)) {
+                    return Err(vpos.error(format!("duplicate array key \"{k}\"")));
+                }
+                let (v, _) = self.parse_expr(c)?;
+                (Some(k), v)
+            } else {
+                (None, v)
+            };
+            items.push(item);
+            let sep = c.bump();
+            match sep.tok {
+                Tok::Comma => {}
+                Tok::RParen => break,
+                _ => return Err(unexpected(sep, "',' or ')'")),
+            }
+        }
+        Ok(items)
+    }
+
+    /// A condition, its block, and any `else` branches after it.
+    fn parse_chain(&mut self, c: &mut Cur<'_>) -> Result<(), ConfigError> {
+        let mut chain = vec![self.parse_cond_block(c)?];
+        loop {
+            let t = c.peek();
+            let Tok::Key(k) = &t.tok else { break };
+            match k.as_str() {
+                "else" => {
+                    c.bump();
+                    match &c.peek().tok {
+                        Tok::Key(k) if k == "if" => {
+                            c.bump();
+                            chain.push(self.parse_cond_block(c)?);
+                        }
+                        Tok::CondVar(_) => chain.push(self.parse_cond_block(c)?),
+                        Tok::LBrace => {
+                            c.bump();
+                            chain.push(self.parse_block(c, None)?);
+                            break;
+                        }
+                        _ => return Err(unexpected(c.peek(), "a condition or '{'")),
+                    }
+                }
+                "elseif" | "elsif" => {
+                    c.bump();
+                    chain.push(self.parse_cond_block(c)?);
+                }
+                _ => break,
+            }
+        }
+        match self.frames.last_mut() {
+            Some(f) => f.chains.push(chain),
+            None => return Err(c.peek().pos.error("internal error: no scope")),
+        }
+        Ok(())
+    }
+
+    fn parse_cond_block(&mut self, c: &mut Cur<'_>) -> Result<Block, ConfigError> {
+        let cond = self.parse_cond(c)?;
+        c.expect(Tok::LBrace, "'{'")?;
+        self.parse_block(c, Some(cond))
+    }
+
+    /// The body of a block after its `{`, through the `}`.
+    fn parse_block(&mut self, c: &mut Cur<'_>, cond: Option<Cond>) -> Result<Block, ConfigError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(c.peek().pos.error("conditions nested too deeply"));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.depth += 1;
+        self.frames.push(Frame::default());
+        let body = self.parse_stmts(c, true);
+        let frame = self.frames.pop().unwrap_or_default();
+        self.depth -= 1;
+        body?;
+        c.expect(Tok::RBrace, "'}'")?;
+        Ok(Block {
+            id,
+            cond,
+            entries: frame.entries,
+            children: frame.chains,
+        })
+    }
+
+    fn parse_cond(&mut self, c: &mut Cur<'_>) -> Result<Cond, ConfigError> {
+        let vt = c.bump();
+        let Tok::CondVar(var) = &vt.tok else {
+            return Err(unexpected(vt, "a condition"));
+        };
+        c.expect(Tok::LBracket, "'['")?;
+        let nt = c.bump();
+        let Tok::Str(name) = &nt.tok else {
+            return Err(unexpected(nt, "a string"));
+        };
+        c.expect(Tok::RBracket, "']'")?;
+        let ot = c.bump();
+        let Tok::Op(op) = ot.tok else {
+            return Err(unexpected(ot, "'==', '!=', '=~', '!~', '=^' or '=$'"));
+        };
+        let (pv, ppos) = self.parse_expr(c)?;
+        let Value::Str(pattern) = pv else {
+            return Err(ppos.error(format!(
+                "a condition compares with a string, got {}",
+                pv.type_name()
+            )));
+        };
+        let field = Field::from_names(var, name).ok_or_else(|| {
+            vt.pos
+                .error(format!("unknown condition ${var}[\"{name}\"]"))
+        })?;
+        let regex =
+            |p: &str| Regex::new(p).map_err(|e| ppos.error(format!("invalid regex \"{p}\": {e}")));
+        let test = match (op, &field) {
+            ("==", Field::Socket) => {
+                super::parse_socket(&pattern).map_err(|m| ppos.error(m))?;
+                self.sockets.push((pattern.clone(), ppos.clone()));
+                Test::OnListener(self.sockets.len() - 1)
+            }
+            ("==" | "!=", Field::RemoteIp) => {
+                let net = Net::parse(&pattern).ok_or_else(|| {
+                    ppos.error(format!(
+                        "\"{pattern}\" is not an IP address or network (a.b.c.d/n)"
+                    ))
+                })?;
+                if op == "==" {
+                    Test::InNet(net)
+                } else {
+                    Test::NotInNet(net)
+                }
+            }
+            ("==", _) => Test::Eq(pattern.clone()),
+            ("!=", _) => Test::Ne(pattern.clone()),
+            ("=^", _) => Test::Prefix(pattern.clone()),
+            ("=$", _) => Test::Suffix(pattern.clone()),
+            ("=~", _) => Test::Match(regex(&pattern)?),
+            (_, _) => Test::NoMatch(regex(&pattern)?),
+        };
+        Ok(Cond {
+            field,
+            test,
+            var: format!("${var}[\"{name}\"]"),
+            op,
+            pattern,
+        })
+    }
+
+    fn include(&mut self, arg: &str, pos: &Pos) -> Result<(), ConfigError> {
+        let path = self.base_dir.join(arg);
+        let files = glob(&path);
+        for f in files {
+            let text = std::fs::read_to_string(&f)
+                .map_err(|e| pos.error(format!("cannot include {}: {e}", f.display())))?;
+            self.parse_text(&text, &f.display().to_string(), pos)?;
+        }
+        Ok(())
+    }
+
+    fn include_shell(&mut self, cmd: &str, pos: &Pos) -> Result<(), ConfigError> {
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(cmd)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| pos.error(format!("include_shell \"{cmd}\": {e}")))?;
+        if !out.status.success() {
+            return Err(pos.error(format!("include_shell \"{cmd}\" failed: {}", out.status)));
+        }
+        let text = String::from_utf8(out.stdout)
+            .map_err(|_| pos.error(format!("include_shell \"{cmd}\": output is not UTF-8")))?;
+        self.parse_text(&text, &format!("include_shell \"{cmd}\""), pos)
+    }
+
+    fn parse_text(&mut self, text: &str, name: &str, from: &Pos) -> Result<(), ConfigError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(from.error("includes nested too deeply"));
+        }
+        let file: Rc<str> = Rc::from(name);
+        let toks = lex(text, &file)?;
+        let mut c = Cur { toks: &toks, i: 0 };
+        self.depth += 1;
+        let r = self.parse_stmts(&mut c, false);
+        self.depth -= 1;
+        r
+    }
+}
+
+/// Parses a whole configuration named `name`; includes are relative to `base_dir`.
+pub fn parse(text: &str, name: &str, base_dir: &Path) -> Result<Parsed, ConfigError> {
+    let file: Rc<str> = Rc::from(name);
+    let here = Pos {
+        file: Rc::clone(&file),
+        line: 0,
+        col: 0,
+    };
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut root = Frame::default();
+    for (k, v) in [
+        ("var.CWD", Value::Str(cwd)),
+        ("var.PID", Value::Int(i64::from(std::process::id()))),
+    ] {
+        root.entries.push(Entry {
+            key: k.into(),
+            value: v,
+            pos: here.clone(),
+        });
+    }
+    let mut ev = Eval {
+        base_dir: base_dir.to_path_buf(),
+        frames: vec![root],
+        sockets: Vec::new(),
+        next_id: 0,
+        depth: 0,
+    };
+    let toks = lex(text, &file)?;
+    let mut c = Cur { toks: &toks, i: 0 };
+    ev.parse_stmts(&mut c, false)?;
+    let root = ev.frames.pop().unwrap_or_default();
+    Ok(Parsed {
+        entries: root.entries,
+        chains: root.chains,
+        sockets: ev.sockets,
+    })
+}

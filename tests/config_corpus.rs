@@ -1,0 +1,250 @@
+//! lighttpd's own example configuration (shared/corpus) loads in glint.
+//!
+//! The corpus is copied into a temporary directory and the `var.*` paths at
+//! the top of lighttpd.conf are pointed at the copy, as `lighttpd -t` needs.
+
+use glint::config::Config;
+use std::path::{Path, PathBuf};
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus");
+
+fn corpus_dir() -> PathBuf {
+    let dir = Path::new(CORPUS).join("lighttpd-1.4.69-doc-config");
+    assert!(
+        dir.join("lighttpd.conf").is_file(),
+        "the configuration corpus is missing: expected {} (a checkout of shared/ beside this repository)",
+        dir.display()
+    );
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    if let Err(e) = std::fs::create_dir_all(to) {
+        panic!("create {}: {e}", to.display());
+    }
+    let entries = match std::fs::read_dir(from) {
+        Ok(e) => e,
+        Err(e) => panic!("read {}: {e}", from.display()),
+    };
+    for e in entries.flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_dir(&src, &dst);
+        } else if let Err(e) = std::fs::copy(&src, &dst) {
+            panic!("copy {}: {e}", src.display());
+        }
+    }
+}
+
+/// A fresh copy of the corpus whose `var.*` paths point at existing
+/// directories; removed on drop.
+struct Copy {
+    dir: PathBuf,
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn fresh_copy(tag: &str) -> Copy {
+    let dir = std::env::temp_dir().join(format!("glint-corpus-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let conf = dir.join("etc");
+    copy_dir(&corpus_dir(), &conf);
+    let conf_file = conf.join("lighttpd.conf");
+    let text = match std::fs::read_to_string(&conf_file) {
+        Ok(t) => t,
+        Err(e) => panic!("read {}: {e}", conf_file.display()),
+    };
+    let mut out = String::new();
+    let mut rewritten = Vec::new();
+    for line in text.lines() {
+        let var = [
+            "log_root",
+            "server_root",
+            "state_dir",
+            "home_dir",
+            "conf_dir",
+            "cache_dir",
+        ]
+        .into_iter()
+        .find(|v| line.starts_with(&format!("var.{v} ")));
+        match var {
+            Some(v) => {
+                let path = if v == "conf_dir" {
+                    conf.clone()
+                } else {
+                    let p = dir.join(v);
+                    let _ = std::fs::create_dir_all(&p);
+                    p
+                };
+                out.push_str(&format!("var.{v} = \"{}\"\n", path.display()));
+                rewritten.push(v);
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    assert_eq!(rewritten.len(), 6, "var.* lines not found: {rewritten:?}");
+    if let Err(e) = std::fs::write(&conf_file, out) {
+        panic!("write {}: {e}", conf_file.display());
+    }
+    Copy { dir }
+}
+
+#[test]
+fn lighttpd_conf_loads() {
+    let copy = fresh_copy("main");
+    let path = copy.dir.join("etc/lighttpd.conf");
+    let c = match Config::load(&path) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let specs: Vec<&str> = c.listeners.iter().map(|l| l.spec.as_str()).collect();
+    assert_eq!(specs, [":80"]);
+    let g = &c.global;
+    assert_eq!(g.port, 80);
+    assert_eq!(g.max_fds, 16384);
+    assert_eq!(g.username.as_deref(), Some("lighttpd"));
+    assert_eq!(g.modules, ["mod_access", "mod_accesslog"]);
+    assert_eq!(
+        g.document_root,
+        Some(copy.dir.join("server_root").join("htdocs"))
+    );
+    assert_eq!(
+        g.index_file_names,
+        [
+            "index.xhtml",
+            "index.html",
+            "index.htm",
+            "default.htm",
+            "index.php"
+        ]
+    );
+    assert!(g.mimetype_assign.len() > 1000, "mime.conf was included");
+    assert!(
+        g.accesslog_filename.is_some(),
+        "access_log.conf was included"
+    );
+    for key in ["dir-listing.exclude", "dir-listing.encoding"] {
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("conf.d/dirlisting.conf:") && w.contains(key)),
+            "no warning for {key}: {:?}",
+            c.warnings
+        );
+    }
+    let text = c.dump();
+    let again = match Config::parse_str(&text, "dump", Path::new("/")) {
+        Ok(a) => a,
+        Err(e) => panic!("dump does not parse: {e}"),
+    };
+    assert_eq!(again.dump(), text);
+    assert_eq!(again.listeners, c.listeners);
+}
+
+/// Loads one corpus file on its own, behind the variables lighttpd.conf
+/// would have set; returns the warnings.
+fn load_alone(copy: &Copy, rel: &str) -> Vec<String> {
+    let etc = copy.dir.join("etc");
+    let wrapper = etc.join(format!("alone-{}.conf", rel.replace('/', "-")));
+    let text = format!(
+        "var.log_root = \"{d}/log\"\nvar.home_dir = \"{d}/home\"\nvar.state_dir = \"{d}/run\"\nvar.server_root = \"{d}/srv\"\nvar.vhosts_dir = server_root + \"/vhosts\"\nvar.cache_dir = \"{d}/cache\"\nvar.socket_dir = home_dir + \"/sockets\"\ninclude \"{rel}\"\n",
+        d = copy.dir.display()
+    );
+    if let Err(e) = std::fs::write(&wrapper, text) {
+        panic!("write {}: {e}", wrapper.display());
+    }
+    match Config::load(&wrapper) {
+        Ok(c) => c.warnings,
+        Err(e) => panic!("{rel}: {e}"),
+    }
+}
+
+#[test]
+fn each_conf_d_file_loads_on_its_own() {
+    let copy = fresh_copy("alone");
+    // (file, a warning it must produce; empty when it must produce none)
+    let cases: &[(&str, &[&str])] = &[
+        ("modules.conf", &[]),
+        ("conf.d/access_log.conf", &[]),
+        (
+            "conf.d/auth.conf",
+            &["module mod_auth is not provided by glint"],
+        ),
+        (
+            "conf.d/cgi.conf",
+            &[
+                "module mod_cgi is not provided",
+                "option cgi.assign is not supported",
+            ],
+        ),
+        ("conf.d/debug.conf", &[]),
+        (
+            "conf.d/deflate.conf",
+            &[
+                "module mod_deflate",
+                "option deflate.mimetypes",
+                "option deflate.allowed-encodings",
+            ],
+        ),
+        ("conf.d/dirlisting.conf", &["option dir-listing.exclude"]),
+        (
+            "conf.d/evhost.conf",
+            &["module mod_evhost", "option evhost.path-pattern"],
+        ),
+        ("conf.d/expire.conf", &[]),
+        ("conf.d/fastcgi.conf", &[]),
+        ("conf.d/magnet.conf", &["module mod_magnet"]),
+        ("conf.d/mime.conf", &[]),
+        ("conf.d/mod.template", &["module mod_Foo"]),
+        ("conf.d/proxy.conf", &["module mod_proxy"]),
+        (
+            "conf.d/rrdtool.conf",
+            &["module mod_rrdtool", "option rrdtool.binary"],
+        ),
+        ("conf.d/scgi.conf", &[]),
+        ("conf.d/simple_vhost.conf", &[]),
+        (
+            "conf.d/ssi.conf",
+            &["module mod_ssi", "option ssi.extension"],
+        ),
+        ("conf.d/status.conf", &["option status.enable-sort"]),
+        (
+            "conf.d/userdir.conf",
+            &["module mod_userdir", "option userdir.path"],
+        ),
+        (
+            "conf.d/webdav.conf",
+            &["module mod_webdav", "option webdav.activate"],
+        ),
+        ("vhosts.d/vhosts.template", &[]),
+    ];
+    for (rel, want) in cases {
+        let warnings = load_alone(&copy, rel);
+        if want.is_empty() {
+            assert!(warnings.is_empty(), "{rel}: {warnings:?}");
+        }
+        for w in *want {
+            assert!(
+                warnings.iter().any(|x| x.contains(w)),
+                "{rel}: no warning containing {w:?} in {warnings:?}"
+            );
+        }
+    }
+    // Every file of conf.d is covered above.
+    let listed = match std::fs::read_dir(corpus_dir().join("conf.d")) {
+        Ok(r) => r.flatten().count(),
+        Err(e) => panic!("{e}"),
+    };
+    let covered = cases
+        .iter()
+        .filter(|(r, _)| r.starts_with("conf.d/"))
+        .count();
+    assert_eq!(listed, covered, "a conf.d file is not tested on its own");
+}
