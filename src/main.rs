@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use clap::{ArgAction, Parser};
 
@@ -83,14 +84,14 @@ fn run(cli: Cli) -> Result<(), String> {
         log::warn!("{w}");
     }
     if cli.print {
-        print!("{}", describe(&config));
+        print!("{}", config.dump());
         return Ok(());
     }
-    check_document_root(&config.global)?;
     if cli.test == 1 {
         println!("Syntax OK");
         return Ok(());
     }
+    check_document_root(&config.global)?;
     raise_fd_limit(config.global.max_fds);
     let mut server = Server::bind(config).map_err(|e| e.to_string())?;
     server.open_logs().map_err(|e| e.to_string())?;
@@ -114,33 +115,33 @@ fn run(cli: Cli) -> Result<(), String> {
     Ok(())
 }
 
-/// The configuration from `-f`, else the built-in default: `www/` on 127.0.0.1:8080.
+/// Where glint looks for its configuration when `-f` is not given.
+const DEFAULT_CONFIG: &str = "conf/glint.conf";
+
+/// The configuration from `-f`, else `conf/glint.conf`, else the built-in
+/// default: `www/` on 127.0.0.1:8080.
 fn load_config(cli: &Cli) -> Result<Config, String> {
-    if let Some(path) = &cli.config {
-        return Err(format!(
-            "{}: configuration files are not supported yet",
-            path.display()
-        ));
-    }
-    let settings = Settings {
-        document_root: Some(PathBuf::from("www")),
-        bind: Some("127.0.0.1".into()),
-        port: 8080,
-        ..Settings::default()
+    let loaded = match &cli.config {
+        Some(p) if p.as_os_str() == "-" => Config::load_stdin(),
+        Some(p) => Config::load(p),
+        None if Path::new(DEFAULT_CONFIG).is_file() => Config::load(Path::new(DEFAULT_CONFIG)),
+        None => {
+            let settings = Settings {
+                document_root: Some(PathBuf::from("www")),
+                bind: Some("127.0.0.1".into()),
+                port: 8080,
+                ..Settings::default()
+            };
+            return Ok(Config::from_settings(settings));
+        }
     };
-    Ok(Config::from_settings(settings))
+    loaded.map_err(|e| e.to_string())
 }
 
-/// Command-line options win over the file.
+/// Command-line options win over the file. Conditional blocks keep applying
+/// on top of the changed global settings.
 fn apply_overrides(config: &mut Config, cli: &Cli) {
-    if cli.document_root.is_none()
-        && cli.bind.is_none()
-        && cli.port.is_none()
-        && cli.max_connections.is_none()
-    {
-        return;
-    }
-    let mut s = (*config.global).clone();
+    let s = Rc::make_mut(&mut config.global);
     if let Some(d) = &cli.document_root {
         s.document_root = Some(d.clone());
         s.document_root_origin = None;
@@ -155,20 +156,13 @@ fn apply_overrides(config: &mut Config, cli: &Cli) {
         s.max_connections = n;
         s.max_fds = s.max_fds.max(n.saturating_mul(2).saturating_add(64));
     }
-    let mut listeners = config.listeners.clone();
     if cli.bind.is_some() || cli.port.is_some() {
-        if let Some(first) = listeners.first_mut() {
-            *first = glint::config::listen_from_settings(&s);
+        let first = glint::config::listen_from_settings(s);
+        match config.listeners.first_mut() {
+            Some(l) => *l = first,
+            None => config.listeners.push(first),
         }
     }
-    let mut c = Config::from_settings(s);
-    c.listeners = listeners;
-    c.warnings = std::mem::take(&mut config.warnings);
-    *config = c;
-}
-
-fn describe(config: &Config) -> String {
-    format!("{:#?}\n", config.global)
 }
 
 /// Fails at start, not at the first request, when the docroot is missing.
