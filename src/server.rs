@@ -68,7 +68,10 @@ impl Pool {
 pub struct Stats {
     pub requests: u64,
     pub bytes_out: u64,
+    /// Connections accepted since start.
     pub connections: u64,
+    /// Connections open now.
+    pub active: u64,
 }
 
 /// Reusable buffers for the request path.
@@ -91,6 +94,7 @@ pub struct Shared {
     pub logs: AccessLogs,
     pub pool: Pool,
     pub scratch: Scratch,
+    pub regexes: crate::handler::rewrite::Regexes,
     pub stats: Stats,
     /// Port of each listener (0 for unix sockets), for the access log.
     pub ports: Vec<u16>,
@@ -251,6 +255,7 @@ impl Server {
                 logs: AccessLogs::default(),
                 pool: Pool::default(),
                 scratch: Scratch::default(),
+                regexes: Default::default(),
                 stats: Stats::default(),
                 ports,
                 shutting_down: false,
@@ -325,6 +330,7 @@ impl Server {
                 Err(e) => return Err(e),
             }
             let new_second = self.sh.clock.update();
+            self.sh.stats.active = self.conns.len() as u64;
             let mut closed_any = false;
             for ev in events.iter() {
                 let t = ev.token().0;

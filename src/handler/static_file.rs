@@ -32,6 +32,10 @@ pub struct StaticRequest<'r> {
     /// The Host (validated by the parser: no CR, LF, `/`).
     pub host: &'r [u8],
     pub headers: &'r [Header<'r>],
+    /// The document root for this request (`server.document-root` or a virtual host's).
+    pub docroot: Option<&'r str>,
+    /// Wall-clock seconds, for `Expires`.
+    pub now: i64,
 }
 
 impl StaticRequest<'_> {
@@ -49,7 +53,7 @@ const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 /// `scratch` is a reusable buffer for building file system paths.
 pub fn serve(req: &StaticRequest<'_>, r: &mut Responder<'_>, scratch: &mut String) {
     let s = r.settings;
-    let Some(root) = s.document_root.as_ref().and_then(|p| p.to_str()) else {
+    let Some(root) = req.docroot else {
         log::error!(
             "no server.document-root for host {:?}",
             String::from_utf8_lossy(req.host)
@@ -63,7 +67,7 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Responder<'_>, scratch: &mut Strin
     scratch.push_str(root.trim_end_matches('/'));
     scratch.push_str(req.path);
 
-    let (file, meta) = match open(scratch, s) {
+    let (file, meta) = match open(scratch, s, root) {
         Ok(f) => f,
         Err(status) => return r.error(status),
     };
@@ -82,11 +86,24 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Responder<'_>, scratch: &mut Strin
             } else {
                 scratch.push_str(name);
             }
-            if let Ok((f, m)) = open(scratch, s) {
+            if let Ok((f, m)) = open(scratch, s, root) {
                 if m.is_file() && !is_denied(scratch, s) {
                     return serve_file(req, r, f, &m, scratch);
                 }
             }
+        }
+        if s.dir_listing && matches!(req.method, Method::Get | Method::Head) {
+            scratch.truncate(dir_len);
+            return match super::dirlisting::render(scratch, req.path, s) {
+                Ok(page) => {
+                    r.start(200);
+                    r.body_bytes(b"text/html; charset=utf-8", &page)
+                }
+                Err(e) => {
+                    log::warn!("listing {scratch}: {e}");
+                    r.error(403)
+                }
+            };
         }
         return r.error(403);
     }
@@ -105,7 +122,7 @@ fn is_denied(path: &str, s: &Settings) -> bool {
 }
 
 /// Opens a path for reading; errors come back as the status to answer.
-fn open(path: &str, s: &Settings) -> Result<(File, std::fs::Metadata), u16> {
+fn open(path: &str, s: &Settings, root: &str) -> Result<(File, std::fs::Metadata), u16> {
     // O_NONBLOCK: opening a FIFO must not stall the event loop.
     let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
     if !s.follow_symlink {
@@ -117,17 +134,14 @@ fn open(path: &str, s: &Settings) -> Result<(File, std::fs::Metadata), u16> {
         .open(path)
         .map_err(|e| open_error_status(&e))?;
     let meta = file.metadata().map_err(|_| 500u16)?;
-    if !s.follow_symlink && is_symlink_below(path, s) {
+    if !s.follow_symlink && is_symlink_below(path, root) {
         return Err(403);
     }
     Ok((file, meta))
 }
 
 /// With `server.follow-symlink = "disable"`, a symlink anywhere below the docroot refuses the path.
-fn is_symlink_below(path: &str, s: &Settings) -> bool {
-    let Some(root) = s.document_root.as_ref().and_then(|p| p.to_str()) else {
-        return false;
-    };
+fn is_symlink_below(path: &str, root: &str) -> bool {
     let root = root.trim_end_matches('/');
     let Some(rest) = path.strip_prefix(root) else {
         return false;
@@ -274,6 +288,7 @@ fn serve_file(
             return r.error(412);
         }
     }
+    let ctype = content_type(fs_path, r.settings);
     let not_modified = if let Some(inm) = req.header("if-none-match") {
         etag_matches(inm, etag, true)
     } else if let Some(d) = req.header("if-modified-since").and_then(header_date) {
@@ -284,10 +299,10 @@ fn serve_file(
     if not_modified {
         r.start(304);
         write_validators(r, &v);
+        write_expire(r, req, ctype.0, v.mtime);
         return r.end_head(None);
     }
 
-    let ctype = content_type(fs_path, r.settings);
     let mut ranges = RangeRequest::Ignore;
     if r.settings.range_requests && req.method == Method::Get {
         if let Some(h) = req.header("range") {
@@ -308,6 +323,7 @@ fn serve_file(
         RangeRequest::Ignore => {
             r.start(200);
             write_validators(r, &v);
+            write_expire(r, req, ctype.0, v.mtime);
             r.header("Accept-Ranges", b"bytes");
             write_content_type(r, ctype);
             if len <= SMALL_FILE && !r.head_only {
@@ -326,6 +342,7 @@ fn serve_file(
             let (first, last) = parts[0];
             r.start(206);
             write_validators(r, &v);
+            write_expire(r, req, ctype.0, v.mtime);
             r.header("Accept-Ranges", b"bytes");
             write_content_type(r, ctype);
             r.header("Content-Range", &content_range(first, last, len));
@@ -422,11 +439,24 @@ fn boundary(etag: Option<&[u8]>, len: u64) -> Vec<u8> {
     out
 }
 
+/// ETag and Last-Modified, and mod_expire's headers when a rule applies.
 fn write_validators(r: &mut Responder<'_>, v: &Validators) {
     if let Some(t) = &v.etag {
         r.header("ETag", t);
     }
     r.header("Last-Modified", &v.last_modified);
+}
+
+fn write_expire(r: &mut Responder<'_>, req: &StaticRequest<'_>, ctype: &str, mtime: i64) {
+    let Some(rule) = super::expire::rule_for(r.settings, req.path, ctype) else {
+        return;
+    };
+    if let Some((at, max_age)) = super::expire::compute(rule, req.now, mtime) {
+        r.header("Expires", &format_http_date(at));
+        let mut cc = b"max-age=".to_vec();
+        cc.extend_from_slice(itoa_u64(max_age).as_bytes());
+        r.header("Cache-Control", &cc);
+    }
 }
 
 /// The MIME type of a path, and whether it gets `; charset=utf-8`.

@@ -25,6 +25,8 @@ pub struct Responder<'a> {
     pub body_len: u64,
     /// The response could not be completed as announced: close after sending it.
     pub force_close: bool,
+    /// Sent instead of 200 (`server.error-handler-404` keeps the 404).
+    pub status_override: Option<u16>,
 }
 
 impl<'a> Responder<'a> {
@@ -46,11 +48,16 @@ impl<'a> Responder<'a> {
             status: 0,
             body_len: 0,
             force_close: false,
+            status_override: None,
         }
     }
 
     /// Status line, `Date` and `Server`.
     pub fn start(&mut self, status: u16) {
+        let status = match self.status_override {
+            Some(o) if status == 200 => o,
+            _ => status,
+        };
         self.status = status;
         let m = &mut self.out.mem;
         m.extend_from_slice(b"HTTP/1.1 ");

@@ -1,0 +1,126 @@
+//! mod_redirect and mod_rewrite: regex rules over the request URI.
+//!
+//! The URI matched is the one the client sent (path and query, still
+//! percent-encoded). In the target, `$0`..`$9` are the rule's own captures
+//! and `%0`..`%9` those of the last regex conditional that matched.
+
+use std::collections::HashMap;
+
+use regex::Regex;
+
+/// Compiled patterns, built on first use. The configuration checked every
+/// pattern at load, so a compile failure here is logged once and the rule skipped.
+#[derive(Default)]
+pub struct Regexes {
+    compiled: HashMap<String, Option<Regex>>,
+}
+
+impl Regexes {
+    pub fn get(&mut self, pattern: &str) -> Option<&Regex> {
+        if !self.compiled.contains_key(pattern) {
+            let r = match Regex::new(pattern) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    log::error!("pattern {pattern:?} does not compile: {e}; rule ignored");
+                    None
+                }
+            };
+            self.compiled.insert(pattern.to_string(), r);
+        }
+        self.compiled.get(pattern).and_then(|r| r.as_ref())
+    }
+}
+
+/// Applies the first rule whose pattern matches `uri`; returns the expanded target.
+pub fn first_match(
+    rules: &[(String, String)],
+    uri: &str,
+    cond_captures: &[String],
+    regexes: &mut Regexes,
+) -> Option<String> {
+    for (pattern, target) in rules {
+        let Some(re) = regexes.get(pattern) else {
+            continue;
+        };
+        if let Some(caps) = re.captures(uri) {
+            let own: Vec<&str> = (0..caps.len())
+                .map(|i| caps.get(i).map_or("", |m| m.as_str()))
+                .collect();
+            return Some(expand(target, &own, cond_captures));
+        }
+    }
+    None
+}
+
+/// Replaces `$n` and `%n` in `target`. CR and LF never reach the output, so
+/// a target cannot inject a header line.
+pub fn expand(target: &str, own: &[&str], cond: &[String]) -> String {
+    let mut out = String::with_capacity(target.len() + 32);
+    let b = target.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if (c == b'$' || c == b'%') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
+            let n = (b[i + 1] - b'0') as usize;
+            let v = if c == b'$' {
+                own.get(n).copied().unwrap_or("")
+            } else {
+                cond.get(n).map_or("", |s| s.as_str())
+            };
+            out.push_str(v);
+            i += 2;
+            continue;
+        }
+        if c == b'\\' && i + 1 < b.len() && (b[i + 1] == b'$' || b[i + 1] == b'%') {
+            out.push(b[i + 1] as char);
+            i += 2;
+            continue;
+        }
+        let ch_len = target[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&target[i..i + ch_len]);
+        i += ch_len;
+    }
+    out.retain(|ch| ch != '\r' && ch != '\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expansion() {
+        let own = ["/old/a/b", "a", "b"];
+        let cond = vec!["www.example.org".to_string(), "example.org".to_string()];
+        let cases = [
+            ("own captures", "/new/$1/$2", "/new/a/b"),
+            (
+                "conditional captures",
+                "http://%1$0",
+                "http://example.org/old/a/b",
+            ),
+            ("missing capture is empty", "/x$7", "/x"),
+            ("escaped dollar", "/price\\$1", "/price$1"),
+            ("percent not followed by a digit", "/a%20b", "/a%20b"),
+            ("no CR LF", "/a\r\nSet-Cookie: x", "/aSet-Cookie: x"),
+            ("utf-8 kept", "/été/$1", "/été/a"),
+        ];
+        for (what, t, want) in cases {
+            assert_eq!(expand(t, &own, &cond), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn first_matching_rule_wins() {
+        let rules = vec![
+            ("^/a/(.*)$".to_string(), "/one/$1".to_string()),
+            ("^/a/b$".to_string(), "/two".to_string()),
+        ];
+        let mut rx = Regexes::default();
+        assert_eq!(
+            first_match(&rules, "/a/b", &[], &mut rx).as_deref(),
+            Some("/one/b")
+        );
+        assert_eq!(first_match(&rules, "/c", &[], &mut rx), None);
+    }
+}

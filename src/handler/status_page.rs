@@ -1,0 +1,83 @@
+//! mod_status: `status.status-url` (HTML for people, `?auto` text for
+//! scripts), `status.statistics-url` and `status.config-url`.
+
+use std::fmt::Write as _;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::http::response::Responder;
+use crate::server::Stats;
+
+/// Answers when `path` is one of the configured status URLs; returns false otherwise.
+pub fn serve(
+    path: &str,
+    query: &str,
+    r: &mut Responder<'_>,
+    stats: &Stats,
+    clock: &Clock,
+    config: &Config,
+) -> bool {
+    let s = r.settings;
+    let is = |u: &Option<String>| u.as_deref() == Some(path);
+    if is(&s.status_url) {
+        let uptime = clock.mono_secs.max(1);
+        let mut body = String::new();
+        if query == "auto" {
+            let _ = write!(
+                body,
+                "Total Accesses: {}\nTotal kBytes: {}\nUptime: {}\nBusyServers: {}\n\
+                 IdleServers: 0\nRequestsPerSecond: {:.2}\nBytesPerSecond: {:.2}\n",
+                stats.requests,
+                stats.bytes_out / 1024,
+                uptime,
+                stats.active,
+                stats.requests as f64 / uptime as f64,
+                stats.bytes_out as f64 / uptime as f64,
+            );
+            r.start(200);
+            r.header("Cache-Control", b"no-cache");
+            r.body_bytes(b"text/plain; charset=utf-8", body.as_bytes());
+        } else {
+            let _ = write!(
+                body,
+                "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>glint status</title></head>\n<body>\n\
+                 <h1>glint status</h1>\n<table>\n\
+                 <tr><th align=\"left\">Uptime</th><td>{} s</td></tr>\n\
+                 <tr><th align=\"left\">Requests</th><td>{}</td></tr>\n\
+                 <tr><th align=\"left\">Bytes sent</th><td>{}</td></tr>\n\
+                 <tr><th align=\"left\">Connections accepted</th><td>{}</td></tr>\n\
+                 <tr><th align=\"left\">Connections open</th><td>{}</td></tr>\n\
+                 <tr><th align=\"left\">Requests per second (average)</th><td>{:.2}</td></tr>\n\
+                 </table>\n</body></html>\n",
+                uptime,
+                stats.requests,
+                stats.bytes_out,
+                stats.connections,
+                stats.active,
+                stats.requests as f64 / uptime as f64,
+            );
+            r.start(200);
+            r.header("Cache-Control", b"no-cache");
+            r.body_bytes(b"text/html; charset=utf-8", body.as_bytes());
+        }
+        return true;
+    }
+    if is(&s.status_statistics_url) {
+        let body = format!(
+            "glint.requests: {}\nglint.bytes-out: {}\nglint.connections: {}\nglint.connections-open: {}\nglint.uptime: {}\n",
+            stats.requests, stats.bytes_out, stats.connections, stats.active, clock.mono_secs
+        );
+        r.start(200);
+        r.header("Cache-Control", b"no-cache");
+        r.body_bytes(b"text/plain; charset=utf-8", body.as_bytes());
+        return true;
+    }
+    if is(&s.status_config_url) {
+        let body = config.dump();
+        r.start(200);
+        r.header("Cache-Control", b"no-cache");
+        r.body_bytes(b"text/plain; charset=utf-8", body.as_bytes());
+        return true;
+    }
+    false
+}
