@@ -179,11 +179,15 @@ impl Server {
                         break rest.trim().parse::<u16>().unwrap_or_else(|_| panic!("bad listening line: {line}"));
                     }
                 }
-                Err(_) => {
+                Err(e) => {
                     let _ = child.kill();
-                    let _ = child.wait();
+                    let st = child.wait();
+                    let why = match e {
+                        mpsc::RecvTimeoutError::Timeout => format!("within {TIMEOUT:?}"),
+                        mpsc::RecvTimeoutError::Disconnected => format!("before closing stderr (exit: {st:?})"),
+                    };
                     panic!(
-                        "{bin} did not print `glint: listening on 127.0.0.1:PORT` within {TIMEOUT:?}; stderr:\n{}",
+                        "{bin} did not print `glint: listening on 127.0.0.1:PORT` {why}; stderr:\n{}",
                         log.lock().unwrap().join("\n")
                     );
                 }
@@ -672,8 +676,8 @@ pub fn common_checks(server: &Server, r: &Response, head_req: bool) -> Vec<Strin
         None => errs.push("no Date header".into()),
     }
     match r.header("server") {
-        Some(s) if s.starts_with(server.server_prefix()) => {}
-        other => errs.push(format!("Server header {other:?}, expected prefix {:?}", server.server_prefix())),
+        Some(s) if s.starts_with(server.server_prefix()) && s.len() > server.server_prefix().len() => {}
+        other => errs.push(format!("Server header {other:?}, expected {:?}<version>", server.server_prefix())),
     }
     if r.status >= 400 {
         let ct = r.header("content-type").unwrap_or("");
