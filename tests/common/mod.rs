@@ -175,8 +175,11 @@ impl Server {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(line) => {
-                    if let Some(rest) = line.trim().strip_prefix("glint: listening on 127.0.0.1:") {
-                        break rest.trim().parse::<u16>().unwrap_or_else(|_| panic!("bad listening line: {line}"));
+                    // Tolerate a log prefix before the contract text.
+                    const MARK: &str = "glint: listening on 127.0.0.1:";
+                    if let Some(i) = line.find(MARK) {
+                        let digits: String = line[i + MARK.len()..].chars().take_while(|c| c.is_ascii_digit()).collect();
+                        break digits.parse::<u16>().unwrap_or_else(|_| panic!("bad listening line: {line}"));
                     }
                 }
                 Err(e) => {
