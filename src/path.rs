@@ -31,7 +31,9 @@ fn hex(b: u8) -> Option<u8> {
     }
 }
 
-/// Percent-decodes `raw` into `out` (cleared first).
+/// Percent-decodes `raw` into `out` (cleared first). An encoded slash
+/// (`%2F`) stays encoded: it is part of a segment's name, never a separator,
+/// so `..%2F..%2Fetc` is one odd file name and not a way up.
 pub fn percent_decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
     out.clear();
     let mut i = 0;
@@ -44,7 +46,12 @@ pub fn percent_decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
             ) else {
                 return Err(PathError::BadEscape);
             };
-            out.push(h << 4 | l);
+            let b = h << 4 | l;
+            if b == b'/' {
+                out.extend_from_slice(b"%2F");
+            } else {
+                out.push(b);
+            }
             i += 3;
         } else {
             out.push(b);
@@ -115,7 +122,7 @@ mod tests {
             ("escaped letters", "/%69ndex.html", Ok("/index.html")),
             ("escaped space", "/a%20b", Ok("/a b")),
             ("utf-8", "/%C3%A9t%C3%A9", Ok("/été")),
-            ("escaped slash is a slash", "/a%2fb", Ok("/a/b")),
+            ("escaped slash stays in the name", "/a%2fb", Ok("/a%2Fb")),
             ("dot-dot above root", "/..", Err(AboveRoot)),
             (
                 "dot-dot deep above root",
@@ -126,8 +133,9 @@ mod tests {
             (
                 "escaped slash and dot-dot",
                 "/a/..%2f..%2fetc",
-                Err(AboveRoot),
+                Ok("/a/..%2F..%2Fetc"),
             ),
+            ("escaped slash after dot-dot", "/..%2fetc", Ok("/..%2Fetc")),
             ("mixed case escape", "/%2E%2E/x", Err(AboveRoot)),
             ("NUL", "/index.html%00.jpg", Err(BadByte)),
             ("newline", "/a%0d%0aSet-Cookie:x", Err(BadByte)),
@@ -156,7 +164,9 @@ mod tests {
     #[test]
     fn never_leaves_the_root() {
         // Every normalised path starts with "/" and has no ".." segment.
-        let pieces = ["..", ".", "a", "%2e", "%2e%2e", "%2f", "", "b%2f.."];
+        let pieces = [
+            "..", ".", "a", "%2e", "%2e%2e", "%2f", "", "b%2f..", "..%2f",
+        ];
         for a in pieces {
             for b in pieces {
                 for c in pieces {
