@@ -101,6 +101,10 @@ pub enum Phase {
     ReadingHead,
     /// Reading and dropping the rest of a request body already answered.
     DiscardingBody { remaining: u64 },
+    /// Collecting a request body for a backend (see `gw`).
+    ReadingBody,
+    /// Waiting for a backend and passing its answer on (see `gw`).
+    Gateway,
     /// Writing queued responses; `then` says what follows.
     Writing { then: AfterWrite },
     /// Response sent, write side shut: reading what the client still sends until it closes.
@@ -128,6 +132,7 @@ impl Phase {
             Phase::Idle
                 | Phase::ReadingHead
                 | Phase::DiscardingBody { .. }
+                | Phase::ReadingBody
                 | Phase::Lingering { .. }
         )
     }
@@ -197,6 +202,9 @@ pub struct Connection {
     /// The socket has (or may have) bytes to read / room to write.
     readable: bool,
     writable: bool,
+    /// The peer closed its side: a short read no longer means "drained", the
+    /// end of stream is still to be read (no new edge will announce it).
+    peer_closed: bool,
     /// Requests answered on this connection.
     pub requests: u32,
     /// `clock.mono_secs` of the last progress, for the idle time-outs.
@@ -204,6 +212,8 @@ pub struct Connection {
     nodelay: bool,
     /// Closing must drain what the client may still send (see [`Connection::finish`]).
     linger: bool,
+    /// The gateway request in progress, from its head to the end of the answer.
+    pub gw: Option<Box<crate::gateway::GwClient>>,
 }
 
 impl Connection {
@@ -217,10 +227,12 @@ impl Connection {
             out: Output::default(),
             readable: false,
             writable: false,
+            peer_closed: false,
             requests: 0,
             last_active: now,
             nodelay: false,
             linger: false,
+            gw: None,
         }
     }
 
@@ -228,6 +240,9 @@ impl Connection {
     pub fn on_event(&mut self, ev: &mio::event::Event) {
         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
             self.readable = true;
+        }
+        if ev.is_read_closed() || ev.is_error() {
+            self.peer_closed = true;
         }
         if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
             self.writable = true;
@@ -266,6 +281,28 @@ impl Connection {
                             self.close(sh);
                         }
                     }
+                }
+                Phase::Gateway => {
+                    if !self.out.is_empty() && self.writable {
+                        match self.out.write_to(self.stream.fd()) {
+                            Ok(WriteOutcome::Done) => self.account_written(sh),
+                            Ok(WriteOutcome::Blocked) => {
+                                self.account_written(sh);
+                                self.writable = false;
+                                break;
+                            }
+                            Err(_) => {
+                                self.close(sh);
+                                continue;
+                            }
+                        }
+                    }
+                    let done = self.gw.as_ref().is_none_or(|g| g.done);
+                    if !(done && self.out.is_empty()) {
+                        break;
+                    }
+                    let then = self.end_gateway(sh);
+                    self.after_write(then, sh);
                 }
                 phase if phase.reads() => {
                     if !self.readable {
@@ -309,7 +346,7 @@ impl Connection {
             }
             Ok(n) => {
                 // A short read drained the socket: the next bytes bring a new event.
-                if n < want {
+                if n < want && !self.peer_closed {
                     self.readable = false;
                 }
                 input.end += n;
@@ -346,6 +383,32 @@ impl Connection {
                     };
                     if input.is_empty() {
                         break;
+                    }
+                }
+                Phase::ReadingBody => {
+                    let Some(gw) = self.gw.as_mut() else {
+                        self.phase = Phase::Idle;
+                        continue;
+                    };
+                    match gw.take_body(input.pending()) {
+                        Ok((used, done)) => {
+                            input.consume(used);
+                            if done {
+                                gw.encode();
+                                self.phase = Phase::Gateway;
+                            }
+                            break;
+                        }
+                        Err(status) => {
+                            input.consume(input.pending().len());
+                            self.gw = None;
+                            crate::handler::respond_error(self, sh, status, b"");
+                            self.linger = true;
+                            self.phase = Phase::Writing {
+                                then: AfterWrite::Close,
+                            };
+                            break;
+                        }
                     }
                 }
                 Phase::Idle | Phase::ReadingHead => {
@@ -424,10 +487,16 @@ impl Connection {
                 }
                 let body_here = pending.len() - req.head_len;
                 let action = respond(self, sh, &req, keep_alive);
+                if action == BodyAction::Gateway {
+                    // The body (if any) goes to the backend: collect it next.
+                    let head_len = req.head_len;
+                    input.consume(head_len);
+                    self.phase = Phase::ReadingBody;
+                    return true;
+                }
                 let (then, body_consumed) = match (action, req.body) {
-                    (BodyAction::Close, _) | (BodyAction::Discard, Body::Chunked) => {
-                        (AfterWrite::Close, 0)
-                    }
+                    (BodyAction::Close | BodyAction::Gateway, _)
+                    | (BodyAction::Discard, Body::Chunked) => (AfterWrite::Close, 0),
                     (BodyAction::Discard, Body::None) => (AfterWrite::NextRequest, 0),
                     (BodyAction::Discard, Body::Length(n)) => {
                         let here = (body_here as u64).min(n);
@@ -464,6 +533,28 @@ impl Connection {
         }
         self.phase = Phase::Writing { then };
         true
+    }
+
+    /// The backend's answer has been written: log it, and say what follows.
+    fn end_gateway(&mut self, sh: &mut Shared) -> AfterWrite {
+        let Some(gw) = self.gw.take() else {
+            return AfterWrite::Close;
+        };
+        crate::handler::log_gateway(self, sh, &gw);
+        if gw.keep_alive && !sh.shutting_down {
+            AfterWrite::NextRequest
+        } else {
+            AfterWrite::Close
+        }
+    }
+
+    /// A complete gateway request waits for a backend connection.
+    pub fn wants_backend(&self) -> bool {
+        self.phase == Phase::Gateway
+            && self
+                .gw
+                .as_ref()
+                .is_some_and(|g| g.backend.is_none() && !g.waiting && !g.done)
     }
 
     fn after_write(&mut self, then: AfterWrite, sh: &mut Shared) {
@@ -533,7 +624,12 @@ impl Connection {
         let limit = match self.phase {
             Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
             Phase::Idle => g.max_keep_alive_idle as u64,
-            Phase::ReadingHead | Phase::DiscardingBody { .. } => g.max_read_idle as u64,
+            Phase::ReadingHead | Phase::DiscardingBody { .. } | Phase::ReadingBody => {
+                g.max_read_idle as u64
+            }
+            // The backend's time-outs apply; only a client that stopped reading is ours.
+            Phase::Gateway if self.out.is_empty() => return,
+            Phase::Gateway => g.max_write_idle as u64,
             Phase::Writing { .. } => g.max_write_idle as u64,
             Phase::Lingering { until } => {
                 if now >= until {

@@ -14,6 +14,7 @@ pub mod accesslog;
 pub mod clock;
 pub mod config;
 pub mod connection;
+pub mod gateway;
 pub mod handler;
 pub mod http;
 pub mod output;

@@ -21,6 +21,7 @@ use crate::accesslog::AccessLogs;
 use crate::clock::Clock;
 use crate::config::{Config, Listen, ListenAddr};
 use crate::connection::{Connection, InBuf, Phase, Stream};
+use crate::gateway::BACKEND_BASE;
 use crate::signals;
 
 /// Listener tokens start here; connection tokens are slab keys below it.
@@ -95,6 +96,8 @@ pub struct Shared {
     pub pool: Pool,
     pub scratch: Scratch,
     pub regexes: crate::handler::rewrite::Regexes,
+    /// SCGI and FastCGI routes, backends and backend connections.
+    pub gateways: crate::gateway::Gateways,
     pub stats: Stats,
     /// Port of each listener (0 for unix sockets), for the access log.
     pub ports: Vec<u16>,
@@ -245,6 +248,8 @@ impl Server {
             listeners.push(Some(lst));
         }
         let max_connections = config.global.max_connections.max(1) as usize;
+        let gateways = crate::gateway::Gateways::from_settings(&config.global)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         Ok(Server {
             poll,
             listeners,
@@ -256,6 +261,7 @@ impl Server {
                 pool: Pool::default(),
                 scratch: Scratch::default(),
                 regexes: Default::default(),
+                gateways,
                 stats: Stats::default(),
                 ports,
                 shutting_down: false,
@@ -318,13 +324,23 @@ impl Server {
 
     /// Runs the loop until stopped.
     pub fn run(&mut self) -> io::Result<()> {
+        self.sh.gateways.spawn_all().map_err(io::Error::other)?;
+        let result = self.run_loop();
+        self.sh.gateways.shutdown();
+        result
+    }
+
+    fn run_loop(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
             let to_next_second = 1_000_000 - self.sh.clock.mono_us % 1_000_000;
-            match self
-                .poll
-                .poll(&mut events, Some(Duration::from_micros(to_next_second + 1)))
-            {
+            // A backend said "busy": look again in 10 ms rather than at the next tick.
+            let wait = if self.sh.gateways.retry_soon {
+                Duration::from_millis(10)
+            } else {
+                Duration::from_micros(to_next_second + 1)
+            };
+            match self.poll.poll(&mut events, Some(wait)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => events.clear(),
                 Err(e) => return Err(e),
@@ -336,19 +352,20 @@ impl Server {
                 let t = ev.token().0;
                 if t >= LISTENER_BASE {
                     self.accept_all(t - LISTENER_BASE);
-                } else if t < WAKER.0 {
-                    if let Some(conn) = self.conns.get_mut(t) {
-                        conn.on_event(ev);
-                        conn.drive(&mut self.sh);
-                        if conn.phase == Phase::Closed {
-                            self.conns.remove(t);
-                            closed_any = true;
-                        }
-                    }
+                } else if t == WAKER.0 {
+                } else if t >= BACKEND_BASE {
+                    closed_any |= self.backend_event(t - BACKEND_BASE, ev);
+                } else if let Some(conn) = self.conns.get_mut(t) {
+                    conn.on_event(ev);
+                    conn.drive(&mut self.sh);
+                    closed_any |= self.after_drive(t);
                 }
             }
             if new_second {
                 closed_any |= self.tick();
+            }
+            if self.sh.gateways.retry_soon || self.sh.gateways.freed > 0 {
+                closed_any |= self.pump_waiting();
             }
             if (closed_any || new_second) && self.accept_paused {
                 self.resume_accepting();
@@ -359,6 +376,91 @@ impl Server {
         }
         self.sh.logs.flush();
         Ok(())
+    }
+
+    /// After a client was driven: hand a complete gateway request to a
+    /// backend, resume a paused backend, or drop a closed connection.
+    /// Returns true when the connection was removed.
+    fn after_drive(&mut self, key: usize) -> bool {
+        let registry = self.poll.registry();
+        let sh = &mut self.sh;
+        let Some(conn) = self.conns.get_mut(key) else {
+            return false;
+        };
+        // Dispatching may answer at once (503), and the next pipelined request
+        // may be another gateway request: loop until the connection rests.
+        for _ in 0..4 {
+            if conn.wants_backend() {
+                sh.gateways
+                    .dispatch(key, conn, sh.clock.mono_secs, registry, &sh.clock.http_date);
+                conn.drive(sh);
+            } else if conn.phase == Phase::Gateway {
+                sh.gateways
+                    .resume(conn, sh.clock.mono_secs, &sh.clock.http_date, registry);
+                conn.drive(sh);
+                break;
+            } else {
+                break;
+            }
+        }
+        if conn.phase == Phase::Closed {
+            sh.gateways.client_gone(key, conn);
+            self.conns.remove(key);
+            return true;
+        }
+        false
+    }
+
+    /// Readiness of a backend connection: progress it, then its client.
+    fn backend_event(&mut self, bkey: usize, ev: &mio::event::Event) -> bool {
+        let Some(client) = self.sh.gateways.on_event(bkey, ev) else {
+            return false;
+        };
+        let registry = self.poll.registry();
+        let sh = &mut self.sh;
+        let Some(conn) = self.conns.get_mut(client) else {
+            sh.gateways.drop_backend(bkey);
+            return false;
+        };
+        sh.gateways.drive(
+            bkey,
+            conn,
+            sh.clock.mono_secs,
+            &sh.clock.http_date,
+            registry,
+        );
+        conn.drive(sh);
+        self.after_drive(client)
+    }
+
+    /// Gives freed backend slots to waiting requests, oldest first.
+    fn pump_waiting(&mut self) -> bool {
+        self.sh.gateways.retry_soon = false;
+        self.sh.gateways.freed = 0;
+        let mut closed = false;
+        for _ in 0..self.sh.gateways.waiting.len() {
+            let Some(key) = self.sh.gateways.next_waiting() else {
+                break;
+            };
+            let Some(conn) = self.conns.get_mut(key) else {
+                continue;
+            };
+            if let Some(gw) = conn.gw.as_mut() {
+                gw.waiting = false;
+            }
+            closed |= self.after_drive(key);
+            let requeued = self
+                .conns
+                .get(key)
+                .and_then(|c| c.gw.as_ref())
+                .is_some_and(|g| g.waiting);
+            if requeued {
+                // Still no room: keep its place at the head of the queue.
+                self.sh.gateways.requeue_front(key);
+                break;
+            }
+        }
+        closed
     }
 
     /// Accepts until the listener has nothing more, the connection limit is
@@ -427,6 +529,18 @@ impl Server {
 
     /// Once a second: time-outs, log flushing. Returns true when a connection closed.
     fn tick(&mut self) -> bool {
+        let now = self.sh.clock.mono_secs;
+        let touched = self
+            .sh
+            .gateways
+            .on_tick(now, &mut self.conns, &self.sh.clock.http_date);
+        let mut any_closed = false;
+        for key in touched {
+            if let Some(conn) = self.conns.get_mut(key) {
+                conn.drive(&mut self.sh);
+                any_closed |= self.after_drive(key);
+            }
+        }
         let mut closed = Vec::new();
         for (key, conn) in self.conns.iter_mut() {
             conn.on_tick(&mut self.sh);
@@ -435,10 +549,12 @@ impl Server {
             }
         }
         for key in &closed {
-            self.conns.remove(*key);
+            if let Some(mut conn) = self.conns.try_remove(*key) {
+                self.sh.gateways.client_gone(*key, &mut conn);
+            }
         }
         self.sh.logs.flush();
-        !closed.is_empty()
+        any_closed || !closed.is_empty()
     }
 
     /// Applies stop requests; returns true when `run` should return.

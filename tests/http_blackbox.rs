@@ -49,7 +49,11 @@ fn fixture() -> Docroot {
 fn etag_is_quoted(r: &Response) -> Result<(), String> {
     let e = r.header("etag").ok_or("no ETag")?;
     let inner = e.strip_prefix("W/").unwrap_or(e);
-    if inner.len() >= 2 && inner.starts_with('"') && inner.ends_with('"') && !inner[1..inner.len() - 1].contains('"') {
+    if inner.len() >= 2
+        && inner.starts_with('"')
+        && inner.ends_with('"')
+        && !inner[1..inner.len() - 1].contains('"')
+    {
         Ok(())
     } else {
         Err(format!("ETag is not a quoted entity-tag: {e:?}"))
@@ -61,7 +65,9 @@ fn js_type(r: &Response) -> Result<(), String> {
     if ct.starts_with("application/javascript") || ct.starts_with("text/javascript") {
         Ok(())
     } else {
-        Err(format!("Content-Type {ct:?} is not application/javascript or text/javascript"))
+        Err(format!(
+            "Content-Type {ct:?} is not application/javascript or text/javascript"
+        ))
     }
 }
 
@@ -71,7 +77,9 @@ fn validators(server: &Server, path: &str) -> (String, String) {
     assert_eq!(r.status, 200, "priming GET {path}: {}", r.describe());
     (
         r.header("etag").expect("ETag on priming GET").to_string(),
-        r.header("last-modified").expect("Last-Modified on priming GET").to_string(),
+        r.header("last-modified")
+            .expect("Last-Modified on priming GET")
+            .to_string(),
     )
 }
 
@@ -88,58 +96,120 @@ fn static_files_and_directories() {
         Case::new("GET / serves index.html", get("/", &[]), &[200])
             .hdr("Content-Type", "text/html; charset=utf-8")
             .body(INDEX),
-        Case::new("GET /index.html with validators", get("/index.html", &[]), &[200])
-            .hdr("Content-Type", "text/html; charset=utf-8")
-            .hdr("Content-Length", &idx_len)
-            .hdr("Last-Modified", MTIME_HTTP)
-            .hdr("Accept-Ranges", "bytes")
-            .check(etag_is_quoted)
-            .body(INDEX),
-        Case::new("HEAD /index.html: same headers, no body", head("/index.html", &[]), &[200])
-            .hdr("Content-Type", "text/html; charset=utf-8")
-            .hdr("Content-Length", &idx_len)
-            .hdr("Last-Modified", MTIME_HTTP)
-            .hdr("Accept-Ranges", "bytes")
-            .check(etag_is_quoted)
-            .empty_body(),
+        Case::new(
+            "GET /index.html with validators",
+            get("/index.html", &[]),
+            &[200],
+        )
+        .hdr("Content-Type", "text/html; charset=utf-8")
+        .hdr("Content-Length", &idx_len)
+        .hdr("Last-Modified", MTIME_HTTP)
+        .hdr("Accept-Ranges", "bytes")
+        .check(etag_is_quoted)
+        .body(INDEX),
+        Case::new(
+            "HEAD /index.html: same headers, no body",
+            head("/index.html", &[]),
+            &[200],
+        )
+        .hdr("Content-Type", "text/html; charset=utf-8")
+        .hdr("Content-Length", &idx_len)
+        .hdr("Last-Modified", MTIME_HTTP)
+        .hdr("Accept-Ranges", "bytes")
+        .check(etag_is_quoted)
+        .empty_body(),
         Case::new("HEAD / (directory index) no body", head("/", &[]), &[200])
             .hdr("Content-Length", &idx_len)
             .empty_body(),
-        Case::new("text/css", get("/style.css", &[]), &[200]).hdr("Content-Type", "text/css; charset=utf-8").body(CSS),
-        Case::new("javascript type", get("/app.js", &[]), &[200]).check(js_type).body(JS),
-        Case::new("image/jpeg", get("/photo.jpg", &[]), &[200]).hdr("Content-Type", "image/jpeg").body(JPG),
-        Case::new("unknown extension -> octet-stream", get("/data.xyz", &[]), &[200])
-            .hdr("Content-Type", "application/octet-stream")
-            .body(XYZ),
-        Case::new("empty file", get("/empty.txt", &[]), &[200]).hdr("Content-Length", "0").empty_body(),
+        Case::new("text/css", get("/style.css", &[]), &[200])
+            .hdr("Content-Type", "text/css; charset=utf-8")
+            .body(CSS),
+        Case::new("javascript type", get("/app.js", &[]), &[200])
+            .check(js_type)
+            .body(JS),
+        Case::new("image/jpeg", get("/photo.jpg", &[]), &[200])
+            .hdr("Content-Type", "image/jpeg")
+            .body(JPG),
+        Case::new(
+            "unknown extension -> octet-stream",
+            get("/data.xyz", &[]),
+            &[200],
+        )
+        .hdr("Content-Type", "application/octet-stream")
+        .body(XYZ),
+        Case::new("empty file", get("/empty.txt", &[]), &[200])
+            .hdr("Content-Length", "0")
+            .empty_body(),
         Case::new("file in subdirectory", get("/dir/file.txt", &[]), &[200]).body(IN_DIR),
         Case::new("missing file -> 404", get("/missing.html", &[]), &[404]),
         Case::new("missing dir -> 404", get("/nodir/", &[]), &[404]),
-        Case::new("404 keeps the connection open", b"GET /missing.html HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(), &[404])
-            .stays_open(),
-        Case::new("directory without slash -> 301", get("/dir", &[]), &[301]).hdr_ends("Location", "/dir/"),
-        Case::new("directory without slash keeps query", get("/dir?x=1", &[]), &[301]).hdr_ends("Location", "/dir/?x=1"),
-        Case::new("directory with index.html without slash -> 301", get("/idx", &[]), &[301]).hdr_ends("Location", "/idx/"),
-        Case::new("directory without index -> 403", get("/dir/", &[]), &[403]).body_lacks("file.txt"),
+        Case::new(
+            "404 keeps the connection open",
+            b"GET /missing.html HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(),
+            &[404],
+        )
+        .stays_open(),
+        Case::new("directory without slash -> 301", get("/dir", &[]), &[301])
+            .hdr_ends("Location", "/dir/"),
+        Case::new(
+            "directory without slash keeps query",
+            get("/dir?x=1", &[]),
+            &[301],
+        )
+        .hdr_ends("Location", "/dir/?x=1"),
+        Case::new(
+            "directory with index.html without slash -> 301",
+            get("/idx", &[]),
+            &[301],
+        )
+        .hdr_ends("Location", "/idx/"),
+        Case::new("directory without index -> 403", get("/dir/", &[]), &[403])
+            .body_lacks("file.txt"),
         Case::new("directory with index.html", get("/idx/", &[]), &[200])
             .hdr("Content-Type", "text/html; charset=utf-8")
             .body(IDX_HTML),
         Case::new("directory with index.htm", get("/idxhtm/", &[]), &[200]).body(IDX_HTM),
         Case::new("query string ignored", get("/index.html?x=1", &[]), &[200]).body(INDEX),
-        Case::new("query string with escapes ignored", get("/index.html?a=b&c=%20d&e=/../x", &[]), &[200]).body(INDEX),
-        Case::new("absolute-form target", get("http://test/index.html", &[]), &[200]).body(INDEX),
+        Case::new(
+            "query string with escapes ignored",
+            get("/index.html?a=b&c=%20d&e=/../x", &[]),
+            &[200],
+        )
+        .body(INDEX),
+        Case::new(
+            "absolute-form target",
+            get("http://test/index.html", &[]),
+            &[200],
+        )
+        .body(INDEX),
         Case::new(
             "absolute-form target with port",
-            b"GET http://test:80/index.html HTTP/1.1\r\nHost: test:80\r\nConnection: close\r\n\r\n".to_vec(),
+            b"GET http://test:80/index.html HTTP/1.1\r\nHost: test:80\r\nConnection: close\r\n\r\n"
+                .to_vec(),
             &[200],
         )
         .body(INDEX),
         Case::new("percent-encoded space", get("/a%20b.txt", &[]), &[200]).body(SPACE),
         Case::new("percent-encoded UTF-8", get("/caf%C3%A9.txt", &[]), &[200]).body(CAFE),
-        Case::new("percent-encoded lowercase hex", get("/caf%c3%a9.txt", &[]), &[200]).body(CAFE),
-        Case::new("percent-encoded unreserved char", get("/%69ndex.html", &[]), &[200]).body(INDEX),
+        Case::new(
+            "percent-encoded lowercase hex",
+            get("/caf%c3%a9.txt", &[]),
+            &[200],
+        )
+        .body(CAFE),
+        Case::new(
+            "percent-encoded unreserved char",
+            get("/%69ndex.html", &[]),
+            &[200],
+        )
+        .body(INDEX),
         // RFC 3986 §5.2.4 dot-segment removal inside the docroot.
-        Case::new("dot segments inside docroot", get("/dir/../index.html", &[]), &[200]).body(INDEX),
+        Case::new(
+            "dot segments inside docroot",
+            get("/dir/../index.html", &[]),
+            &[200],
+        )
+        .body(INDEX),
         Case::new("single dot segment", get("/./index.html", &[]), &[200]).body(INDEX),
         Case::new(
             "HTTP/1.0 without Host is fine",
@@ -160,12 +230,24 @@ fn static_files_and_directories() {
 
     // HEAD must carry the same representation headers as GET.
     let mut failures = Vec::new();
-    for path in ["/index.html", "/digits.txt", "/style.css", "/idx/", "/data.xyz"] {
+    for path in [
+        "/index.html",
+        "/digits.txt",
+        "/style.css",
+        "/idx/",
+        "/data.xyz",
+    ] {
         let g = exchange(&s, &get(path, &[]));
         let h = exchange(&s, &head(path, &[]));
         match (g, h) {
             (Ok((g, _)), Ok((h, _))) => {
-                for name in ["content-length", "content-type", "etag", "last-modified", "accept-ranges"] {
+                for name in [
+                    "content-length",
+                    "content-type",
+                    "etag",
+                    "last-modified",
+                    "accept-ranges",
+                ] {
                     if g.header(name) != h.header(name) {
                         failures.push(format!(
                             "--- HEAD vs GET {path}: {name} differs: GET {:?} HEAD {:?}",
@@ -175,7 +257,11 @@ fn static_files_and_directories() {
                     }
                 }
             }
-            (g, h) => failures.push(format!("--- HEAD vs GET {path}: {:?} / {:?}", g.err(), h.err())),
+            (g, h) => failures.push(format!(
+                "--- HEAD vs GET {path}: {:?} / {:?}",
+                g.err(),
+                h.err()
+            )),
         }
     }
     finish(&s, 5, failures);
@@ -218,17 +304,35 @@ fn traversal_never_escapes() {
     ];
     let mut cases: Vec<Case> = targets
         .iter()
-        .map(|t| Case::new(&format!("traversal {t}"), get(t, &[]), &[400, 403, 404]).body_lacks(SECRET))
+        .map(|t| {
+            Case::new(&format!("traversal {t}"), get(t, &[]), &[400, 403, 404]).body_lacks(SECRET)
+        })
         .collect();
     // The brief: an encoded slash is refused even when the decoded path exists.
     // LIGHTTPD-DIFFERS: lighttpd decodes %2f and serves /dir/file.txt (200).
-    cases.push(Case::new("encoded slash %2f in path", get("/dir%2ffile.txt", &[]), &[400, 403, 404]).body_lacks(IN_DIR));
     cases.push(
-        Case::new("traversal over HTTP/1.0", b"GET /../secret.txt HTTP/1.0\r\n\r\n".to_vec(), &[400, 403, 404])
-            .body_lacks(SECRET),
+        Case::new(
+            "encoded slash %2f in path",
+            get("/dir%2ffile.txt", &[]),
+            &[400, 403, 404],
+        )
+        .body_lacks(IN_DIR),
     );
     cases.push(
-        Case::new("traversal with HEAD", head("/%2e%2e/secret.txt", &[]), &[400, 403, 404]).empty_body(),
+        Case::new(
+            "traversal over HTTP/1.0",
+            b"GET /../secret.txt HTTP/1.0\r\n\r\n".to_vec(),
+            &[400, 403, 404],
+        )
+        .body_lacks(SECRET),
+    );
+    cases.push(
+        Case::new(
+            "traversal with HEAD",
+            head("/%2e%2e/secret.txt", &[]),
+            &[400, 403, 404],
+        )
+        .empty_body(),
     );
     run_cases(&s, &cases);
 }
@@ -245,7 +349,11 @@ fn conditional_requests() {
     assert_eq!(lm, MTIME_HTTP, "Last-Modified of the fixture");
     let later = "Fri, 03 Jan 2020 03:04:05 GMT";
     let earlier = "Wed, 01 Jan 2020 03:04:05 GMT";
-    let weak = if etag.starts_with("W/") { etag.clone() } else { format!("W/{etag}") };
+    let weak = if etag.starts_with("W/") {
+        etag.clone()
+    } else {
+        format!("W/{etag}")
+    };
     let h = |n: &str, v: &str| format!("{n}: {v}");
     let inm = |v: &str| h("If-None-Match", v);
     let ims = |v: &str| h("If-Modified-Since", v);
@@ -253,19 +361,74 @@ fn conditional_requests() {
     let ius = |v: &str| h("If-Unmodified-Since", v);
     let list = format!("\"nope\", {etag}, \"other\"");
     let cases = vec![
-        Case::new("If-None-Match matching -> 304", get("/index.html", &[&inm(&etag)]), &[304]).hdr("ETag", &etag),
-        Case::new("If-None-Match in a list -> 304", get("/index.html", &[&inm(&list)]), &[304]).hdr("ETag", &etag),
-        Case::new("If-None-Match * -> 304", get("/index.html", &[&inm("*")]), &[304]).hdr("ETag", &etag),
-        Case::new("If-None-Match weak form (weak comparison) -> 304", get("/index.html", &[&inm(&weak)]), &[304])
-            .hdr("ETag", &etag),
-        Case::new("If-None-Match not matching -> 200", get("/index.html", &[&inm("\"nope\"")]), &[200]).body(INDEX),
-        Case::new("HEAD If-None-Match -> 304", head("/index.html", &[&inm(&etag)]), &[304]).hdr("ETag", &etag),
-        Case::new("304 keeps the connection", format!("GET /index.html HTTP/1.1\r\nHost: t\r\n{}\r\n\r\n", inm(&etag)), &[304])
-            .stays_open(),
-        Case::new("If-Modified-Since equal -> 304", get("/index.html", &[&ims(MTIME_HTTP)]), &[304]).hdr("ETag", &etag),
-        Case::new("If-Modified-Since later -> 304", get("/index.html", &[&ims(later)]), &[304]),
-        Case::new("If-Modified-Since earlier -> 200", get("/index.html", &[&ims(earlier)]), &[200]).body(INDEX),
-        Case::new("If-Modified-Since invalid date ignored", get("/index.html", &[&ims("yesterday")]), &[200]).body(INDEX),
+        Case::new(
+            "If-None-Match matching -> 304",
+            get("/index.html", &[&inm(&etag)]),
+            &[304],
+        )
+        .hdr("ETag", &etag),
+        Case::new(
+            "If-None-Match in a list -> 304",
+            get("/index.html", &[&inm(&list)]),
+            &[304],
+        )
+        .hdr("ETag", &etag),
+        Case::new(
+            "If-None-Match * -> 304",
+            get("/index.html", &[&inm("*")]),
+            &[304],
+        )
+        .hdr("ETag", &etag),
+        Case::new(
+            "If-None-Match weak form (weak comparison) -> 304",
+            get("/index.html", &[&inm(&weak)]),
+            &[304],
+        )
+        .hdr("ETag", &etag),
+        Case::new(
+            "If-None-Match not matching -> 200",
+            get("/index.html", &[&inm("\"nope\"")]),
+            &[200],
+        )
+        .body(INDEX),
+        Case::new(
+            "HEAD If-None-Match -> 304",
+            head("/index.html", &[&inm(&etag)]),
+            &[304],
+        )
+        .hdr("ETag", &etag),
+        Case::new(
+            "304 keeps the connection",
+            format!(
+                "GET /index.html HTTP/1.1\r\nHost: t\r\n{}\r\n\r\n",
+                inm(&etag)
+            ),
+            &[304],
+        )
+        .stays_open(),
+        Case::new(
+            "If-Modified-Since equal -> 304",
+            get("/index.html", &[&ims(MTIME_HTTP)]),
+            &[304],
+        )
+        .hdr("ETag", &etag),
+        Case::new(
+            "If-Modified-Since later -> 304",
+            get("/index.html", &[&ims(later)]),
+            &[304],
+        ),
+        Case::new(
+            "If-Modified-Since earlier -> 200",
+            get("/index.html", &[&ims(earlier)]),
+            &[200],
+        )
+        .body(INDEX),
+        Case::new(
+            "If-Modified-Since invalid date ignored",
+            get("/index.html", &[&ims("yesterday")]),
+            &[200],
+        )
+        .body(INDEX),
         // LIGHTTPD-DIFFERS (possibly): precedence of If-None-Match over If-Modified-Since.
         Case::new(
             "If-None-Match (no match) beats If-Modified-Since (equal) -> 200",
@@ -278,12 +441,35 @@ fn conditional_requests() {
             get("/index.html", &[&inm(&etag), &ims(earlier)]),
             &[304],
         ),
-        Case::new("If-Match not matching -> 412", get("/index.html", &[&im("\"nope\"")]), &[412]),
-        Case::new("If-Match matching -> 200", get("/index.html", &[&im(&etag)]), &[200]).body(INDEX),
+        Case::new(
+            "If-Match not matching -> 412",
+            get("/index.html", &[&im("\"nope\"")]),
+            &[412],
+        ),
+        Case::new(
+            "If-Match matching -> 200",
+            get("/index.html", &[&im(&etag)]),
+            &[200],
+        )
+        .body(INDEX),
         Case::new("If-Match * -> 200", get("/index.html", &[&im("*")]), &[200]).body(INDEX),
-        Case::new("If-Unmodified-Since earlier -> 412", get("/index.html", &[&ius(earlier)]), &[412]),
-        Case::new("If-Unmodified-Since equal -> 200", get("/index.html", &[&ius(MTIME_HTTP)]), &[200]).body(INDEX),
-        Case::new("If-Unmodified-Since later -> 200", get("/index.html", &[&ius(later)]), &[200]).body(INDEX),
+        Case::new(
+            "If-Unmodified-Since earlier -> 412",
+            get("/index.html", &[&ius(earlier)]),
+            &[412],
+        ),
+        Case::new(
+            "If-Unmodified-Since equal -> 200",
+            get("/index.html", &[&ius(MTIME_HTTP)]),
+            &[200],
+        )
+        .body(INDEX),
+        Case::new(
+            "If-Unmodified-Since later -> 200",
+            get("/index.html", &[&ius(later)]),
+            &[200],
+        )
+        .body(INDEX),
     ];
     run_cases(&s, &cases);
 }
@@ -306,7 +492,12 @@ fn multipart_parts(r: &Response) -> Result<Vec<(String, Vec<u8>)>, String> {
         .trim_matches('"');
     let delim = format!("--{b}").into_bytes();
     let body = &r.body;
-    let find = |hay: &[u8], from: usize| hay[from..].windows(delim.len()).position(|w| w == delim.as_slice()).map(|p| p + from);
+    let find = |hay: &[u8], from: usize| {
+        hay[from..]
+            .windows(delim.len())
+            .position(|w| w == delim.as_slice())
+            .map(|p| p + from)
+    };
     let mut pos = find(body, 0).ok_or("no first boundary")?;
     let mut parts = Vec::new();
     loop {
@@ -318,7 +509,11 @@ fn multipart_parts(r: &Response) -> Result<Vec<(String, Vec<u8>)>, String> {
             return Err("boundary not followed by CRLF".into());
         }
         let hstart = after + 2;
-        let hend = body[hstart..].windows(4).position(|w| w == b"\r\n\r\n").ok_or("part head not terminated")? + hstart;
+        let hend = body[hstart..]
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("part head not terminated")?
+            + hstart;
         let heads = String::from_utf8_lossy(&body[hstart..hend]).into_owned();
         let cr = heads
             .split("\r\n")
@@ -336,13 +531,19 @@ fn multipart_parts(r: &Response) -> Result<Vec<(String, Vec<u8>)>, String> {
     }
 }
 
-fn expect_parts(expected: &'static [(&'static str, &'static [u8])]) -> impl Fn(&Response) -> Result<(), String> {
+fn expect_parts(
+    expected: &'static [(&'static str, &'static [u8])],
+) -> impl Fn(&Response) -> Result<(), String> {
     move |r| {
         let parts = multipart_parts(r)?;
-        let got: Vec<(String, String)> =
-            parts.iter().map(|(c, d)| (c.clone(), String::from_utf8_lossy(d).into_owned())).collect();
-        let want: Vec<(String, String)> =
-            expected.iter().map(|(c, d)| (c.to_string(), String::from_utf8_lossy(d).into_owned())).collect();
+        let got: Vec<(String, String)> = parts
+            .iter()
+            .map(|(c, d)| (c.clone(), String::from_utf8_lossy(d).into_owned()))
+            .collect();
+        let want: Vec<(String, String)> = expected
+            .iter()
+            .map(|(c, d)| (c.to_string(), String::from_utf8_lossy(d).into_owned()))
+            .collect();
         if got == want {
             Ok(())
         } else {
@@ -369,75 +570,171 @@ fn range_requests() {
         Case::new("bytes=5-", get("/digits.txt", &[&r("bytes=5-")]), &[206])
             .hdr("Content-Range", "bytes 5-35/36")
             .body(&DIGITS[5..]),
-        Case::new("bytes=-5 (suffix)", get("/digits.txt", &[&r("bytes=-5")]), &[206])
-            .hdr("Content-Range", "bytes 31-35/36")
-            .body(&DIGITS[31..]),
-        Case::new("suffix longer than file -> whole file as 206", get("/digits.txt", &[&r("bytes=-100")]), &[206])
-            .hdr("Content-Range", "bytes 0-35/36")
-            .body(DIGITS),
-        Case::new("end past EOF clamped", get("/digits.txt", &[&r("bytes=30-100")]), &[206])
-            .hdr("Content-Range", "bytes 30-35/36")
-            .body(&DIGITS[30..]),
-        Case::new("single byte", get("/digits.txt", &[&r("bytes=35-35")]), &[206])
-            .hdr("Content-Range", "bytes 35-35/36")
-            .body(&DIGITS[35..]),
-        Case::new("range keeps ETag and Content-Type", get("/digits.txt", &[&r("bytes=1-2")]), &[206])
-            .hdr("ETag", &etag)
-            .hdr_contains("Content-Type", "text/plain")
-            .body(&DIGITS[1..3]),
+        Case::new(
+            "bytes=-5 (suffix)",
+            get("/digits.txt", &[&r("bytes=-5")]),
+            &[206],
+        )
+        .hdr("Content-Range", "bytes 31-35/36")
+        .body(&DIGITS[31..]),
+        Case::new(
+            "suffix longer than file -> whole file as 206",
+            get("/digits.txt", &[&r("bytes=-100")]),
+            &[206],
+        )
+        .hdr("Content-Range", "bytes 0-35/36")
+        .body(DIGITS),
+        Case::new(
+            "end past EOF clamped",
+            get("/digits.txt", &[&r("bytes=30-100")]),
+            &[206],
+        )
+        .hdr("Content-Range", "bytes 30-35/36")
+        .body(&DIGITS[30..]),
+        Case::new(
+            "single byte",
+            get("/digits.txt", &[&r("bytes=35-35")]),
+            &[206],
+        )
+        .hdr("Content-Range", "bytes 35-35/36")
+        .body(&DIGITS[35..]),
+        Case::new(
+            "range keeps ETag and Content-Type",
+            get("/digits.txt", &[&r("bytes=1-2")]),
+            &[206],
+        )
+        .hdr("ETag", &etag)
+        .hdr_contains("Content-Type", "text/plain")
+        .body(&DIGITS[1..3]),
         // Gaps far larger than the multipart overhead, so a server may not coalesce them
         // (RFC 9110 §14.2 allows coalescing small gaps).
-        Case::new("two ranges -> multipart/byteranges", get("/long.txt", &[&r("bytes=0-9,2000-2009")]), &[206])
-            .hdr_contains("Content-Type", "multipart/byteranges; boundary=")
-            .lacks("Content-Range")
-            .check(expect_parts(&[("bytes 0-9/4000", b"L0000L0001"), ("bytes 2000-2009/4000", b"L0400L0401")])),
-        Case::new("three ranges incl. suffix -> multipart", get("/long.txt", &[&r("bytes=0-4, 1000-1004, -5")]), &[206])
-            .check(expect_parts(&[
-                ("bytes 0-4/4000", b"L0000"),
-                ("bytes 1000-1004/4000", b"L0200"),
-                ("bytes 3995-3999/4000", b"L0799"),
-            ])),
+        Case::new(
+            "two ranges -> multipart/byteranges",
+            get("/long.txt", &[&r("bytes=0-9,2000-2009")]),
+            &[206],
+        )
+        .hdr_contains("Content-Type", "multipart/byteranges; boundary=")
+        .lacks("Content-Range")
+        .check(expect_parts(&[
+            ("bytes 0-9/4000", b"L0000L0001"),
+            ("bytes 2000-2009/4000", b"L0400L0401"),
+        ])),
+        Case::new(
+            "three ranges incl. suffix -> multipart",
+            get("/long.txt", &[&r("bytes=0-4, 1000-1004, -5")]),
+            &[206],
+        )
+        .check(expect_parts(&[
+            ("bytes 0-4/4000", b"L0000"),
+            ("bytes 1000-1004/4000", b"L0200"),
+            ("bytes 3995-3999/4000", b"L0799"),
+        ])),
         // HTTP/1.0 clients may not know multipart: 206 multipart or 200 full are both fine.
-        Case::new("several ranges over HTTP/1.0", b"GET /long.txt HTTP/1.0\r\nRange: bytes=5-9,3000-3004\r\n\r\n".to_vec(), &[200, 206])
-            .check(|r| {
-                if r.status == 200 {
-                    return if r.body.len() == 4000 { Ok(()) } else { Err(format!("200 with {} bytes", r.body.len())) };
-                }
-                expect_parts(&[("bytes 5-9/4000", b"L0001"), ("bytes 3000-3004/4000", b"L0600")])(r)
-            })
-            .closes(),
-        Case::new("unsatisfiable bytes=36-", get("/digits.txt", &[&r("bytes=36-")]), &[416])
-            .hdr("Content-Range", "bytes */36"),
-        Case::new("unsatisfiable bytes=100-200", get("/digits.txt", &[&r("bytes=100-200")]), &[416])
-            .hdr("Content-Range", "bytes */36"),
-        Case::new("invalid range syntax ignored", get("/digits.txt", &[&r("bytes=abc")]), &[200])
-            .lacks("Content-Range")
-            .body(DIGITS),
-        Case::new("unknown range unit ignored", get("/digits.txt", &[&r("pages=0-5")]), &[200]).body(DIGITS),
+        Case::new(
+            "several ranges over HTTP/1.0",
+            b"GET /long.txt HTTP/1.0\r\nRange: bytes=5-9,3000-3004\r\n\r\n".to_vec(),
+            &[200, 206],
+        )
+        .check(|r| {
+            if r.status == 200 {
+                return if r.body.len() == 4000 {
+                    Ok(())
+                } else {
+                    Err(format!("200 with {} bytes", r.body.len()))
+                };
+            }
+            expect_parts(&[
+                ("bytes 5-9/4000", b"L0001"),
+                ("bytes 3000-3004/4000", b"L0600"),
+            ])(r)
+        })
+        .closes(),
+        Case::new(
+            "unsatisfiable bytes=36-",
+            get("/digits.txt", &[&r("bytes=36-")]),
+            &[416],
+        )
+        .hdr("Content-Range", "bytes */36"),
+        Case::new(
+            "unsatisfiable bytes=100-200",
+            get("/digits.txt", &[&r("bytes=100-200")]),
+            &[416],
+        )
+        .hdr("Content-Range", "bytes */36"),
+        Case::new(
+            "invalid range syntax ignored",
+            get("/digits.txt", &[&r("bytes=abc")]),
+            &[200],
+        )
+        .lacks("Content-Range")
+        .body(DIGITS),
+        Case::new(
+            "unknown range unit ignored",
+            get("/digits.txt", &[&r("pages=0-5")]),
+            &[200],
+        )
+        .body(DIGITS),
         // RFC 9110 §14.1.1: last-pos < first-pos makes the range-spec invalid -> header ignored.
         // LIGHTTPD-DIFFERS (possibly): lighttpd may answer 416.
-        Case::new("reversed range ignored", get("/digits.txt", &[&r("bytes=5-2")]), &[200]).body(DIGITS),
-        Case::new("empty range set ignored", get("/digits.txt", &[&r("bytes=")]), &[200]).body(DIGITS),
-        Case::new("If-Range matching ETag -> 206", get("/digits.txt", &[&r("bytes=0-3"), &ifr(&etag)]), &[206])
-            .hdr("Content-Range", "bytes 0-3/36")
-            .body(&DIGITS[0..4]),
-        Case::new("If-Range other ETag -> 200 full", get("/digits.txt", &[&r("bytes=0-3"), &ifr("\"nope\"")]), &[200])
-            .lacks("Content-Range")
-            .body(DIGITS),
-        Case::new("If-Range matching date -> 206", get("/digits.txt", &[&r("bytes=0-3"), &ifr(&lm)]), &[206])
-            .body(&DIGITS[0..4]),
+        Case::new(
+            "reversed range ignored",
+            get("/digits.txt", &[&r("bytes=5-2")]),
+            &[200],
+        )
+        .body(DIGITS),
+        Case::new(
+            "empty range set ignored",
+            get("/digits.txt", &[&r("bytes=")]),
+            &[200],
+        )
+        .body(DIGITS),
+        Case::new(
+            "If-Range matching ETag -> 206",
+            get("/digits.txt", &[&r("bytes=0-3"), &ifr(&etag)]),
+            &[206],
+        )
+        .hdr("Content-Range", "bytes 0-3/36")
+        .body(&DIGITS[0..4]),
+        Case::new(
+            "If-Range other ETag -> 200 full",
+            get("/digits.txt", &[&r("bytes=0-3"), &ifr("\"nope\"")]),
+            &[200],
+        )
+        .lacks("Content-Range")
+        .body(DIGITS),
+        Case::new(
+            "If-Range matching date -> 206",
+            get("/digits.txt", &[&r("bytes=0-3"), &ifr(&lm)]),
+            &[206],
+        )
+        .body(&DIGITS[0..4]),
         Case::new(
             "If-Range old date -> 200 full",
-            get("/digits.txt", &[&r("bytes=0-3"), &ifr("Wed, 01 Jan 2020 00:00:00 GMT")]),
+            get(
+                "/digits.txt",
+                &[&r("bytes=0-3"), &ifr("Wed, 01 Jan 2020 00:00:00 GMT")],
+            ),
             &[200],
         )
         .body(DIGITS),
         // RFC 9110 §14.2 says Range is only defined for GET (so 200 is right) but answering
         // HEAD like the GET would be (206) is common; either way no body and consistent headers.
-        Case::new("Range on HEAD", head("/digits.txt", &[&r("bytes=0-9")]), &[200, 206]).empty_body().check(|r| {
-            match (r.status, r.header("content-length"), r.header("content-range")) {
+        Case::new(
+            "Range on HEAD",
+            head("/digits.txt", &[&r("bytes=0-9")]),
+            &[200, 206],
+        )
+        .empty_body()
+        .check(|r| {
+            match (
+                r.status,
+                r.header("content-length"),
+                r.header("content-range"),
+            ) {
                 (200, Some("36"), None) | (206, Some("10"), Some("bytes 0-9/36")) => Ok(()),
-                (st, cl, cr) => Err(format!("inconsistent HEAD range answer: {st} CL {cl:?} CR {cr:?}")),
+                (st, cl, cr) => Err(format!(
+                    "inconsistent HEAD range answer: {st} CL {cl:?} CR {cr:?}"
+                )),
             }
         }),
         Case::new(
@@ -459,7 +756,10 @@ fn allows_get_head(r: &Response) -> Result<(), String> {
     if r.has_token("allow", "GET") && r.has_token("allow", "HEAD") {
         Ok(())
     } else {
-        Err(format!("Allow {:?} lacks GET and/or HEAD", r.headers_named("allow")))
+        Err(format!(
+            "Allow {:?} lacks GET and/or HEAD",
+            r.headers_named("allow")
+        ))
     }
 }
 
@@ -500,7 +800,10 @@ fn methods() {
 fn bad_requests() {
     let d = fixture();
     let s = Server::start(&d);
-    let big_header = format!("GET /index.html HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "a".repeat(9000));
+    let big_header = format!(
+        "GET /index.html HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(9000)
+    );
     let many_headers = {
         let mut r = String::from("GET /index.html HTTP/1.1\r\nHost: t\r\n");
         for i in 0..600 {
@@ -580,7 +883,10 @@ fn pipeline(c: &mut Conn, request: &[u8], heads: &[bool]) -> Result<Vec<Response
     c.send(request).map_err(|e| format!("write: {e}"))?;
     let mut out = Vec::new();
     for (i, h) in heads.iter().enumerate() {
-        out.push(c.read_response(*h).map_err(|e| format!("response #{}: {e}", i + 1))?);
+        out.push(
+            c.read_response(*h)
+                .map_err(|e| format!("response #{}: {e}", i + 1))?,
+        );
     }
     Ok(out)
 }
@@ -618,7 +924,10 @@ fn persistence_and_pipelining() {
         let mut c = s.connect();
         let r = pipeline(&mut c, &get("/index.html", &[]), &[false])?.remove(0);
         if r.status != 200 || !r.has_token("connection", "close") {
-            return Err(format!("expected 200 with Connection: close: {}", r.describe()));
+            return Err(format!(
+                "expected 200 with Connection: close: {}",
+                r.describe()
+            ));
         }
         let extra = c.expect_close(TIMEOUT)?;
         if !extra.is_empty() {
@@ -636,58 +945,95 @@ fn persistence_and_pipelining() {
         c.expect_close(TIMEOUT).map(|_| ())
     });
 
-    case("HTTP/1.0 with Connection: keep-alive stays open", &mut || {
-        let mut c = s.connect();
-        let req = b"GET /index.html HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
-        for i in 0..3 {
-            let r = pipeline(&mut c, req, &[false])?.remove(0);
-            if r.status != 200 || r.body != INDEX || !r.has_token("connection", "keep-alive") {
-                return Err(format!("request {i}: expected 200 + Connection: keep-alive: {}", r.describe()));
+    case(
+        "HTTP/1.0 with Connection: keep-alive stays open",
+        &mut || {
+            let mut c = s.connect();
+            let req = b"GET /index.html HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+            for i in 0..3 {
+                let r = pipeline(&mut c, req, &[false])?.remove(0);
+                if r.status != 200 || r.body != INDEX || !r.has_token("connection", "keep-alive") {
+                    return Err(format!(
+                        "request {i}: expected 200 + Connection: keep-alive: {}",
+                        r.describe()
+                    ));
+                }
+                if r.content_length().is_none() {
+                    return Err("keep-alive HTTP/1.0 response without Content-Length".into());
+                }
             }
-            if r.content_length().is_none() {
-                return Err("keep-alive HTTP/1.0 response without Content-Length".into());
-            }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
 
-    case("pipelined requests in one write answered in order", &mut || {
-        let mut c = s.connect();
-        let req = b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\nGET /style.css HTTP/1.1\r\nHost: t\r\n\r\n\
+    case(
+        "pipelined requests in one write answered in order",
+        &mut || {
+            let mut c = s.connect();
+            let req = b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\nGET /style.css HTTP/1.1\r\nHost: t\r\n\r\n\
                     GET /missing HTTP/1.1\r\nHost: t\r\n\r\nGET /digits.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-        let rs = pipeline(&mut c, req, &[false; 4])?;
-        let want: [(u16, Option<&[u8]>); 4] = [(200, Some(INDEX)), (200, Some(CSS)), (404, None), (200, Some(DIGITS))];
-        for (i, (r, (st, body))) in rs.iter().zip(want).enumerate() {
-            if r.status != st || body.is_some_and(|b| r.body != b) {
-                return Err(format!("response #{}: {}", i + 1, r.describe()));
+            let rs = pipeline(&mut c, req, &[false; 4])?;
+            let want: [(u16, Option<&[u8]>); 4] = [
+                (200, Some(INDEX)),
+                (200, Some(CSS)),
+                (404, None),
+                (200, Some(DIGITS)),
+            ];
+            for (i, (r, (st, body))) in rs.iter().zip(want).enumerate() {
+                if r.status != st || body.is_some_and(|b| r.body != b) {
+                    return Err(format!("response #{}: {}", i + 1, r.describe()));
+                }
             }
-        }
-        c.expect_close(TIMEOUT).map(|_| ())
-    });
+            c.expect_close(TIMEOUT).map(|_| ())
+        },
+    );
 
     case("pipelined GET, HEAD, GET", &mut || {
         let mut c = s.connect();
         let req = b"GET /digits.txt HTTP/1.1\r\nHost: t\r\n\r\nHEAD /index.html HTTP/1.1\r\nHost: t\r\n\r\nGET /style.css HTTP/1.1\r\nHost: t\r\n\r\n";
         let rs = pipeline(&mut c, req, &[false, true, false])?;
-        if rs[0].body != DIGITS || rs[1].status != 200 || rs[1].content_length() != Some(INDEX.len() as u64) || rs[2].body != CSS {
-            return Err(format!("{}\n{}\n{}", rs[0].describe(), rs[1].describe(), rs[2].describe()));
+        if rs[0].body != DIGITS
+            || rs[1].status != 200
+            || rs[1].content_length() != Some(INDEX.len() as u64)
+            || rs[2].body != CSS
+        {
+            return Err(format!(
+                "{}\n{}\n{}",
+                rs[0].describe(),
+                rs[1].describe(),
+                rs[2].describe()
+            ));
         }
         Ok(())
     });
 
-    case("GET with a body then a pipelined GET: both 200", &mut || {
-        let mut c = s.connect();
-        let req = b"GET /index.html HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /style.css HTTP/1.1\r\nHost: t\r\n\r\n";
-        let rs = pipeline(&mut c, req, &[false, false])?;
-        if rs[0].status != 200 || rs[0].body != INDEX || rs[1].status != 200 || rs[1].body != CSS {
-            return Err(format!("{}\n{}", rs[0].describe(), rs[1].describe()));
-        }
-        Ok(())
-    });
+    case(
+        "GET with a body then a pipelined GET: both 200",
+        &mut || {
+            let mut c = s.connect();
+            let req = b"GET /index.html HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /style.css HTTP/1.1\r\nHost: t\r\n\r\n";
+            let rs = pipeline(&mut c, req, &[false, false])?;
+            if rs[0].status != 200
+                || rs[0].body != INDEX
+                || rs[1].status != 200
+                || rs[1].body != CSS
+            {
+                return Err(format!("{}\n{}", rs[0].describe(), rs[1].describe()));
+            }
+            Ok(())
+        },
+    );
 
     case("request split over several writes", &mut || {
         let mut c = s.connect();
-        for part in [&b"GET /index"[..], b".html HT", b"TP/1.1\r\nHo", b"st: t\r\n", b"\r", b"\n"] {
+        for part in [
+            &b"GET /index"[..],
+            b".html HT",
+            b"TP/1.1\r\nHo",
+            b"st: t\r\n",
+            b"\r",
+            b"\n",
+        ] {
             c.send(part).map_err(|e| e.to_string())?;
         }
         let r = c.read_response(false)?;
@@ -697,22 +1043,32 @@ fn persistence_and_pipelining() {
         Ok(())
     });
 
-    case("leading empty line before request line tolerated", &mut || {
-        // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request-line.
-        let mut c = s.connect();
-        let r = pipeline(&mut c, b"\r\nGET /index.html HTTP/1.1\r\nHost: t\r\n\r\n", &[false])?.remove(0);
-        if r.status != 200 {
-            return Err(r.describe());
-        }
-        Ok(())
-    });
+    case(
+        "leading empty line before request line tolerated",
+        &mut || {
+            // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request-line.
+            let mut c = s.connect();
+            let r = pipeline(
+                &mut c,
+                b"\r\nGET /index.html HTTP/1.1\r\nHost: t\r\n\r\n",
+                &[false],
+            )?
+            .remove(0);
+            if r.status != 200 {
+                return Err(r.describe());
+            }
+            Ok(())
+        },
+    );
 
     case("50 sequential requests on one connection", &mut || {
         let mut c = s.connect();
         for i in 0..50 {
             let path = ["/index.html", "/digits.txt", "/style.css", "/missing"][i % 4];
             let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
-            let r = pipeline(&mut c, req.as_bytes(), &[false]).map_err(|e| format!("request {i}: {e}"))?.remove(0);
+            let r = pipeline(&mut c, req.as_bytes(), &[false])
+                .map_err(|e| format!("request {i}: {e}"))?
+                .remove(0);
             let want = if path == "/missing" { 404 } else { 200 };
             if r.status != want {
                 return Err(format!("request {i} {path}: {}", r.describe()));
@@ -726,22 +1082,40 @@ fn persistence_and_pipelining() {
         let req = b"HEAD /index.html HTTP/1.1\r\nHost: t\r\n\r\nHEAD /index.html HTTP/1.1\r\nHost: t\r\n\r\nHEAD /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
         let rs = pipeline(&mut c, req, &[true, true, true])?;
         if rs.iter().any(|r| r.status != 200) {
-            return Err(format!("{:?}", rs.iter().map(|r| r.status).collect::<Vec<_>>()));
+            return Err(format!(
+                "{:?}",
+                rs.iter().map(|r| r.status).collect::<Vec<_>>()
+            ));
         }
         let extra = c.expect_close(TIMEOUT)?;
-        if extra.is_empty() { Ok(()) } else { Err(format!("extra bytes after HEAD responses: {:?}", show(&extra))) }
+        if extra.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "extra bytes after HEAD responses: {:?}",
+                show(&extra)
+            ))
+        }
     });
 
-    case("400 closes even with pipelined requests behind it", &mut || {
-        let mut c = s.connect();
-        let req = b"GET /index.html HTTP/1.1\r\n\r\nGET /index.html HTTP/1.1\r\nHost: t\r\n\r\n";
-        let r = pipeline(&mut c, req, &[false])?.remove(0);
-        if r.status != 400 {
-            return Err(r.describe());
-        }
-        let extra = c.expect_close(TIMEOUT)?;
-        if extra.is_empty() { Ok(()) } else { Err(format!("answered after a 400: {:?}", show(&extra))) }
-    });
+    case(
+        "400 closes even with pipelined requests behind it",
+        &mut || {
+            let mut c = s.connect();
+            let req =
+                b"GET /index.html HTTP/1.1\r\n\r\nGET /index.html HTTP/1.1\r\nHost: t\r\n\r\n";
+            let r = pipeline(&mut c, req, &[false])?.remove(0);
+            if r.status != 400 {
+                return Err(r.describe());
+            }
+            let extra = c.expect_close(TIMEOUT)?;
+            if extra.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("answered after a 400: {:?}", show(&extra)))
+            }
+        },
+    );
 
     finish(&s, total, failures);
 }
@@ -771,12 +1145,24 @@ fn concurrent_keepalive_clients() {
                     barrier.wait();
                     let stream = stream.map_err(|e| format!("connect: {e}"))?;
                     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-                    let mut c = Conn { stream, buf: Vec::new(), eof: false, reset: false };
+                    let mut c = Conn {
+                        stream,
+                        buf: Vec::new(),
+                        eof: false,
+                        reset: false,
+                    };
                     for k in 0..2 {
-                        let path = if (i + k) % 2 == 0 { "/index.html" } else { "/digits.txt" };
+                        let path = if (i + k) % 2 == 0 {
+                            "/index.html"
+                        } else {
+                            "/digits.txt"
+                        };
                         let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
-                        c.send(req.as_bytes()).map_err(|e| format!("request {k}: write: {e}"))?;
-                        let r = c.read_response_by(false, deadline).map_err(|e| format!("request {k}: {e}"))?;
+                        c.send(req.as_bytes())
+                            .map_err(|e| format!("request {k}: write: {e}"))?;
+                        let r = c
+                            .read_response_by(false, deadline)
+                            .map_err(|e| format!("request {k}: {e}"))?;
                         let want: &[u8] = if path == "/index.html" { INDEX } else { DIGITS };
                         if r.status != 200 || r.body != want {
                             return Err(format!("request {k}: {}", r.describe()));
@@ -792,7 +1178,9 @@ fn concurrent_keepalive_clients() {
     let mut failures = Vec::new();
     let mut done = 0;
     while done < N {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(1)) {
+        match rx.recv_timeout(
+            deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(1),
+        ) {
             Ok(Ok(())) => done += 1,
             Ok(Err(e)) => {
                 done += 1;
@@ -807,7 +1195,11 @@ fn concurrent_keepalive_clients() {
     if !failures.is_empty() {
         let n = failures.len();
         failures.truncate(10);
-        panic!("{n} failures with {N} concurrent keep-alive clients (first 10):\n{}\nstderr:\n{}", failures.join("\n"), s.stderr_tail());
+        panic!(
+            "{n} failures with {N} concurrent keep-alive clients (first 10):\n{}\nstderr:\n{}",
+            failures.join("\n"),
+            s.stderr_tail()
+        );
     }
 }
 
@@ -845,10 +1237,16 @@ fn large_file_and_client_resets() {
         let deadline = Instant::now() + TIMEOUT;
         let mut ok = true;
         while c.buf.len() < 64 * 1024 {
-            match c.read_response_by(false, deadline.min(Instant::now() + Duration::from_millis(1))) {
+            match c.read_response_by(
+                false,
+                deadline.min(Instant::now() + Duration::from_millis(1)),
+            ) {
                 _ if c.buf.len() >= 64 * 1024 => break,
                 _ if c.eof => {
-                    failures.push(format!("--- reset #{i}: connection closed after {} bytes", c.buf.len()));
+                    failures.push(format!(
+                        "--- reset #{i}: connection closed after {} bytes",
+                        c.buf.len()
+                    ));
                     ok = false;
                     break;
                 }
@@ -875,7 +1273,11 @@ fn large_file_and_client_resets() {
     // And a second full download still works (no leaked state from the resets).
     match exchange(&s, &get("/big.bin", &[])) {
         Ok((r, _)) if r.status == 200 && r.body == big => {}
-        Ok((r, _)) => failures.push(format!("--- 8 MB download after resets: {} ({} bytes)", r.head, r.body.len())),
+        Ok((r, _)) => failures.push(format!(
+            "--- 8 MB download after resets: {} ({} bytes)",
+            r.head,
+            r.body.len()
+        )),
         Err(e) => failures.push(format!("--- 8 MB download after resets: {e}")),
     }
     finish(&s, 7, failures);
@@ -904,12 +1306,21 @@ fn file_truncated_while_sending() {
         if c.eof || Instant::now() > deadline {
             break None;
         }
-        let _ = c.read_response_by(false, deadline.min(Instant::now() + Duration::from_millis(1)));
+        let _ = c.read_response_by(
+            false,
+            deadline.min(Instant::now() + Duration::from_millis(1)),
+        );
     };
     match head_end {
-        None => failures.push(format!("--- truncation: no head + 256 KiB of body: {:?}", show(&c.buf))),
+        None => failures.push(format!(
+            "--- truncation: no head + 256 KiB of body: {:?}",
+            show(&c.buf)
+        )),
         Some(he) => {
-            let f = std::fs::File::options().write(true).open(d.path("shrink.bin")).unwrap();
+            let f = std::fs::File::options()
+                .write(true)
+                .open(d.path("shrink.bin"))
+                .unwrap();
             f.set_len(CUT).unwrap();
             drop(f);
             let head = String::from_utf8_lossy(&c.buf[..he]).into_owned();
@@ -924,10 +1335,16 @@ fn file_truncated_while_sending() {
                 failures.push(format!("--- truncation: unexpected head {head:?}"));
             }
             match res {
-                Err(e) => failures.push(format!("--- truncation: server hung instead of closing: {e} (got {} body bytes)", body.len())),
+                Err(e) => failures.push(format!(
+                    "--- truncation: server hung instead of closing: {e} (got {} body bytes)",
+                    body.len()
+                )),
                 Ok(_) => {
                     if body.len() > LEN {
-                        failures.push(format!("--- truncation: {} body bytes, more than Content-Length {LEN}", body.len()));
+                        failures.push(format!(
+                            "--- truncation: {} body bytes, more than Content-Length {LEN}",
+                            body.len()
+                        ));
                     }
                     if let Some(p) = body.iter().zip(&big).position(|(a, b)| a != b) {
                         failures.push(format!(
@@ -945,7 +1362,9 @@ fn file_truncated_while_sending() {
     match exchange(&s, &get("/index.html", &[])) {
         Ok((r, _)) if r.status == 200 && r.body == INDEX => {}
         Ok((r, _)) => failures.push(format!("--- after truncation: {}", r.describe())),
-        Err(e) => failures.push(format!("--- after truncation: server no longer serves: {e}")),
+        Err(e) => failures.push(format!(
+            "--- after truncation: server no longer serves: {e}"
+        )),
     }
     // Fetching the shrunk file again: a server with a stat cache may still announce the old
     // size, but whatever arrives must be a prefix of the real content, never padding.
@@ -954,25 +1373,33 @@ fn file_truncated_while_sending() {
         let _ = c.send(&get("/shrink.bin", &[]));
         match c.read_to_close(TIMEOUT) {
             Err(e) => failures.push(format!("--- truncated file afterwards: {e}")),
-            Ok(all) => match all.windows(4).position(|w| w == b"\r\n\r\n") {
-                None => failures.push(format!("--- truncated file afterwards: no head: {:?}", show(&all))),
-                Some(p) => {
-                    let body = &all[p + 4..];
-                    let head = String::from_utf8_lossy(&all[..p]).into_owned();
-                    let cl = head
-                        .split("\r\n")
-                        .filter_map(|l| l.split_once(':'))
-                        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-                        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
-                    if body.len() as u64 > CUT || body != &big[..body.len()] {
-                        failures.push(format!("--- truncated file afterwards: wrong bytes ({} bytes) head {head:?}", body.len()));
-                    } else if cl == Some(CUT) && body.len() as u64 != CUT {
-                        failures.push(format!("--- truncated file afterwards: short body {} of {CUT}", body.len()));
-                    } else if !head.starts_with("HTTP/1.1 200") {
-                        failures.push(format!("--- truncated file afterwards: {head:?}"));
+            Ok(all) => {
+                match all.windows(4).position(|w| w == b"\r\n\r\n") {
+                    None => failures.push(format!(
+                        "--- truncated file afterwards: no head: {:?}",
+                        show(&all)
+                    )),
+                    Some(p) => {
+                        let body = &all[p + 4..];
+                        let head = String::from_utf8_lossy(&all[..p]).into_owned();
+                        let cl = head
+                            .split("\r\n")
+                            .filter_map(|l| l.split_once(':'))
+                            .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                            .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+                        if body.len() as u64 > CUT || body != &big[..body.len()] {
+                            failures.push(format!("--- truncated file afterwards: wrong bytes ({} bytes) head {head:?}", body.len()));
+                        } else if cl == Some(CUT) && body.len() as u64 != CUT {
+                            failures.push(format!(
+                                "--- truncated file afterwards: short body {} of {CUT}",
+                                body.len()
+                            ));
+                        } else if !head.starts_with("HTTP/1.1 200") {
+                            failures.push(format!("--- truncated file afterwards: {head:?}"));
+                        }
                     }
                 }
-            },
+            }
         }
     }
     finish(&s, 3, failures);
@@ -993,22 +1420,40 @@ fn range_beyond_4gib_on_sparse_file() {
     }
     let s = Server::start(&d);
     let cases = vec![
-        Case::new("HEAD 5 GiB file: Content-Length > 4 GiB", head("/sparse.bin", &[]), &[200])
-            .hdr("Content-Length", &SIZE.to_string())
-            .empty_body(),
+        Case::new(
+            "HEAD 5 GiB file: Content-Length > 4 GiB",
+            head("/sparse.bin", &[]),
+            &[200],
+        )
+        .hdr("Content-Length", &SIZE.to_string())
+        .empty_body(),
         Case::new(
             "range at 4.5 GiB",
             get("/sparse.bin", &[&format!("Range: bytes={}-{}", AT, AT + 9)]),
             &[206],
         )
-        .hdr("Content-Range", &format!("bytes {}-{}/{}", AT, AT + 9, SIZE))
+        .hdr(
+            "Content-Range",
+            &format!("bytes {}-{}/{}", AT, AT + 9, SIZE),
+        )
         .hdr("Content-Length", "10")
         .body(MARK),
-        Case::new("suffix range of a 5 GiB file", get("/sparse.bin", &[&"Range: bytes=-4".to_string()]), &[206])
-            .hdr("Content-Range", &format!("bytes {}-{}/{}", SIZE - 4, SIZE - 1, SIZE))
-            .body(&[0u8; 4][..]),
-        Case::new("range past 5 GiB unsatisfiable", get("/sparse.bin", &[&format!("Range: bytes={SIZE}-")]), &[416])
-            .hdr("Content-Range", &format!("bytes */{SIZE}")),
+        Case::new(
+            "suffix range of a 5 GiB file",
+            get("/sparse.bin", &[&"Range: bytes=-4".to_string()]),
+            &[206],
+        )
+        .hdr(
+            "Content-Range",
+            &format!("bytes {}-{}/{}", SIZE - 4, SIZE - 1, SIZE),
+        )
+        .body(&[0u8; 4][..]),
+        Case::new(
+            "range past 5 GiB unsatisfiable",
+            get("/sparse.bin", &[&format!("Range: bytes={SIZE}-")]),
+            &[416],
+        )
+        .hdr("Content-Range", &format!("bytes */{SIZE}")),
     ];
     run_cases(&s, &cases);
 }
@@ -1036,12 +1481,17 @@ fn sigint_is_graceful_sigterm_is_immediate() {
     s.signal("INT");
     match c.read_response(false) {
         Ok(r) if r.status == 200 && r.body == big => {}
-        Ok(r) => failures.push(format!("--- SIGINT: in-flight download incomplete: {} ({} bytes)", r.head, r.body.len())),
+        Ok(r) => failures.push(format!(
+            "--- SIGINT: in-flight download incomplete: {} ({} bytes)",
+            r.head,
+            r.body.len()
+        )),
         Err(e) => failures.push(format!("--- SIGINT: in-flight download broken: {e}")),
     }
     drop(c);
     if s.wait_exit(TIMEOUT).is_none() {
-        failures.push("--- SIGINT: process still running 10 s after its last connection ended".into());
+        failures
+            .push("--- SIGINT: process still running 10 s after its last connection ended".into());
     } else if std::net::TcpStream::connect(("127.0.0.1", s.port)).is_ok() {
         failures.push("--- SIGINT: port still accepting after exit".into());
     }

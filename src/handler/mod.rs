@@ -25,6 +25,8 @@ pub enum BodyAction {
     Discard,
     /// Close the connection after the response.
     Close,
+    /// A backend answers: the body (if any) is collected for it (`conn.gw`).
+    Gateway,
 }
 
 /// Most internal rewrites of one request (`url.rewrite-repeat` loops end here).
@@ -156,6 +158,37 @@ pub fn respond(
             _ => 301,
         };
         r.error_with(code, &[("Location", loc.as_bytes())]);
+    } else if let Some((route, split)) = sh.gateways.route_for(&sh.scratch.path) {
+        let docroot = document_root(&settings, &sh.scratch.host).unwrap_or_default();
+        let g = GatewayStart {
+            route,
+            split,
+            docroot: &docroot,
+            query,
+            keep_alive,
+            now: sh.clock.mono_secs,
+            server_port: sh.ports.get(conn.listener).copied().unwrap_or(0),
+        };
+        match start_gateway(
+            &g,
+            req,
+            &sh.scratch.path,
+            &sh.gateways,
+            conn.peer,
+            &settings,
+        ) {
+            Ok(gw) => {
+                conn.gw = Some(gw);
+                action = BodyAction::Gateway;
+            }
+            Err(status) => {
+                if status == 413 {
+                    r.keep_alive = false;
+                    action = BodyAction::Close;
+                }
+                r.error(status);
+            }
+        }
     } else {
         let docroot = document_root(&settings, &sh.scratch.host);
         let sreq = static_file::StaticRequest {
@@ -179,6 +212,10 @@ pub fn respond(
     if r.force_close {
         action = BodyAction::Close;
     }
+    if action == BodyAction::Gateway {
+        // Logged when the backend's answer is complete.
+        return action;
+    }
     let (status, body_len) = (r.status, r.body_len);
     let head_bytes = (conn.out.mem.len() - head_start) as u64;
     sh.stats.requests += 1;
@@ -193,6 +230,155 @@ pub fn respond(
         head_bytes,
     );
     action
+}
+
+/// What a gateway request needs besides the request itself.
+struct GatewayStart<'a> {
+    route: usize,
+    /// Where the script name ends in the path.
+    split: usize,
+    docroot: &'a str,
+    query: &'a str,
+    keep_alive: bool,
+    now: u64,
+    server_port: u16,
+}
+
+/// Builds the CGI environment for a gateway route; errors are statuses.
+fn start_gateway(
+    g: &GatewayStart<'_>,
+    req: &Request<'_, '_>,
+    path: &str,
+    gateways: &crate::gateway::Gateways,
+    peer: Option<std::net::IpAddr>,
+    settings: &std::rc::Rc<Settings>,
+) -> Result<Box<crate::gateway::GwClient>, u16> {
+    let route = &gateways.routes[g.route];
+    let Some(spec) = route.hosts.first().map(|&h| &gateways.hosts[h].spec) else {
+        return Err(503);
+    };
+    let docroot = spec.docroot.as_deref().unwrap_or(g.docroot);
+    let (mut script_name, mut path_info) = path.split_at(g.split.min(path.len()));
+    if spec.fix_root_scriptname && route.pattern == "/" {
+        script_name = "";
+        path_info = path;
+    }
+    if spec.check_local {
+        let file = format!("{}{}", g.docroot.trim_end_matches('/'), script_name);
+        if !std::fs::metadata(&file).is_ok_and(|m| m.is_file()) {
+            return Err(404);
+        }
+    }
+    let limit = if settings.max_request_size_kb > 0 {
+        settings.max_request_size_kb.saturating_mul(1024)
+    } else {
+        crate::gateway::MAX_BODY
+    };
+    let (body_remaining, chunked) = match req.body {
+        Body::None => (0, None),
+        Body::Length(n) if n > limit => return Err(413),
+        Body::Length(n) => (n, None),
+        Body::Chunked => (0, Some(crate::http::chunked::Decoder::default())),
+    };
+    let server_name = std::str::from_utf8(req.host).unwrap_or("");
+    let server_name = server_name.rsplit_once(':').map_or(server_name, |(h, _)| h);
+    let mut target = req.target;
+    if let Some(strip) = spec.strip_request_uri.as_deref() {
+        if let Some(rest) = target.strip_prefix(strip.trim_end_matches('/')) {
+            target = if rest.starts_with('/') { rest } else { "/" };
+        }
+    }
+    let shown = Request {
+        target,
+        ..clone_request(req)
+    };
+    let env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
+        req: &shown,
+        path,
+        query: g.query,
+        script_name,
+        path_info,
+        document_root: docroot,
+        remote: peer,
+        remote_port: 0,
+        server_addr: "",
+        server_port: g.server_port,
+        server_name,
+        server_software: &settings.tag,
+        content_length: body_remaining,
+        scgi: route.protocol == crate::gateway::Protocol::Scgi,
+    });
+    let mut log_head = req.request_line.to_vec();
+    log_head.extend_from_slice(b"\r\n");
+    for h in req.headers {
+        log_head.extend_from_slice(h.name.as_bytes());
+        log_head.extend_from_slice(b": ");
+        log_head.extend_from_slice(h.value);
+        log_head.extend_from_slice(b"\r\n");
+    }
+    log_head.extend_from_slice(b"\r\n");
+    Ok(Box::new(crate::gateway::GwClient {
+        route: g.route,
+        protocol: route.protocol,
+        env,
+        body: Vec::new(),
+        body_remaining,
+        body_limit: limit,
+        chunked,
+        request: std::rc::Rc::new(Vec::new()),
+        backend: None,
+        waiting: false,
+        since: g.now,
+        attempts: 0,
+        settings: std::rc::Rc::clone(settings),
+        head_only: req.method == Method::Head,
+        minor: req.minor,
+        keep_alive: g.keep_alive,
+        head_sent: false,
+        resp_chunked: false,
+        resp_remaining: None,
+        status: 0,
+        body_sent: 0,
+        done: false,
+        log_head,
+    }))
+}
+
+fn clone_request<'h, 'b>(r: &Request<'h, 'b>) -> Request<'h, 'b> {
+    Request {
+        method: r.method,
+        method_str: r.method_str,
+        target: r.target,
+        minor: r.minor,
+        headers: r.headers,
+        head_len: r.head_len,
+        body: r.body,
+        keep_alive: r.keep_alive,
+        host: r.host,
+        request_line: r.request_line,
+    }
+}
+
+/// Logs a finished gateway request from the head kept for it.
+pub fn log_gateway(conn: &Connection, sh: &mut Shared, gw: &crate::gateway::GwClient) {
+    if gw.settings.accesslog_filename.is_none() {
+        return;
+    }
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    let parsed = crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX)
+        .ok()
+        .flatten();
+    let settings = std::rc::Rc::clone(&gw.settings);
+    log_access(
+        sh,
+        &settings,
+        conn,
+        parsed.as_ref(),
+        b"",
+        gw.status,
+        gw.body_sent,
+        0,
+    );
 }
 
 /// `server.error-handler-404`: the configured page replaces the 404's body;

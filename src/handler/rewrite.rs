@@ -101,7 +101,8 @@ mod tests {
             ),
             ("missing capture is empty", "/x$7", "/x"),
             ("escaped dollar", "/price\\$1", "/price$1"),
-            ("percent not followed by a digit", "/a%20b", "/a%20b"),
+            ("percent not followed by a digit", "/a%zzb", "/a%zzb"),
+            ("an escaped percent stays", "/a\\%20b", "/a%20b"),
             ("no CR LF", "/a\r\nSet-Cookie: x", "/aSet-Cookie: x"),
             ("utf-8 kept", "/été/$1", "/été/a"),
         ];

@@ -53,8 +53,12 @@ pub struct Docroot {
 impl Docroot {
     pub fn new() -> Docroot {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
-        let base = std::env::temp_dir().join(format!("glint-bb-{}-{}-{}", std::process::id(), n, nanos));
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let base =
+            std::env::temp_dir().join(format!("glint-bb-{}-{}-{}", std::process::id(), n, nanos));
         let root = base.join("www");
         std::fs::create_dir_all(&root).expect("create docroot");
         let d = Docroot { base, root };
@@ -75,7 +79,8 @@ impl Docroot {
         }
         std::fs::write(&p, content).unwrap();
         let f = std::fs::File::options().write(true).open(&p).unwrap();
-        f.set_modified(UNIX_EPOCH + Duration::from_secs(MTIME_EPOCH)).unwrap();
+        f.set_modified(UNIX_EPOCH + Duration::from_secs(MTIME_EPOCH))
+            .unwrap();
         self
     }
 
@@ -146,7 +151,8 @@ impl Server {
     }
 
     fn start_glint(root: &Docroot, extra: &[&str]) -> Server {
-        let bin = std::env::var("GLINT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_glint").to_string());
+        let bin =
+            std::env::var("GLINT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_glint").to_string());
         let mut child = Command::new(&bin)
             .arg("-D")
             .arg("--document-root")
@@ -178,8 +184,13 @@ impl Server {
                     // Tolerate a log prefix before the contract text.
                     const MARK: &str = "glint: listening on 127.0.0.1:";
                     if let Some(i) = line.find(MARK) {
-                        let digits: String = line[i + MARK.len()..].chars().take_while(|c| c.is_ascii_digit()).collect();
-                        break digits.parse::<u16>().unwrap_or_else(|_| panic!("bad listening line: {line}"));
+                        let digits: String = line[i + MARK.len()..]
+                            .chars()
+                            .take_while(|c| c.is_ascii_digit())
+                            .collect();
+                        break digits
+                            .parse::<u16>()
+                            .unwrap_or_else(|_| panic!("bad listening line: {line}"));
                     }
                 }
                 Err(e) => {
@@ -187,7 +198,9 @@ impl Server {
                     let st = child.wait();
                     let why = match e {
                         mpsc::RecvTimeoutError::Timeout => format!("within {TIMEOUT:?}"),
-                        mpsc::RecvTimeoutError::Disconnected => format!("before closing stderr (exit: {st:?})"),
+                        mpsc::RecvTimeoutError::Disconnected => {
+                            format!("before closing stderr (exit: {st:?})")
+                        }
                     };
                     panic!(
                         "{bin} did not print `glint: listening on 127.0.0.1:PORT` {why}; stderr:\n{}",
@@ -196,7 +209,13 @@ impl Server {
                 }
             }
         };
-        Server { child, port, kind: Kind::Glint, stderr: log, _conf_dir: None }
+        Server {
+            child,
+            port,
+            kind: Kind::Glint,
+            stderr: log,
+            _conf_dir: None,
+        }
     }
 
     fn start_lighttpd(root: &Docroot, extra: &[&str]) -> Server {
@@ -209,8 +228,15 @@ impl Server {
         let _ = writeln!(conf, "server.document-root = \"{}\"", root.root.display());
         let _ = writeln!(conf, "server.bind = \"127.0.0.1\"");
         let _ = writeln!(conf, "server.port = {port}");
-        let _ = writeln!(conf, "server.errorlog = \"{}\"", confdir.base.join("error.log").display());
-        let _ = writeln!(conf, "server.modules += ( \"mod_indexfile\", \"mod_staticfile\" )");
+        let _ = writeln!(
+            conf,
+            "server.errorlog = \"{}\"",
+            confdir.base.join("error.log").display()
+        );
+        let _ = writeln!(
+            conf,
+            "server.modules += ( \"mod_indexfile\", \"mod_staticfile\" )"
+        );
         let _ = writeln!(conf, "index-file.names = ( \"index.html\", \"index.htm\" )");
         let _ = writeln!(conf, "server.range-requests = \"enable\"");
         let _ = writeln!(conf, "static-file.etags = \"enable\"");
@@ -247,7 +273,10 @@ impl Server {
                 break;
             }
             if let Ok(Some(st)) = child.try_wait() {
-                panic!("lighttpd exited early ({st}); error.log:\n{}", std::fs::read_to_string(confdir.base.join("error.log")).unwrap_or_default());
+                panic!(
+                    "lighttpd exited early ({st}); error.log:\n{}",
+                    std::fs::read_to_string(confdir.base.join("error.log")).unwrap_or_default()
+                );
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
@@ -256,7 +285,13 @@ impl Server {
             // Polling a port has no blocking alternative; keep the step short.
             std::thread::sleep(Duration::from_millis(20));
         }
-        Server { child, port, kind: Kind::Lighttpd, stderr: Arc::new(Mutex::new(Vec::new())), _conf_dir: Some(confdir) }
+        Server {
+            child,
+            port,
+            kind: Kind::Lighttpd,
+            stderr: Arc::new(Mutex::new(Vec::new())),
+            _conf_dir: Some(confdir),
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -277,7 +312,11 @@ impl Server {
 
     /// Sends a signal via kill(1) (std has no kill(2) wrapper).
     pub fn signal(&self, sig: &str) {
-        let st = Command::new("kill").arg(format!("-{sig}")).arg(self.pid().to_string()).status().unwrap();
+        let st = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap();
         assert!(st.success(), "kill -{sig} failed");
     }
 
@@ -327,11 +366,17 @@ pub struct Conn {
 
 impl Conn {
     pub fn connect(port: u16) -> Conn {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"));
+        let stream = TcpStream::connect(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"));
         stream.set_read_timeout(Some(TIMEOUT)).unwrap();
         stream.set_write_timeout(Some(TIMEOUT)).unwrap();
         stream.set_nodelay(true).unwrap();
-        Conn { stream, buf: Vec::new(), eof: false, reset: false }
+        Conn {
+            stream,
+            buf: Vec::new(),
+            eof: false,
+            reset: false,
+        }
     }
 
     /// Writes everything; write errors are returned (the server may legitimately close early).
@@ -364,7 +409,10 @@ impl Conn {
                 Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut => {
                     return Err("timed out".into())
                 }
-                Err(e) if e.kind() == ErrorKind::ConnectionReset || e.kind() == ErrorKind::ConnectionAborted => {
+                Err(e)
+                    if e.kind() == ErrorKind::ConnectionReset
+                        || e.kind() == ErrorKind::ConnectionAborted =>
+                {
                     self.eof = true;
                     self.reset = true;
                     return Ok(false);
@@ -388,7 +436,10 @@ impl Conn {
                     return Ok(resp);
                 }
                 Parsed::Invalid(why) => {
-                    return Err(format!("unparseable response ({why}): {:?}", show(&self.buf)));
+                    return Err(format!(
+                        "unparseable response ({why}): {:?}",
+                        show(&self.buf)
+                    ));
                 }
                 Parsed::Incomplete => {
                     if self.eof {
@@ -400,7 +451,11 @@ impl Conn {
                         ));
                     }
                     if let Err(e) = self.fill(deadline) {
-                        return Err(format!("{e} waiting for a response; got {} bytes: {:?}", self.buf.len(), show(&self.buf)));
+                        return Err(format!(
+                            "{e} waiting for a response; got {} bytes: {:?}",
+                            self.buf.len(),
+                            show(&self.buf)
+                        ));
                     }
                 }
             }
@@ -413,7 +468,10 @@ impl Conn {
         let deadline = Instant::now() + timeout;
         while !self.eof {
             if let Err(e) = self.fill(deadline) {
-                return Err(format!("server did not close the connection ({e}); extra bytes: {:?}", show(&self.buf)));
+                return Err(format!(
+                    "server did not close the connection ({e}); extra bytes: {:?}",
+                    show(&self.buf)
+                ));
             }
         }
         Ok(std::mem::take(&mut self.buf))
@@ -443,13 +501,28 @@ pub fn set_linger_zero(s: &TcpStream) {
         l_linger: i32,
     }
     extern "C" {
-        fn setsockopt(fd: i32, level: i32, name: i32, val: *const std::ffi::c_void, len: u32) -> i32;
+        fn setsockopt(
+            fd: i32,
+            level: i32,
+            name: i32,
+            val: *const std::ffi::c_void,
+            len: u32,
+        ) -> i32;
     }
     const SOL_SOCKET: i32 = 1;
     const SO_LINGER: i32 = 13;
-    let l = Linger { l_onoff: 1, l_linger: 0 };
+    let l = Linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
     let rc = unsafe {
-        setsockopt(s.as_raw_fd(), SOL_SOCKET, SO_LINGER, &l as *const Linger as *const _, std::mem::size_of::<Linger>() as u32)
+        setsockopt(
+            s.as_raw_fd(),
+            SOL_SOCKET,
+            SO_LINGER,
+            &l as *const Linger as *const _,
+            std::mem::size_of::<Linger>() as u32,
+        )
     };
     assert_eq!(rc, 0, "setsockopt(SO_LINGER)");
 }
@@ -513,11 +586,18 @@ pub struct Response {
 impl Response {
     /// First header named `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn headers_named(&self, name: &str) -> Vec<&str> {
-        self.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     pub fn has_token(&self, name: &str, token: &str) -> bool {
@@ -528,11 +608,18 @@ impl Response {
     }
 
     pub fn content_length(&self) -> Option<u64> {
-        self.header("content-length").and_then(|v| v.trim().parse().ok())
+        self.header("content-length")
+            .and_then(|v| v.trim().parse().ok())
     }
 
     pub fn describe(&self) -> String {
-        format!("{}\r\n[body {} bytes, {}]: {:?}", self.head, self.body.len(), self.framing, show(&self.body))
+        format!(
+            "{}\r\n[body {} bytes, {}]: {:?}",
+            self.head,
+            self.body.len(),
+            self.framing,
+            show(&self.body)
+        )
     }
 }
 
@@ -576,7 +663,15 @@ pub fn parse_response(buf: &[u8], head_req: bool, eof: bool) -> Parsed {
         };
         headers.push((n.to_string(), v.trim().to_string()));
     }
-    let mut resp = Response { version, status, reason, headers, body: Vec::new(), head, framing: "none" };
+    let mut resp = Response {
+        version,
+        status,
+        reason,
+        headers,
+        body: Vec::new(),
+        head,
+        framing: "none",
+    };
     let start = end + 4;
     let rest = &buf[start..];
     if head_req || (100..200).contains(&status) || status == 204 || status == 304 {
@@ -592,7 +687,9 @@ pub fn parse_response(buf: &[u8], head_req: bool, eof: bool) -> Parsed {
         let mut pos = 0;
         let mut body = Vec::new();
         loop {
-            let Some(le) = find(&rest[pos..], b"\r\n") else { return Parsed::Incomplete };
+            let Some(le) = find(&rest[pos..], b"\r\n") else {
+                return Parsed::Incomplete;
+            };
             let line = String::from_utf8_lossy(&rest[pos..pos + le]).into_owned();
             let size_txt = line.split(';').next().unwrap().trim();
             let Ok(size) = usize::from_str_radix(size_txt, 16) else {
@@ -602,7 +699,9 @@ pub fn parse_response(buf: &[u8], head_req: bool, eof: bool) -> Parsed {
             if size == 0 {
                 // trailers until an empty line
                 loop {
-                    let Some(le) = find(&rest[pos..], b"\r\n") else { return Parsed::Incomplete };
+                    let Some(le) = find(&rest[pos..], b"\r\n") else {
+                        return Parsed::Incomplete;
+                    };
                     pos += le + 2;
                     if le == 0 {
                         break;
@@ -651,7 +750,9 @@ pub fn is_imf_fixdate(s: &str) -> bool {
         return false;
     }
     let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let dig = |r: std::ops::Range<usize>| b[r].iter().all(|c| c.is_ascii_digit());
     days.contains(&&s[0..3])
         && &s[3..5] == ", "
@@ -679,16 +780,25 @@ pub fn common_checks(server: &Server, r: &Response, head_req: bool) -> Vec<Strin
         None => errs.push("no Date header".into()),
     }
     match r.header("server") {
-        Some(s) if s.starts_with(server.server_prefix()) && s.len() > server.server_prefix().len() => {}
-        other => errs.push(format!("Server header {other:?}, expected {:?}<version>", server.server_prefix())),
+        Some(s)
+            if s.starts_with(server.server_prefix()) && s.len() > server.server_prefix().len() => {}
+        other => errs.push(format!(
+            "Server header {other:?}, expected {:?}<version>",
+            server.server_prefix()
+        )),
     }
     if r.status >= 400 {
         let ct = r.header("content-type").unwrap_or("");
         if !ct.to_ascii_lowercase().starts_with("text/html") {
-            errs.push(format!("error response Content-Type {ct:?}, expected text/html"));
+            errs.push(format!(
+                "error response Content-Type {ct:?}, expected text/html"
+            ));
         }
         if !head_req && !String::from_utf8_lossy(&r.body).contains(&r.status.to_string()) {
-            errs.push(format!("error body does not contain the status code {}", r.status));
+            errs.push(format!(
+                "error body does not contain the status code {}",
+                r.status
+            ));
         }
     }
     errs
@@ -748,19 +858,25 @@ impl Case {
         self
     }
     pub fn hdr(mut self, name: &str, value: &str) -> Self {
-        self.headers_present.push((name.into(), HeaderExp::Eq(value.into())));
+        self.headers_present
+            .push((name.into(), HeaderExp::Eq(value.into())));
         self
     }
     pub fn hdr_contains(mut self, name: &str, value: &str) -> Self {
-        self.headers_present.push((name.into(), HeaderExp::Contains(value.into())));
+        self.headers_present
+            .push((name.into(), HeaderExp::Contains(value.into())));
         self
     }
     pub fn hdr_ends(mut self, name: &str, value: &str) -> Self {
-        self.headers_present.push((name.into(), HeaderExp::EndsWith(value.into())));
+        self.headers_present
+            .push((name.into(), HeaderExp::EndsWith(value.into())));
         self
     }
     pub fn hdr_one_of(mut self, name: &str, values: &[&str]) -> Self {
-        self.headers_present.push((name.into(), HeaderExp::OneOf(values.iter().map(|s| s.to_string()).collect())));
+        self.headers_present.push((
+            name.into(),
+            HeaderExp::OneOf(values.iter().map(|s| s.to_string()).collect()),
+        ));
         self
     }
     pub fn lacks(mut self, name: &str) -> Self {
@@ -790,7 +906,10 @@ impl Case {
         self.closes = Some(false);
         self
     }
-    pub fn check(mut self, f: impl Fn(&Response) -> Result<(), String> + Send + Sync + 'static) -> Self {
+    pub fn check(
+        mut self,
+        f: impl Fn(&Response) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
         self.checks.push(Box::new(f));
         self
     }
@@ -837,7 +956,12 @@ pub fn verify(server: &Server, case: &Case, r: &Response) -> Vec<String> {
     }
     if let Some(b) = &case.body {
         if &r.body != b {
-            errs.push(format!("body ({} bytes) differs from expected ({} bytes): expected {:?}", r.body.len(), b.len(), show(b)));
+            errs.push(format!(
+                "body ({} bytes) differs from expected ({} bytes): expected {:?}",
+                r.body.len(),
+                b.len(),
+                show(b)
+            ));
         }
     }
     for b in &case.body_contains {
@@ -877,22 +1001,34 @@ pub fn run_case(server: &Server, case: &Case) -> Option<String> {
     errs.extend(verify(server, case, &resp));
     // Secret check on everything that came back, trailing bytes included.
     let req_text = String::from_utf8_lossy(&case.request);
-    let close_requested = req_text.to_ascii_lowercase().contains("\r\nconnection: close\r\n");
+    let close_requested = req_text
+        .to_ascii_lowercase()
+        .contains("\r\nconnection: close\r\n");
     match case.closes {
         Some(true) => match c.expect_close(TIMEOUT) {
-            Ok(extra) if !extra.is_empty() => errs.push(format!("bytes after the response before close: {:?}", show(&extra))),
+            Ok(extra) if !extra.is_empty() => errs.push(format!(
+                "bytes after the response before close: {:?}",
+                show(&extra)
+            )),
             Ok(_) => {}
             Err(e) => errs.push(e),
         },
         Some(false) => {
             if resp.has_token("connection", "close") {
-                errs.push("response says Connection: close but the connection must stay open".into());
+                errs.push(
+                    "response says Connection: close but the connection must stay open".into(),
+                );
             }
             let _ = c.send(b"HEAD /index.html HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
             match c.read_response(true) {
                 Ok(r2) if r2.status == 200 => {}
-                Ok(r2) => errs.push(format!("follow-up request on the same connection got {}", r2.status)),
-                Err(e) => errs.push(format!("follow-up request on the same connection failed: {e}")),
+                Ok(r2) => errs.push(format!(
+                    "follow-up request on the same connection got {}",
+                    r2.status
+                )),
+                Err(e) => errs.push(format!(
+                    "follow-up request on the same connection failed: {e}"
+                )),
             }
         }
         None => {
@@ -916,13 +1052,21 @@ pub fn run_case(server: &Server, case: &Case) -> Option<String> {
 }
 
 fn report(case: &Case, resp: Option<&Response>, errs: &[String]) -> String {
-    let mut s = format!("--- case `{}`\n  request: {:?}\n", case.name, show(&case.request));
+    let mut s = format!(
+        "--- case `{}`\n  request: {:?}\n",
+        case.name,
+        show(&case.request)
+    );
     for e in errs {
         let _ = writeln!(s, "  * {e}");
     }
     match resp {
         Some(r) => {
-            let _ = writeln!(s, "  response:\n    {}", r.describe().replace("\r\n", "\n    "));
+            let _ = writeln!(
+                s,
+                "  response:\n    {}",
+                r.describe().replace("\r\n", "\n    ")
+            );
         }
         None => s.push_str("  response: none\n"),
     }

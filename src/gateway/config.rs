@@ -1,0 +1,347 @@
+//! `scgi.server` and `fastcgi.server` in lighttpd's syntax:
+//! `( "<.ext or /prefix>" => ( ["<label>" =>] ( options ) , ... ) )`.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+
+use crate::config::Value;
+
+/// The wire protocol of a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Scgi,
+    FastCgi,
+}
+
+/// Where a backend listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendAddr {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for BackendAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendAddr::Tcp(a) => write!(f, "{a}"),
+            BackendAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+/// How glint starts a backend itself (`bin-path`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnSpec {
+    /// The command line (split on whitespace, as lighttpd does).
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub copy_env: Vec<String>,
+    /// `kill-signal` (default SIGTERM).
+    pub kill_signal: i32,
+}
+
+/// One backend process or address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSpec {
+    pub label: String,
+    pub protocol: Protocol,
+    pub addr: BackendAddr,
+    pub spawn: Option<SpawnSpec>,
+    /// `check-local` (default enable): the script must exist below the docroot.
+    pub check_local: bool,
+    /// `docroot`: the DOCUMENT_ROOT the backend sees.
+    pub docroot: Option<String>,
+    /// `strip-request-uri`: a prefix removed from REQUEST_URI.
+    pub strip_request_uri: Option<String>,
+    /// `fix-root-scriptname`: SCRIPT_NAME "" and the whole path as PATH_INFO for a "/" prefix.
+    pub fix_root_scriptname: bool,
+    /// Most requests glint sends this backend at once (`max-connections`,
+    /// default 16); more wait in glint's queue instead of failing.
+    pub max_conns: usize,
+    /// `disable-time` in seconds after a failure (default 1).
+    pub disable_time: u64,
+    /// `connect-timeout` (default 8 s) and `read-timeout` (default 60 s).
+    pub connect_timeout: u64,
+    pub read_timeout: u64,
+    /// `x-sendfile`: the backend may answer with `X-Sendfile: path`.
+    pub x_sendfile: bool,
+    pub x_sendfile_docroot: Vec<String>,
+}
+
+/// One mapping from a URL prefix or an extension to backends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteSpec {
+    /// `.php` (an extension) or `/app` (a prefix).
+    pub pattern: String,
+    pub hosts: Vec<HostSpec>,
+}
+
+impl RouteSpec {
+    pub fn is_extension(&self) -> bool {
+        !self.pattern.starts_with('/')
+    }
+}
+
+/// Parses `scgi.server` / `fastcgi.server`. `max-procs` spawned processes
+/// become that many hosts, each with its own socket (`socket-0`, `socket-1`,
+/// ...) or port, as lighttpd does.
+pub fn parse_servers(v: &Value, protocol: Protocol) -> Result<Vec<RouteSpec>, String> {
+    let Value::Array(routes) = v else {
+        return Err("expects an array of \"<prefix or extension>\" => ( backends )".into());
+    };
+    let mut out = Vec::new();
+    for (key, hosts_v) in routes {
+        let pattern = key
+            .clone()
+            .ok_or("each entry needs a \"/prefix\" or \".extension\" key")?;
+        let Value::Array(hosts) = hosts_v else {
+            return Err(format!("{pattern}: expects an array of backends"));
+        };
+        let mut specs = Vec::new();
+        for (i, (label, opts)) in hosts.iter().enumerate() {
+            let label = label.clone().unwrap_or_else(|| format!("{pattern}#{i}"));
+            specs.extend(parse_host(&label, opts, protocol).map_err(|e| format!("{label}: {e}"))?);
+        }
+        if specs.is_empty() {
+            return Err(format!("{pattern}: no backends"));
+        }
+        out.push(RouteSpec {
+            pattern,
+            hosts: specs,
+        });
+    }
+    Ok(out)
+}
+
+fn text(v: &Value, what: &str) -> Result<String, String> {
+    match v {
+        Value::Str(s) => Ok(s.clone()),
+        Value::Int(i) => Ok(i.to_string()),
+        _ => Err(format!("{what} expects a string")),
+    }
+}
+
+fn number(v: &Value, what: &str) -> Result<u64, String> {
+    match v {
+        Value::Int(i) if *i >= 0 => Ok(*i as u64),
+        Value::Str(s) => s
+            .parse()
+            .map_err(|_| format!("{what} expects a number, got {s:?}")),
+        _ => Err(format!("{what} expects a number")),
+    }
+}
+
+fn flag(v: &Value, what: &str) -> Result<bool, String> {
+    match v {
+        Value::Str(s) if s.eq_ignore_ascii_case("enable") || s == "true" || s == "1" => Ok(true),
+        Value::Str(s) if s.eq_ignore_ascii_case("disable") || s == "false" || s == "0" => Ok(false),
+        Value::Int(i) => Ok(*i != 0),
+        _ => Err(format!("{what} expects \"enable\" or \"disable\"")),
+    }
+}
+
+fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostSpec>, String> {
+    let Value::Array(items) = opts else {
+        return Err("expects an array of options".into());
+    };
+    let mut host = None;
+    let mut port = None;
+    let mut socket = None;
+    let mut bin_path = None;
+    let mut env = Vec::new();
+    let mut copy_env = Vec::new();
+    let mut max_procs = 1u64;
+    let mut spec = HostSpec {
+        label: label.to_string(),
+        protocol,
+        addr: BackendAddr::Unix(PathBuf::new()),
+        spawn: None,
+        check_local: true,
+        docroot: None,
+        strip_request_uri: None,
+        fix_root_scriptname: false,
+        max_conns: 16,
+        disable_time: 1,
+        connect_timeout: 8,
+        read_timeout: 60,
+        x_sendfile: false,
+        x_sendfile_docroot: Vec::new(),
+    };
+    let mut kill_signal = 15;
+    for (k, v) in items {
+        let Some(k) = k.as_deref() else {
+            return Err("options are \"name\" => value pairs".into());
+        };
+        match k {
+            "host" => host = Some(text(v, k)?),
+            "port" => port = Some(number(v, k)?),
+            "socket" => socket = Some(text(v, k)?),
+            "bin-path" => bin_path = Some(text(v, k)?),
+            "bin-environment" => {
+                let Value::Array(pairs) = v else {
+                    return Err("bin-environment expects ( \"NAME\" => \"value\", ... )".into());
+                };
+                for (name, val) in pairs {
+                    let name = name.clone().ok_or("bin-environment entries need names")?;
+                    env.push((name, text(val, "bin-environment")?));
+                }
+            }
+            "bin-copy-environment" => {
+                let Value::Array(names) = v else {
+                    return Err("bin-copy-environment expects ( \"NAME\", ... )".into());
+                };
+                for (_, n) in names {
+                    copy_env.push(text(n, k)?);
+                }
+            }
+            "max-procs" => max_procs = number(v, k)?.clamp(1, 256),
+            "min-procs"
+            | "idle-timeout"
+            | "max-load-per-proc"
+            | "listen-backlog"
+            | "mode"
+            | "broken-scriptfilename"
+            | "allow-x-send-file"
+            | "write-timeout"
+            | "tcp-fin-propagate"
+            | "proto" => {}
+            "kill-signal" => kill_signal = number(v, k)? as i32,
+            "check-local" => spec.check_local = flag(v, k)?,
+            "docroot" => spec.docroot = Some(text(v, k)?),
+            "strip-request-uri" => spec.strip_request_uri = Some(text(v, k)?),
+            "fix-root-scriptname" => spec.fix_root_scriptname = flag(v, k)?,
+            "max-connections" => spec.max_conns = number(v, k)?.clamp(1, 65_536) as usize,
+            "disable-time" => spec.disable_time = number(v, k)?,
+            "connect-timeout" => spec.connect_timeout = number(v, k)?.max(1),
+            "read-timeout" => spec.read_timeout = number(v, k)?.max(1),
+            "x-sendfile" => spec.x_sendfile = flag(v, k)?,
+            "x-sendfile-docroot" => {
+                if let Value::Array(list) = v {
+                    for (_, d) in list {
+                        spec.x_sendfile_docroot.push(text(d, k)?);
+                    }
+                } else {
+                    spec.x_sendfile_docroot.push(text(v, k)?);
+                }
+            }
+            other => log::warn!("{label}: backend option {other} is not supported; ignored"),
+        }
+    }
+    let spawn = bin_path.map(|p| SpawnSpec {
+        argv: p.split_whitespace().map(str::to_string).collect(),
+        env,
+        copy_env,
+        kill_signal,
+    });
+    let procs = if spawn.is_some() { max_procs } else { 1 };
+    let mut out = Vec::new();
+    for n in 0..procs {
+        let addr = match (&socket, &host, port) {
+            (Some(s), _, _) => {
+                let path = if spawn.is_some() {
+                    format!("{s}-{n}")
+                } else {
+                    s.clone()
+                };
+                BackendAddr::Unix(PathBuf::from(path))
+            }
+            (None, h, Some(p)) => {
+                let h = h.as_deref().unwrap_or("127.0.0.1");
+                let p = p + n;
+                let p = u16::try_from(p).map_err(|_| format!("port {p} is out of range"))?;
+                let a = (h.trim_start_matches('[').trim_end_matches(']'), p)
+                    .to_socket_addrs()
+                    .map_err(|e| format!("host {h}: {e}"))?
+                    .next()
+                    .ok_or_else(|| format!("host {h}: no address"))?;
+                BackendAddr::Tcp(a)
+            }
+            _ => return Err("needs \"socket\", or \"host\" and \"port\"".into()),
+        };
+        let mut s = spec.clone();
+        s.addr = addr;
+        s.spawn = spawn.clone();
+        out.push(s);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arr(items: Vec<(Option<&str>, Value)>) -> Value {
+        Value::Array(
+            items
+                .into_iter()
+                .map(|(k, v)| (k.map(str::to_string), v))
+                .collect(),
+        )
+    }
+    fn s(v: &str) -> Value {
+        Value::Str(v.into())
+    }
+
+    #[test]
+    fn seed_configurations() {
+        // seed 000: scgi.server = ( "/scgi-test" => ( "localhost" => ( "host" => "127.0.0.1", "port" => 3000, "check-local" => "disable" ) ) )
+        let v = arr(vec![(
+            Some("/scgi-test"),
+            arr(vec![(
+                Some("localhost"),
+                arr(vec![
+                    (Some("host"), s("127.0.0.1")),
+                    (Some("port"), Value::Int(3000)),
+                    (Some("check-local"), s("disable")),
+                ]),
+            )]),
+        )]);
+        let r = parse_servers(&v, Protocol::Scgi).unwrap();
+        assert_eq!(r.len(), 1);
+        assert!(!r[0].is_extension());
+        assert_eq!(
+            r[0].hosts[0].addr,
+            BackendAddr::Tcp("127.0.0.1:3000".parse().unwrap())
+        );
+        assert!(!r[0].hosts[0].check_local);
+
+        // seed 004: php-cgi spawned twice on /tmp/php.socket-0 and -1
+        let v = arr(vec![(
+            Some(".php"),
+            arr(vec![(
+                None,
+                arr(vec![
+                    (Some("bin-path"), s("/usr/local/bin/php-cgi")),
+                    (Some("socket"), s("/tmp/php.socket")),
+                    (Some("max-procs"), Value::Int(2)),
+                    (
+                        Some("bin-environment"),
+                        arr(vec![(Some("PHP_FCGI_CHILDREN"), s("16"))]),
+                    ),
+                    (Some("bin-copy-environment"), arr(vec![(None, s("PATH"))])),
+                    (Some("broken-scriptfilename"), s("enable")),
+                ]),
+            )]),
+        )]);
+        let r = parse_servers(&v, Protocol::FastCgi).unwrap();
+        assert!(r[0].is_extension());
+        let addrs: Vec<_> = r[0].hosts.iter().map(|h| h.addr.to_string()).collect();
+        assert_eq!(addrs, ["unix:/tmp/php.socket-0", "unix:/tmp/php.socket-1"]);
+        let sp = r[0].hosts[0].spawn.as_ref().unwrap();
+        assert_eq!(sp.argv, ["/usr/local/bin/php-cgi"]);
+        assert_eq!(
+            sp.env,
+            [("PHP_FCGI_CHILDREN".to_string(), "16".to_string())]
+        );
+        assert_eq!(sp.copy_env, ["PATH"]);
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let no_addr = arr(vec![(Some("/x"), arr(vec![(None, arr(vec![]))]))]);
+        assert!(parse_servers(&no_addr, Protocol::Scgi)
+            .unwrap_err()
+            .contains("needs \"socket\""));
+        assert!(parse_servers(&s("x"), Protocol::Scgi).is_err());
+    }
+}

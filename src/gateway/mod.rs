@@ -1,0 +1,930 @@
+//! Gateways to SCGI and FastCGI backends (mod_scgi, mod_fastcgi), in the
+//! same event loop as the clients.
+//!
+//! A request for a gateway route is answered in three steps: its body is
+//! collected (Content-Length or chunked, bounded), then it waits for a
+//! backend connection — glint caps how many it opens to each backend and
+//! queues the rest instead of failing them — and finally the backend's CGI
+//! answer is streamed to the client, framed with Content-Length when the
+//! backend gave one and chunked otherwise. Reading from the backend pauses
+//! while the client is slow, so no whole body sits in memory.
+
+pub mod cgi;
+pub mod config;
+pub mod fastcgi;
+pub mod scgi;
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
+use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
+
+use mio::{Interest, Registry, Token};
+use slab::Slab;
+
+use crate::config::Settings;
+use crate::connection::{Connection, Stream};
+use crate::http::chunked;
+use crate::http::response::Responder;
+pub use config::{BackendAddr, HostSpec, Protocol, RouteSpec};
+
+/// Backend connection tokens start here (client connections are below, listeners above).
+pub const BACKEND_BASE: usize = 1 << 29;
+
+/// Most clients waiting for a backend; past it a request gets 503 at once.
+pub const MAX_WAITING: usize = 4096;
+/// How long a request may wait in the queue before it gets 503.
+pub const MAX_WAIT_SECS: u64 = 30;
+/// Stop reading from a backend while the client has this much unsent.
+pub const CLIENT_HIGH_WATER: usize = 256 * 1024;
+/// Request bodies for backends are collected in memory up to this size
+/// (or `server.max-request-size` when set); larger ones get 413.
+pub const MAX_BODY: u64 = 64 * 1024 * 1024;
+/// A request the backend closed before answering a single byte is sent again this often.
+const MAX_ATTEMPTS: u8 = 3;
+
+/// One backend (a label's address, or one spawned process).
+pub struct Host {
+    pub spec: HostSpec,
+    /// Connections open to it now.
+    pub active: usize,
+    /// Concurrency cap: the configured one, lowered while the backend refuses.
+    pub cap: usize,
+    /// Not used until this second (after a refused connection).
+    pub disabled_until: u64,
+    child: Option<Child>,
+    respawn_at: Option<u64>,
+}
+
+/// One `"<prefix or extension>" => ( backends )` entry.
+pub struct Route {
+    pub pattern: String,
+    pub extension: bool,
+    pub protocol: Protocol,
+    pub hosts: Vec<usize>,
+}
+
+/// A client's gateway request, from the head to the end of the answer.
+#[derive(Debug)]
+pub struct GwClient {
+    pub route: usize,
+    pub protocol: Protocol,
+    /// The CGI environment, encoded once the body length is known.
+    pub env: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+    /// Body bytes still to come (Content-Length).
+    pub body_remaining: u64,
+    pub body_limit: u64,
+    pub chunked: Option<chunked::Decoder>,
+    /// The encoded request; kept until the backend took all of it, for a retry.
+    pub request: Rc<Vec<u8>>,
+    pub backend: Option<usize>,
+    pub waiting: bool,
+    pub since: u64,
+    pub attempts: u8,
+    pub settings: Rc<Settings>,
+    pub head_only: bool,
+    pub minor: u8,
+    pub keep_alive: bool,
+    /// The response head has been written to the client.
+    pub head_sent: bool,
+    /// The body is framed with chunked encoding.
+    pub resp_chunked: bool,
+    /// Body bytes still expected when the backend announced a length.
+    pub resp_remaining: Option<u64>,
+    pub status: u16,
+    pub body_sent: u64,
+    /// The backend is finished; the connection continues once the output is written.
+    pub done: bool,
+    /// The request head as received, for the access log at the end.
+    pub log_head: Vec<u8>,
+}
+
+impl GwClient {
+    /// Feeds request body bytes; returns how many of `input` were body.
+    /// `Ok(true)` in the second place once the body is complete.
+    pub fn take_body(&mut self, input: &[u8]) -> Result<(usize, bool), u16> {
+        let (used, done) = match self.chunked.as_mut() {
+            Some(d) => {
+                let used = d.decode(input, &mut self.body).map_err(|_| 400u16)?;
+                (used, d.is_done())
+            }
+            None => {
+                let take = (input.len() as u64).min(self.body_remaining) as usize;
+                self.body.extend_from_slice(&input[..take]);
+                self.body_remaining -= take as u64;
+                (take, self.body_remaining == 0)
+            }
+        };
+        if self.body.len() as u64 > self.body_limit {
+            return Err(413);
+        }
+        Ok((used, done))
+    }
+
+    /// Encodes the request for the backend once the body is complete.
+    pub fn encode(&mut self) {
+        if let Some((_, v)) = self.env.iter_mut().find(|(k, _)| k == "CONTENT_LENGTH") {
+            *v = self.body.len().to_string().into_bytes();
+        }
+        let mut out = Vec::with_capacity(1024 + self.body.len());
+        match self.protocol {
+            Protocol::Scgi => {
+                scgi::encode_head(&self.env, &mut out);
+                out.extend_from_slice(&self.body);
+            }
+            Protocol::FastCgi => fastcgi::encode_request(&self.env, &self.body, &mut out),
+        }
+        self.request = Rc::new(out);
+        self.body = Vec::new();
+        self.env = Vec::new();
+    }
+}
+
+/// A connection to a backend, serving one client request.
+pub struct BackendConn {
+    stream: Stream,
+    pub client: usize,
+    pub host: usize,
+    protocol: Protocol,
+    request: Rc<Vec<u8>>,
+    sent: usize,
+    connected: bool,
+    readable: bool,
+    writable: bool,
+    /// Undecoded FastCGI record bytes.
+    records: Vec<u8>,
+    /// The CGI header block while it is being collected.
+    head: Vec<u8>,
+    /// Any answer byte arrived (after that, a failure cannot be retried).
+    answered: bool,
+    /// FastCGI END_REQUEST seen.
+    ended: bool,
+    pub paused: bool,
+    started: u64,
+    last_active: u64,
+}
+
+/// All routes, backends and backend connections.
+#[derive(Default)]
+pub struct Gateways {
+    pub routes: Vec<Route>,
+    pub hosts: Vec<Host>,
+    pub conns: Slab<BackendConn>,
+    pub waiting: VecDeque<usize>,
+    /// A retry is due soon (a backend said "busy"): poll with a short time-out.
+    pub retry_soon: bool,
+    /// Backend connections closed since the queue was last looked at.
+    pub freed: usize,
+    scratch: Vec<u8>,
+}
+
+impl Gateways {
+    /// The routes of `scgi.server` and `fastcgi.server` in the global settings.
+    pub fn from_settings(s: &Settings) -> Result<Gateways, String> {
+        let mut g = Gateways::default();
+        for (v, p, name) in [
+            (&s.scgi_server, Protocol::Scgi, "scgi.server"),
+            (&s.fastcgi_server, Protocol::FastCgi, "fastcgi.server"),
+        ] {
+            let Some(v) = v else { continue };
+            let routes = config::parse_servers(v, p).map_err(|e| format!("{name}: {e}"))?;
+            for r in routes {
+                let mut ids = Vec::new();
+                for h in r.hosts.clone() {
+                    ids.push(g.hosts.len());
+                    g.hosts.push(Host {
+                        cap: h.max_conns,
+                        spec: h,
+                        active: 0,
+                        disabled_until: 0,
+                        child: None,
+                        respawn_at: None,
+                    });
+                }
+                g.routes.push(Route {
+                    extension: r.is_extension(),
+                    protocol: p,
+                    pattern: r.pattern,
+                    hosts: ids,
+                });
+            }
+        }
+        Ok(g)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+
+    /// The route for a path and where its script name ends.
+    pub fn route_for(&self, path: &str) -> Option<(usize, usize)> {
+        for (i, r) in self.routes.iter().enumerate() {
+            if r.extension {
+                // `.php` matches `/a.php` and `/a.php/more` (the rest is PATH_INFO).
+                let mut from = 0;
+                while let Some(pos) = path[from..].find(r.pattern.as_str()) {
+                    let end = from + pos + r.pattern.len();
+                    if end == path.len() || path.as_bytes()[end] == b'/' {
+                        return Some((i, end));
+                    }
+                    from = end;
+                }
+            } else if let Some(rest) = path.strip_prefix(r.pattern.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') || r.pattern.ends_with('/') {
+                    return Some((i, r.pattern.trim_end_matches('/').len()));
+                }
+            }
+        }
+        None
+    }
+
+    /// Starts every `bin-path` backend; a failure is an error at start.
+    pub fn spawn_all(&mut self) -> Result<(), String> {
+        for h in &mut self.hosts {
+            if h.spec.spawn.is_some() {
+                h.child = Some(spawn(&h.spec).map_err(|e| {
+                    format!(
+                        "{}: cannot start backend on {}: {e}",
+                        h.spec.label, h.spec.addr
+                    )
+                })?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops spawned backends: their kill signal, then SIGKILL for those still there after 2 s.
+    pub fn shutdown(&mut self) {
+        use nix::sys::signal::{kill, Signal};
+        use nix::unistd::Pid;
+        let mut children: Vec<(Child, Option<std::path::PathBuf>)> = Vec::new();
+        for h in &mut self.hosts {
+            if let Some(c) = h.child.take() {
+                let sig = h
+                    .spec
+                    .spawn
+                    .as_ref()
+                    .and_then(|s| Signal::try_from(s.kill_signal).ok())
+                    .unwrap_or(Signal::SIGTERM);
+                let _ = kill(Pid::from_raw(c.id() as i32), sig);
+                let path = match &h.spec.addr {
+                    BackendAddr::Unix(p) => Some(p.clone()),
+                    BackendAddr::Tcp(_) => None,
+                };
+                children.push((c, path));
+            }
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        for (mut c, path) in children {
+            loop {
+                match c.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if std::time::Instant::now() >= deadline => {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break;
+                    }
+                    // Children exit within milliseconds of the signal; there is no fd to wait on.
+                    Ok(None) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+            if let Some(p) = path {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+
+    /// Once a second: reaps spawned backends that died and starts them again
+    /// (after a second, so a backend that cannot start does not spin).
+    pub fn reap(&mut self, now: u64) {
+        for h in &mut self.hosts {
+            if let Some(c) = &mut h.child {
+                if let Ok(Some(status)) = c.try_wait() {
+                    log::error!(
+                        "backend {} ({}) exited: {status}; restarting it",
+                        h.spec.label,
+                        h.spec.addr
+                    );
+                    h.child = None;
+                    h.respawn_at = Some(now + 1);
+                }
+            }
+            if h.respawn_at.is_some_and(|t| now >= t) {
+                h.respawn_at = None;
+                match spawn(&h.spec) {
+                    Ok(c) => {
+                        h.child = Some(c);
+                        h.disabled_until = 0;
+                    }
+                    Err(e) => {
+                        log::error!("backend {}: cannot restart: {e}", h.spec.label);
+                        h.respawn_at = Some(now + 5);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Starts one `bin-path` backend with its listening socket on fd 0, as FastCGI
+/// and lighttpd's spawner do. Every other descriptor glint has is close-on-exec.
+fn spawn(h: &HostSpec) -> io::Result<Child> {
+    let Some(sp) = &h.spawn else {
+        return Err(io::Error::other("no bin-path"));
+    };
+    let listener: OwnedFd = match &h.addr {
+        BackendAddr::Unix(p) => {
+            if std::fs::symlink_metadata(p).is_ok() {
+                std::fs::remove_file(p)?;
+            }
+            std::os::unix::net::UnixListener::bind(p)?.into()
+        }
+        BackendAddr::Tcp(a) => std::net::TcpListener::bind(a)?.into(),
+    };
+    let Some((prog, args)) = sp.argv.split_first() else {
+        return Err(io::Error::other("empty bin-path"));
+    };
+    let mut cmd = Command::new(prog);
+    cmd.args(args).env_clear();
+    for name in &sp.copy_env {
+        if let Some(v) = std::env::var_os(name) {
+            cmd.env(name, v);
+        }
+    }
+    cmd.envs(sp.env.iter().map(|(k, v)| (k, v)));
+    cmd.stdin(Stdio::from(listener))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    cmd.spawn()
+}
+
+/// Why a backend attempt failed.
+enum Failure {
+    /// Refused, reset or gone before answering: try again elsewhere or later.
+    Retry(String),
+    /// Broke after answering: the response cannot be completed.
+    Broken(String),
+}
+
+impl Gateways {
+    /// Finds a backend for a client whose request is complete and connects to
+    /// it, or queues the client; answers 503 when no backend can ever take it.
+    pub fn dispatch(
+        &mut self,
+        key: usize,
+        conn: &mut Connection,
+        now: u64,
+        registry: &Registry,
+        date: &[u8],
+    ) {
+        let Some(gw) = conn.gw.as_mut() else { return };
+        if gw.backend.is_some() || gw.done {
+            return;
+        }
+        let route = &self.routes[gw.route];
+        // The least loaded backend that is up and under its cap.
+        let candidate = route
+            .hosts
+            .iter()
+            .copied()
+            .filter(|&h| self.hosts[h].disabled_until <= now)
+            .filter(|&h| self.hosts[h].active < self.hosts[h].cap)
+            .min_by_key(|&h| self.hosts[h].active);
+        let Some(h) = candidate else {
+            let all_down = route
+                .hosts
+                .iter()
+                .all(|&h| self.hosts[h].disabled_until > now);
+            if all_down {
+                log::warn!(
+                    "every backend of {} is disabled; answering 503",
+                    route.pattern
+                );
+                fail_client(conn, 503, date);
+            } else if !gw.waiting {
+                if self.waiting.len() >= MAX_WAITING {
+                    log::warn!("backend queue full; answering 503");
+                    fail_client(conn, 503, date);
+                } else {
+                    gw.waiting = true;
+                    self.waiting.push_back(key);
+                }
+            }
+            return;
+        };
+        gw.waiting = false;
+        gw.attempts += 1;
+        let host = &mut self.hosts[h];
+        let stream = match &host.spec.addr {
+            BackendAddr::Tcp(a) => mio::net::TcpStream::connect(*a).map(Stream::Tcp),
+            BackendAddr::Unix(p) => mio::net::UnixStream::connect(p).map(Stream::Unix),
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                // A unix socket's listen queue is full: the backend is busy, not
+                // broken. Lower its cap to what it holds now and wait.
+                host.cap = host.active.max(1);
+                gw.attempts -= 1;
+                gw.waiting = true;
+                self.waiting.push_front(key);
+                self.retry_soon = true;
+                return;
+            }
+            Err(e) => {
+                log::error!(
+                    "backend {} ({}): connect: {e}; disabled for {} s",
+                    host.spec.label,
+                    host.spec.addr,
+                    host.spec.disable_time
+                );
+                host.disabled_until = now + host.spec.disable_time.max(1);
+                // Another backend of the route may take it.
+                self.dispatch(key, conn, now, registry, date);
+                return;
+            }
+        };
+        let entry = self.conns.vacant_entry();
+        let bkey = entry.key();
+        if let Err(e) = registry.register(
+            &mut stream,
+            Token(BACKEND_BASE + bkey),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            log::error!("cannot register a backend connection: {e}");
+            fail_client(conn, 502, date);
+            return;
+        }
+        host.active += 1;
+        gw.backend = Some(bkey);
+        entry.insert(BackendConn {
+            stream,
+            client: key,
+            host: h,
+            protocol: host.spec.protocol,
+            request: Rc::clone(&gw.request),
+            sent: 0,
+            connected: false,
+            readable: false,
+            writable: false,
+            records: Vec::new(),
+            head: Vec::new(),
+            answered: false,
+            ended: false,
+            paused: false,
+            started: now,
+            last_active: now,
+        });
+    }
+
+    /// Records readiness of backend connection `bkey`; returns its client.
+    pub fn on_event(&mut self, bkey: usize, ev: &mio::event::Event) -> Option<usize> {
+        let b = self.conns.get_mut(bkey)?;
+        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+            b.readable = true;
+        }
+        if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
+            b.writable = true;
+        }
+        Some(b.client)
+    }
+
+    /// Makes what progress the backend's readiness allows: connect, send the
+    /// request, read the answer into the client's output.
+    pub fn drive(
+        &mut self,
+        bkey: usize,
+        conn: &mut Connection,
+        now: u64,
+        date: &[u8],
+        registry: &Registry,
+    ) {
+        let result = self.progress(bkey, conn, now, date);
+        match result {
+            Ok(false) => {}
+            Ok(true) => {
+                self.finish(bkey, conn, date);
+            }
+            Err(Failure::Retry(why)) => {
+                let b = self.remove_conn(bkey);
+                let Some(b) = b else { return };
+                let host = &mut self.hosts[b.host];
+                log::error!("backend {} ({}): {why}", host.spec.label, host.spec.addr);
+                if !b.answered {
+                    host.disabled_until = now + host.spec.disable_time;
+                }
+                if let Some(gw) = conn.gw.as_mut() {
+                    gw.backend = None;
+                    if gw.attempts < MAX_ATTEMPTS && !gw.head_sent {
+                        // Nothing reached the client yet and glint still holds the body.
+                        self.dispatch(b.client, conn, now, registry, date);
+                        return;
+                    }
+                }
+                fail_client(conn, 502, date);
+            }
+            Err(Failure::Broken(why)) => {
+                if let Some(b) = self.remove_conn(bkey) {
+                    let host = &self.hosts[b.host];
+                    log::error!("backend {} ({}): {why}", host.spec.label, host.spec.addr);
+                }
+                fail_client(conn, 502, date);
+            }
+        }
+    }
+
+    /// Returns Ok(true) when the backend's answer is complete.
+    fn progress(
+        &mut self,
+        bkey: usize,
+        conn: &mut Connection,
+        now: u64,
+        date: &[u8],
+    ) -> Result<bool, Failure> {
+        let Some(b) = self.conns.get_mut(bkey) else {
+            return Ok(false);
+        };
+        if !b.connected {
+            if !b.writable {
+                return Ok(false);
+            }
+            if let Ok(Some(e)) | Err(e) = take_error(&b.stream) {
+                return Err(Failure::Retry(format!("connect: {e}")));
+            }
+            b.connected = true;
+            b.last_active = now;
+        }
+        while b.writable && b.sent < b.request.len() {
+            match write_stream(&mut b.stream, &b.request[b.sent..]) {
+                Ok(n) => {
+                    b.sent += n;
+                    b.last_active = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(if b.answered {
+                        Failure::Broken(format!("write: {e}"))
+                    } else {
+                        Failure::Retry(format!("write: {e}"))
+                    })
+                }
+            }
+        }
+        let buf = &mut self.scratch;
+        while b.readable && !b.paused {
+            buf.resize(64 * 1024, 0);
+            match read_stream(&mut b.stream, buf) {
+                Ok(0) => {
+                    b.readable = false;
+                    return match (b.protocol, b.answered) {
+                        (_, false) => Err(Failure::Retry(
+                            "closed the connection without an answer".into(),
+                        )),
+                        (Protocol::Scgi, true) => Ok(true),
+                        (Protocol::FastCgi, true) if b.ended => Ok(true),
+                        (Protocol::FastCgi, true) => Err(Failure::Broken(
+                            "closed the connection before END_REQUEST".into(),
+                        )),
+                    };
+                }
+                Ok(n) => {
+                    b.last_active = now;
+                    b.answered = true;
+                    let data = &buf[..n];
+                    let finished = match b.protocol {
+                        Protocol::Scgi => {
+                            deliver(conn, &mut b.head, data, date).map_err(Failure::Broken)?;
+                            false
+                        }
+                        Protocol::FastCgi => {
+                            b.records.extend_from_slice(data);
+                            let mut used = 0;
+                            let mut stdout = Vec::new();
+                            let mut ended = false;
+                            while let Some((piece, len)) = fastcgi::decode(&b.records[used..])
+                                .map_err(|e| Failure::Broken(e.into()))?
+                            {
+                                used += len;
+                                match piece {
+                                    fastcgi::Piece::Stdout(d) => stdout.extend_from_slice(d),
+                                    fastcgi::Piece::Stderr(d) => log::warn!(
+                                        "backend stderr: {}",
+                                        String::from_utf8_lossy(d).trim_end()
+                                    ),
+                                    fastcgi::Piece::End(_) => {
+                                        ended = true;
+                                        break;
+                                    }
+                                    fastcgi::Piece::Skip => {}
+                                }
+                            }
+                            b.records.drain(..used);
+                            deliver(conn, &mut b.head, &stdout, date).map_err(Failure::Broken)?;
+                            b.ended |= ended;
+                            ended
+                        }
+                    };
+                    if finished {
+                        return Ok(true);
+                    }
+                    if conn.out.pending_mem() >= CLIENT_HIGH_WATER {
+                        b.paused = true;
+                    }
+                    if n < buf.len() {
+                        b.readable = false;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(if b.answered {
+                        Failure::Broken(format!("read: {e}"))
+                    } else {
+                        Failure::Retry(format!("read: {e}"))
+                    })
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Resumes reading from a paused backend once its client caught up.
+    pub fn resume(&mut self, conn: &mut Connection, now: u64, date: &[u8], registry: &Registry) {
+        let Some(bkey) = conn.gw.as_ref().and_then(|g| g.backend) else {
+            return;
+        };
+        let Some(b) = self.conns.get_mut(bkey) else {
+            return;
+        };
+        if b.paused && conn.out.pending_mem() < CLIENT_HIGH_WATER / 2 {
+            b.paused = false;
+            b.readable = true;
+            self.drive(bkey, conn, now, date, registry);
+        }
+    }
+
+    /// The backend's answer is complete: end the client's response.
+    fn finish(&mut self, bkey: usize, conn: &mut Connection, date: &[u8]) {
+        self.remove_conn(bkey);
+        let Some(gw) = conn.gw.as_mut() else { return };
+        gw.backend = None;
+        if !gw.head_sent {
+            log::error!("backend answered without a complete header block");
+            fail_client(conn, 502, date);
+            return;
+        }
+        if gw.resp_chunked && !gw.head_only {
+            conn.out.mem.extend_from_slice(b"0\r\n\r\n");
+        }
+        if gw.resp_remaining.is_some_and(|r| r > 0) {
+            log::error!("backend sent less than its Content-Length; closing the connection");
+            gw.keep_alive = false;
+        }
+        gw.done = true;
+    }
+
+    /// Drops a backend connection and frees its slot for a waiting client.
+    fn remove_conn(&mut self, bkey: usize) -> Option<BackendConn> {
+        let b = self.conns.try_remove(bkey)?;
+        self.freed += 1;
+        if let Some(h) = self.hosts.get_mut(b.host) {
+            h.active = h.active.saturating_sub(1);
+            // A backend that answered may take one more again.
+            if b.answered && h.cap < h.spec.max_conns {
+                h.cap += 1;
+            }
+        }
+        Some(b)
+    }
+
+    /// The client went away: close its backend connection, drop it from the queue.
+    pub fn client_gone(&mut self, key: usize, conn: &mut Connection) {
+        if let Some(gw) = conn.gw.as_mut() {
+            if let Some(b) = gw.backend.take() {
+                self.remove_conn(b);
+            }
+            if gw.waiting {
+                self.waiting.retain(|&k| k != key);
+            }
+        }
+    }
+
+    /// Time-outs: connect and read time-outs answer 504, a long wait in the queue 503.
+    /// Returns the clients that were answered (to be driven by the caller).
+    pub fn on_tick(&mut self, now: u64, conns: &mut Slab<Connection>, date: &[u8]) -> Vec<usize> {
+        let mut touched = Vec::new();
+        let mut expired = Vec::new();
+        for (bkey, b) in self.conns.iter() {
+            let h = &self.hosts[b.host].spec;
+            let (limit, since) = if b.connected {
+                (h.read_timeout, b.last_active)
+            } else {
+                (h.connect_timeout, b.started)
+            };
+            if now.saturating_sub(since) >= limit {
+                expired.push((bkey, b.client, b.connected));
+            }
+        }
+        for (bkey, client, connected) in expired {
+            if let Some(b) = self.remove_conn(bkey) {
+                let h = &mut self.hosts[b.host];
+                log::error!(
+                    "backend {} ({}): {} time-out",
+                    h.spec.label,
+                    h.spec.addr,
+                    if connected { "read" } else { "connect" }
+                );
+                if !connected {
+                    h.disabled_until = now + h.spec.disable_time;
+                }
+            }
+            if let Some(c) = conns.get_mut(client) {
+                if let Some(gw) = c.gw.as_mut() {
+                    gw.backend = None;
+                }
+                fail_client(c, 504, date);
+                touched.push(client);
+            }
+        }
+        let waited: Vec<usize> = self
+            .waiting
+            .iter()
+            .copied()
+            .filter(|&k| {
+                conns
+                    .get(k)
+                    .and_then(|c| c.gw.as_ref())
+                    .is_none_or(|g| now.saturating_sub(g.since) >= MAX_WAIT_SECS)
+            })
+            .collect();
+        for k in waited {
+            self.waiting.retain(|&w| w != k);
+            if let Some(c) = conns.get_mut(k) {
+                if let Some(gw) = c.gw.as_mut() {
+                    gw.waiting = false;
+                }
+                log::warn!("a request waited {MAX_WAIT_SECS} s for a backend; answering 503");
+                fail_client(c, 503, date);
+                touched.push(k);
+            }
+        }
+        // Backends that were down may be up again.
+        if !self.waiting.is_empty() {
+            self.retry_soon = true;
+        }
+        self.reap(now);
+        touched
+    }
+
+    /// Takes the next waiting client that may now get a backend.
+    pub fn next_waiting(&mut self) -> Option<usize> {
+        self.waiting.pop_front()
+    }
+
+    /// Puts a client that still found no backend back at the head of the queue.
+    pub fn requeue_front(&mut self, key: usize) {
+        if let Some(pos) = self.waiting.iter().rposition(|&k| k == key) {
+            self.waiting.remove(pos);
+        }
+        self.waiting.push_front(key);
+    }
+
+    /// Closes a backend connection whose client is gone.
+    pub fn drop_backend(&mut self, bkey: usize) {
+        self.remove_conn(bkey);
+    }
+}
+
+fn take_error(s: &Stream) -> io::Result<Option<io::Error>> {
+    match s {
+        Stream::Tcp(t) => t.take_error(),
+        Stream::Unix(u) => u.take_error(),
+    }
+}
+
+fn write_stream(s: &mut Stream, buf: &[u8]) -> io::Result<usize> {
+    use std::io::Write;
+    match s {
+        Stream::Tcp(t) => t.write(buf),
+        Stream::Unix(u) => u.write(buf),
+    }
+}
+
+fn read_stream(s: &mut Stream, buf: &mut [u8]) -> io::Result<usize> {
+    match s {
+        Stream::Tcp(t) => t.read(buf),
+        Stream::Unix(u) => u.read(buf),
+    }
+}
+
+/// Passes CGI output to the client: collects the head in `head_buf` until it
+/// is complete, writes the HTTP head, then the body (chunk-framed when needed).
+fn deliver(
+    conn: &mut Connection,
+    head_buf: &mut Vec<u8>,
+    data: &[u8],
+    date: &[u8],
+) -> Result<(), String> {
+    let Some(gw) = conn.gw.as_mut() else {
+        return Ok(());
+    };
+    let body: &[u8];
+    let owned;
+    if !gw.head_sent {
+        head_buf.extend_from_slice(data);
+        if head_buf.len() > 64 * 1024 {
+            return Err("header block over 64 KiB".into());
+        }
+        let Some((head, used)) =
+            cgi::parse_head(head_buf).map_err(|e| format!("bad answer: {e}"))?
+        else {
+            return Ok(());
+        };
+        write_head(conn, &head, date);
+        owned = head_buf.split_off(used);
+        head_buf.clear();
+        body = &owned;
+    } else {
+        body = data;
+    }
+    let Some(gw) = conn.gw.as_mut() else {
+        return Ok(());
+    };
+    let mut body = body;
+    if let Some(rem) = gw.resp_remaining.as_mut() {
+        let take = (body.len() as u64).min(*rem) as usize;
+        body = &body[..take];
+        *rem -= take as u64;
+    }
+    if body.is_empty() || gw.head_only {
+        return Ok(());
+    }
+    gw.body_sent += body.len() as u64;
+    let m = &mut conn.out.mem;
+    if gw.resp_chunked {
+        m.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+        m.extend_from_slice(body);
+        m.extend_from_slice(b"\r\n");
+    } else {
+        m.extend_from_slice(body);
+    }
+    Ok(())
+}
+
+/// The HTTP response head from a CGI head.
+fn write_head(conn: &mut Connection, head: &cgi::CgiHead, date: &[u8]) {
+    let Some(gw) = conn.gw.as_mut() else { return };
+    let settings = Rc::clone(&gw.settings);
+    let no_body = head.status == 204 || head.status == 304 || (100..200).contains(&head.status);
+    let (len, chunked) = match head.content_length {
+        _ if no_body => (None, false),
+        Some(n) => (Some(n), false),
+        None if gw.minor >= 1 => (None, true),
+        None => {
+            // HTTP/1.0 without a length: the body ends when the connection does.
+            gw.keep_alive = false;
+            (None, false)
+        }
+    };
+    gw.resp_chunked = chunked && !gw.head_only;
+    gw.resp_remaining = len;
+    gw.status = head.status;
+    gw.head_sent = true;
+    let (head_only, keep_alive, minor) = (gw.head_only, gw.keep_alive, gw.minor);
+    let mut r = Responder::new(&mut conn.out, date, &settings, head_only, keep_alive, minor);
+    r.start(head.status);
+    for (k, v) in &head.headers {
+        r.header(k, v);
+    }
+    if chunked {
+        r.header("Transfer-Encoding", b"chunked");
+    }
+    r.end_head(len);
+}
+
+/// Answers the client with an error page (when nothing was sent yet), or
+/// closes it (when a response was already under way).
+pub fn fail_client(conn: &mut Connection, status: u16, date: &[u8]) {
+    let Some(gw) = conn.gw.as_mut() else { return };
+    gw.backend = None;
+    gw.waiting = false;
+    gw.done = true;
+    if gw.head_sent {
+        // The head promised a body that will not come: the client must see the cut.
+        gw.keep_alive = false;
+        return;
+    }
+    gw.status = status;
+    gw.head_sent = true;
+    let settings = Rc::clone(&gw.settings);
+    let (head_only, keep_alive, minor) = (gw.head_only, gw.keep_alive, gw.minor);
+    let mut r = Responder::new(&mut conn.out, date, &settings, head_only, keep_alive, minor);
+    r.error(status);
+    let sent = r.body_len;
+    if let Some(gw) = conn.gw.as_mut() {
+        gw.body_sent = sent;
+    }
+}
