@@ -128,7 +128,7 @@ mod tests {
             (
                 "trailer",
                 b"1\r\na\r\n0\r\nX-T: 1\r\n\r\n",
-                Ok((b"a", 20, true)),
+                Ok((b"a", 19, true)),
             ),
             (
                 "stops at the next request",
