@@ -133,7 +133,7 @@ mod tests {
             (
                 "stops at the next request",
                 b"1\r\na\r\n0\r\n\r\nGET /",
-                Ok((b"a", 13, true)),
+                Ok((b"a", 11, true)),
             ),
             ("partial", b"5\r\nhel", Ok((b"hel", 6, false))),
             ("bad size", b"zz\r\n", Err(())),
