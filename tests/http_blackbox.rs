@@ -36,7 +36,7 @@ fn fixture() -> Docroot {
         .file("style.css", CSS)
         .file("app.js", JS)
         .file("photo.jpg", JPG)
-        .file("data.xyz", XYZ)
+        .file("data.unknownext", XYZ)
         .file("empty.txt", b"")
         .file("a b.txt", SPACE)
         .file("café.txt", CAFE)
@@ -108,7 +108,7 @@ fn static_files_and_directories() {
         Case::new("text/css", get("/style.css", &[]), &[200]).hdr("Content-Type", "text/css; charset=utf-8").body(CSS),
         Case::new("javascript type", get("/app.js", &[]), &[200]).check(js_type).body(JS),
         Case::new("image/jpeg", get("/photo.jpg", &[]), &[200]).hdr("Content-Type", "image/jpeg").body(JPG),
-        Case::new("unknown extension -> octet-stream", get("/data.xyz", &[]), &[200])
+        Case::new("unknown extension -> octet-stream", get("/data.unknownext", &[]), &[200])
             .hdr("Content-Type", "application/octet-stream")
             .body(XYZ),
         Case::new("empty file", get("/empty.txt", &[]), &[200]).hdr("Content-Length", "0").empty_body(),
@@ -160,7 +160,7 @@ fn static_files_and_directories() {
 
     // HEAD must carry the same representation headers as GET.
     let mut failures = Vec::new();
-    for path in ["/index.html", "/digits.txt", "/style.css", "/idx/", "/data.xyz"] {
+    for path in ["/index.html", "/digits.txt", "/style.css", "/idx/", "/data.unknownext"] {
         let g = exchange(&s, &get(path, &[]));
         let h = exchange(&s, &head(path, &[]));
         match (g, h) {
@@ -881,19 +881,25 @@ fn large_file_and_client_resets() {
     finish(&s, 7, failures);
 }
 
-#[test]
-fn file_truncated_while_sending() {
-    const LEN: usize = 16 * 1024 * 1024;
-    const CUT: u64 = 1024 * 1024;
-    let d = fixture();
-    let big = pseudo_random(LEN, 0x1234_5678_9abc_def1);
-    d.file("shrink.bin", &big);
-    let s = Server::start(&d);
-    let mut failures = Vec::new();
+/// Upper bound of bytes the kernel can hold in flight on one loopback connection
+/// (client receive buffer + server send buffer, both autotuned up to these sysctls).
+fn max_in_flight() -> u64 {
+    let max_of = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.split_whitespace().nth(2)?.parse().ok() };
+    max_of("/proc/sys/net/ipv4/tcp_rmem").unwrap_or(32 << 20) + max_of("/proc/sys/net/ipv4/tcp_wmem").unwrap_or(4 << 20)
+}
 
+/// Starts downloading `name` (`len` bytes of `content`), reads 256 KiB, truncates the file
+/// to `cut` bytes, then reads until the server closes. Returns the failures.
+/// `strict`: every received byte must equal the original content. Only meaningful when
+/// `cut` exceeds what can already be queued in the kernel at truncation time: bytes that a
+/// sendfile() queued before the truncation come back as zeros (observed on Linux/ext4 with
+/// both lighttpd and glint), which is the kernel's doing, not the server's.
+fn truncation_scenario(s: &Server, d: &Docroot, name: &str, content: &[u8], cut: u64, strict: bool) -> Vec<String> {
+    let len = content.len();
+    let mut failures = Vec::new();
+    let label = format!("truncation {} MiB -> {} MiB", len >> 20, cut >> 20);
     let mut c = s.connect();
-    let _ = c.send(&get("/shrink.bin", &[]));
-    // Read the head and the first 256 KiB, then truncate the file under the server.
+    let _ = c.send(&get(&format!("/{name}"), &[]));
     let deadline = Instant::now() + TIMEOUT;
     let head_end = loop {
         if let Some(p) = c.buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -906,76 +912,95 @@ fn file_truncated_while_sending() {
         }
         let _ = c.read_response_by(false, deadline.min(Instant::now() + Duration::from_millis(1)));
     };
-    match head_end {
-        None => failures.push(format!("--- truncation: no head + 256 KiB of body: {:?}", show(&c.buf))),
-        Some(he) => {
-            let f = std::fs::File::options().write(true).open(d.path("shrink.bin")).unwrap();
-            f.set_len(CUT).unwrap();
-            drop(f);
-            let head = String::from_utf8_lossy(&c.buf[..he]).into_owned();
-            // Everything until the server closes (or 10 s) must arrive.
-            let res = c.read_to_close(TIMEOUT);
-            let mut all = c.buf.clone();
-            if let Ok(rest) = &res {
-                all = rest.clone();
+    let Some(he) = head_end else {
+        failures.push(format!("--- {label}: no head + 256 KiB of body: {:?}", show(&c.buf)));
+        return failures;
+    };
+    let f = std::fs::File::options().write(true).open(d.path(name)).unwrap();
+    f.set_len(cut).unwrap();
+    drop(f);
+    let head = String::from_utf8_lossy(&c.buf[..he]).into_owned();
+    if !head.starts_with("HTTP/1.1 200") {
+        failures.push(format!("--- {label}: unexpected head {head:?}"));
+    }
+    match c.read_to_close(TIMEOUT) {
+        Err(e) => failures.push(format!("--- {label}: server hung instead of closing: {e} (got {} body bytes)", c.buf.len() - he)),
+        Ok(all) => {
+            let body = &all[he..];
+            eprintln!("{label}: {} of {len} body bytes arrived before the server closed", body.len());
+            if body.len() > len {
+                failures.push(format!("--- {label}: {} body bytes, more than Content-Length {len}", body.len()));
             }
-            let body = &all[he.min(all.len())..];
-            if !head.starts_with("HTTP/1.1 200") {
-                failures.push(format!("--- truncation: unexpected head {head:?}"));
+            let checked = if strict { body.len() } else { body.len().min(cut as usize) };
+            if let Some(p) = body[..checked].iter().zip(content).position(|(a, b)| a != b) {
+                failures.push(format!(
+                    "--- {label}: wrong bytes sent: first difference at body offset {p} of {} body bytes \
+                     (got {:02x?}, file had {:02x?}); the server should close at the new end of file",
+                    body.len(),
+                    &body[p..(p + 8).min(body.len())],
+                    &content[p..p + 8]
+                ));
             }
-            match res {
-                Err(e) => failures.push(format!("--- truncation: server hung instead of closing: {e} (got {} body bytes)", body.len())),
-                Ok(_) => {
-                    if body.len() > LEN {
-                        failures.push(format!("--- truncation: {} body bytes, more than Content-Length {LEN}", body.len()));
-                    }
-                    if let Some(p) = body.iter().zip(&big).position(|(a, b)| a != b) {
-                        failures.push(format!(
-                            "--- truncation: wrong bytes sent: first difference at body offset {p} of {} body bytes \
-                             (got {:02x?}, file had {:02x?}); the server should close instead",
-                            body.len(),
-                            &body[p..(p + 8).min(body.len())],
-                            &big[p..p + 8]
-                        ));
-                    }
-                }
+            if strict && body.len() as u64 > cut && body.len() < len {
+                failures.push(format!("--- {label}: {} body bytes arrived, beyond the new size {cut}", body.len()));
             }
         }
     }
-    match exchange(&s, &get("/index.html", &[])) {
+    match exchange(s, &get("/index.html", &[])) {
         Ok((r, _)) if r.status == 200 && r.body == INDEX => {}
-        Ok((r, _)) => failures.push(format!("--- after truncation: {}", r.describe())),
-        Err(e) => failures.push(format!("--- after truncation: server no longer serves: {e}")),
+        Ok((r, _)) => failures.push(format!("--- after {label}: {}", r.describe())),
+        Err(e) => failures.push(format!("--- after {label}: server no longer serves: {e}")),
     }
     // Fetching the shrunk file again: a server with a stat cache may still announce the old
     // size, but whatever arrives must be a prefix of the real content, never padding.
-    {
-        let mut c = s.connect();
-        let _ = c.send(&get("/shrink.bin", &[]));
-        match c.read_to_close(TIMEOUT) {
-            Err(e) => failures.push(format!("--- truncated file afterwards: {e}")),
-            Ok(all) => match all.windows(4).position(|w| w == b"\r\n\r\n") {
-                None => failures.push(format!("--- truncated file afterwards: no head: {:?}", show(&all))),
-                Some(p) => {
-                    let body = &all[p + 4..];
-                    let head = String::from_utf8_lossy(&all[..p]).into_owned();
-                    let cl = head
-                        .split("\r\n")
-                        .filter_map(|l| l.split_once(':'))
-                        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-                        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
-                    if body.len() as u64 > CUT || body != &big[..body.len()] {
-                        failures.push(format!("--- truncated file afterwards: wrong bytes ({} bytes) head {head:?}", body.len()));
-                    } else if cl == Some(CUT) && body.len() as u64 != CUT {
-                        failures.push(format!("--- truncated file afterwards: short body {} of {CUT}", body.len()));
-                    } else if !head.starts_with("HTTP/1.1 200") {
-                        failures.push(format!("--- truncated file afterwards: {head:?}"));
-                    }
+    let mut c = s.connect();
+    let _ = c.send(&get(&format!("/{name}"), &[]));
+    match c.read_to_close(TIMEOUT) {
+        Err(e) => failures.push(format!("--- {label}, file fetched again: {e}")),
+        Ok(all) => match all.windows(4).position(|w| w == b"\r\n\r\n") {
+            None => failures.push(format!("--- {label}, file fetched again: no head: {:?}", show(&all))),
+            Some(p) => {
+                let body = &all[p + 4..];
+                let head = String::from_utf8_lossy(&all[..p]).into_owned();
+                let cl = head
+                    .split("\r\n")
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+                if body.len() as u64 > cut || body != &content[..body.len()] {
+                    failures.push(format!("--- {label}, file fetched again: wrong bytes ({} bytes) head {head:?}", body.len()));
+                } else if cl == Some(cut) && body.len() as u64 != cut {
+                    failures.push(format!("--- {label}, file fetched again: short body {} of {cut}", body.len()));
+                } else if !head.starts_with("HTTP/1.1 200") {
+                    failures.push(format!("--- {label}, file fetched again: {head:?}"));
                 }
-            },
-        }
+            }
+        },
     }
-    finish(&s, 3, failures);
+    failures
+}
+
+#[test]
+fn file_truncated_while_sending() {
+    let d = fixture();
+    let s = Server::start(&d);
+    let mut failures = Vec::new();
+
+    // The brief's scenario: 16 MiB cut to 1 MiB. The server must close (not hang, not send
+    // more than Content-Length) and keep serving; the first MiB must be exact. Bytes past
+    // 1 MiB may already have been queued by the kernel, so they are not compared.
+    let small = pseudo_random(16 << 20, 0x1234_5678_9abc_def1);
+    d.file("shrink.bin", &small);
+    failures.extend(truncation_scenario(&s, &d, "shrink.bin", &small, 1 << 20, false));
+    drop(small);
+
+    // Same, with the cut beyond anything the kernel can have queued, so every byte after the
+    // cut would have to come from the server after the truncation: none may be wrong.
+    let cut = (max_in_flight() + (8 << 20)).max(1 << 20);
+    let big = pseudo_random((cut + (8 << 20)) as usize, 0x0fed_cba9_8765_4321);
+    d.file("shrink2.bin", &big);
+    failures.extend(truncation_scenario(&s, &d, "shrink2.bin", &big, cut, true));
+    finish(&s, 6, failures);
 }
 
 #[test]
@@ -1093,9 +1118,11 @@ fn sigint_is_graceful_sigterm_is_immediate() {
 //   allows either; the brief picks 400).
 // * bad `HTTP/2 preface -> 400/505 then close`: lighttpd speaks h2c with prior knowledge
 //   and answers with an HTTP/2 SETTINGS frame; glint is HTTP/1.x only.
-// * truncation `wrong bytes sent`: after the file shrinks to 1 MiB mid-response lighttpd
-//   keeps sending zero bytes up to the old Content-Length (observed: zeros from offset
-//   1048576); glint must close the connection instead of padding.
+// * (not a lighttpd failure, a kernel effect) truncation: with the brief's 16 MiB -> 1 MiB,
+//   both lighttpd and glint deliver zeros from offset 1 MiB up to ~4 MiB: the bytes were
+//   queued by sendfile() before the truncation and the kernel hands out zeroed pages. The
+//   test therefore only compares the first `cut` bytes there, and checks every byte in a
+//   second run whose cut lies beyond the kernel's in-flight limit (tcp_rmem + tcp_wmem max).
 //
 // Everything else (about 150 checks, including the 500-client, 8 MB/reset, 4.5 GiB range
 // and signal tests) passes against lighttpd 1.4.69.
