@@ -1126,3 +1126,10 @@ fn sigint_is_graceful_sigterm_is_immediate() {
 //
 // Everything else (about 150 checks, including the 500-client, 8 MB/reset, 4.5 GiB range
 // and signal tests) passes against lighttpd 1.4.69.
+
+#[test]
+fn harness_date_parser_agrees_with_fixture_mtime() {
+    assert!(is_imf_fixdate(MTIME_HTTP));
+    assert_eq!(imf_fixdate_epoch(MTIME_HTTP), MTIME_EPOCH as i64);
+    assert_eq!(imf_fixdate_epoch("Sun, 06 Nov 1994 08:49:37 GMT"), 784_111_777);
+}
