@@ -14,6 +14,7 @@
 mod common;
 
 use common::*;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 const INDEX: &[u8] = b"<html><body>glint index page</body></html>\n";
@@ -1132,4 +1133,102 @@ fn harness_date_parser_agrees_with_fixture_mtime() {
     assert!(is_imf_fixdate(MTIME_HTTP));
     assert_eq!(imf_fixdate_epoch(MTIME_HTTP), MTIME_EPOCH as i64);
     assert_eq!(imf_fixdate_epoch("Sun, 06 Nov 1994 08:49:37 GMT"), 784_111_777);
+}
+
+// ---------------------------------------------------------------------------
+// Connection slots are released (with --max-connections)
+// ---------------------------------------------------------------------------
+
+/// After churn, `max` connections at once must each be answered within 3 s (a slot
+/// still held by a client that already left shows up as a stall here).
+fn all_slots_usable(s: &Server, max: usize, label: &str) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut conns: Vec<Conn> = (0..max).map(|_| s.connect()).collect();
+    for (i, c) in conns.iter_mut().enumerate() {
+        let t = Instant::now();
+        let _ = c.send(b"GET /digits.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+        match c.read_response_by(false, t + Duration::from_secs(3)) {
+            Ok(r) if r.status == 200 && r.body == DIGITS => {}
+            Ok(r) => failures.push(format!("--- {label}: slot {i}: {}", r.describe())),
+            Err(e) => failures.push(format!("--- {label}: slot {i} not served within 3 s (slot still held by a gone client?): {e}")),
+        }
+    }
+    failures
+}
+
+#[test]
+fn connection_slots_are_released() {
+    const MAX: usize = 8;
+    let d = fixture();
+    let big = pseudo_random(4 << 20, 7);
+    d.file("big.bin", &big);
+    let s = Server::start_with(&d, &["--max-connections", &MAX.to_string()]);
+    let mut failures = Vec::new();
+    // 5 rounds of MAX connections ending in every way a client can end one.
+    for round in 0..5 {
+        for k in 0..MAX {
+            let mut c = s.connect();
+            match (round + k) % 5 {
+                0 => {
+                    // normal request, normal close
+                    let _ = c.send(&get("/index.html", &[]));
+                    if let Err(e) = c.read_response(false) {
+                        failures.push(format!("--- round {round} conn {k}: {e}"));
+                    }
+                }
+                1 => {
+                    // reset in the middle of a large response
+                    let _ = c.send(&get("/big.bin", &[]));
+                    let _ = c.read_response_by(false, Instant::now() + Duration::from_millis(20));
+                    c.set_linger_zero();
+                }
+                2 => {} // connect and close without a byte
+                3 => {
+                    let _ = c.send(b"GET /index.html HTTP/1.1\r\nHo"); // half a request, then close
+                }
+                _ => {
+                    // keep-alive request, then the client closes
+                    let _ = c.send(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n");
+                    if let Err(e) = c.read_response(false) {
+                        failures.push(format!("--- round {round} conn {k}: {e}"));
+                    }
+                }
+            }
+        }
+    }
+    failures.extend(all_slots_usable(&s, MAX, "after mixed churn"));
+    finish(&s, 5 * MAX + MAX, failures);
+}
+
+/// A client that sends part of a request and closes (FIN arriving together with the data)
+/// must not keep its connection slot: the server has to notice the EOF.
+#[test]
+fn half_request_then_close_frees_the_slot() {
+    const MAX: usize = 8;
+    let d = fixture();
+    let s = Server::start_with(&d, &["--max-connections", &MAX.to_string()]);
+    let mut failures = Vec::new();
+    for _ in 0..MAX {
+        let mut c = s.connect();
+        let _ = c.send(b"GET /index.html HTTP/1.1\r\nHo");
+    }
+    failures.extend(all_slots_usable(&s, MAX, "after half requests"));
+    drop(s);
+    // Same with a half-close: the client keeps its socket but shuts down writing, so the
+    // request can never complete; the server must give up the connection.
+    let s = Server::start_with(&d, &["--max-connections", &MAX.to_string()]);
+    let mut half_closed = Vec::new();
+    for _ in 0..MAX {
+        let c = s.connect();
+        let _ = (&c.stream).write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n");
+        c.shutdown_write();
+        half_closed.push(c);
+    }
+    // The half-closed client must see the server close (an error response first is fine).
+    if let Err(e) = half_closed[0].read_to_close(Duration::from_secs(3)) {
+        failures.push(format!("--- half request + shutdown(WR): server did not close within 3 s: {e}"));
+    }
+    failures.extend(all_slots_usable(&s, MAX, "after half requests with shutdown(WR)"));
+    drop(half_closed);
+    finish(&s, 2 * MAX + 1, failures);
 }
