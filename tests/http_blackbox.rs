@@ -733,6 +733,19 @@ fn persistence_and_pipelining() {
         if extra.is_empty() { Ok(()) } else { Err(format!("extra bytes after HEAD responses: {:?}", show(&extra))) }
     });
 
+    case("request then shutdown(WR): answered, then the server closes", &mut || {
+        // No further request can arrive on a half-closed connection; the server should
+        // answer what it has and then close rather than wait for an idle timeout.
+        let mut c = s.connect();
+        let _ = c.send(g11);
+        c.shutdown_write();
+        let r = c.read_response(false)?;
+        if r.status != 200 || r.body != INDEX {
+            return Err(r.describe());
+        }
+        c.expect_close(Duration::from_secs(3)).map(|_| ())
+    });
+
     case("400 closes even with pipelined requests behind it", &mut || {
         let mut c = s.connect();
         let req = b"GET /index.html HTTP/1.1\r\n\r\nGET /index.html HTTP/1.1\r\nHost: t\r\n\r\n";
