@@ -14,6 +14,7 @@
 mod common;
 
 use common::*;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 const INDEX: &[u8] = b"<html><body>glint index page</body></html>\n";
@@ -36,7 +37,7 @@ fn fixture() -> Docroot {
         .file("style.css", CSS)
         .file("app.js", JS)
         .file("photo.jpg", JPG)
-        .file("data.xyz", XYZ)
+        .file("data.unknownext", XYZ)
         .file("empty.txt", b"")
         .file("a b.txt", SPACE)
         .file("café.txt", CAFE)
@@ -132,7 +133,7 @@ fn static_files_and_directories() {
             .body(JPG),
         Case::new(
             "unknown extension -> octet-stream",
-            get("/data.xyz", &[]),
+            get("/data.unknownext", &[]),
             &[200],
         )
         .hdr("Content-Type", "application/octet-stream")
@@ -235,7 +236,7 @@ fn static_files_and_directories() {
         "/digits.txt",
         "/style.css",
         "/idx/",
-        "/data.xyz",
+        "/data.unknownext",
     ] {
         let g = exchange(&s, &get(path, &[]));
         let h = exchange(&s, &head(path, &[]));
@@ -1099,6 +1100,22 @@ fn persistence_and_pipelining() {
     });
 
     case(
+        "request then shutdown(WR): answered, then the server closes",
+        &mut || {
+            // No further request can arrive on a half-closed connection; the server should
+            // answer what it has and then close rather than wait for an idle timeout.
+            let mut c = s.connect();
+            let _ = c.send(g11);
+            c.shutdown_write();
+            let r = c.read_response(false)?;
+            if r.status != 200 || r.body != INDEX {
+                return Err(r.describe());
+            }
+            c.expect_close(Duration::from_secs(3)).map(|_| ())
+        },
+    );
+
+    case(
         "400 closes even with pipelined requests behind it",
         &mut || {
             let mut c = s.connect();
@@ -1283,19 +1300,40 @@ fn large_file_and_client_resets() {
     finish(&s, 7, failures);
 }
 
-#[test]
-fn file_truncated_while_sending() {
-    const LEN: usize = 16 * 1024 * 1024;
-    const CUT: u64 = 1024 * 1024;
-    let d = fixture();
-    let big = pseudo_random(LEN, 0x1234_5678_9abc_def1);
-    d.file("shrink.bin", &big);
-    let s = Server::start(&d);
-    let mut failures = Vec::new();
+/// Upper bound of bytes the kernel can hold in flight on one loopback connection
+/// (client receive buffer + server send buffer, both autotuned up to these sysctls).
+fn max_in_flight() -> u64 {
+    let max_of = |p: &str| -> Option<u64> {
+        std::fs::read_to_string(p)
+            .ok()?
+            .split_whitespace()
+            .nth(2)?
+            .parse()
+            .ok()
+    };
+    max_of("/proc/sys/net/ipv4/tcp_rmem").unwrap_or(32 << 20)
+        + max_of("/proc/sys/net/ipv4/tcp_wmem").unwrap_or(4 << 20)
+}
 
+/// Starts downloading `name` (`len` bytes of `content`), reads 256 KiB, truncates the file
+/// to `cut` bytes, then reads until the server closes. Returns the failures.
+/// `strict`: every received byte must equal the original content. Only meaningful when
+/// `cut` exceeds what can already be queued in the kernel at truncation time: bytes that a
+/// sendfile() queued before the truncation come back as zeros (observed on Linux/ext4 with
+/// both lighttpd and glint), which is the kernel's doing, not the server's.
+fn truncation_scenario(
+    s: &Server,
+    d: &Docroot,
+    name: &str,
+    content: &[u8],
+    cut: u64,
+    strict: bool,
+) -> Vec<String> {
+    let len = content.len();
+    let mut failures = Vec::new();
+    let label = format!("truncation {} MiB -> {} MiB", len >> 20, cut >> 20);
     let mut c = s.connect();
-    let _ = c.send(&get("/shrink.bin", &[]));
-    // Read the head and the first 256 KiB, then truncate the file under the server.
+    let _ = c.send(&get(&format!("/{name}"), &[]));
     let deadline = Instant::now() + TIMEOUT;
     let head_end = loop {
         if let Some(p) = c.buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -1311,98 +1349,137 @@ fn file_truncated_while_sending() {
             deadline.min(Instant::now() + Duration::from_millis(1)),
         );
     };
-    match head_end {
-        None => failures.push(format!(
-            "--- truncation: no head + 256 KiB of body: {:?}",
+    let Some(he) = head_end else {
+        failures.push(format!(
+            "--- {label}: no head + 256 KiB of body: {:?}",
             show(&c.buf)
+        ));
+        return failures;
+    };
+    let f = std::fs::File::options()
+        .write(true)
+        .open(d.path(name))
+        .unwrap();
+    f.set_len(cut).unwrap();
+    drop(f);
+    let head = String::from_utf8_lossy(&c.buf[..he]).into_owned();
+    if !head.starts_with("HTTP/1.1 200") {
+        failures.push(format!("--- {label}: unexpected head {head:?}"));
+    }
+    match c.read_to_close(TIMEOUT) {
+        Err(e) => failures.push(format!(
+            "--- {label}: server hung instead of closing: {e} (got {} body bytes)",
+            c.buf.len() - he
         )),
-        Some(he) => {
-            let f = std::fs::File::options()
-                .write(true)
-                .open(d.path("shrink.bin"))
-                .unwrap();
-            f.set_len(CUT).unwrap();
-            drop(f);
-            let head = String::from_utf8_lossy(&c.buf[..he]).into_owned();
-            // Everything until the server closes (or 10 s) must arrive.
-            let res = c.read_to_close(TIMEOUT);
-            let mut all = c.buf.clone();
-            if let Ok(rest) = &res {
-                all = rest.clone();
-            }
-            let body = &all[he.min(all.len())..];
-            if !head.starts_with("HTTP/1.1 200") {
-                failures.push(format!("--- truncation: unexpected head {head:?}"));
-            }
-            match res {
-                Err(e) => failures.push(format!(
-                    "--- truncation: server hung instead of closing: {e} (got {} body bytes)",
+        Ok(all) => {
+            let body = &all[he..];
+            eprintln!(
+                "{label}: {} of {len} body bytes arrived before the server closed",
+                body.len()
+            );
+            if body.len() > len {
+                failures.push(format!(
+                    "--- {label}: {} body bytes, more than Content-Length {len}",
                     body.len()
-                )),
-                Ok(_) => {
-                    if body.len() > LEN {
-                        failures.push(format!(
-                            "--- truncation: {} body bytes, more than Content-Length {LEN}",
-                            body.len()
-                        ));
-                    }
-                    if let Some(p) = body.iter().zip(&big).position(|(a, b)| a != b) {
-                        failures.push(format!(
-                            "--- truncation: wrong bytes sent: first difference at body offset {p} of {} body bytes \
-                             (got {:02x?}, file had {:02x?}); the server should close instead",
-                            body.len(),
-                            &body[p..(p + 8).min(body.len())],
-                            &big[p..p + 8]
-                        ));
-                    }
-                }
+                ));
+            }
+            let checked = if strict {
+                body.len()
+            } else {
+                body.len().min(cut as usize)
+            };
+            if let Some(p) = body[..checked]
+                .iter()
+                .zip(content)
+                .position(|(a, b)| a != b)
+            {
+                failures.push(format!(
+                    "--- {label}: wrong bytes sent: first difference at body offset {p} of {} body bytes \
+                     (got {:02x?}, file had {:02x?}); the server should close at the new end of file",
+                    body.len(),
+                    &body[p..(p + 8).min(body.len())],
+                    &content[p..p + 8]
+                ));
+            }
+            if strict && body.len() as u64 > cut && body.len() < len {
+                failures.push(format!(
+                    "--- {label}: {} body bytes arrived, beyond the new size {cut}",
+                    body.len()
+                ));
             }
         }
     }
-    match exchange(&s, &get("/index.html", &[])) {
+    match exchange(s, &get("/index.html", &[])) {
         Ok((r, _)) if r.status == 200 && r.body == INDEX => {}
-        Ok((r, _)) => failures.push(format!("--- after truncation: {}", r.describe())),
-        Err(e) => failures.push(format!(
-            "--- after truncation: server no longer serves: {e}"
-        )),
+        Ok((r, _)) => failures.push(format!("--- after {label}: {}", r.describe())),
+        Err(e) => failures.push(format!("--- after {label}: server no longer serves: {e}")),
     }
     // Fetching the shrunk file again: a server with a stat cache may still announce the old
     // size, but whatever arrives must be a prefix of the real content, never padding.
-    {
-        let mut c = s.connect();
-        let _ = c.send(&get("/shrink.bin", &[]));
-        match c.read_to_close(TIMEOUT) {
-            Err(e) => failures.push(format!("--- truncated file afterwards: {e}")),
-            Ok(all) => {
-                match all.windows(4).position(|w| w == b"\r\n\r\n") {
-                    None => failures.push(format!(
-                        "--- truncated file afterwards: no head: {:?}",
-                        show(&all)
-                    )),
-                    Some(p) => {
-                        let body = &all[p + 4..];
-                        let head = String::from_utf8_lossy(&all[..p]).into_owned();
-                        let cl = head
-                            .split("\r\n")
-                            .filter_map(|l| l.split_once(':'))
-                            .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-                            .and_then(|(_, v)| v.trim().parse::<u64>().ok());
-                        if body.len() as u64 > CUT || body != &big[..body.len()] {
-                            failures.push(format!("--- truncated file afterwards: wrong bytes ({} bytes) head {head:?}", body.len()));
-                        } else if cl == Some(CUT) && body.len() as u64 != CUT {
-                            failures.push(format!(
-                                "--- truncated file afterwards: short body {} of {CUT}",
-                                body.len()
-                            ));
-                        } else if !head.starts_with("HTTP/1.1 200") {
-                            failures.push(format!("--- truncated file afterwards: {head:?}"));
-                        }
-                    }
+    let mut c = s.connect();
+    let _ = c.send(&get(&format!("/{name}"), &[]));
+    match c.read_to_close(TIMEOUT) {
+        Err(e) => failures.push(format!("--- {label}, file fetched again: {e}")),
+        Ok(all) => match all.windows(4).position(|w| w == b"\r\n\r\n") {
+            None => failures.push(format!(
+                "--- {label}, file fetched again: no head: {:?}",
+                show(&all)
+            )),
+            Some(p) => {
+                let body = &all[p + 4..];
+                let head = String::from_utf8_lossy(&all[..p]).into_owned();
+                let cl = head
+                    .split("\r\n")
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+                if body.len() as u64 > cut || body != &content[..body.len()] {
+                    failures.push(format!(
+                        "--- {label}, file fetched again: wrong bytes ({} bytes) head {head:?}",
+                        body.len()
+                    ));
+                } else if cl == Some(cut) && body.len() as u64 != cut {
+                    failures.push(format!(
+                        "--- {label}, file fetched again: short body {} of {cut}",
+                        body.len()
+                    ));
+                } else if !head.starts_with("HTTP/1.1 200") {
+                    failures.push(format!("--- {label}, file fetched again: {head:?}"));
                 }
             }
-        }
+        },
     }
-    finish(&s, 3, failures);
+    failures
+}
+
+#[test]
+fn file_truncated_while_sending() {
+    let d = fixture();
+    let s = Server::start(&d);
+    let mut failures = Vec::new();
+
+    // The brief's scenario: 16 MiB cut to 1 MiB. The server must close (not hang, not send
+    // more than Content-Length) and keep serving; the first MiB must be exact. Bytes past
+    // 1 MiB may already have been queued by the kernel, so they are not compared.
+    let small = pseudo_random(16 << 20, 0x1234_5678_9abc_def1);
+    d.file("shrink.bin", &small);
+    failures.extend(truncation_scenario(
+        &s,
+        &d,
+        "shrink.bin",
+        &small,
+        1 << 20,
+        false,
+    ));
+    drop(small);
+
+    // Same, with the cut beyond anything the kernel can have queued, so every byte after the
+    // cut would have to come from the server after the truncation: none may be wrong.
+    let cut = (max_in_flight() + (8 << 20)).max(1 << 20);
+    let big = pseudo_random((cut + (8 << 20)) as usize, 0x0fed_cba9_8765_4321);
+    d.file("shrink2.bin", &big);
+    failures.extend(truncation_scenario(&s, &d, "shrink2.bin", &big, cut, true));
+    finish(&s, 6, failures);
 }
 
 #[test]
@@ -1543,9 +1620,125 @@ fn sigint_is_graceful_sigterm_is_immediate() {
 //   allows either; the brief picks 400).
 // * bad `HTTP/2 preface -> 400/505 then close`: lighttpd speaks h2c with prior knowledge
 //   and answers with an HTTP/2 SETTINGS frame; glint is HTTP/1.x only.
-// * truncation `wrong bytes sent`: after the file shrinks to 1 MiB mid-response lighttpd
-//   keeps sending zero bytes up to the old Content-Length (observed: zeros from offset
-//   1048576); glint must close the connection instead of padding.
+// * (not a lighttpd failure, a kernel effect) truncation: with the brief's 16 MiB -> 1 MiB,
+//   both lighttpd and glint deliver zeros from offset 1 MiB up to ~4 MiB: the bytes were
+//   queued by sendfile() before the truncation and the kernel hands out zeroed pages. The
+//   test therefore only compares the first `cut` bytes there, and checks every byte in a
+//   second run whose cut lies beyond the kernel's in-flight limit (tcp_rmem + tcp_wmem max).
 //
 // Everything else (about 150 checks, including the 500-client, 8 MB/reset, 4.5 GiB range
 // and signal tests) passes against lighttpd 1.4.69.
+
+#[test]
+fn harness_date_parser_agrees_with_fixture_mtime() {
+    assert!(is_imf_fixdate(MTIME_HTTP));
+    assert_eq!(imf_fixdate_epoch(MTIME_HTTP), MTIME_EPOCH as i64);
+    assert_eq!(
+        imf_fixdate_epoch("Sun, 06 Nov 1994 08:49:37 GMT"),
+        784_111_777
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Connection slots are released (with --max-connections)
+// ---------------------------------------------------------------------------
+
+/// After churn, `max` connections at once must each be answered within 3 s (a slot
+/// still held by a client that already left shows up as a stall here).
+fn all_slots_usable(s: &Server, max: usize, label: &str) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut conns: Vec<Conn> = (0..max).map(|_| s.connect()).collect();
+    for (i, c) in conns.iter_mut().enumerate() {
+        let t = Instant::now();
+        let _ = c.send(b"GET /digits.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+        match c.read_response_by(false, t + Duration::from_secs(3)) {
+            Ok(r) if r.status == 200 && r.body == DIGITS => {}
+            Ok(r) => failures.push(format!("--- {label}: slot {i}: {}", r.describe())),
+            Err(e) => failures.push(format!("--- {label}: slot {i} not served within 3 s (slot still held by a gone client?): {e}")),
+        }
+    }
+    failures
+}
+
+#[test]
+fn connection_slots_are_released() {
+    const MAX: usize = 8;
+    let d = fixture();
+    let big = pseudo_random(4 << 20, 7);
+    d.file("big.bin", &big);
+    let s = Server::start_with(&d, &["--max-connections", &MAX.to_string()]);
+    let mut failures = Vec::new();
+    // 5 rounds of MAX connections ending in every way a client can end one.
+    for round in 0..5 {
+        for k in 0..MAX {
+            let mut c = s.connect();
+            match (round + k) % 5 {
+                0 => {
+                    // normal request, normal close
+                    let _ = c.send(&get("/index.html", &[]));
+                    if let Err(e) = c.read_response(false) {
+                        failures.push(format!("--- round {round} conn {k}: {e}"));
+                    }
+                }
+                1 => {
+                    // reset in the middle of a large response
+                    let _ = c.send(&get("/big.bin", &[]));
+                    let _ = c.read_response_by(false, Instant::now() + Duration::from_millis(20));
+                    c.set_linger_zero();
+                }
+                2 => {} // connect and close without a byte
+                3 => {
+                    let _ = c.send(b"GET /index.html HTTP/1.1\r\nHo"); // half a request, then close
+                }
+                _ => {
+                    // keep-alive request, then the client closes
+                    let _ = c.send(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n");
+                    if let Err(e) = c.read_response(false) {
+                        failures.push(format!("--- round {round} conn {k}: {e}"));
+                    }
+                }
+            }
+        }
+    }
+    failures.extend(all_slots_usable(&s, MAX, "after mixed churn"));
+    finish(&s, 5 * MAX + MAX, failures);
+}
+
+/// A client that sends part of a request and closes (FIN arriving together with the data)
+/// must not keep its connection slot: the server has to notice the EOF.
+#[test]
+fn half_request_then_close_frees_the_slot() {
+    const MAX: usize = 8;
+    let d = fixture();
+    let s = Server::start_with(&d, &["--max-connections", &MAX.to_string()]);
+    let mut failures = Vec::new();
+    for _ in 0..MAX {
+        let mut c = s.connect();
+        let _ = c.send(b"GET /index.html HTTP/1.1\r\nHo");
+    }
+    failures.extend(all_slots_usable(&s, MAX, "after half requests"));
+    drop(s);
+    // Same with a half-close: the client keeps its socket but shuts down writing, so the
+    // request can never complete; the server must give up the connection.
+    let s = Server::start_with(&d, &["--max-connections", &MAX.to_string()]);
+    let mut half_closed = Vec::new();
+    for _ in 0..MAX {
+        let c = s.connect();
+        let _ = (&c.stream).write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n");
+        c.shutdown_write();
+        half_closed.push(c);
+    }
+    // The half-closed client must see the server close (an error response first is fine).
+    if let Err(e) = half_closed[0].read_to_close(Duration::from_secs(3)) {
+        failures.push(format!(
+            "--- half request + shutdown(WR): server did not close within 3 s: {e}"
+        ));
+    }
+    failures.extend(all_slots_usable(
+        &s,
+        MAX,
+        "after half requests with shutdown(WR)",
+    ));
+    drop(half_closed);
+    finish(&s, 2 * MAX + 1, failures);
+}

@@ -770,12 +770,40 @@ pub fn is_imf_fixdate(s: &str) -> bool {
         && &s[25..] == " GMT"
 }
 
+/// Seconds since the epoch of an IMF-fixdate (which must be valid per [`is_imf_fixdate`]).
+pub fn imf_fixdate_epoch(s: &str) -> i64 {
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let n = |r: std::ops::Range<usize>| s[r].parse::<i64>().unwrap();
+    let (d, y) = (n(5..7), n(12..16));
+    let m = months.iter().position(|x| *x == &s[8..11]).unwrap() as i64 + 1;
+    // Days from civil (Howard Hinnant's algorithm).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    days * 86_400 + n(17..19) * 3600 + n(20..22) * 60 + n(23..25)
+}
+
 /// Checks every response must pass: Date (IMF-fixdate), Server prefix, and for
 /// error statuses an HTML body mentioning the code.
 pub fn common_checks(server: &Server, r: &Response, head_req: bool) -> Vec<String> {
     let mut errs = Vec::new();
     match r.header("date") {
-        Some(d) if is_imf_fixdate(d) => {}
+        Some(d) if is_imf_fixdate(d) => {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs() as i64;
+            if (imf_fixdate_epoch(d) - now).abs() > 120 {
+                errs.push(format!(
+                    "Date {d:?} is more than 2 minutes off the current time"
+                ));
+            }
+        }
         Some(d) => errs.push(format!("Date is not an IMF-fixdate: {d:?}")),
         None => errs.push("no Date header".into()),
     }
