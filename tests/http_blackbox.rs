@@ -1517,7 +1517,7 @@ fn range_beyond_4gib_on_sparse_file() {
         .body(MARK),
         Case::new(
             "suffix range of a 5 GiB file",
-            get("/sparse.bin", &[&"Range: bytes=-4".to_string()]),
+            get("/sparse.bin", &["Range: bytes=-4"]),
             &[206],
         )
         .hdr(
