@@ -153,6 +153,9 @@ pub struct BackendConn {
     connected: bool,
     readable: bool,
     writable: bool,
+    /// The backend closed its side: the end of stream is still to be read,
+    /// and no new edge will announce it.
+    peer_closed: bool,
     /// Undecoded FastCGI record bytes.
     records: Vec<u8>,
     /// The CGI header block while it is being collected.
@@ -469,6 +472,7 @@ impl Gateways {
             connected: false,
             readable: false,
             writable: false,
+            peer_closed: false,
             records: Vec::new(),
             head: Vec::new(),
             answered: false,
@@ -487,6 +491,9 @@ impl Gateways {
         }
         if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
             b.writable = true;
+        }
+        if ev.is_read_closed() || ev.is_error() {
+            b.peer_closed = true;
         }
         Some(b.client)
     }
@@ -633,7 +640,8 @@ impl Gateways {
                     if conn.out.pending_mem() >= CLIENT_HIGH_WATER {
                         b.paused = true;
                     }
-                    if n < buf.len() {
+                    // A short read drained the socket, unless the end of stream is pending.
+                    if n < buf.len() && !b.peer_closed {
                         b.readable = false;
                     }
                 }

@@ -1,0 +1,57 @@
+"""An SCGI application on the scgi package (the stack of seed 000), for glint's tests.
+
+usage: scgi_app.py tcp            -> listens on 127.0.0.1, a free port
+       scgi_app.py unix PATH      -> listens on a unix socket
+Prints "ready PORT-or-PATH" once listening.
+"""
+import hashlib
+import os
+import socket
+import sys
+import time
+
+from scgi import scgi_server
+
+
+class Handler(scgi_server.SCGIHandler):
+    def produce(self, env, bodysize, input, output):
+        body = input.read(bodysize) if bodysize else b""
+        path = env.get("PATH_INFO", "")
+        if path == "/die":
+            # Promise 100 bytes, send 7, die: the client must be able to tell.
+            output.write(b"Status: 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\npartial")
+            output.flush()
+            os._exit(1)
+        if path == "/slow":
+            time.sleep(float(env.get("QUERY_STRING") or "3"))
+        if path == "/big":
+            n = int(env.get("QUERY_STRING") or "1000000")
+            output.write(b"Status: 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n")
+            chunk = bytes(range(256)) * 256
+            while n > 0:
+                output.write(chunk[: min(n, len(chunk))])
+                n -= len(chunk)
+            return
+        lines = ["%s=%s" % (k, env[k]) for k in sorted(env)]
+        lines.append("BODY-LEN=%d" % len(body))
+        lines.append("BODY-MD5=%s" % hashlib.md5(body).hexdigest())
+        out = ("\n".join(lines) + "\n").encode()
+        output.write(b"Status: 200 OK\r\nContent-Type: text/plain\r\nX-Backend: scgi\r\n\r\n" + out)
+
+
+def main():
+    if sys.argv[1] == "tcp":
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", 0))
+        where = str(s.getsockname()[1])
+    else:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(sys.argv[2])
+        where = sys.argv[2]
+    s.listen(64)
+    print("ready", where, flush=True)
+    scgi_server.SCGIServer(Handler, max_children=4).serve_on_socket(s)
+
+
+main()

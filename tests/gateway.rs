@@ -1,0 +1,397 @@
+//! Gateways with real backends: an SCGI application on the `scgi` package
+//! (seed 000), a WSGI application on flup over FastCGI (seed 002), and
+//! php-cgi spawned by glint itself (seed 004). `.ci/run` installs them.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A backend process, killed on drop.
+struct Backend {
+    child: Child,
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn backends_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/backends")
+}
+
+/// Starts `scgi_app.py` and returns it with the address it printed.
+fn scgi_backend(args: &[&str]) -> (Backend, String) {
+    let mut child = Command::new("python3")
+        .arg(backends_dir().join("scgi_app.py"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 with the scgi package (pip install scgi)");
+    let mut line = String::new();
+    let out = child.stdout.take().expect("stdout");
+    BufReader::new(out)
+        .read_line(&mut line)
+        .expect("ready line");
+    let where_ = line
+        .strip_prefix("ready ")
+        .unwrap_or_else(|| panic!("scgi_app.py did not start (pip install scgi): {line:?}"))
+        .trim()
+        .to_string();
+    (Backend { child }, where_)
+}
+
+/// Starts the flup application on a unix socket and waits until it accepts.
+fn flup_backend(sock: &Path) -> Backend {
+    let child = Command::new("python3")
+        .arg(backends_dir().join("fcgi_app.py"))
+        .arg(sock)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 with flup (pip install flup)");
+    let b = Backend { child };
+    let deadline = Instant::now() + TIMEOUT;
+    while std::os::unix::net::UnixStream::connect(sock).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "flup did not listen on {}",
+            sock.display()
+        );
+        // The backend gives no readiness signal; poll its socket briefly.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    b
+}
+
+fn start_conf(d: &Docroot, conf: &str) -> Server {
+    let path = d.base.join("glint.conf");
+    std::fs::write(&path, conf).unwrap();
+    Server::start_with(d, &["-f", path.to_str().unwrap()])
+}
+
+fn fetch(s: &Server, request: &[u8]) -> Response {
+    match exchange(s, request) {
+        Ok((r, _)) => r,
+        Err(e) => panic!(
+            "request {:?} failed: {e}\n{}",
+            show(request),
+            s.stderr_tail()
+        ),
+    }
+}
+
+fn body_text(r: &Response) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+/// `KEY=value` lines of an echo backend.
+fn env_of(r: &Response, key: &str) -> Option<String> {
+    body_text(r)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_string))
+}
+
+fn md5_hex(data: &[u8]) -> String {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import hashlib,sys; print(hashlib.md5(sys.stdin.buffer.read()).hexdigest())",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(data)?;
+            c.wait_with_output()
+        })
+        .expect("python3");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn scgi_over_tcp_sees_the_cgi_environment() {
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let d = Docroot::new();
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         server.modules += ( \"mod_scgi\" )\n\
+         scgi.server = ( \"/scgi-test\" => ( \"localhost\" => ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(
+        &s,
+        b"GET /scgi-test/some/path?x=1&y=2 HTTP/1.1\r\nHost: app.test\r\nUser-Agent: t/1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(r.header("x-backend"), Some("scgi"));
+    let want = [
+        ("SCGI", "1"),
+        ("REQUEST_METHOD", "GET"),
+        ("SCRIPT_NAME", "/scgi-test"),
+        ("PATH_INFO", "/some/path"),
+        ("QUERY_STRING", "x=1&y=2"),
+        ("REQUEST_URI", "/scgi-test/some/path?x=1&y=2"),
+        ("SERVER_PROTOCOL", "HTTP/1.1"),
+        ("SERVER_NAME", "app.test"),
+        ("HTTP_HOST", "app.test"),
+        ("HTTP_USER_AGENT", "t/1"),
+        ("REMOTE_ADDR", "127.0.0.1"),
+        ("GATEWAY_INTERFACE", "CGI/1.1"),
+        ("CONTENT_LENGTH", "0"),
+    ];
+    for (k, v) in want {
+        assert_eq!(
+            env_of(&r, k).as_deref(),
+            Some(v),
+            "{k} in\n{}",
+            body_text(&r)
+        );
+    }
+    // The backend gave no length: an HTTP/1.1 client gets chunked framing.
+    assert_eq!(r.framing, "chunked", "{}", r.head);
+}
+
+#[test]
+fn scgi_over_unix_socket_with_bodies() {
+    let d = Docroot::new();
+    let sock = d.base.join("scgi.socket");
+    let (_b, _) = scgi_backend(&["unix", sock.to_str().unwrap()]);
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/app\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display(),
+        sock.display()
+    );
+    let s = start_conf(&d, &conf);
+
+    // A large body with Content-Length.
+    let body = pseudo_random(300_000, 7);
+    let mut req = format!(
+        "POST /app/upload HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    let r = fetch(&s, &req);
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(env_of(&r, "BODY-LEN").as_deref(), Some("300000"));
+    assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
+    assert_eq!(
+        env_of(&r, "CONTENT_TYPE").as_deref(),
+        Some("application/octet-stream")
+    );
+
+    // A chunked body arrives decoded, with its real length.
+    let r = fetch(
+        &s,
+        b"POST /app/c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+    );
+    assert_eq!(
+        env_of(&r, "CONTENT_LENGTH").as_deref(),
+        Some("11"),
+        "{}",
+        body_text(&r)
+    );
+    assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(b"hello world")));
+
+    // A large streamed answer arrives whole, through a slow reader.
+    let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    c.set_read_timeout(Some(TIMEOUT)).unwrap();
+    c.write_all(b"GET /app/big?3000000 HTTP/1.0\r\n\r\n")
+        .unwrap();
+    let mut all = Vec::new();
+    c.read_to_end(&mut all).unwrap();
+    let at = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(all.len() - at, 3_000_000, "HTTP/1.0: close-delimited body");
+    let pattern: Vec<u8> = (0..=255u8).collect();
+    assert!(all[at..].chunks(256).all(|c| c == &pattern[..c.len()]));
+
+    // Keep-alive: two requests on one connection.
+    let mut c = s.connect();
+    for _ in 0..2 {
+        c.send(b"GET /app/ka HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let r = c.read_response(false).unwrap();
+        assert_eq!(r.status, 200, "{}", r.describe());
+    }
+}
+
+#[test]
+fn fastcgi_flup_answers_stream_and_statuses() {
+    let d = Docroot::new();
+    let sock = d.base.join("fcgi.socket");
+    let _b = flup_backend(&sock);
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         fastcgi.server = ( \"/wsgi\" => ( \"flup\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display(),
+        sock.display()
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(&s, &get("/wsgi/hello?q=1", &[]));
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(env_of(&r, "PATH_INFO").as_deref(), Some("/hello"));
+    assert_eq!(env_of(&r, "QUERY_STRING").as_deref(), Some("q=1"));
+    assert_eq!(r.framing, "length", "the app gave Content-Length");
+
+    let r = fetch(&s, &get("/wsgi/stream", &[]));
+    let want: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+    assert_eq!((r.status, body_text(&r)), (200, want));
+
+    let r = fetch(&s, &get("/wsgi/missing", &[]));
+    assert_eq!(r.status, 404, "the backend's status passes through");
+
+    let body = pseudo_random(200_000, 3);
+    let mut req = format!(
+        "PUT /wsgi/put HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    let r = fetch(&s, &req);
+    assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
+}
+
+#[test]
+fn overload_waits_in_the_queue_instead_of_failing() {
+    let d = Docroot::new();
+    let sock = d.base.join("q.socket");
+    let _b = flup_backend(&sock);
+    // Two backend connections at most: 40 concurrent slow-ish requests must all succeed.
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         fastcgi.server = ( \"/q\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\", \"max-connections\" => 2 ) ) )\n",
+        d.root.display(),
+        sock.display()
+    );
+    let s = start_conf(&d, &conf);
+    let port = s.port;
+    let threads: Vec<_> = (0..40)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                c.write_all(b"GET /q/slow?0.05 HTTP/1.0\r\n\r\n").unwrap();
+                let mut all = Vec::new();
+                let _ = c.read_to_end(&mut all);
+                String::from_utf8_lossy(&all[..all.len().min(12)]).into_owned()
+            })
+        })
+        .collect();
+    let statuses: Vec<String> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let ok = statuses
+        .iter()
+        .filter(|s| s.as_str() == "HTTP/1.1 200")
+        .count();
+    assert_eq!(ok, 40, "{statuses:?}\n{}", s.stderr_tail());
+}
+
+#[test]
+fn failures_become_502_503_504() {
+    let d = Docroot::new();
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let missing = d.base.join("nobody.socket");
+    let conf = format!(
+        "server.document-root = \"{root}\"\n\
+         scgi.server = (\n\
+           \"/down\" => ( ( \"socket\" => \"{missing}\", \"check-local\" => \"disable\" ) ),\n\
+           \"/up\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"read-timeout\" => 1 ) )\n\
+         )\n",
+        root = d.root.display(),
+        missing = missing.display()
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(&s, &get("/down/x", &[]));
+    assert_eq!(r.status, 503, "no backend listening: {}", r.describe());
+
+    let r = fetch(&s, &get("/up/slow?4", &[]));
+    assert_eq!(r.status, 504, "read time-out: {}", r.describe());
+
+    // The backend dies after the head and part of the body: the client gets
+    // fewer bytes than announced and a closed connection, so it can tell.
+    let mut c = s.connect();
+    c.send(b"GET /up/die HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let all = c.read_to_close(TIMEOUT).unwrap_or_default();
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("Content-Length: 100\r\n"), "{text}");
+    assert!(
+        text.ends_with("\r\n\r\npartial"),
+        "a cut answer must stay short: {text:?}"
+    );
+
+    // The server is still fine.
+    let r = fetch(&s, &get("/up/ok", &[]));
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert!(
+        s.stderr_tail().contains("nobody.socket"),
+        "the log names the backend"
+    );
+}
+
+#[test]
+fn php_cgi_spawned_by_glint_and_respawned() {
+    let php = ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("php-cgi (apt-get install php-cgi)");
+    let d = Docroot::new();
+    d.file(
+        "hello.php",
+        b"<?php header('X-Test: php'); echo 'Hello from PHP ', $_SERVER['SCRIPT_NAME'], ' ', $_GET['x'] ?? '', \"\\n\";",
+    );
+    let sock = d.base.join("php.socket");
+    let conf = format!(
+        "server.document-root = \"{root}\"\n\
+         fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{php}\", \"socket\" => \"{sock}\", \"max-procs\" => 1,\n\
+           \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"2\", \"PHP_FCGI_MAX_REQUESTS\" => \"10000\" ),\n\
+           \"bin-copy-environment\" => ( \"PATH\" ), \"broken-scriptfilename\" => \"enable\" )))\n",
+        root = d.root.display(),
+        sock = sock.display()
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(&s, &get("/hello.php?x=42", &[]));
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
+    assert_eq!(body_text(&r), "Hello from PHP /hello.php 42\n");
+    assert_eq!(r.header("x-test"), Some("php"));
+    let r = fetch(&s, &get("/nothere.php", &[]));
+    assert_eq!(r.status, 404, "check-local: {}", r.describe());
+
+    // Kill the php-cgi process: glint starts it again.
+    let sock0 = format!("{}-0", sock.display());
+    let pids = Command::new("pgrep")
+        .args(["-P", &s.pid().to_string()])
+        .output()
+        .expect("pgrep");
+    let pids = String::from_utf8_lossy(&pids.stdout).to_string();
+    assert!(!pids.trim().is_empty(), "php-cgi runs as glint's child");
+    for p in pids.split_whitespace() {
+        let _ = Command::new("kill").args(["-9", p]).status();
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = exchange(&s, &get("/hello.php", &[]));
+        if let Ok((r, _)) = &r {
+            if r.status == 200 {
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "php-cgi was not restarted: {:?}\n{}",
+            r.map(|x| x.0.describe()),
+            s.stderr_tail()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(Path::new(&sock0).exists(), "socket {sock0}");
+}
