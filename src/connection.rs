@@ -180,6 +180,12 @@ impl InBuf {
     fn is_empty(&self) -> bool {
         self.start == self.end
     }
+
+    /// Forgets any unconsumed bytes (before the buffer goes back to the pool).
+    pub fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
 }
 
 impl Default for InBuf {
@@ -214,6 +220,8 @@ pub struct Connection {
     linger: bool,
     /// The gateway request in progress, from its head to the end of the answer.
     pub gw: Option<Box<crate::gateway::GwClient>>,
+    /// Registered with epoll (only once the connection has had to wait).
+    pub registered: bool,
 }
 
 impl Connection {
@@ -225,14 +233,17 @@ impl Connection {
             phase: Phase::Idle,
             input: None,
             out: Output::default(),
-            readable: false,
-            writable: false,
+            // Try at once: a freshly accepted socket usually has its request
+            // (TCP_DEFER_ACCEPT) and always has room to write.
+            readable: true,
+            writable: true,
             peer_closed: false,
             requests: 0,
             last_active: now,
             nodelay: false,
             linger: false,
             gw: None,
+            registered: false,
         }
     }
 

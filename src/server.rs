@@ -48,7 +48,9 @@ impl Pool {
     pub fn take_in(&mut self) -> InBuf {
         self.ins.pop().unwrap_or_default()
     }
-    pub fn put_in(&mut self, b: InBuf) {
+    pub fn put_in(&mut self, mut b: InBuf) {
+        // A closed connection may leave half a request behind: never hand it on.
+        b.clear();
         if self.ins.len() < POOL_MAX {
             self.ins.push(b);
         }
@@ -98,6 +100,8 @@ pub struct Shared {
     pub regexes: crate::handler::rewrite::Regexes,
     /// SCGI and FastCGI routes, backends and backend connections.
     pub gateways: crate::gateway::Gateways,
+    /// Files opened in the last second.
+    pub files: crate::handler::static_file::FileCache,
     pub stats: Stats,
     /// Port of each listener (0 for unix sockets), for the access log.
     pub ports: Vec<u16>,
@@ -199,9 +203,34 @@ fn bind_listener(l: &Listen) -> io::Result<Listener> {
                 &fd,
                 Backlog::new(LISTEN_BACKLOG).unwrap_or(Backlog::MAXCONN),
             )?;
+            set_defer_accept(&fd);
             let std_listener = std::net::TcpListener::from(fd);
             Ok(Listener::Tcp(mio::net::TcpListener::from_std(std_listener)))
         }
+    }
+}
+
+/// Seconds the kernel holds a new connection until its first bytes arrive
+/// (TCP_DEFER_ACCEPT): glint then accepts a connection with its request
+/// already readable, and idle connects never take a slot.
+const DEFER_ACCEPT_SECS: i32 = 2;
+
+fn set_defer_accept(fd: &OwnedFd) {
+    use nix::libc;
+    let secs: libc::c_int = DEFER_ACCEPT_SECS;
+    // SAFETY: a valid socket, a pointer to a c_int and its size, as
+    // setsockopt(2) requires; nix has no wrapper for this Linux option.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&secs as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        log::debug!("TCP_DEFER_ACCEPT: {}", io::Error::last_os_error());
     }
 }
 
@@ -262,6 +291,7 @@ impl Server {
                 scratch: Scratch::default(),
                 regexes: Default::default(),
                 gateways,
+                files: Default::default(),
                 stats: Stats::default(),
                 ports,
                 shutting_down: false,
@@ -408,6 +438,19 @@ impl Server {
             self.conns.remove(key);
             return true;
         }
+        if !conn.registered {
+            if let Err(e) = registry.register(
+                &mut conn.stream,
+                Token(key),
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                log::error!("cannot register a connection: {e}");
+                sh.gateways.client_gone(key, conn);
+                self.conns.remove(key);
+                return true;
+            }
+            conn.registered = true;
+        }
         false
     }
 
@@ -482,19 +525,21 @@ impl Server {
                 Listener::Unix(u, _) => u.accept().map(|(s, _)| (Stream::Unix(s), None)),
             };
             match accepted {
-                Ok((mut stream, peer)) => {
-                    let entry = self.conns.vacant_entry();
-                    let token = Token(entry.key());
-                    if let Err(e) = self.poll.registry().register(
-                        &mut stream,
-                        token,
-                        Interest::READABLE | Interest::WRITABLE,
-                    ) {
-                        log::error!("cannot register a connection: {e}");
-                        continue;
-                    }
+                Ok((stream, peer)) => {
                     self.sh.stats.connections += 1;
-                    entry.insert(Connection::new(stream, i, peer, self.sh.clock.mono_secs));
+                    let key = self.conns.insert(Connection::new(
+                        stream,
+                        i,
+                        peer,
+                        self.sh.clock.mono_secs,
+                    ));
+                    // TCP_DEFER_ACCEPT means the request is usually here already:
+                    // answer it now, and register with epoll only if the
+                    // connection has to wait (a one-shot request never does).
+                    if let Some(conn) = self.conns.get_mut(key) {
+                        conn.drive(&mut self.sh);
+                    }
+                    self.after_drive(key);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => match e.raw_os_error().map(Errno::from_raw) {
@@ -506,6 +551,8 @@ impl Server {
                             self.conns.len()
                         );
                         self.accept_paused = true;
+                        // Cached open files hold descriptors too: give them back.
+                        self.sh.files.clear();
                         return;
                     }
                     Some(Errno::ECONNABORTED | Errno::EINTR | Errno::EPROTO) => continue,
@@ -554,6 +601,7 @@ impl Server {
             }
         }
         self.sh.logs.flush();
+        self.sh.files.purge(now);
         any_closed || !closed.is_empty()
     }
 

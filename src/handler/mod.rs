@@ -200,12 +200,20 @@ pub fn respond(
             headers: req.headers,
             docroot: docroot.as_deref(),
             now: sh.clock.unix,
+            mono: sh.clock.mono_secs,
         };
         let mark = r.out.mem.len();
-        static_file::serve(&sreq, &mut r, &mut sh.scratch.fs_path);
+        static_file::serve(&sreq, &mut r, &mut sh.scratch.fs_path, &mut sh.files);
         if r.status == 404 {
             if let Some(handler) = settings.error_handler_404.as_deref() {
-                serve_404_handler(handler, &sreq, &mut r, mark, &mut sh.scratch.decoded);
+                serve_404_handler(
+                    handler,
+                    &sreq,
+                    &mut r,
+                    mark,
+                    &mut sh.scratch.decoded,
+                    &mut sh.files,
+                );
             }
         }
     }
@@ -389,6 +397,7 @@ fn serve_404_handler(
     r: &mut Responder<'_>,
     mark: usize,
     decoded: &mut Vec<u8>,
+    files: &mut static_file::FileCache,
 ) {
     let mut path = String::new();
     if normalize(split_uri(handler).0, decoded, &mut path).is_err() {
@@ -407,11 +416,12 @@ fn serve_404_handler(
         headers: &[],
         docroot: orig.docroot,
         now: orig.now,
+        mono: orig.mono,
     };
     let mut fs_path = String::new();
     r.out.mem.truncate(mark);
     r.status_override = Some(404);
-    static_file::serve(&sreq, r, &mut fs_path);
+    static_file::serve(&sreq, r, &mut fs_path, files);
     r.status_override = None;
     if r.status != 404 {
         // The handler itself failed: fall back to the plain 404 page.

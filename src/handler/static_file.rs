@@ -21,6 +21,72 @@ use crate::http::status::itoa_u64;
 /// costs less than the second system call it saves.
 pub const SMALL_FILE: u64 = 16 * 1024;
 
+/// An open regular file and what its responses need. Kept in the
+/// [`FileCache`] for about a second, so that a busy file costs no `open`,
+/// `fstat` or `read` per request (lighttpd's stat cache and nginx's
+/// open_file_cache do the same; a changed file is seen within a second).
+pub struct OpenFile {
+    file: Rc<File>,
+    len: u64,
+    v: Validators,
+    ctype: (String, bool),
+    /// The content of a small file, sent from memory in the same `send` as the head.
+    small: Option<Box<[u8]>>,
+    /// The settings the entry was made under (MIME types and ETag options differ per scope).
+    settings_id: usize,
+    born: u64,
+}
+
+/// Most entries in the [`FileCache`], and most bytes of small-file content it holds.
+const CACHE_ENTRIES: usize = 1024;
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Recently opened files by file system path (before index-file resolution).
+#[derive(Default)]
+pub struct FileCache {
+    map: std::collections::HashMap<String, Rc<OpenFile>>,
+    bytes: usize,
+}
+
+impl FileCache {
+    fn get(&self, path: &str, settings_id: usize, now: u64) -> Option<Rc<OpenFile>> {
+        self.map
+            .get(path)
+            .filter(|e| e.settings_id == settings_id && now <= e.born + 1)
+            .cloned()
+    }
+
+    fn insert(&mut self, path: &str, e: Rc<OpenFile>) {
+        let size = e.small.as_ref().map_or(0, |b| b.len());
+        if self.map.len() >= CACHE_ENTRIES || self.bytes + size > CACHE_BYTES {
+            return;
+        }
+        self.bytes += size;
+        if let Some(old) = self.map.insert(path.to_string(), e) {
+            self.bytes -= old.small.as_ref().map_or(0, |b| b.len());
+        }
+    }
+
+    /// Drops entries older than a second (called once a second); their files close.
+    pub fn purge(&mut self, now: u64) {
+        let mut freed = 0;
+        self.map.retain(|_, e| {
+            let keep = now <= e.born + 1;
+            if !keep {
+                freed += e.small.as_ref().map_or(0, |b| b.len());
+            }
+            keep
+        });
+        self.bytes -= freed;
+    }
+
+    /// Closes every cached file (out of descriptors).
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.bytes = 0;
+    }
+}
+
 /// What the static handler needs to know about a request.
 pub struct StaticRequest<'r> {
     pub method: Method,
@@ -36,6 +102,8 @@ pub struct StaticRequest<'r> {
     pub docroot: Option<&'r str>,
     /// Wall-clock seconds, for `Expires`.
     pub now: i64,
+    /// Monotonic seconds, for the file cache.
+    pub mono: u64,
 }
 
 impl StaticRequest<'_> {
@@ -51,7 +119,12 @@ const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 
 /// Serves `req.path` from the docroot of `r.settings`.
 /// `scratch` is a reusable buffer for building file system paths.
-pub fn serve(req: &StaticRequest<'_>, r: &mut Responder<'_>, scratch: &mut String) {
+pub fn serve(
+    req: &StaticRequest<'_>,
+    r: &mut Responder<'_>,
+    scratch: &mut String,
+    cache: &mut FileCache,
+) {
     let s = r.settings;
     let Some(root) = req.docroot else {
         log::error!(
@@ -66,6 +139,15 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Responder<'_>, scratch: &mut Strin
     scratch.clear();
     scratch.push_str(root.trim_end_matches('/'));
     scratch.push_str(req.path);
+    // Symlink checks walk the path each time; only the default setting is cached.
+    let cacheable = s.follow_symlink;
+    let settings_id = s as *const Settings as usize;
+    if cacheable {
+        if let Some(e) = cache.get(scratch, settings_id, req.mono) {
+            return serve_file(req, r, &e);
+        }
+    }
+    let key_len = scratch.len();
 
     let (file, meta) = match open(scratch, s, root) {
         Ok(f) => f,
@@ -88,7 +170,12 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Responder<'_>, scratch: &mut Strin
             }
             if let Ok((f, m)) = open(scratch, s, root) {
                 if m.is_file() && !is_denied(scratch, s) {
-                    return serve_file(req, r, f, &m, scratch);
+                    let e = Rc::new(OpenFile::new(f, &m, scratch, s, settings_id, req.mono));
+                    if cacheable {
+                        scratch.truncate(dir_len);
+                        cache.insert(&scratch[..key_len.min(dir_len)], Rc::clone(&e));
+                    }
+                    return serve_file(req, r, &e);
                 }
             }
         }
@@ -110,7 +197,58 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Responder<'_>, scratch: &mut Strin
     if !meta.is_file() {
         return r.error(403);
     }
-    serve_file(req, r, file, &meta, scratch)
+    let e = Rc::new(OpenFile::new(
+        file,
+        &meta,
+        scratch,
+        s,
+        settings_id,
+        req.mono,
+    ));
+    if cacheable {
+        cache.insert(scratch, Rc::clone(&e));
+    }
+    serve_file(req, r, &e)
+}
+
+impl OpenFile {
+    fn new(
+        file: File,
+        meta: &std::fs::Metadata,
+        fs_path: &str,
+        s: &Settings,
+        settings_id: usize,
+        now: u64,
+    ) -> OpenFile {
+        let len = meta.size();
+        let (t, charset) = content_type(fs_path, s);
+        let small = (len <= SMALL_FILE).then(|| read_all(&file, len)).flatten();
+        OpenFile {
+            file: Rc::new(file),
+            len,
+            v: Validators::new(meta, s),
+            ctype: (t.to_string(), charset),
+            small,
+            settings_id,
+            born: now,
+        }
+    }
+}
+
+/// Reads a small file whole; None when it is not `len` bytes long any more
+/// (it then goes out by sendfile, which notices the change and closes).
+fn read_all(file: &File, len: u64) -> Option<Box<[u8]>> {
+    let mut buf = vec![0u8; len as usize];
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], done as u64) {
+            Ok(0) => return None,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(buf.into_boxed_slice())
 }
 
 /// `url.access-deny` and `static-file.exclude-extensions`: suffix matches refused with 403.
@@ -258,13 +396,7 @@ fn header_date(v: &[u8]) -> Option<i64> {
     std::str::from_utf8(v).ok().and_then(parse_http_date)
 }
 
-fn serve_file(
-    req: &StaticRequest<'_>,
-    r: &mut Responder<'_>,
-    file: File,
-    meta: &std::fs::Metadata,
-    fs_path: &str,
-) {
+fn serve_file(req: &StaticRequest<'_>, r: &mut Responder<'_>, of: &OpenFile) {
     let get_or_head = matches!(req.method, Method::Get | Method::Head);
     if req.method == Method::Options {
         r.start(200);
@@ -274,9 +406,9 @@ fn serve_file(
     if !get_or_head {
         return r.error_with(405, &[("Allow", ALLOW)]);
     }
-    let v = Validators::new(meta, r.settings);
+    let v = &of.v;
     let etag = v.etag.as_ref().map(|t| &t[..]);
-    let len = meta.size();
+    let len = of.len;
 
     // RFC 9110 §13.2.2: If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since, If-Range.
     if let Some(im) = req.header("if-match") {
@@ -288,7 +420,7 @@ fn serve_file(
             return r.error(412);
         }
     }
-    let ctype = content_type(fs_path, r.settings);
+    let ctype = (of.ctype.0.as_str(), of.ctype.1);
     let not_modified = if let Some(inm) = req.header("if-none-match") {
         etag_matches(inm, etag, true)
     } else if let Some(d) = req.header("if-modified-since").and_then(header_date) {
@@ -298,7 +430,7 @@ fn serve_file(
     };
     if not_modified {
         r.start(304);
-        write_validators(r, &v);
+        write_validators(r, v);
         write_expire(r, req, ctype.0, v.mtime);
         return r.end_head(None);
     }
@@ -318,19 +450,22 @@ fn serve_file(
             }
         }
     }
-    let file = Rc::new(file);
+    let file = Rc::clone(&of.file);
     match ranges {
         RangeRequest::Ignore => {
             r.start(200);
-            write_validators(r, &v);
+            write_validators(r, v);
             write_expire(r, req, ctype.0, v.mtime);
             r.header("Accept-Ranges", b"bytes");
             write_content_type(r, ctype);
-            if len <= SMALL_FILE && !r.head_only {
-                r.end_head(Some(len));
-                read_small(r, &file, 0, len);
-            } else {
-                r.body_file(file, 0, len);
+            match &of.small {
+                Some(body) => {
+                    r.end_head(Some(len));
+                    if !r.head_only {
+                        r.out.mem.extend_from_slice(body);
+                    }
+                }
+                None => r.body_file(file, 0, len),
             }
         }
         RangeRequest::Unsatisfiable => {
@@ -341,7 +476,7 @@ fn serve_file(
         RangeRequest::Ranges(parts) if parts.len() == 1 => {
             let (first, last) = parts[0];
             r.start(206);
-            write_validators(r, &v);
+            write_validators(r, v);
             write_expire(r, req, ctype.0, v.mtime);
             r.header("Accept-Ranges", b"bytes");
             write_content_type(r, ctype);
@@ -376,7 +511,7 @@ fn serve_file(
                 .sum::<u64>()
                 + tail.len() as u64;
             r.start(206);
-            write_validators(r, &v);
+            write_validators(r, v);
             r.header("Accept-Ranges", b"bytes");
             let mut ct = b"multipart/byteranges; boundary=".to_vec();
             ct.extend_from_slice(&boundary);
@@ -388,31 +523,6 @@ fn serve_file(
             }
             r.out.mem.extend_from_slice(&tail);
         }
-    }
-}
-
-/// Reads a small body straight into the output buffer after the head.
-fn read_small(r: &mut Responder<'_>, file: &File, offset: u64, len: u64) {
-    let start = r.out.mem.len();
-    r.out.mem.resize(start + len as usize, 0);
-    let mut done = 0usize;
-    while done < len as usize {
-        match file.read_at(&mut r.out.mem[start + done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                log::warn!("read failed: {e}");
-                break;
-            }
-        }
-    }
-    if done < len as usize {
-        // The file shrank since it was stat'ed: send what there is and close,
-        // so the client sees a short body rather than wrong bytes.
-        r.out.mem.truncate(start + done);
-        r.keep_alive = false;
-        r.force_close = true;
     }
 }
 
