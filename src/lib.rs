@@ -9,14 +9,17 @@
 //! - [`config`]: typed settings, listeners, per-request conditionals.
 //! - [`handler`]: from a parsed request to a queued response (static files).
 //! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
-//! - [`accesslog`], [`clock`], [`signals`]: the rest of the service.
+//! - [`accesslog`], [`clock`], [`signals`], [`errorlog`]: logs, time, signals.
+//! - [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
 pub mod accesslog;
 pub mod clock;
 pub mod config;
 pub mod connection;
+pub mod errorlog;
 pub mod handler;
 pub mod http;
 pub mod output;
 pub mod path;
 pub mod server;
+pub mod service;
 pub mod signals;
