@@ -507,6 +507,8 @@ impl Server {
                 if let Listener::Unix(_, _, owned) = l {
                     *owned = false;
                 }
+                // The epoll set is the supervisor's, which never waits on it.
+                let _ = self.poll.registry().deregister(l.source());
                 poll.registry().register(
                     l.source(),
                     Token(LISTENER_BASE + i),
@@ -550,6 +552,10 @@ impl Server {
                 Err(e) => return Err(e),
             }
             let new_second = self.sh.clock.update();
+            // Before the events: a request that arrived after a SIGHUP or
+            // SIGUSR1 is logged to the new file and served by the new
+            // configuration.
+            self.apply_signals();
             let mut closed_any = false;
             for ev in events.iter() {
                 let t = ev.token().0;
@@ -660,27 +666,34 @@ impl Server {
         !closed.is_empty()
     }
 
-    /// Applies stop requests; returns true when `run` should return.
-    fn check_stop(&mut self) -> bool {
-        let mut state = self.stop.load(Ordering::SeqCst);
-        if self.use_signals {
-            let s = signals::take();
-            if s.now {
-                state = NOW;
-            } else if s.graceful {
-                state = state.max(GRACEFUL);
-            }
-            if s.reopen {
-                log::info!("reopening log files");
-                self.sh.logs.reopen();
-                if let Err(e) = crate::errorlog::reopen() {
-                    log::error!("cannot reopen the error log: {e}");
-                }
-            }
-            if s.reload && state == RUN {
-                self.reload_from_source();
+    /// Reads the signal flags (when this server uses them): stop requests
+    /// join the StopHandle's state, SIGHUP reopens the logs, SIGUSR1 reloads.
+    fn apply_signals(&mut self) {
+        if !self.use_signals {
+            return;
+        }
+        let s = signals::take();
+        if s.now {
+            self.stop.store(NOW, Ordering::SeqCst);
+        } else if s.graceful {
+            self.stop.fetch_max(GRACEFUL, Ordering::SeqCst);
+        }
+        if s.reopen {
+            log::info!("reopening log files");
+            self.sh.logs.reopen();
+            if let Err(e) = crate::errorlog::reopen() {
+                log::error!("cannot reopen the error log: {e}");
             }
         }
+        if s.reload && self.stop.load(Ordering::SeqCst) == RUN {
+            self.reload_from_source();
+        }
+    }
+
+    /// Applies stop requests; returns true when `run` should return.
+    fn check_stop(&mut self) -> bool {
+        self.apply_signals();
+        let state = self.stop.load(Ordering::SeqCst);
         match state {
             NOW => true,
             GRACEFUL => {
