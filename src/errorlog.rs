@@ -113,13 +113,6 @@ pub fn reopen() -> io::Result<()> {
     Ok(())
 }
 
-/// Whether the log goes to a file (then stderr may be closed when detaching).
-pub fn is_file() -> bool {
-    SINK.lock()
-        .map(|s| matches!(*s, Sink::File { .. }))
-        .unwrap_or(false)
-}
-
 /// The local time as `YYYY-MM-DD HH:MM:SS`.
 fn local_timestamp() -> String {
     use nix::libc;

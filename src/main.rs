@@ -103,15 +103,21 @@ fn run(mut cli: Cli) -> Result<(), String> {
     }
     let plan = Plan::from_settings(&config.global)?;
     check_document_root(&config.global, plan.chroot_dir())?;
-    if daemon && plan.chroot_dir().is_none() {
-        absolutize(&mut config)?;
+    let base = if daemon && plan.chroot_dir().is_none() {
+        Some(std::env::current_dir().map_err(|e| format!("current directory: {e}"))?)
+    } else {
+        None
+    };
+    if let Some(base) = &base {
+        absolutize(&mut config, base);
     }
     let g = Rc::clone(&config.global);
     let pid_path = g
         .pid_file
         .as_deref()
         .filter(|p| !p.is_empty())
-        .map(PathBuf::from);
+        // Absolute, to remove it after `chdir /`.
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p)));
     if cli.test == 0 {
         if let Some(p) = &pid_path {
             pidfile::check_not_running(p)?;
@@ -160,7 +166,7 @@ fn run(mut cli: Cli) -> Result<(), String> {
     ready.ok()?;
     let mut server = server
         .with_signals()
-        .with_reloader(reloader(cli, daemon && plan.chroot_dir().is_none()));
+        .with_reloader(reloader(cli, base, Rc::clone(&g)));
     let result = if g.max_worker > 0 {
         workers::supervise(&mut server, g.max_worker as usize)
     } else {
@@ -183,7 +189,10 @@ fn run(mut cli: Cli) -> Result<(), String> {
 }
 
 /// What SIGUSR1 reads: the same file with the same command-line overrides.
-fn reloader(cli: Cli, absolute: bool) -> Reloader {
+/// `started` is the configuration glint started with: the options that only
+/// apply at start are compared with it.
+/// `base`: the directory glint started in, for relative paths once detached.
+fn reloader(cli: Cli, base: Option<PathBuf>, started: Rc<Settings>) -> Reloader {
     Box::new(move || {
         if cli.config.as_deref().is_some_and(|p| p.as_os_str() == "-") {
             return Err("the configuration came from standard input; cannot read it again".into());
@@ -193,9 +202,26 @@ fn reloader(cli: Cli, absolute: bool) -> Reloader {
         for w in &config.warnings {
             log::warn!("{w}");
         }
+        if let Some(base) = &base {
+            absolutize(&mut config, base);
+        }
         check_document_root(&config.global, None)?;
-        if absolute {
-            absolutize(&mut config)?;
+        let n = &config.global;
+        for (name, changed) in [
+            ("server.username", n.username != started.username),
+            ("server.groupname", n.groupname != started.groupname),
+            ("server.chroot", n.chroot != started.chroot),
+            ("server.pid-file", n.pid_file != started.pid_file),
+            ("server.errorlog", n.errorlog != started.errorlog),
+            ("server.max-worker", n.max_worker != started.max_worker),
+            (
+                "server.systemd-socket-activation",
+                n.systemd_socket_activation != started.systemd_socket_activation,
+            ),
+        ] {
+            if changed {
+                log::warn!("{name} changed: it takes effect at the next start");
+            }
         }
         Ok(config)
     })
@@ -230,14 +256,11 @@ fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
 
 /// Before `chdir("/")`: the global document root and log files as absolute
 /// paths, so that a daemon started with relative ones serves the same files.
-fn absolutize(config: &mut Config) -> Result<(), String> {
-    fn abs(p: &Path) -> Result<PathBuf, String> {
-        std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))
-    }
+fn absolutize(config: &mut Config, base: &Path) {
     let s = Rc::make_mut(&mut config.global);
     if let Some(d) = &s.document_root {
         if d.is_relative() {
-            s.document_root = Some(abs(d)?);
+            s.document_root = Some(base.join(d));
         }
     }
     for n in [&mut s.accesslog_filename, &mut s.errorlog]
@@ -245,10 +268,9 @@ fn absolutize(config: &mut Config) -> Result<(), String> {
         .flatten()
     {
         if !n.is_empty() && !n.starts_with('|') && Path::new(n.as_str()).is_relative() {
-            *n = abs(Path::new(n.as_str()))?.display().to_string();
+            *n = base.join(n.as_str()).display().to_string();
         }
     }
-    Ok(())
 }
 
 /// Where glint looks for its configuration when `-f` is not given.

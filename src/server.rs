@@ -496,6 +496,17 @@ impl Server {
         Ok(())
     }
 
+    /// Closes the listening sockets (a supervisor that is stopping: new
+    /// connections are refused rather than left in a backlog nobody reads).
+    pub fn close_listeners(&mut self) {
+        for l in self.listeners.iter_mut() {
+            if let Some(lst) = l.as_mut() {
+                let _ = self.poll.registry().deregister(lst.source());
+            }
+            *l = None;
+        }
+    }
+
     /// In a worker process just forked from the supervisor: a poll instance
     /// of its own (an epoll set is shared across `fork`), the listeners
     /// registered with it, and unix socket paths left to the supervisor.

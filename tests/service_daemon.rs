@@ -316,3 +316,34 @@ fn packaging_files_are_well_formed() {
         .collect();
     assert!(ours.is_empty(), "systemd-analyze verify:\n{text}");
 }
+
+#[test]
+fn workers_take_a_new_configuration_on_sigusr1() {
+    let dir = TempDir::new("workers-reload");
+    let a = docroot(&dir, "a", "A");
+    let b = docroot(&dir, "b", "B");
+    let port = free_port();
+    let conf = write_conf(&dir, &a, port, "server.max-worker = 2");
+    let mut g = start_foreground(&conf, 1);
+    let sup = g.pid();
+    assert!(wait_for(Duration::from_secs(5), || children(sup).len() == 2));
+    let old = children(sup);
+    assert_eq!(get(g.addr(), "/").unwrap().body, b"A");
+    write_conf(&dir, &b, port, "server.max-worker = 2");
+    g.signal(SIGUSR1);
+    // The old workers finish and go, two new ones serve the new docroot.
+    assert!(
+        wait_for(Duration::from_secs(8), || {
+            let now = children(sup);
+            now.len() == 2 && now.iter().all(|p| !old.contains(p))
+        }),
+        "workers: {:?} (old {old:?})",
+        children(sup)
+    );
+    for _ in 0..10 {
+        let r = get(g.addr(), "/").unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"B"[..]));
+    }
+    g.signal(SIGINT);
+    assert!(g.wait(Duration::from_secs(10)).success());
+}

@@ -98,10 +98,12 @@ pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
             log::info!("supervisor: stopping the workers now");
             send(&live, Signal::SIGTERM);
             stopping = Some(Signal::SIGTERM);
+            server.close_listeners();
         } else if s.graceful && stopping.is_none() {
             log::info!("supervisor: stopping the workers gracefully");
             send(&live, Signal::SIGINT);
             stopping = Some(Signal::SIGINT);
+            server.close_listeners();
         }
         if s.reopen {
             if let Err(e) = crate::errorlog::reopen() {
