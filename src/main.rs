@@ -124,7 +124,10 @@ fn run(mut cli: Cli) -> Result<(), String> {
         }
     }
     raise_fd_limit(g.max_fds);
-    let inherited = if g.systemd_socket_activation {
+    // `-tt` run before the service (ExecStartPre) gets no sockets: no warning.
+    let inherited = if g.systemd_socket_activation
+        && (cli.test == 0 || std::env::var_os("LISTEN_FDS").is_some())
+    {
         activation::take_listen_fds()
     } else {
         Vec::new()

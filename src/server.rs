@@ -26,6 +26,8 @@ use crate::signals;
 /// Listener tokens start here; connection tokens are slab keys below it.
 const LISTENER_BASE: usize = 1 << 30;
 const WAKER: Token = Token(LISTENER_BASE - 1);
+/// The socket the signal handlers write to.
+const SIGNAL: Token = Token(LISTENER_BASE - 2);
 
 /// `listen(2)` backlog, lighttpd's `server.listen-backlog` default: room for
 /// bursts while the loop is busy or at `server.max-connections`.
@@ -212,6 +214,8 @@ pub struct Server {
     shutdown_deadline: Option<u64>,
     /// Reads the configuration again on SIGUSR1.
     reloader: Option<Reloader>,
+    /// Read end (registered) and write end of the signal wake-up socket.
+    signal_wake: Option<(mio::net::UnixStream, std::os::unix::net::UnixStream)>,
 }
 
 /// Binds one listener as the configuration names it.
@@ -349,6 +353,7 @@ impl Server {
             use_signals: false,
             shutdown_deadline: None,
             reloader: None,
+            signal_wake: None,
         })
     }
 
@@ -365,11 +370,29 @@ impl Server {
         }
     }
 
-    /// Makes `run` react to SIGINT, SIGTERM, SIGHUP (the handlers must be
-    /// installed with [`signals::install`]).
+    /// Makes `run` react to SIGINT, SIGTERM, SIGHUP, SIGUSR1 (the handlers
+    /// must be installed with [`signals::install`]).
     pub fn with_signals(mut self) -> Self {
         self.use_signals = true;
+        if let Err(e) = self.signal_wake_up() {
+            log::warn!("signal wake-up socket: {e}; signals may wait for the next tick");
+        }
         self
+    }
+
+    /// A socket pair the signal handlers write to, registered with this
+    /// process's poll (each worker makes its own).
+    fn signal_wake_up(&mut self) -> io::Result<()> {
+        let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        tx.set_nonblocking(true)?;
+        let mut rx = mio::net::UnixStream::from_std(rx);
+        self.poll
+            .registry()
+            .register(&mut rx, SIGNAL, Interest::READABLE)?;
+        signals::set_wake_fd(tx.as_raw_fd());
+        self.signal_wake = Some((rx, tx));
+        Ok(())
     }
 
     /// Makes SIGUSR1 read a new configuration with `reloader` and apply it
@@ -469,11 +492,14 @@ impl Server {
         for (i, lst) in next.iter_mut().enumerate() {
             match lst {
                 Some(l) => {
-                    self.poll.registry().register(
+                    // Past the point of no return: a failure is logged, not undone.
+                    if let Err(e) = self.poll.registry().register(
                         l.source(),
                         Token(LISTENER_BASE + i),
                         Interest::READABLE,
-                    )?;
+                    ) {
+                        log::error!("graceful restart: listener {}: {e}", describe(l));
+                    }
                     ports.push(l.port());
                 }
                 None => ports.push(0),
@@ -529,6 +555,9 @@ impl Server {
         }
         self.poll = poll;
         self.waker = waker;
+        if self.use_signals {
+            self.signal_wake_up()?;
+        }
         Ok(())
     }
 
@@ -572,7 +601,9 @@ impl Server {
                 let t = ev.token().0;
                 if t >= LISTENER_BASE {
                     self.accept_all(t - LISTENER_BASE);
-                } else if t < WAKER.0 {
+                } else if ev.token() == SIGNAL {
+                    self.drain_signal_wake();
+                } else if t < SIGNAL.0 {
                     if let Some(conn) = self.conns.get_mut(t) {
                         conn.on_event(ev);
                         conn.drive(&mut self.sh);
@@ -675,6 +706,13 @@ impl Server {
         }
         self.sh.logs.flush();
         !closed.is_empty()
+    }
+
+    fn drain_signal_wake(&mut self) {
+        if let Some((rx, _)) = self.signal_wake.as_mut() {
+            let mut buf = [0u8; 64];
+            while matches!(io::Read::read(rx, &mut buf), Ok(n) if n > 0) {}
+        }
     }
 
     /// Reads the signal flags (when this server uses them): stop requests

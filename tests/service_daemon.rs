@@ -170,25 +170,20 @@ fn refuses_an_unknown_user() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such user"));
 }
 
-#[test]
-fn uses_a_socket_handed_down_by_systemd() {
-    let dir = TempDir::new("activation");
-    let root = docroot(&dir, "www", "activated\n");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let conf = write_conf(
-        &dir,
-        &root,
-        port,
-        "server.systemd-socket-activation = \"enable\"",
-    );
+/// Starts `glint -D -f conf` with `listener` as descriptor 3 and
+/// LISTEN_FDS=1, as systemd does; waits for `listeners` listeners.
+fn start_activated(
+    conf: &std::path::Path,
+    listener: &std::net::TcpListener,
+    listeners: usize,
+) -> Glint {
     let fd = listener.as_raw_fd();
     // sh sets LISTEN_PID to its own pid, which `exec` hands to glint.
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg("LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" -D -f \"$1\"")
         .arg(BIN)
-        .arg(&conf);
+        .arg(conf);
     // SAFETY: dup2 and fcntl are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
@@ -202,12 +197,52 @@ fn uses_a_socket_handed_down_by_systemd() {
             Ok(())
         });
     }
+    start(cmd, listeners)
+}
+
+#[test]
+fn uses_a_socket_handed_down_by_systemd() {
+    let dir = TempDir::new("activation");
+    let root = docroot(&dir, "www", "activated\n");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let conf = write_conf(
+        &dir,
+        &root,
+        port,
+        "server.systemd-socket-activation = \"enable\"",
+    );
     // The test still holds the socket: glint could not bind the port anew.
-    let g = start(cmd, 1);
+    let g = start_activated(&conf, &listener, 1);
     drop(listener);
     assert_eq!(g.addrs, vec![format!("127.0.0.1:{port}")]);
     let r = get(g.addr(), "/").unwrap();
     assert_eq!((r.status, r.body.as_slice()), (200, &b"activated\n"[..]));
+}
+
+#[test]
+fn serves_an_inherited_socket_no_listener_names() {
+    let dir = TempDir::new("activation-extra");
+    let root = docroot(&dir, "www", "both\n");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let inherited = listener.local_addr().unwrap();
+    let port = free_port();
+    let conf = write_conf(
+        &dir,
+        &root,
+        port,
+        "server.systemd-socket-activation = \"enable\"",
+    );
+    let g = start_activated(&conf, &listener, 2);
+    drop(listener);
+    assert_eq!(
+        g.addrs,
+        vec![format!("127.0.0.1:{port}"), inherited.to_string()]
+    );
+    for a in &g.addrs {
+        let r = get(a.parse().unwrap(), "/").unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"both\n"[..]));
+    }
 }
 
 /// The worker processes of `pid`.
