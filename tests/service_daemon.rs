@@ -150,6 +150,36 @@ fn drops_privileges_to_nobody() {
 }
 
 #[test]
+fn serves_from_inside_a_chroot() {
+    if !is_root() {
+        eprintln!("note: not root; the chroot test is skipped");
+        return;
+    }
+    let dir = TempDir::new("chroot");
+    // The document root is a path inside the chroot.
+    let jail = dir.join("jail");
+    std::fs::create_dir_all(jail.join("htdocs")).unwrap();
+    set_mode(&jail, 0o755);
+    set_mode(&jail.join("htdocs"), 0o755);
+    std::fs::write(jail.join("htdocs/index.html"), "jailed\n").unwrap();
+    let conf = write_conf(
+        &dir,
+        std::path::Path::new("/htdocs"),
+        free_port(),
+        &format!(
+            "server.chroot = \"{}\"\nserver.username = \"nobody\"",
+            jail.display()
+        ),
+    );
+    let g = start_foreground(&conf, 1);
+    let root = std::fs::read_link(format!("/proc/{}/root", g.pid())).unwrap();
+    assert_eq!(root, jail);
+    let r = get(g.addr(), "/").unwrap();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"jailed\n"[..]));
+    assert_eq!(get(g.addr(), "/../../etc/passwd").unwrap().status / 100, 4);
+}
+
+#[test]
 fn refuses_an_unknown_user() {
     let dir = TempDir::new("privs-unknown");
     let root = docroot(&dir, "www", "x");
