@@ -444,11 +444,18 @@ impl Server {
         let mut plan: Vec<Result<usize, Listener>> = Vec::with_capacity(config.listeners.len());
         let mut used = vec![false; self.listeners.len()];
         for l in &config.listeners {
-            let same = (0..old_n.min(self.listeners.len())).find(|&i| {
+            // The same configured address, or a socket bound there
+            // (inherited sockets no listener named included).
+            let same = (0..self.listeners.len()).find(|&i| {
                 !used[i]
-                    && self.listeners[i].is_some()
-                    && (self.sh.config.listeners[i].addr == l.addr
-                        || self.listeners[i].as_ref().is_some_and(|x| x.is_at(&l.addr)))
+                    && self.listeners[i].as_ref().is_some_and(|x| {
+                        self.sh
+                            .config
+                            .listeners
+                            .get(i)
+                            .is_some_and(|o| o.addr == l.addr)
+                            || x.is_at(&l.addr)
+                    })
             });
             match same {
                 Some(i) => {
@@ -463,8 +470,10 @@ impl Server {
                 }
             }
         }
-        // Inherited sockets no listener named stay, after the configured ones.
-        let extras: Vec<usize> = (old_n..self.listeners.len()).collect();
+        // Inherited sockets no listener names stay, after the configured ones.
+        let extras: Vec<usize> = (old_n..self.listeners.len())
+            .filter(|&i| !used[i])
+            .collect();
         let mut old = std::mem::take(&mut self.listeners);
         for lst in old.iter_mut().flatten() {
             let _ = self.poll.registry().deregister(lst.source());
@@ -515,10 +524,9 @@ impl Server {
         if let Err(e) = self.open_logs() {
             log::error!("graceful restart: {e}");
         }
-        self.accept_paused = false;
-        for i in 0..self.listeners.len() {
-            self.accept_all(i);
-        }
+        // No accepting here: a supervisor reloads too, and must not. A
+        // listener with connections waiting is reported ready when it is
+        // registered again.
         Ok(())
     }
 

@@ -79,26 +79,7 @@ fn sigusr1_reloads_without_a_failed_request() {
     let addr = g.addr();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let client = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            let (mut ok, mut failed, mut seen) = (0u32, Vec::new(), Vec::new());
-            let end = Instant::now() + Duration::from_secs(20);
-            while !stop.load(Ordering::SeqCst) && Instant::now() < end && ok < 20_000 {
-                match get(addr, "/") {
-                    Ok(r) if r.status == 200 => {
-                        ok += 1;
-                        if seen.last() != Some(&r.body) {
-                            seen.push(r.body);
-                        }
-                    }
-                    Ok(r) => failed.push(format!("status {}", r.status)),
-                    Err(e) => failed.push(e.to_string()),
-                }
-            }
-            (ok, failed, seen)
-        })
-    };
+    let client = client_loop(addr, Arc::clone(&stop));
     std::thread::sleep(Duration::from_millis(300));
     // New docroot, and one more listener.
     write_conf(

@@ -245,3 +245,31 @@ pub fn docroot(dir: &TempDir, name: &str, index: &str) -> PathBuf {
     std::fs::write(d.join("index.html"), index).unwrap();
     d
 }
+
+/// What a client loop saw: successful requests, failures, and the distinct
+/// bodies in the order they first appeared.
+pub type LoopResult = (u32, Vec<String>, Vec<Vec<u8>>);
+
+/// GETs `/` on new connections until `stop` (at most 20 s or 20 000 requests).
+pub fn client_loop(
+    addr: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<LoopResult> {
+    std::thread::spawn(move || {
+        let (mut ok, mut failed, mut seen) = (0u32, Vec::new(), Vec::<Vec<u8>>::new());
+        let end = Instant::now() + Duration::from_secs(20);
+        while !stop.load(Ordering::SeqCst) && Instant::now() < end && ok < 20_000 {
+            match get(addr, "/") {
+                Ok(r) if r.status == 200 => {
+                    ok += 1;
+                    if seen.last() != Some(&r.body) {
+                        seen.push(r.body);
+                    }
+                }
+                Ok(r) => failed.push(format!("status {}", r.status)),
+                Err(e) => failed.push(e.to_string()),
+            }
+        }
+        (ok, failed, seen)
+    })
+}
