@@ -22,7 +22,8 @@ use glint::signals;
     disable_version_flag = true
 )]
 struct Cli {
-    /// Configuration file (lighttpd syntax; `-` reads standard input).
+    /// Configuration file (lighttpd syntax; `-` reads standard input). With
+    /// it, glint detaches once it listens, unless -D.
     #[arg(short = 'f', value_name = "FILE")]
     config: Option<PathBuf>,
     /// Module directory (accepted for compatibility; glint has its modules built in).
@@ -34,7 +35,7 @@ struct Cli {
     /// Test the configuration and exit; `-tt` also checks what start-up would.
     #[arg(short = 't', action = ArgAction::Count)]
     test: u8,
-    /// Stay in the foreground.
+    /// Stay in the foreground (the default without -f).
     #[arg(short = 'D')]
     foreground: bool,
     /// Print the version.
