@@ -8,17 +8,22 @@ use std::rc::Rc;
 use clap::{ArgAction, Parser};
 
 use glint::config::{Config, Settings};
-use glint::server::Server;
+use glint::server::{Reloader, Server};
+use glint::service::daemon::{self, Ready};
+use glint::service::pidfile::{self, PidFile};
+use glint::service::privileges::Plan;
+use glint::service::{activation, workers};
 use glint::signals;
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(
     name = "glint",
     about = "A single-process web server that reads lighttpd's configuration",
     disable_version_flag = true
 )]
 struct Cli {
-    /// Configuration file (lighttpd syntax; `-` reads standard input).
+    /// Configuration file (lighttpd syntax; `-` reads standard input). With
+    /// it, glint detaches once it listens, unless -D.
     #[arg(short = 'f', value_name = "FILE")]
     config: Option<PathBuf>,
     /// Module directory (accepted for compatibility; glint has its modules built in).
@@ -30,7 +35,7 @@ struct Cli {
     /// Test the configuration and exit; `-tt` also checks what start-up would.
     #[arg(short = 't', action = ArgAction::Count)]
     test: u8,
-    /// Stay in the foreground.
+    /// Stay in the foreground (the default without -f).
     #[arg(short = 'D')]
     foreground: bool,
     /// Print the version.
@@ -56,9 +61,7 @@ struct Cli {
 const VERSION: &str = concat!("glint/", env!("CARGO_PKG_VERSION"));
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .format_target(false)
-        .init();
+    glint::errorlog::init();
     let cli = Cli::parse();
     if cli.version {
         println!("{VERSION} - a light and fast web server");
@@ -77,7 +80,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(mut cli: Cli) -> Result<(), String> {
+    // SIGUSR1 reads the file again after `chdir("/")`: remember it absolutely.
+    if let Some(p) = &cli.config {
+        if p.as_os_str() != "-" {
+            cli.config = Some(std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+    }
+    // With `-f`, glint detaches unless -D; the no-argument quick start stays.
+    let daemon = cli.config.is_some() && !cli.foreground && cli.test == 0 && !cli.print;
     let mut config = load_config(&cli)?;
     apply_overrides(&mut config, &cli);
     for w in &config.warnings {
@@ -91,28 +102,179 @@ fn run(cli: Cli) -> Result<(), String> {
         println!("Syntax OK");
         return Ok(());
     }
-    check_document_root(&config.global)?;
-    raise_fd_limit(config.global.max_fds);
-    let mut server = Server::bind(config).map_err(|e| e.to_string())?;
+    let plan = Plan::from_settings(&config.global)?;
+    check_document_root(&config.global, plan.chroot_dir())?;
+    let base = if daemon && plan.chroot_dir().is_none() {
+        Some(std::env::current_dir().map_err(|e| format!("current directory: {e}"))?)
+    } else {
+        None
+    };
+    if let Some(base) = &base {
+        absolutize(&mut config, base);
+    }
+    let g = Rc::clone(&config.global);
+    let pid_path = g
+        .pid_file
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        // Absolute, to remove it after `chdir /`.
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p)));
+    if cli.test == 0 {
+        if let Some(p) = &pid_path {
+            pidfile::check_not_running(p)?;
+        }
+    }
+    raise_fd_limit(g.max_fds);
+    // `-tt` run before the service (ExecStartPre) gets no sockets: no warning.
+    let inherited = if g.systemd_socket_activation
+        && (cli.test == 0 || std::env::var_os("LISTEN_FDS").is_some())
+    {
+        activation::take_listen_fds()
+    } else {
+        Vec::new()
+    };
+    if cli.test >= 2 && g.systemd_socket_activation && inherited.is_empty() {
+        // The sockets belong to the socket unit: not bound here.
+        check_error_log(&g, false)?;
+        println!("Syntax OK");
+        return Ok(());
+    }
+    let mut server = Server::bind_inherited(config, inherited).map_err(|e| e.to_string())?;
     server.open_logs().map_err(|e| e.to_string())?;
+    check_error_log(&g, cli.test == 0)?;
     if cli.test >= 2 {
         println!("Syntax OK");
         return Ok(());
     }
+    let mut pid_file = match &pid_path {
+        Some(p) => Some(PidFile::open(p)?),
+        None => None,
+    };
+    plan.apply()?;
     signals::install().map_err(|e| format!("installing signal handlers: {e}"))?;
     for a in server.local_addrs() {
         eprintln!("glint: listening on {a}");
     }
-    let mut server = server.with_signals();
-    server.run().map_err(|e| format!("event loop: {e}"))?;
+    let ready = if daemon {
+        daemon::daemonize()?
+    } else {
+        Ready::foreground()
+    };
+    if let Some(p) = pid_file.as_mut() {
+        if let Err(e) = p.write_pid() {
+            let msg = format!("server.pid-file: {e}");
+            ready.fail(&msg);
+            return Err(msg);
+        }
+    }
+    ready.ok()?;
+    let mut server = server
+        .with_signals()
+        .with_reloader(reloader(cli, base, Rc::clone(&g)));
+    let result = if g.max_worker > 0 {
+        workers::supervise(&mut server, g.max_worker as usize)
+    } else {
+        server.run()
+    };
+    if let Some(p) = pid_file {
+        p.remove();
+    }
+    result.map_err(|e| format!("event loop: {e}"))?;
     let st = server.stats();
-    log::info!(
-        "stopped after {} connections, {} requests, {} bytes sent",
-        st.connections,
-        st.requests,
-        st.bytes_out
-    );
+    if g.max_worker == 0 {
+        log::info!(
+            "stopped after {} connections, {} requests, {} bytes sent",
+            st.connections,
+            st.requests,
+            st.bytes_out
+        );
+    }
     Ok(())
+}
+
+/// What SIGUSR1 reads: the same file with the same command-line overrides.
+/// `started` is the configuration glint started with: the options that only
+/// apply at start are compared with it.
+/// `base`: the directory glint started in, for relative paths once detached.
+fn reloader(cli: Cli, base: Option<PathBuf>, started: Rc<Settings>) -> Reloader {
+    Box::new(move || {
+        if cli.config.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+            return Err("the configuration came from standard input; cannot read it again".into());
+        }
+        let mut config = load_config(&cli)?;
+        apply_overrides(&mut config, &cli);
+        for w in &config.warnings {
+            log::warn!("{w}");
+        }
+        if let Some(base) = &base {
+            absolutize(&mut config, base);
+        }
+        check_document_root(&config.global, None)?;
+        let n = &config.global;
+        for (name, changed) in [
+            ("server.username", n.username != started.username),
+            ("server.groupname", n.groupname != started.groupname),
+            ("server.chroot", n.chroot != started.chroot),
+            ("server.pid-file", n.pid_file != started.pid_file),
+            ("server.errorlog", n.errorlog != started.errorlog),
+            ("server.max-worker", n.max_worker != started.max_worker),
+            (
+                "server.systemd-socket-activation",
+                n.systemd_socket_activation != started.systemd_socket_activation,
+            ),
+        ] {
+            if changed {
+                log::warn!("{name} changed: it takes effect at the next start");
+            }
+        }
+        Ok(config)
+    })
+}
+
+/// `server.errorlog`: a file, opened now (before privileges are dropped)
+/// when `switch`, else only checked (`-tt`). Pipes are not supported.
+fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
+    let Some(name) = s.errorlog.as_deref().filter(|n| !n.is_empty()) else {
+        return Ok(());
+    };
+    if name.starts_with('|') {
+        return Err(format!(
+            "server.errorlog {name}: pipes are not supported; name a file"
+        ));
+    }
+    if name == "/dev/stderr" {
+        return Ok(());
+    }
+    let path = Path::new(name);
+    if switch {
+        glint::errorlog::open_file(path)
+    } else {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map(drop)
+    }
+    .map_err(|e| format!("server.errorlog {name}: {e}"))
+}
+
+/// Before `chdir("/")`: the global document root and log files as absolute
+/// paths, so that a daemon started with relative ones serves the same files.
+fn absolutize(config: &mut Config, base: &Path) {
+    let s = Rc::make_mut(&mut config.global);
+    if let Some(d) = &s.document_root {
+        if d.is_relative() {
+            s.document_root = Some(base.join(d));
+        }
+    }
+    for n in [&mut s.accesslog_filename, &mut s.errorlog]
+        .into_iter()
+        .flatten()
+    {
+        if !n.is_empty() && !n.starts_with('|') && Path::new(n.as_str()).is_relative() {
+            *n = base.join(n.as_str()).display().to_string();
+        }
+    }
 }
 
 /// Where glint looks for its configuration when `-f` is not given.
@@ -166,9 +328,18 @@ fn apply_overrides(config: &mut Config, cli: &Cli) {
 }
 
 /// Fails at start, not at the first request, when the docroot is missing.
-fn check_document_root(s: &Settings) -> Result<(), String> {
+/// With `server.chroot`, the docroot is a path inside the chroot.
+fn check_document_root(s: &Settings, chroot: Option<&Path>) -> Result<(), String> {
     let Some(root) = &s.document_root else {
         return Err("server.document-root is not set".into());
+    };
+    let inside;
+    let root = match chroot {
+        Some(dir) => {
+            inside = dir.join(root.strip_prefix("/").unwrap_or(root));
+            &inside
+        }
+        None => root,
     };
     let at = s
         .document_root_origin

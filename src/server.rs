@@ -12,8 +12,8 @@ use std::time::Duration;
 use mio::{Events, Interest, Poll, Token, Waker};
 use nix::errno::Errno;
 use nix::sys::socket::{
-    bind, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag, SockType,
-    SockaddrStorage,
+    bind, getsockname, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag,
+    SockType, SockaddrStorage,
 };
 use slab::Slab;
 
@@ -27,6 +27,8 @@ use crate::signals;
 /// Listener tokens start here; connection tokens are slab keys below it.
 const LISTENER_BASE: usize = 1 << 30;
 const WAKER: Token = Token(LISTENER_BASE - 1);
+/// The socket the signal handlers write to.
+const SIGNAL: Token = Token(LISTENER_BASE - 2);
 
 /// `listen(2)` backlog, lighttpd's `server.listen-backlog` default: room for
 /// bursts while the loop is busy or at `server.max-connections`.
@@ -112,16 +114,76 @@ pub struct Shared {
 /// A listening socket.
 enum Listener {
     Tcp(mio::net::TcpListener),
-    Unix(mio::net::UnixListener, PathBuf),
+    /// A unix socket; glint removes the path when it closes the socket only
+    /// if it created it (`true`), not when it was inherited or a worker's copy.
+    Unix(mio::net::UnixListener, PathBuf, bool),
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        if let Listener::Unix(_, path) = self {
+        if let Listener::Unix(_, path, true) = self {
             let _ = std::fs::remove_file(path);
         }
     }
 }
+
+impl Listener {
+    fn source(&mut self) -> &mut dyn mio::event::Source {
+        match self {
+            Listener::Tcp(t) => t,
+            Listener::Unix(u, _, _) => u,
+        }
+    }
+
+    fn port(&self) -> u16 {
+        match self {
+            Listener::Tcp(t) => t.local_addr().map(|a| a.port()).unwrap_or(0),
+            Listener::Unix(..) => 0,
+        }
+    }
+
+    /// Whether this socket is the one `addr` names (its bound address, or its path).
+    fn is_at(&self, addr: &ListenAddr) -> bool {
+        match (self, addr) {
+            (Listener::Tcp(t), ListenAddr::Tcp { host, port }) => {
+                match (t.local_addr(), resolve(host, *port)) {
+                    (Ok(bound), Ok(want)) => bound == want,
+                    _ => false,
+                }
+            }
+            (Listener::Unix(_, p, _), ListenAddr::Unix(want)) => p == want,
+            _ => false,
+        }
+    }
+}
+
+/// Adopts a listening socket handed down by the parent process (systemd
+/// socket activation): TCP or unix, as `getsockname` tells.
+fn adopt_listener(fd: OwnedFd) -> io::Result<Listener> {
+    let addr: SockaddrStorage = getsockname(fd.as_raw_fd())?;
+    if let Some(u) = addr.as_unix_addr() {
+        let path = u.path().map(PathBuf::from).unwrap_or_default();
+        let std_listener = std::os::unix::net::UnixListener::from(fd);
+        std_listener.set_nonblocking(true)?;
+        return Ok(Listener::Unix(
+            mio::net::UnixListener::from_std(std_listener),
+            path,
+            false,
+        ));
+    }
+    if addr.as_sockaddr_in().is_some() || addr.as_sockaddr_in6().is_some() {
+        let std_listener = std::net::TcpListener::from(fd);
+        std_listener.set_nonblocking(true)?;
+        return Ok(Listener::Tcp(mio::net::TcpListener::from_std(std_listener)));
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "an inherited descriptor is not a TCP or unix socket",
+    ))
+}
+
+/// Reads a new configuration for a graceful restart (SIGUSR1).
+pub type Reloader = Box<dyn FnMut() -> Result<Config, String>>;
 
 /// Stops a running server from another thread (tests, embedding).
 #[derive(Clone)]
@@ -161,6 +223,10 @@ pub struct Server {
     /// Whether this server reacts to process signals (the binary), or only to its StopHandle.
     use_signals: bool,
     shutdown_deadline: Option<u64>,
+    /// Reads the configuration again on SIGUSR1.
+    reloader: Option<Reloader>,
+    /// Read end (registered) and write end of the signal wake-up socket.
+    signal_wake: Option<(mio::net::UnixStream, std::os::unix::net::UnixStream)>,
 }
 
 /// Binds one listener as the configuration names it.
@@ -178,7 +244,7 @@ fn bind_listener(l: &Listen) -> io::Result<Listener> {
                 std::fs::remove_file(path)?;
             }
             let lst = mio::net::UnixListener::bind(path)?;
-            Ok(Listener::Unix(lst, path.clone()))
+            Ok(Listener::Unix(lst, path.clone(), true))
         }
         ListenAddr::Tcp { host, port } => {
             let addr = resolve(host, *port)?;
@@ -234,6 +300,17 @@ fn set_defer_accept(fd: &OwnedFd) {
     }
 }
 
+/// A listener's address, as `ip:port` or a unix socket path.
+fn describe(l: &Listener) -> String {
+    match l {
+        Listener::Tcp(t) => t
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|e| format!("?({e})")),
+        Listener::Unix(_, p, _) => p.display().to_string(),
+    }
+}
+
 /// `host` as written in the configuration: empty for all IPv4 addresses, an
 /// IP literal (IPv6 with or without brackets), or a name to look up.
 fn resolve(host: &str, port: u16) -> io::Result<SocketAddr> {
@@ -255,26 +332,40 @@ fn resolve(host: &str, port: u16) -> io::Result<SocketAddr> {
 impl Server {
     /// Binds every listener of `config`. Errors name the address.
     pub fn bind(config: Config) -> io::Result<Server> {
+        Server::bind_inherited(config, Vec::new())
+    }
+
+    /// Binds the listeners of `config`, using the listening sockets in
+    /// `inherited` (systemd socket activation) where their bound address is
+    /// the one configured; inherited sockets no listener names are served
+    /// too, after the configured ones.
+    pub fn bind_inherited(config: Config, inherited: Vec<OwnedFd>) -> io::Result<Server> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let mut pool = Vec::new();
+        for fd in inherited {
+            pool.push(Some(adopt_listener(fd)?));
+        }
         let mut listeners = Vec::new();
-        let mut ports = Vec::new();
-        for (i, l) in config.listeners.iter().enumerate() {
-            let mut lst = bind_listener(l).map_err(|e| {
-                io::Error::new(e.kind(), format!("cannot listen on {}: {e}", l.spec))
-            })?;
-            let token = Token(LISTENER_BASE + i);
-            match &mut lst {
-                Listener::Tcp(t) => {
-                    poll.registry().register(t, token, Interest::READABLE)?;
-                    ports.push(t.local_addr()?.port());
-                }
-                Listener::Unix(u, _) => {
-                    poll.registry().register(u, token, Interest::READABLE)?;
-                    ports.push(0);
-                }
-            }
+        for l in &config.listeners {
+            let found = pool
+                .iter_mut()
+                .find(|p| p.as_ref().is_some_and(|p| p.is_at(&l.addr)))
+                .and_then(Option::take);
+            let lst = match found {
+                Some(lst) => lst,
+                None => bind_listener(l).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot listen on {}: {e}", l.spec))
+                })?,
+            };
             listeners.push(Some(lst));
+        }
+        listeners.extend(pool.into_iter().flatten().map(Some));
+        let mut ports = Vec::new();
+        for (i, lst) in listeners.iter_mut().flatten().enumerate() {
+            poll.registry()
+                .register(lst.source(), Token(LISTENER_BASE + i), Interest::READABLE)?;
+            ports.push(lst.port());
         }
         let max_connections = config.global.max_connections.max(1) as usize;
         let gateways = crate::gateway::Gateways::from_settings(&config.global)
@@ -302,22 +393,14 @@ impl Server {
             waker,
             use_signals: false,
             shutdown_deadline: None,
+            reloader: None,
+            signal_wake: None,
         })
     }
 
     /// The bound addresses, as `ip:port` or a unix socket path, in listener order.
     pub fn local_addrs(&self) -> Vec<String> {
-        self.listeners
-            .iter()
-            .flatten()
-            .map(|l| match l {
-                Listener::Tcp(t) => t
-                    .local_addr()
-                    .map(|a| a.to_string())
-                    .unwrap_or_else(|e| format!("?({e})")),
-                Listener::Unix(_, p) => p.display().to_string(),
-            })
-            .collect()
+        self.listeners.iter().flatten().map(describe).collect()
     }
 
     /// A handle that stops `run` from another thread.
@@ -328,11 +411,203 @@ impl Server {
         }
     }
 
-    /// Makes `run` react to SIGINT, SIGTERM, SIGHUP (the handlers must be
-    /// installed with [`signals::install`]).
+    /// Makes `run` react to SIGINT, SIGTERM, SIGHUP, SIGUSR1 (the handlers
+    /// must be installed with [`signals::install`]).
     pub fn with_signals(mut self) -> Self {
         self.use_signals = true;
+        if let Err(e) = self.signal_wake_up() {
+            log::warn!("signal wake-up socket: {e}; signals may wait for the next tick");
+        }
         self
+    }
+
+    /// A socket pair the signal handlers write to, registered with this
+    /// process's poll (each worker makes its own).
+    fn signal_wake_up(&mut self) -> io::Result<()> {
+        let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        tx.set_nonblocking(true)?;
+        let mut rx = mio::net::UnixStream::from_std(rx);
+        self.poll
+            .registry()
+            .register(&mut rx, SIGNAL, Interest::READABLE)?;
+        signals::set_wake_fd(tx.as_raw_fd());
+        self.signal_wake = Some((rx, tx));
+        Ok(())
+    }
+
+    /// Makes SIGUSR1 read a new configuration with `reloader` and apply it
+    /// with [`Server::reload`].
+    pub fn with_reloader(mut self, reloader: Reloader) -> Self {
+        self.reloader = Some(reloader);
+        self
+    }
+
+    /// Reads the configuration again and applies it; a configuration that
+    /// does not load or whose listeners cannot be opened is logged and the
+    /// running one stays. Returns whether the new one is in force.
+    pub fn reload_from_source(&mut self) -> bool {
+        let Some(reloader) = self.reloader.as_mut() else {
+            log::warn!("graceful restart requested, but there is no configuration file to read");
+            return false;
+        };
+        log::info!("graceful restart: reading the configuration again");
+        let config = match reloader() {
+            Ok(c) => c,
+            Err(e) => {
+                log::error!("graceful restart: {e}; keeping the running configuration");
+                return false;
+            }
+        };
+        match self.reload(config) {
+            Ok(()) => {
+                log::info!("graceful restart: new configuration in force");
+                true
+            }
+            Err(e) => {
+                log::error!("graceful restart: {e}; keeping the running configuration");
+                false
+            }
+        }
+    }
+
+    /// Switches to `config` without dropping a connection: listening
+    /// sockets whose address is unchanged are kept (same descriptor), new
+    /// ones are opened, removed ones closed. Responses under way finish as
+    /// they started; the next request on any connection uses `config`.
+    /// On error (a new listener cannot be opened) nothing changes.
+    pub fn reload(&mut self, config: Config) -> io::Result<()> {
+        if self.sh.shutting_down {
+            return Err(io::Error::other("shutting down"));
+        }
+        let old_n = self.sh.config.listeners.len();
+        // Which old listener each new one reuses, or the socket bound for it.
+        let mut plan: Vec<Result<usize, Listener>> = Vec::with_capacity(config.listeners.len());
+        let mut used = vec![false; self.listeners.len()];
+        for l in &config.listeners {
+            // The same configured address, or a socket bound there
+            // (inherited sockets no listener named included).
+            let same = (0..self.listeners.len()).find(|&i| {
+                !used[i]
+                    && self.listeners[i].as_ref().is_some_and(|x| {
+                        self.sh
+                            .config
+                            .listeners
+                            .get(i)
+                            .is_some_and(|o| o.addr == l.addr)
+                            || x.is_at(&l.addr)
+                    })
+            });
+            match same {
+                Some(i) => {
+                    used[i] = true;
+                    plan.push(Ok(i));
+                }
+                None => {
+                    let lst = bind_listener(l).map_err(|e| {
+                        io::Error::new(e.kind(), format!("cannot listen on {}: {e}", l.spec))
+                    })?;
+                    plan.push(Err(lst));
+                }
+            }
+        }
+        // Inherited sockets no listener names stay, after the configured ones.
+        let extras: Vec<usize> = (old_n..self.listeners.len())
+            .filter(|&i| !used[i])
+            .collect();
+        let mut old = std::mem::take(&mut self.listeners);
+        for lst in old.iter_mut().flatten() {
+            let _ = self.poll.registry().deregister(lst.source());
+        }
+        let mut remap = vec![usize::MAX; old.len()];
+        let mut next = Vec::with_capacity(plan.len() + extras.len());
+        for p in plan {
+            match p {
+                Ok(i) => {
+                    remap[i] = next.len();
+                    next.push(old[i].take());
+                }
+                Err(lst) => next.push(Some(lst)),
+            }
+        }
+        for i in extras {
+            remap[i] = next.len();
+            next.push(old[i].take());
+        }
+        for l in old.iter().flatten() {
+            log::info!("graceful restart: closing listener {}", describe(l));
+        }
+        drop(old);
+        let mut ports = Vec::with_capacity(next.len());
+        for (i, lst) in next.iter_mut().enumerate() {
+            match lst {
+                Some(l) => {
+                    // Past the point of no return: a failure is logged, not undone.
+                    if let Err(e) = self.poll.registry().register(
+                        l.source(),
+                        Token(LISTENER_BASE + i),
+                        Interest::READABLE,
+                    ) {
+                        log::error!("graceful restart: listener {}: {e}", describe(l));
+                    }
+                    ports.push(l.port());
+                }
+                None => ports.push(0),
+            }
+        }
+        for (_, conn) in self.conns.iter_mut() {
+            conn.listener = remap.get(conn.listener).copied().unwrap_or(usize::MAX);
+        }
+        self.listeners = next;
+        self.sh.ports = ports;
+        self.max_connections = config.global.max_connections.max(1) as usize;
+        self.sh.config = config;
+        if let Err(e) = self.open_logs() {
+            log::error!("graceful restart: {e}");
+        }
+        // No accepting here: a supervisor reloads too, and must not. A
+        // listener with connections waiting is reported ready when it is
+        // registered again.
+        Ok(())
+    }
+
+    /// Closes the listening sockets (a supervisor that is stopping: new
+    /// connections are refused rather than left in a backlog nobody reads).
+    pub fn close_listeners(&mut self) {
+        for l in self.listeners.iter_mut() {
+            if let Some(lst) = l.as_mut() {
+                let _ = self.poll.registry().deregister(lst.source());
+            }
+            *l = None;
+        }
+    }
+
+    /// In a worker process just forked from the supervisor: a poll instance
+    /// of its own (an epoll set is shared across `fork`), the listeners
+    /// registered with it, and unix socket paths left to the supervisor.
+    pub fn prepare_worker(&mut self) -> io::Result<()> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        for (i, lst) in self.listeners.iter_mut().enumerate() {
+            if let Some(l) = lst {
+                if let Listener::Unix(_, _, owned) = l {
+                    *owned = false;
+                }
+                // The epoll set is the supervisor's, which never waits on it.
+                let _ = self.poll.registry().deregister(l.source());
+                poll.registry().register(
+                    l.source(),
+                    Token(LISTENER_BASE + i),
+                    Interest::READABLE,
+                )?;
+            }
+        }
+        self.poll = poll;
+        self.waker = waker;
+        if self.use_signals {
+            self.signal_wake_up()?;
+        }
+        Ok(())
     }
 
     /// Opens the access logs named by the global settings now, so that a
@@ -377,11 +652,17 @@ impl Server {
             }
             let new_second = self.sh.clock.update();
             self.sh.stats.active = self.conns.len() as u64;
+            // Before the events: a request that arrived after a SIGHUP or
+            // SIGUSR1 is logged to the new file and served by the new
+            // configuration.
+            self.apply_signals();
             let mut closed_any = false;
             for ev in events.iter() {
                 let t = ev.token().0;
                 if t >= LISTENER_BASE {
                     self.accept_all(t - LISTENER_BASE);
+                } else if ev.token() == SIGNAL {
+                    self.drain_signal_wake();
                 } else if t == WAKER.0 {
                 } else if t >= BACKEND_BASE {
                     closed_any |= self.backend_event(t - BACKEND_BASE, ev);
@@ -522,7 +803,7 @@ impl Server {
             };
             let accepted = match lst {
                 Listener::Tcp(t) => t.accept().map(|(s, a)| (Stream::Tcp(s), Some(a.ip()))),
-                Listener::Unix(u, _) => u.accept().map(|(s, _)| (Stream::Unix(s), None)),
+                Listener::Unix(u, _, _) => u.accept().map(|(s, _)| (Stream::Unix(s), None)),
             };
             match accepted {
                 Ok((stream, peer)) => {
@@ -605,24 +886,41 @@ impl Server {
         any_closed || !closed.is_empty()
     }
 
-    /// Applies stop requests; returns true when `run` should return.
-    fn check_stop(&mut self) -> bool {
-        let mut state = self.stop.load(Ordering::SeqCst);
-        if self.use_signals {
-            let s = signals::take();
-            if s.now {
-                state = NOW;
-            } else if s.graceful {
-                state = state.max(GRACEFUL);
-            }
-            if s.reopen {
-                log::info!("reopening log files");
-                self.sh.logs.reopen();
-            }
-            if s.reload {
-                log::warn!("graceful restart (SIGUSR1) is not supported yet; ignored");
+    fn drain_signal_wake(&mut self) {
+        if let Some((rx, _)) = self.signal_wake.as_mut() {
+            let mut buf = [0u8; 64];
+            while matches!(io::Read::read(rx, &mut buf), Ok(n) if n > 0) {}
+        }
+    }
+
+    /// Reads the signal flags (when this server uses them): stop requests
+    /// join the StopHandle's state, SIGHUP reopens the logs, SIGUSR1 reloads.
+    fn apply_signals(&mut self) {
+        if !self.use_signals {
+            return;
+        }
+        let s = signals::take();
+        if s.now {
+            self.stop.store(NOW, Ordering::SeqCst);
+        } else if s.graceful {
+            self.stop.fetch_max(GRACEFUL, Ordering::SeqCst);
+        }
+        if s.reopen {
+            log::info!("reopening log files");
+            self.sh.logs.reopen();
+            if let Err(e) = crate::errorlog::reopen() {
+                log::error!("cannot reopen the error log: {e}");
             }
         }
+        if s.reload && self.stop.load(Ordering::SeqCst) == RUN {
+            self.reload_from_source();
+        }
+    }
+
+    /// Applies stop requests; returns true when `run` should return.
+    fn check_stop(&mut self) -> bool {
+        self.apply_signals();
+        let state = self.stop.load(Ordering::SeqCst);
         match state {
             NOW => true,
             GRACEFUL => {

@@ -5,7 +5,8 @@
 //! stops now); SIGHUP reopens the log files; SIGUSR1 asks for a graceful
 //! restart.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
@@ -13,6 +14,9 @@ static GRACEFUL: AtomicBool = AtomicBool::new(false);
 static NOW: AtomicBool = AtomicBool::new(false);
 static REOPEN: AtomicBool = AtomicBool::new(false);
 static RELOAD: AtomicBool = AtomicBool::new(false);
+/// A non-blocking socket the handler writes a byte to, so that a signal
+/// that arrives just before `epoll_wait` still wakes the loop at once.
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
 
 extern "C" fn on_signal(sig: nix::libc::c_int) {
     match Signal::try_from(sig) {
@@ -26,6 +30,22 @@ extern "C" fn on_signal(sig: nix::libc::c_int) {
         Ok(Signal::SIGUSR1) => RELOAD.store(true, Ordering::SeqCst),
         _ => {}
     }
+    let fd = WAKE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let saved = nix::errno::Errno::last_raw();
+        // SAFETY: write(2) is async-signal-safe; a full buffer (EAGAIN) is fine,
+        // the loop is awake already.
+        unsafe {
+            nix::libc::write(fd, b"s".as_ptr().cast(), 1);
+        }
+        nix::errno::Errno::set_raw(saved);
+    }
+}
+
+/// Makes the handlers also write a byte to `fd` (non-blocking), or stop
+/// doing so with -1.
+pub fn set_wake_fd(fd: RawFd) {
+    WAKE_FD.store(fd, Ordering::SeqCst);
 }
 
 /// Installs the handlers (without SA_RESTART, so `epoll_wait` returns at once)

@@ -1,0 +1,17 @@
+//! Running glint as a service, in the order start-up meets it:
+//!
+//! - [`pidfile`]: `server.pid-file`: refuse a second instance, write, remove.
+//! - [`activation`]: listening sockets handed down by systemd (`LISTEN_FDS`).
+//! - [`privileges`]: `server.chroot`, `server.groupname`, `server.username`.
+//! - [`daemon`]: detaching from the terminal, with start-up errors still
+//!   reaching it through a pipe.
+//! - [`workers`]: `server.max-worker`: a supervisor and its worker processes.
+//!
+//! Everything that can fail at start happens before the process detaches, so
+//! the shell that ran `glint -f ...` sees the error and a non-zero status.
+
+pub mod activation;
+pub mod daemon;
+pub mod pidfile;
+pub mod privileges;
+pub mod workers;
