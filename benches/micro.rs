@@ -95,7 +95,11 @@ $HTTP["remoteip"] == "10.0.0.0/8" { url.access-deny = ( "" ) }
     ] {
         let facts = RequestFacts {
             listener: 0,
-            remote_ip: Some("127.0.0.1".parse().unwrap_or(std::net::Ipv4Addr::LOCALHOST.into())),
+            remote_ip: Some(
+                "127.0.0.1"
+                    .parse()
+                    .unwrap_or(std::net::Ipv4Addr::LOCALHOST.into()),
+            ),
             scheme: "http",
             method: "GET",
             host,

@@ -30,6 +30,10 @@ const WAKER: Token = Token(LISTENER_BASE - 1);
 /// The socket the signal handlers write to.
 const SIGNAL: Token = Token(LISTENER_BASE - 2);
 
+/// Most connections accepted (and answered) per listener per loop turn: a
+/// fast client must not keep the loop from signals, time-outs and others.
+const ACCEPT_BATCH: usize = 64;
+
 /// `listen(2)` backlog, lighttpd's `server.listen-backlog` default: room for
 /// bursts while the loop is busy or at `server.max-connections`.
 pub const LISTEN_BACKLOG: i32 = 1024;
@@ -218,6 +222,8 @@ pub struct Server {
     max_connections: usize,
     /// Accepting paused: at `server.max-connections`, or out of file descriptors.
     accept_paused: bool,
+    /// A listener stopped at [`ACCEPT_BATCH`] with connections still waiting.
+    accept_more: bool,
     stop: Arc<AtomicU8>,
     waker: Arc<Waker>,
     /// Whether this server reacts to process signals (the binary), or only to its StopHandle.
@@ -389,6 +395,7 @@ impl Server {
             },
             max_connections,
             accept_paused: false,
+            accept_more: false,
             stop: Arc::new(AtomicU8::new(RUN)),
             waker,
             use_signals: false,
@@ -640,7 +647,9 @@ impl Server {
         loop {
             let to_next_second = 1_000_000 - self.sh.clock.mono_us % 1_000_000;
             // A backend said "busy": look again in 10 ms rather than at the next tick.
-            let wait = if self.sh.gateways.retry_soon {
+            let wait = if self.accept_more {
+                Duration::ZERO
+            } else if self.sh.gateways.retry_soon {
                 Duration::from_millis(10)
             } else {
                 Duration::from_micros(to_next_second + 1)
@@ -657,6 +666,7 @@ impl Server {
             // configuration.
             self.apply_signals();
             let mut closed_any = false;
+            self.accept_backlog();
             for ev in events.iter() {
                 let t = ev.token().0;
                 if t >= LISTENER_BASE {
@@ -793,10 +803,13 @@ impl Server {
         if self.accept_paused || self.sh.shutting_down {
             return;
         }
-        loop {
+        for _ in 0..ACCEPT_BATCH {
             if self.conns.len() >= self.max_connections {
                 self.accept_paused = true;
                 return;
+            }
+            if self.use_signals && signals::pending() {
+                break;
             }
             let Some(Some(lst)) = self.listeners.get(i) else {
                 return;
@@ -842,6 +855,18 @@ impl Server {
                         return;
                     }
                 },
+            }
+        }
+        // Stopped before the backlog was empty: no new edge will announce
+        // what is left, so look again on the next turn.
+        self.accept_more = true;
+    }
+
+    /// Accepts again on every listener that stopped at [`ACCEPT_BATCH`].
+    fn accept_backlog(&mut self) {
+        if std::mem::take(&mut self.accept_more) {
+            for i in 0..self.listeners.len() {
+                self.accept_all(i);
             }
         }
     }

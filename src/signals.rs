@@ -72,6 +72,15 @@ pub fn install() -> nix::Result<()> {
     Ok(())
 }
 
+/// True when a signal is waiting to be acted on (cheap: four atomic loads),
+/// so that long loops can yield to the event loop.
+pub fn pending() -> bool {
+    GRACEFUL.load(Ordering::Relaxed)
+        || NOW.load(Ordering::Relaxed)
+        || REOPEN.load(Ordering::Relaxed)
+        || RELOAD.load(Ordering::Relaxed)
+}
+
 /// What the signals asked for since the last look.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Requests {
