@@ -410,6 +410,15 @@ impl Server {
         self.listeners.iter().flatten().map(describe).collect()
     }
 
+    /// Whether `run` starts backend processes (`bin-path`).
+    pub fn spawns_backends(&self) -> bool {
+        self.sh
+            .gateways
+            .hosts
+            .iter()
+            .any(|h| h.spec.spawn.is_some())
+    }
+
     /// A handle that stops `run` from another thread.
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
@@ -486,6 +495,14 @@ impl Server {
     pub fn reload(&mut self, config: Config) -> io::Result<()> {
         if self.sh.shutting_down {
             return Err(io::Error::other("shutting down"));
+        }
+        if config.global.scgi_server != self.sh.config.global.scgi_server
+            || config.global.fastcgi_server != self.sh.config.global.fastcgi_server
+        {
+            // Backends and their queues live across requests; they are set up at start.
+            log::warn!(
+                "graceful restart: scgi.server / fastcgi.server changes take effect at the next start"
+            );
         }
         let old_n = self.sh.config.listeners.len();
         // Which old listener each new one reuses, or the socket bound for it.
