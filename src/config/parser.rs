@@ -77,7 +77,7 @@ impl<'t> Cur<'t> {
         }
         t
     }
-    fn expect(&mut self, want: Tok, what: &str) -> Result<&'t Token, ConfigError> {
+    fn require(&mut self, want: Tok, what: &str) -> Result<&'t Token, ConfigError> {
         let t = self.bump();
         if t.tok == want {
             Ok(t)
@@ -254,7 +254,7 @@ impl Eval {
                     self.depth += 1;
                     self.parse_stmts(c, true)?;
                     self.depth -= 1;
-                    c.expect(Tok::RBrace, "'}'")?;
+                    c.require(Tok::RBrace, "'}'")?;
                 }
                 Tok::Key(k) if matches!(k.as_str(), "else" | "elseif" | "elsif") => {
                     return Err(t.pos.error(format!("'{k}' without a condition before it")));
@@ -455,7 +455,7 @@ impl Eval {
 
     fn parse_cond_block(&mut self, c: &mut Cur<'_>) -> Result<Block, ConfigError> {
         let cond = self.parse_cond(c)?;
-        c.expect(Tok::LBrace, "'{'")?;
+        c.require(Tok::LBrace, "'{'")?;
         self.parse_block(c, Some(cond))
     }
 
@@ -472,7 +472,7 @@ impl Eval {
         let frame = self.frames.pop().unwrap_or_default();
         self.depth -= 1;
         body?;
-        c.expect(Tok::RBrace, "'}'")?;
+        c.require(Tok::RBrace, "'}'")?;
         Ok(Block {
             id,
             cond,
@@ -486,12 +486,12 @@ impl Eval {
         let Tok::CondVar(var) = &vt.tok else {
             return Err(unexpected(vt, "a condition"));
         };
-        c.expect(Tok::LBracket, "'['")?;
+        c.require(Tok::LBracket, "'['")?;
         let nt = c.bump();
         let Tok::Str(name) = &nt.tok else {
             return Err(unexpected(nt, "a string"));
         };
-        c.expect(Tok::RBracket, "']'")?;
+        c.require(Tok::RBracket, "']'")?;
         let ot = c.bump();
         let Tok::Op(op) = ot.tok else {
             return Err(unexpected(ot, "'==', '!=', '=~', '!~', '=^' or '=$'"));
