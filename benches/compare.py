@@ -19,6 +19,7 @@ import platform
 import random
 import re
 import resource
+import selectors
 import shutil
 import signal
 import socket
@@ -51,6 +52,7 @@ JPEG_SIZE = 25_600     # the 25 KB test.jpg of field report 001
 MAX_CONNS = 20_000     # every server is configured to accept at least this many
 KEEPALIVE_IDLE_S = 60  # keep-alive idle timeout given to every server
 NOFILE_WANT = 65_536
+NOFILE = NOFILE_WANT   # what raise_nofile() got; the servers inherit it
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -160,8 +162,9 @@ server.modules = ( "mod_staticfile" )
 # no mod_accesslog: access log off
 server.network-backend = "sendfile"
 server.max-worker = 0
-server.max-fds = {NOFILE_WANT}
-server.max-connections = {MAX_CONNS}
+# lighttpd allows at most max-fds/2 connections; max-fds cannot pass RLIMIT_NOFILE
+server.max-fds = {NOFILE}
+server.max-connections = {min(MAX_CONNS, NOFILE // 2)}
 server.listen-backlog = 4096
 server.max-keep-alive-idle = {KEEPALIVE_IDLE_S}
 server.max-keep-alive-requests = 1000000
@@ -179,7 +182,7 @@ daemon off;
 master_process on;
 pid {tmp}/nginx.pid;
 error_log {tmp}/nginx-error.log warn;
-worker_rlimit_nofile {NOFILE_WANT};
+worker_rlimit_nofile {NOFILE};
 events {{
     worker_connections {MAX_CONNS};
     use epoll;
@@ -290,6 +293,21 @@ def pss_kib(pids: list[int]) -> int:
                     if line.startswith("Pss:"):
                         total += int(line.split()[1])
                         break
+        except OSError:
+            pass
+    return total
+
+
+def uss_kib(pids: list[int]) -> int:
+    """Private_Clean + Private_Dirty: memory only these processes hold (no share
+    of libc), steadier than PSS when other processes come and go."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                        total += int(line.split()[1])
         except OSError:
             pass
     return total
@@ -474,11 +492,15 @@ def make_server(name: str, tmp: Path, docroot: Path, port: int, args) -> Server:
 def server_version(name: str, args) -> str:
     try:
         if name == "glint":
-            b = REPO / "target" / "release" / "glint" if not args.glint_bin else Path(args.glint_bin)
-            repo = b.resolve().parent.parent.parent
+            b = Path(args.glint_bin or os.environ.get("GLINT_BIN") or REPO / "target" / "release" / "glint").resolve()
+            v = subprocess.run([str(b), "-v"], capture_output=True, text=True, timeout=10)
+            ver = ((v.stdout + v.stderr).strip().splitlines() or ["glint"])[0]
+            built = _dt.datetime.fromtimestamp(b.stat().st_mtime, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            repo = b.parent.parent.parent
             r = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%h %s"],
                                capture_output=True, text=True, timeout=10)
-            return f"glint @ {r.stdout.strip()}" if r.returncode == 0 else "glint"
+            head = f", {repo} at {r.stdout.strip()}" if r.returncode == 0 else ""
+            return f"{ver} (binary built {built}{head})"
         cmd = {"lighttpd": ["-v"], "nginx": ["-v"], "h2o": ["--version"]}[name]
         r = subprocess.run([tool_path(name), *cmd], capture_output=True, text=True, timeout=10)
         return (r.stdout + r.stderr).strip().splitlines()[0]
@@ -574,6 +596,21 @@ def run_load(wl: dict, port: int, tmp: Path) -> dict:
 # --------------------------------------------------------------------------
 # idle keep-alive connections
 
+def response_complete(buf: bytes) -> int | None:
+    """Status of the HTTP response in buf once its Content-Length body is all there."""
+    head, sep, body = buf.partition(b"\r\n\r\n")
+    if not sep:
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    length = 0
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        if k.strip().lower() == "content-length":
+            length = int(v)
+    return status if len(body) >= length else None
+
+
 def read_response(s: socket.socket) -> int:
     """Read one HTTP/1.1 response with a Content-Length body; return its status."""
     buf = b""
@@ -598,45 +635,82 @@ def read_response(s: socket.socket) -> int:
     return status
 
 
-def idle_connections(srv: Server, n: int, batch: int = 250) -> dict:
+def idle_connections(srv: Server, n: int, batch: int = 250, batch_timeout: float = 10.0) -> dict:
+    """Open n keep-alive connections, one answered GET on each, keep them open
+    and read the server's PSS.  Each batch has one deadline, so a server that
+    leaves some requests unanswered costs at most batch_timeout per batch."""
     req = b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n"
     socks: list[socket.socket] = []
     errors = 0
     first_error = None
     t0 = time.monotonic()
+
+    def fail(s: socket.socket, why: str) -> None:
+        nonlocal errors, first_error
+        errors += 1
+        first_error = first_error or why
+        s.close()
+
     try:
-        while len(socks) < n and errors < 50:
-            new = []
+        while len(socks) < n and errors < 200 and time.monotonic() - t0 < 120:
+            pending: dict[socket.socket, bytes] = {}
             for _ in range(min(batch, n - len(socks))):
                 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                s.settimeout(10)
+                s.settimeout(5)
                 try:
                     s.connect((HOST, srv.port))
                     s.sendall(req)
-                    new.append(s)
+                    s.setblocking(False)
+                    pending[s] = b""
                 except OSError as e:
-                    errors += 1
-                    first_error = first_error or repr(e)
-                    s.close()
-            for s in new:
-                try:
-                    if read_response(s) == 200:
-                        socks.append(s)
-                        continue
-                    errors += 1
-                except (OSError, ValueError, IndexError) as e:
-                    errors += 1
-                    first_error = first_error or repr(e)
-                s.close()
-            if not new:
+                    fail(s, f"connect/send: {e!r}")
+            if not pending:
                 break
+            sel = selectors.DefaultSelector()
+            for s in pending:
+                sel.register(s, selectors.EVENT_READ)
+            deadline = time.monotonic() + batch_timeout
+            while pending and time.monotonic() < deadline:
+                for key, _ in sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                    s = key.fileobj
+                    try:
+                        chunk = s.recv(65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError as e:
+                        sel.unregister(s)
+                        del pending[s]
+                        fail(s, f"recv: {e!r}")
+                        continue
+                    if not chunk:
+                        sel.unregister(s)
+                        del pending[s]
+                        fail(s, "closed by server before the response ended")
+                        continue
+                    buf = pending[s] + chunk
+                    pending[s] = buf
+                    try:
+                        status = response_complete(buf)
+                    except (ValueError, IndexError):
+                        status = -1
+                    if status is None:
+                        continue
+                    sel.unregister(s)
+                    del pending[s]
+                    if status == 200:
+                        socks.append(s)
+                    else:
+                        fail(s, f"status {status}")
+            for s in list(pending):
+                sel.unregister(s)
+                fail(s, f"no complete response within {batch_timeout:.0f}s")
+            pending.clear()
+            sel.close()
         time.sleep(1.0)  # let the server settle after the last batch
-        # are they all still open?  a server that drops idle connections
-        # early would show up here (recv on an open idle socket would block)
         pids = srv.pids()
-        pss = pss_kib(pids)
-        return {"by_process": pss_by_comm(pids), "held": len(socks), "wanted": n, "errors": errors, "first_error": first_error,
-                "pss_kib": pss, "pids": len(pids), "setup_s": time.monotonic() - t0}
+        return {"held": len(socks), "wanted": n, "errors": errors, "first_error": first_error,
+                "pss_kib": pss_kib(pids), "uss_kib": uss_kib(pids), "by_process": pss_by_comm(pids),
+                "pids": len(pids), "setup_s": time.monotonic() - t0}
     finally:
         linger = (1).to_bytes(4, "little") + (0).to_bytes(4, "little")
         for s in socks:
@@ -672,6 +746,8 @@ def measure(srv: Server, wl: dict, tmp: Path) -> dict:
     # jobs if they land there): a check on noise, not a per-server figure
     r["cpu0_busy_pct"] = 100 * (b1 - b0) / (t1 - t0) if t1 > t0 else None
     r["errors_total"] = (r.get("failed") or 0) + (r.get("non2xx") or 0)
+    if wl.get("k") and done and (r.get("keepalive_reqs") or 0) < 0.9 * done:
+        r["warning"] = f"only {r.get('keepalive_reqs')} of {done} requests kept the connection alive"
     if not srv.alive():
         r["error"] = (r.get("error", "") + f" server died: {srv.tail_logs()}").strip()
     return r
@@ -690,6 +766,8 @@ METRICS = [  # key, label, format, lower-is-better
 MEM_METRICS = [
     ("pss_idle_kib", "PSS idle, KiB", "{:,.0f}"),
     ("pss_conns_kib", "PSS with idle keep-alive conns, KiB", "{:,.0f}"),
+    ("uss_idle_kib", "USS (private) idle, KiB", "{:,.0f}"),
+    ("uss_conns_kib", "USS with idle keep-alive conns, KiB", "{:,.0f}"),
     ("conns_held", "idle keep-alive conns held", "{:,.0f}"),
 ]
 
@@ -713,6 +791,8 @@ def summarise(raw: dict, servers: list[str], wls: list[dict]) -> dict:
         conns = m.get("conns", [])
         mem.setdefault("pss_conns_kib", {})[s] = median([c.get("pss_kib") for c in conns])
         mem.setdefault("conns_held", {})[s] = median([c.get("held") for c in conns])
+        mem.setdefault("uss_idle_kib", {})[s] = m.get("uss_idle_kib")
+        mem.setdefault("uss_conns_kib", {})[s] = median([c.get("uss_kib") for c in conns])
     summ["memory"] = mem
     return summ
 
@@ -846,7 +926,7 @@ def raise_nofile() -> int:
 
 
 def main() -> int:
-    global SERVER_CPU, CLIENT_CPU
+    global SERVER_CPU, CLIENT_CPU, NOFILE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="counts / 10, wrk for 2 s, 1,000 idle connections")
     ap.add_argument("--rounds", type=int, default=3)
@@ -887,7 +967,7 @@ def main() -> int:
         os.sched_setaffinity(0, {int(CLIENT_CPU)})  # this script is a client too
     except OSError:
         pass
-    nofile = raise_nofile()
+    nofile = NOFILE = raise_nofile()
     if nofile < idle_n + 1000:
         idle_n = max(0, nofile - 1000)
         log(f"warning: RLIMIT_NOFILE is {nofile}; holding only {idle_n} idle connections")
@@ -935,7 +1015,8 @@ def main() -> int:
                 continue
             time.sleep(0.5)
             pids = srv.pids()
-            raw["memory"][name] = {"pss_idle_kib": pss_kib(pids), "pids_idle": len(pids),
+            raw["memory"][name] = {"pss_idle_kib": pss_kib(pids), "uss_idle_kib": uss_kib(pids),
+                                   "pids_idle": len(pids),
                                    "pss_idle_by_process": pss_by_comm(pids), "conns": []}
             status, headers, body = http_get(port, "/test.jpg")
             raw["headers"][name] = {"status": status, "body_len": len(body),
@@ -971,7 +1052,8 @@ def main() -> int:
                     log(f"  {wl['title']:<36} {name:<9} {r.get('rps', 0):>10,.0f} req/s  "
                         f"{r.get('cpu_us_per_req') or 0:7.1f} µs/req  p99 {r.get('p99_ms') or 0:7.2f} ms  "
                         f"err {r.get('errors_total', '?')}  srv {r.get('server_busy_pct') or 0:3.0f}%  "
-                        f"cli {r.get('client_busy_pct') or 0:3.0f}%" + (f"  ! {r['error']}" if r.get("error") else ""))
+                        f"cli {r.get('client_busy_pct') or 0:3.0f}%" + (f"  ! {r['error']}" if r.get("error") else "")
+                        + (f"  ! {r['warning']}" if r.get("warning") else ""))
                     time.sleep(0.3)
             if idle_n:
                 for name in order:
@@ -1037,6 +1119,20 @@ def render_md(raw: dict, summ: dict, servers: list[str], wls: list[dict], idle_n
     ]
     if raw["errors"]:
         lines += ["## Errors", ""] + [f"- **{k}**: {v}" for k, v in raw["errors"].items()] + [""]
+    warns = []
+    for srv_name, per_wl in raw["runs"].items():
+        for wl_id, runs in per_wl.items():
+            for r in runs:
+                for key in ("warning", "error"):
+                    if r.get(key):
+                        warns.append(f"- {srv_name}, {wl_id}, round {r.get('round')}: {key}: {r[key]}")
+    for srv_name, m in raw["memory"].items():
+        for c in m.get("conns", []):
+            if c.get("held", 0) < c.get("wanted", 0) or c.get("errors"):
+                warns.append(f"- {srv_name}, idle connections, round {c.get('round')}: held {c.get('held')} "
+                             f"of {c.get('wanted')}, {c.get('errors')} errors ({c.get('first_error')})")
+    if warns:
+        lines += ["## Warnings", ""] + warns + [""]
     hdr = raw.get("headers", {})
     if hdr:
         lines += ["## Response headers of `/test.jpg` (sanity check of equivalent settings)", "",
