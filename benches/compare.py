@@ -190,6 +190,11 @@ events {{
 http {{
     access_log off;
     sendfile on;
+    tcp_nopush on;   # Debian's nginx.conf pairs it with sendfile: headers and body in one segment
+    # lighttpd (stat cache, fd cache for small files) and h2o (file cache)
+    # keep open files and stat results between requests; this is nginx's way
+    open_file_cache max=1000 inactive=60s;
+    open_file_cache_valid 60s;
     keepalive_timeout {KEEPALIVE_IDLE_S}s;
     keepalive_requests 1000000;
     etag on;
@@ -324,6 +329,14 @@ def pss_by_comm(pids: list[int]) -> dict[str, int]:
             continue
         out[f"{comm}[{pid}]"] = pss_kib([pid])
     return out
+
+
+def loadavg() -> float | None:
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError):
+        return None
 
 
 def cpu0_times() -> tuple[int, int]:
@@ -745,6 +758,9 @@ def measure(srv: Server, wl: dict, tmp: Path) -> dict:
     # everything that ran on the server CPU (softirqs, and other people's
     # jobs if they land there): a check on noise, not a per-server figure
     r["cpu0_busy_pct"] = 100 * (b1 - b0) / (t1 - t0) if t1 > t0 else None
+    if r["cpu0_busy_pct"] is not None and r["server_busy_pct"] is not None:
+        r["other_on_cpu0_pct"] = max(0.0, r["cpu0_busy_pct"] - r["server_busy_pct"])
+    r["loadavg"] = loadavg()
     r["errors_total"] = (r.get("failed") or 0) + (r.get("non2xx") or 0)
     if wl.get("k") and done and (r.get("keepalive_reqs") or 0) < 0.9 * done:
         r["warning"] = f"only {r.get('keepalive_reqs')} of {done} requests kept the connection alive"
@@ -1117,6 +1133,15 @@ def render_md(raw: dict, summ: dict, servers: list[str], wls: list[dict], idle_n
         "![server CPU per request](latest.svg)",
         "",
     ]
+    other = [r.get("other_on_cpu0_pct") for per in raw["runs"].values() for runs in per.values() for r in runs]
+    other = sorted(v for v in other if v is not None)
+    loads = [r.get("loadavg") for per in raw["runs"].values() for runs in per.values() for r in runs]
+    loads = [v for v in loads if v is not None]
+    if other:
+        lines += [f"Noise: other work on the server CPU during the runs (CPU 0 busy % from `/proc/stat` "
+                  f"minus the server's own): median {statistics.median(other):.0f} %, max {other[-1]:.0f} %; "
+                  f"1-min load average {min(loads):.1f}–{max(loads):.1f}. "
+                  "Where that is high, requests/s and latency suffer more than CPU µs/request.", ""]
     if raw["errors"]:
         lines += ["## Errors", ""] + [f"- **{k}**: {v}" for k, v in raw["errors"].items()] + [""]
     warns = []
