@@ -1132,7 +1132,20 @@ def render_md(raw: dict, summ: dict, servers: list[str], wls: list[dict], idle_n
         "",
         "![server CPU per request](latest.svg)",
         "",
+        "Spread of server CPU µs/request over the rounds (min–max): where the ranges of two servers "
+        "overlap, the difference between their medians is within the noise.",
+        "",
+        "| workload | " + " | ".join(servers) + " |",
+        "|---|" + "---:|" * len(servers),
     ]
+    for wl in wls:
+        cells = []
+        for s in servers:
+            v = [r.get("cpu_us_per_req") for r in raw["runs"].get(s, {}).get(wl["id"], [])]
+            v = [x for x in v if x is not None]
+            cells.append(f"{min(v):.1f}–{max(v):.1f}" if v else "—")
+        lines.append(f"| `{wl['title']}` | " + " | ".join(cells) + " |")
+    lines.append("")
     other = [r.get("other_on_cpu0_pct") for per in raw["runs"].values() for runs in per.values() for r in runs]
     other = sorted(v for v in other if v is not None)
     loads = [r.get("loadavg") for per in raw["runs"].values() for runs in per.values() for r in runs]
