@@ -907,7 +907,8 @@ def render_svg(summ: dict, servers: list[str], wls: list[dict], subtitle: str) -
                 continue
             o.append(f'<rect x="{x:.1f}" y="{y(v):.1f}" width="{bar_w}" height="{plot_top + plot_h - y(v):.1f}" '
                      f'fill="{COLORS.get(s, "#888")}"><title>{esc(s)} {esc(wl["title"])}: {v:.1f} µs</title></rect>')
-            o.append(f'<text x="{x + bar_w / 2:.1f}" y="{y(v) - 3:.1f}" text-anchor="middle" font-size="8">{v:.0f}</text>')
+            o.append(f'<text x="{x + bar_w / 2:.1f}" y="{y(v) - 3:.1f}" text-anchor="middle" font-size="8">{v:.1f}</text>' if v < 10 else
+                     f'<text x="{x + bar_w / 2:.1f}" y="{y(v) - 3:.1f}" text-anchor="middle" font-size="8">{v:.0f}</text>')
         lx = gx + group_w / 2
         ly = plot_top + plot_h + 14
         parts = wl["title"].split(" /")
@@ -953,7 +954,12 @@ def main() -> int:
                     help="start glint with -f and the same lighttpd.conf as lighttpd instead of command-line flags")
     ap.add_argument("--idle-conns", type=int, help="idle keep-alive connections to hold (default 10,000; 1,000 with --quick)")
     ap.add_argument("--out", default=str(RESULTS / "latest"), help="output path without extension")
+    ap.add_argument("--render", metavar="JSON", help="only rewrite the .md and .svg from a saved .json of a run")
     args = ap.parse_args()
+    if args.render:
+        raw = json.loads(Path(args.render).read_text())
+        write_reports(raw, Path(args.out), write_json=False)
+        return 0
 
     servers = [s.strip() for s in args.servers.split(",") if s.strip()]
     bad = [s for s in servers if s not in ALL_SERVERS]
@@ -1098,15 +1104,22 @@ def main() -> int:
     raw["medians"] = summ
     print(render_console(summ, servers, wls))
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    subtitle = (f"{raw['started'][:10]}, {args.rounds} round(s){', quick' if args.quick else ''}, "
-                f"server on CPU {SERVER_CPU}, client on CPU {CLIENT_CPU}, medians over rounds")
-    out.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
-    out.with_suffix(".svg").write_text(render_svg(summ, servers, wls, subtitle))
-    out.with_suffix(".md").write_text(render_md(raw, summ, servers, wls, idle_n))
-    log(f"wrote {out}.md, {out}.svg, {out}.json")
+    write_reports(raw, Path(args.out))
     return 0 if not raw["errors"] else 3
+
+
+def write_reports(raw: dict, out: Path, write_json: bool = True) -> None:
+    servers, wls = raw["servers"], raw["workloads"]
+    summ = raw["medians"]
+    m = raw["machine"]
+    subtitle = (f"{raw['started'][:10]}, {raw['rounds']} round(s){', quick' if raw['quick'] else ''}, "
+                f"server on CPU {m['server_cpu']}, client on CPU {m['client_cpu']}, medians over rounds")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if write_json:
+        out.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
+    out.with_suffix(".svg").write_text(render_svg(summ, servers, wls, subtitle))
+    out.with_suffix(".md").write_text(render_md(raw, summ, servers, wls, raw["idle_conns_wanted"]))
+    log(f"wrote {out}.md, {out}.svg" + (f", {out}.json" if write_json else ""))
 
 
 def render_md(raw: dict, summ: dict, servers: list[str], wls: list[dict], idle_n: int) -> str:
