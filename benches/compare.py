@@ -474,7 +474,9 @@ def glint_binary(explicit: str | None) -> Path:
 
 def make_server(name: str, tmp: Path, docroot: Path, port: int, args) -> Server:
     if name == "glint":
-        binary = glint_binary(args.glint_bin)
+        # run a private copy: others may rebuild target/release/glint mid-run
+        binary = tmp / "glint"
+        shutil.copy2(glint_binary(args.glint_bin), binary)
         errlog = tmp / "glint-error.log"
         if args.glint_lighttpd_conf:
             conf = tmp / "glint.conf"
@@ -995,7 +997,7 @@ def main() -> int:
         log(f"warning: RLIMIT_NOFILE is {nofile}; holding only {idle_n} idle connections")
 
     wls = workloads(args.quick)
-    tmp = Path(tempfile.mkdtemp(prefix="glint-bench-"))
+    tmp = Path(tempfile.mkdtemp(prefix="srvbench-"))
     tmp.chmod(0o755)
     docroot = tmp / "www"
     started: list[Server] = []
