@@ -628,30 +628,6 @@ def response_complete(buf: bytes) -> int | None:
     return status if len(body) >= length else None
 
 
-def read_response(s: socket.socket) -> int:
-    """Read one HTTP/1.1 response with a Content-Length body; return its status."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = s.recv(4096)
-        if not chunk:
-            raise ConnectionError("closed before headers")
-        buf += chunk
-    head, _, body = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    length = 0
-    for ln in lines[1:]:
-        k, _, v = ln.partition(":")
-        if k.strip().lower() == "content-length":
-            length = int(v)
-    while len(body) < length:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed in body")
-        body += chunk
-    return status
-
-
 def idle_connections(srv: Server, n: int, batch: int = 250, batch_timeout: float = 10.0) -> dict:
     """Open n keep-alive connections, one answered GET on each, keep them open
     and read the server's PSS.  Each batch has one deadline, so a server that
