@@ -510,7 +510,11 @@ impl Connection {
     /// Returns buffers to the pool while nothing is buffered.
     fn release_buffers(&mut self, sh: &mut Shared) {
         if self.input.as_ref().is_some_and(|i| i.is_empty()) || self.phase == Phase::Closed {
-            if let Some(b) = self.input.take() {
+            if let Some(mut b) = self.input.take() {
+                // A closed connection may leave unparsed bytes behind: the
+                // next connection to take this buffer must start empty.
+                b.start = 0;
+                b.end = 0;
                 sh.pool.put_in(b);
             }
         }
