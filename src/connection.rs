@@ -197,6 +197,9 @@ pub struct Connection {
     /// The socket has (or may have) bytes to read / room to write.
     readable: bool,
     writable: bool,
+    /// The peer closed or reset: no further readiness edge will come, so a
+    /// short read must not be taken as having drained the socket.
+    read_closed: bool,
     /// Requests answered on this connection.
     pub requests: u32,
     /// `clock.mono_secs` of the last progress, for the idle time-outs.
@@ -217,6 +220,7 @@ impl Connection {
             out: Output::default(),
             readable: false,
             writable: false,
+            read_closed: false,
             requests: 0,
             last_active: now,
             nodelay: false,
@@ -228,6 +232,9 @@ impl Connection {
     pub fn on_event(&mut self, ev: &mio::event::Event) {
         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
             self.readable = true;
+        }
+        if ev.is_read_closed() || ev.is_error() {
+            self.read_closed = true;
         }
         if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
             self.writable = true;
@@ -308,8 +315,9 @@ impl Connection {
                 self.close(sh);
             }
             Ok(n) => {
-                // A short read drained the socket: the next bytes bring a new event.
-                if n < want {
+                // A short read drained the socket: the next bytes bring a new
+                // event. After a hang-up none will: read on to see the end.
+                if n < want && !self.read_closed {
                     self.readable = false;
                 }
                 input.end += n;
