@@ -321,7 +321,11 @@ impl Connection {
                     self.readable = false;
                 }
                 input.end += n;
-                self.last_active = sh.clock.mono_secs;
+                // A head must be complete within max-read-idle of its first
+                // byte: bytes that trickle in (slowloris) do not extend it.
+                if self.phase != Phase::ReadingHead {
+                    self.last_active = sh.clock.mono_secs;
+                }
                 self.on_input(sh);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
