@@ -26,7 +26,11 @@ fuzz_target!(|data: &[u8]| {
     if text.contains("include_shell") {
         return;
     }
-    if text.contains("include") && ["/dev", "/proc", "/sys", "~", ".."].iter().any(|p| text.contains(p)) {
+    if text.contains("include")
+        && ["/dev", "/proc", "/sys", "~", ".."]
+            .iter()
+            .any(|p| text.contains(p))
+    {
         return;
     }
     if let Ok(c) = glint::config::Config::parse_str(text, "fuzz.conf", base_dir()) {

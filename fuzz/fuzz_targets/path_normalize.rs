@@ -13,8 +13,14 @@ fuzz_target!(|data: &[u8]| {
     if glint::path::normalize(raw, &mut scratch, &mut out).is_ok() {
         assert!(out.starts_with('/'), "{raw:?} -> {out:?}");
         assert!(!out.split('/').any(|s| s == ".."), "{raw:?} -> {out:?}");
-        assert!(!out.contains('\0') && !out.contains('\\'), "{raw:?} -> {out:?}");
-        assert!(!out.bytes().any(|b| b < 0x20 || b == 0x7f), "{raw:?} -> {out:?}");
+        assert!(
+            !out.contains('\0') && !out.contains('\\'),
+            "{raw:?} -> {out:?}"
+        );
+        assert!(
+            !out.bytes().any(|b| b < 0x20 || b == 0x7f),
+            "{raw:?} -> {out:?}"
+        );
         assert!(!out.contains("//"), "{raw:?} -> {out:?}");
         // Normalising is idempotent once the escapes are gone.
         if !out.contains('%') {

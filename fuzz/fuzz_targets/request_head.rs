@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
                 r.target
             );
             assert!(r.request_line.len() <= r.head_len);
-            assert!(!r.host.iter().any(|&b| b == b'\r' || b == b'\n' || b == b'/'));
+            assert!(!r
+                .host
+                .iter()
+                .any(|&b| b == b'\r' || b == b'\n' || b == b'/'));
             // The helpers used by the handler must not panic either.
             let _ = (r.path(), r.query(), r.header("range"));
         }
