@@ -26,6 +26,11 @@ pub const INPUT_BUF: usize = 16 * 1024;
 /// before writing them out; bounds what one client can make glint buffer.
 const PIPELINE_HIGH_WATER: usize = 64 * 1024;
 
+/// Answer pipelined requests ahead only while fewer files than this are
+/// queued: each queued file holds a descriptor, and without a bound one
+/// client pipelining requests for large files held hundreds.
+const PIPELINE_MAX_FILES: usize = 4;
+
 /// Bodies of requests glint does not need (a GET with a body, a POST to a
 /// file) are read and dropped up to this size, so the connection can be kept;
 /// beyond it the connection is closed after the response.
@@ -382,7 +387,10 @@ impl Connection {
                 }
                 Phase::Writing {
                     then: AfterWrite::NextRequest,
-                } if self.out.pending_mem() < PIPELINE_HIGH_WATER && !input.is_empty() => {
+                } if self.out.pending_mem() < PIPELINE_HIGH_WATER
+                    && self.out.pending_files() < PIPELINE_MAX_FILES
+                    && !input.is_empty() =>
+                {
                     // Pipelined: answer the next request into the same queue.
                     self.phase = Phase::Idle;
                 }
