@@ -387,3 +387,46 @@ fn a_half_sent_head_never_reaches_the_next_client() {
         g.fd_count()
     );
 }
+
+#[test]
+fn pipelined_requests_for_files_hold_few_descriptors() {
+    let _s = serial();
+    let www = docroot();
+    // Above the small-file size, so each answer is a file queued for sendfile.
+    let body = pattern(100_000, 3);
+    std::fs::write(www.path().join("big.bin"), &body).expect("big.bin");
+    let g = Glint::start(www.path(), Opts::default());
+    std::thread::sleep(Duration::from_millis(200));
+    let base = g.fd_count();
+    const N: usize = 300;
+    let s = g.connect();
+    let mut w = s.try_clone().expect("clone");
+    // Send every request before reading any answer.
+    let writer = std::thread::spawn(move || {
+        for _ in 0..N {
+            if w.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    let held = g.fd_count().saturating_sub(base);
+    // The client socket, plus a few files queued ahead.
+    assert!(
+        held <= 8,
+        "one pipelining client made glint hold {held} descriptors"
+    );
+    // Every answer still arrives, in order and whole.
+    let mut r = std::io::BufReader::new(s);
+    let t = Instant::now();
+    for i in 0..N {
+        assert!(t.elapsed() < Duration::from_secs(30), "bounded");
+        let resp =
+            robust_util::read_response(&mut r, false).unwrap_or_else(|e| panic!("answer {i}: {e}"));
+        assert_eq!(resp.status, 200, "answer {i}");
+        assert!(resp.body == body, "answer {i}: body differs");
+    }
+    writer.join().expect("writer");
+}
