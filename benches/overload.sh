@@ -25,7 +25,7 @@ GLINT=$TARGET/release/glint
 for t in ab httperf; do
   command -v $t >/dev/null || { echo "overload.sh: $t is not installed" >&2; exit 1; }
 done
-[ -x "$GLINT" ] || cargo build --release --bin glint
+cargo build --release --bin glint
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 work=$(mktemp -d)
@@ -40,15 +40,15 @@ www=$(pwd)/www
 
 start_glint() {
   "$GLINT" -D --document-root "$www" --bind 127.0.0.1 --port 0 --max-connections 4096 \
-    2>"$work/glint.err" &
+    2>"$LOGDIR/glint-stderr.log" &
   GPID=$!
   pids+=("$GPID")
   for _ in $(seq 100); do
-    GPORT=$(sed -n 's/^glint: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$work/glint.err")
+    GPORT=$(sed -n 's/^glint: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$LOGDIR/glint-stderr.log")
     [ -n "$GPORT" ] && return 0
     sleep 0.1
   done
-  echo "glint did not start:" >&2; cat "$work/glint.err" >&2; exit 1
+  echo "glint did not start:" >&2; cat "$LOGDIR/glint-stderr.log" >&2; exit 1
 }
 
 free_port() {
@@ -63,7 +63,7 @@ server.bind = "127.0.0.1"
 server.port = $LPORT
 server.max-fds = 16384
 server.max-connections = 4096
-server.errorlog = "$work/lighttpd.err"
+server.errorlog = "$(pwd)/$LOGDIR/lighttpd-error.log"
 mimetype.assign = (".html" => "text/html", ".jpg" => "image/jpeg")
 CONF
   lighttpd -D -f "$work/lighttpd.conf" &
@@ -76,8 +76,8 @@ CONF
   echo "lighttpd did not start" >&2; exit 1
 }
 
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-hwm() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "(exited)"; }
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "(exited)"; }
 
 # ab: "server | mode | req/s | failed | non-2xx | p50 | p99 | max | RSS after"
 run_ab() {
@@ -100,8 +100,10 @@ run_httperf() {
   local name=$1 pid=$2 port=$3 rate=$4
   local n=$((rate * SECS))
   local log=$LOGDIR/httperf-$name-$rate.log
-  timeout $((SECS * 4 + 30)) httperf --hog --server 127.0.0.1 --port "$port" --uri "$URI" \
-    --rate "$rate" --num-conns "$n" --num-calls 1 --timeout 5 >"$log" 2>&1 || true
+  # httperf uses select(): keep it within FD_SETSIZE. No --hog: its own
+  # port cycling stalls on ports still in TIME_WAIT from earlier runs.
+  (ulimit -n 1024; timeout $((SECS * 4 + 30)) httperf --server 127.0.0.1 --port "$port" \
+    --uri "$URI" --rate "$rate" --num-conns "$n" --num-calls 1 --timeout 5) >"$log" 2>&1 || true
   local reply errs timeo other ctime total
   # Replies per second over the whole run (httperf's own samples need 5 s each).
   reply=$(awk '/^Total: connections/ {if ($9 > 0) printf "%.0f", $7 / $9}' "$log")
