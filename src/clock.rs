@@ -58,3 +58,16 @@ impl Clock {
         new_second
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_advance() {
+        let mut c = Clock::new();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        c.update();
+        assert_eq!(c.mono_secs, 1, "{}", c.mono_us);
+    }
+}

@@ -26,6 +26,11 @@ pub const INPUT_BUF: usize = 16 * 1024;
 /// before writing them out; bounds what one client can make glint buffer.
 const PIPELINE_HIGH_WATER: usize = 64 * 1024;
 
+/// Answer pipelined requests ahead only while fewer files than this are
+/// queued: each queued file holds a descriptor, and without a bound one
+/// client pipelining requests for large files held hundreds.
+const PIPELINE_MAX_FILES: usize = 4;
+
 /// Bodies of requests glint does not need (a GET with a body, a POST to a
 /// file) are read and dropped up to this size, so the connection can be kept;
 /// beyond it the connection is closed after the response.
@@ -361,7 +366,11 @@ impl Connection {
                     self.readable = false;
                 }
                 input.end += n;
-                self.last_active = sh.clock.mono_secs;
+                // A head must be complete within max-read-idle of its first
+                // byte: bytes that trickle in (slowloris) do not extend it.
+                if self.phase != Phase::ReadingHead {
+                    self.last_active = sh.clock.mono_secs;
+                }
                 self.on_input(sh);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
@@ -444,7 +453,10 @@ impl Connection {
                 }
                 Phase::Writing {
                     then: AfterWrite::NextRequest,
-                } if self.out.pending_mem() < PIPELINE_HIGH_WATER && !input.is_empty() => {
+                } if self.out.pending_mem() < PIPELINE_HIGH_WATER
+                    && self.out.pending_files() < PIPELINE_MAX_FILES
+                    && !input.is_empty() =>
+                {
                     // Pipelined: answer the next request into the same queue.
                     self.phase = Phase::Idle;
                 }
@@ -612,7 +624,11 @@ impl Connection {
     /// Returns buffers to the pool while nothing is buffered.
     fn release_buffers(&mut self, sh: &mut Shared) {
         if self.input.as_ref().is_some_and(|i| i.is_empty()) || self.phase == Phase::Closed {
-            if let Some(b) = self.input.take() {
+            if let Some(mut b) = self.input.take() {
+                // A closed connection may leave unparsed bytes behind: the
+                // next connection to take this buffer must start empty.
+                b.start = 0;
+                b.end = 0;
                 sh.pool.put_in(b);
             }
         }

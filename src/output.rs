@@ -76,6 +76,14 @@ impl Output {
         self.mem.len() - self.mem_pos
     }
 
+    /// Files waiting to be sent, each holding a descriptor open until it is.
+    pub fn pending_files(&self) -> usize {
+        self.chunks
+            .iter()
+            .filter(|c| matches!(c, Chunk::File { .. }))
+            .count()
+    }
+
     /// Turns bytes appended to `mem` since the last seal into a chunk.
     fn seal(&mut self) {
         let end = self.mem.len();

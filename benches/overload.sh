@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Overload benchmark (not a test): glint, and lighttpd beside it when it is
+# installed, under ab -n 10000 -c 1000 (with and without keep-alive) and
+# httperf at rising request rates. Everything runs on 127.0.0.1; every run is
+# bounded by a request count and a time-out.
+#
+#   benches/overload.sh            # writes benches/results/overload.md
+#   RATES="2000 5000" SECS=3 benches/overload.sh
+#
+# Needs: ab (apache2-utils), httperf, and a release build of glint (built
+# here if missing). Raw tool output goes to benches/results/*.log (ignored).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RATES=${RATES:-"2000 5000 10000 15000 20000"}
+SECS=${SECS:-5}            # each httperf run offers RATE * SECS connections
+AB_N=${AB_N:-10000}
+AB_C=${AB_C:-1000}
+URI=${URI:-/index.html}
+OUT=benches/results/overload.md
+LOGDIR=benches/results
+TARGET=${CARGO_TARGET_DIR:-target}
+GLINT=$TARGET/release/glint
+
+for t in ab httperf; do
+  command -v $t >/dev/null || { echo "overload.sh: $t is not installed" >&2; exit 1; }
+done
+cargo build --release --bin glint
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+www=$(pwd)/www
+
+start_glint() {
+  "$GLINT" -D --document-root "$www" --bind 127.0.0.1 --port 0 --max-connections 4096 \
+    2>"$LOGDIR/glint-stderr.log" &
+  GPID=$!
+  pids+=("$GPID")
+  for _ in $(seq 100); do
+    GPORT=$(sed -n 's/^glint: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$LOGDIR/glint-stderr.log")
+    [ -n "$GPORT" ] && return 0
+    sleep 0.1
+  done
+  echo "glint did not start:" >&2; cat "$LOGDIR/glint-stderr.log" >&2; exit 1
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+start_lighttpd() {
+  LPORT=$(free_port)
+  cat >"$work/lighttpd.conf" <<CONF
+server.document-root = "$www"
+server.bind = "127.0.0.1"
+server.port = $LPORT
+server.max-fds = 16384
+server.max-connections = 4096
+server.errorlog = "$(pwd)/$LOGDIR/lighttpd-error.log"
+mimetype.assign = (".html" => "text/html", ".jpg" => "image/jpeg")
+CONF
+  lighttpd -D -f "$work/lighttpd.conf" &
+  LPID=$!
+  pids+=("$LPID")
+  for _ in $(seq 50); do
+    (exec 3<>/dev/tcp/127.0.0.1/$LPORT) 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "lighttpd did not start" >&2; exit 1
+}
+
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "(exited)"; }
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "(exited)"; }
+
+# ab: "server | mode | req/s | failed | non-2xx | p50 | p99 | max | RSS after"
+run_ab() {
+  local name=$1 pid=$2 port=$3 mode=$4 flags=()
+  [ "$mode" = keep-alive ] && flags=(-k)
+  local log=$LOGDIR/ab-$name-$mode.log
+  timeout 180 ab -q -r -s 10 -n "$AB_N" -c "$AB_C" "${flags[@]}" "http://127.0.0.1:$port$URI" >"$log" 2>&1 || true
+  local rps failed non2xx p50 p99 pmax
+  rps=$(awk '/^Requests per second/ {print $4}' "$log")
+  failed=$(awk '/^Failed requests/ {print $3}' "$log")
+  non2xx=$(awk '/^Non-2xx responses/ {print $3}' "$log")
+  p50=$(awk '$1=="50%" {print $2}' "$log")
+  p99=$(awk '$1=="99%" {print $2}' "$log")
+  pmax=$(awk '$1=="100%" {print $2}' "$log")
+  echo "| $name | $mode | ${rps:-?} | ${failed:-?} | ${non2xx:-0} | ${p50:-?} | ${p99:-?} | ${pmax:-?} | $(rss "$pid") |" >>"$OUT"
+}
+
+# httperf: "server | offered | reply rate avg (min-max) | errors | timeouts | conn time median/avg/max | RSS"
+run_httperf() {
+  local name=$1 pid=$2 port=$3 rate=$4
+  local n=$((rate * SECS))
+  local log=$LOGDIR/httperf-$name-$rate.log
+  # httperf uses select(): keep it within FD_SETSIZE. No --hog: its own
+  # port cycling stalls on ports still in TIME_WAIT from earlier runs.
+  (ulimit -n 1024; timeout $((SECS * 4 + 30)) httperf --server 127.0.0.1 --port "$port" \
+    --uri "$URI" --rate "$rate" --num-conns "$n" --num-calls 1 --timeout 5) >"$log" 2>&1 || true
+  local reply errs timeo other ctime total
+  # Replies per second over the whole run (httperf's own samples need 5 s each).
+  reply=$(awk '/^Total: connections/ {if ($9 > 0) printf "%.0f", $7 / $9}' "$log")
+  errs=$(awk '/^Errors: total/ {print $3}' "$log")
+  timeo=$(awk '/^Errors: total/ {print $5}' "$log")
+  other=$(awk '/^Errors: total/ {r=$9; c=$11} /^Errors: fd-unavail/ {f=$3} END {printf "refused %s, reset %s, fd-unavail %s", r, c, f}' "$log")
+  ctime=$(awk '/^Connection time \[ms\]: min/ {printf "%s/%s/%s", $11, $7, $9}' "$log")
+  total=$(awk '/^Total: connections/ {print $7 "/" $3}' "$log")
+  echo "| $name | $rate | ${total:-?} | ${reply:-?} | ${errs:-?} | ${timeo:-?} | ${other:-?} | ${ctime:-?} | $(rss "$pid") |" >>"$OUT"
+}
+
+start_glint
+servers=("glint $GPID $GPORT")
+if command -v lighttpd >/dev/null; then
+  start_lighttpd
+  servers+=("lighttpd $LPID $LPORT")
+fi
+
+{
+  echo "# Overload: glint$(command -v lighttpd >/dev/null && echo ' and lighttpd')"
+  echo
+  echo "Generated by \`benches/overload.sh\` on $(date -u +%Y-%m-%d) ($(nproc) cores, $(uname -r));"
+  echo "glint $(git describe --always --dirty 2>/dev/null || echo '?') release build, $(lighttpd -v 2>/dev/null | cut -d' ' -f1 || true)."
+  echo "URI \`$URI\` ($(stat -c %s "www${URI}") bytes); clients and servers share the machine, so"
+  echo "absolute rates say more about the client than the server: compare the rows."
+  echo
+  echo "## ab -n $AB_N -c $AB_C"
+  echo
+  echo "| server | mode | req/s | failed | non-2xx | p50 ms | p99 ms | max ms | VmRSS kB after |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+} >"$OUT"
+for s in "${servers[@]}"; do
+  set -- $s
+  run_ab "$1" "$2" "$3" close
+  run_ab "$1" "$2" "$3" keep-alive
+done
+{
+  echo
+  echo "## httperf, one request per connection, ${SECS} s per rate"
+  echo
+  echo "| server | offered req/s | replies/conns | reply rate /s | errors | client time-outs | other errors | conn ms median/avg/max | VmRSS kB after |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+} >>"$OUT"
+for rate in $RATES; do
+  for s in "${servers[@]}"; do
+    set -- $s
+    run_httperf "$1" "$2" "$3" "$rate"
+    sleep 1
+  done
+done
+{
+  echo
+  echo "Peak VmRSS (VmHWM): glint $(hwm "$GPID") kB$( [ -n "${LPID:-}" ] && echo ", lighttpd $(hwm "$LPID") kB")."
+  echo "Error breakdowns are in the raw logs (benches/results/*.log, not committed)."
+} >>"$OUT"
+kill -0 "$GPID" || { echo "glint died during the run" >&2; exit 1; }
+cat "$OUT"
