@@ -299,6 +299,15 @@ impl Connection {
                     }
                 }
                 Phase::Gateway => {
+                    // A client that hung up before its answer began is not
+                    // worth a backend's time: drop it (and its place in the
+                    // queue) now, not when the answer finally comes.
+                    let answered = self.gw.as_ref().is_some_and(|g| g.head_sent);
+                    if self.peer_closed && !answered {
+                        log::debug!("client {:?} left before its backend answered", self.peer);
+                        self.close(sh);
+                        continue;
+                    }
                     if !self.out.is_empty() && self.writable {
                         match self.out.write_to(self.stream.fd()) {
                             Ok(WriteOutcome::Done) => self.account_written(sh),
