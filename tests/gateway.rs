@@ -339,6 +339,44 @@ fn failures_become_502_503_504() {
 }
 
 #[test]
+fn x_sendfile_serves_files_the_backend_names() {
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let d = Docroot::new();
+    let files = d.base.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let content = pseudo_random(100_000, 9);
+    std::fs::write(files.join("report.bin"), &content).unwrap();
+    let conf = format!(
+        "server.document-root = \"{root}\"\n\
+         scgi.server = ( \"/x\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\",\n\
+           \"x-sendfile\" => \"enable\", \"x-sendfile-docroot\" => ( \"{files}\" ) ) ) )\n",
+        root = d.root.display(),
+        files = files.display()
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(
+        &s,
+        &get(&format!("/x/xsend?{}/report.bin", files.display()), &[]),
+    );
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(r.header("x-sendfile"), None, "the header is not passed on");
+    assert!(r.body == content, "the file, not the backend's body");
+    let secret = d.base.join("secret.txt");
+    let r = fetch(&s, &get(&format!("/x/xsend?{}", secret.display()), &[]));
+    assert_eq!(
+        r.status,
+        403,
+        "outside x-sendfile-docroot: {}",
+        r.describe()
+    );
+    let r = fetch(
+        &s,
+        &get(&format!("/x/xsend?{}/../secret.txt", files.display()), &[]),
+    );
+    assert_eq!(r.status, 403, "no way up: {}", r.describe());
+}
+
+#[test]
 fn php_cgi_spawned_by_glint_and_respawned() {
     let php = ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
         .into_iter()

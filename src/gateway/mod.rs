@@ -581,6 +581,10 @@ impl Gateways {
             }
         }
         let buf = &mut self.scratch;
+        let spec = &self.hosts[b.host].spec;
+        let xs = spec
+            .x_sendfile
+            .then_some(spec.x_sendfile_docroot.as_slice());
         while b.readable && !b.paused {
             buf.resize(64 * 1024, 0);
             match read_stream(&mut b.stream, buf) {
@@ -603,7 +607,7 @@ impl Gateways {
                     let data = &buf[..n];
                     let finished = match b.protocol {
                         Protocol::Scgi => {
-                            deliver(conn, &mut b.head, data, date).map_err(Failure::Broken)?;
+                            deliver(conn, &mut b.head, data, date, xs).map_err(Failure::Broken)?;
                             false
                         }
                         Protocol::FastCgi => {
@@ -629,7 +633,8 @@ impl Gateways {
                                 }
                             }
                             b.records.drain(..used);
-                            deliver(conn, &mut b.head, &stdout, date).map_err(Failure::Broken)?;
+                            deliver(conn, &mut b.head, &stdout, date, xs)
+                                .map_err(Failure::Broken)?;
                             b.ended |= ended;
                             ended
                         }
@@ -835,6 +840,7 @@ fn deliver(
     head_buf: &mut Vec<u8>,
     data: &[u8],
     date: &[u8],
+    x_sendfile: Option<&[String]>,
 ) -> Result<(), String> {
     let Some(gw) = conn.gw.as_mut() else {
         return Ok(());
@@ -846,11 +852,18 @@ fn deliver(
         if head_buf.len() > 64 * 1024 {
             return Err("header block over 64 KiB".into());
         }
-        let Some((head, used)) =
+        let Some((mut head, used)) =
             cgi::parse_head(head_buf).map_err(|e| format!("bad answer: {e}"))?
         else {
             return Ok(());
         };
+        if let Some(roots) = x_sendfile {
+            if let Some(path) = take_x_sendfile(&mut head) {
+                send_file_instead(conn, &head, &path, roots, date);
+                head_buf.clear();
+                return Ok(());
+            }
+        }
         write_head(conn, &head, date);
         owned = head_buf.split_off(used);
         head_buf.clear();
@@ -911,6 +924,66 @@ fn write_head(conn: &mut Connection, head: &cgi::CgiHead, date: &[u8]) {
         r.header("Transfer-Encoding", b"chunked");
     }
     r.end_head(len);
+}
+
+/// `X-Sendfile` (or lighttpd's `X-LIGHTTPD-send-file`) from a backend
+/// allowed to use it: the header is removed and its path returned.
+fn take_x_sendfile(head: &mut cgi::CgiHead) -> Option<String> {
+    let i = head.headers.iter().position(|(k, _)| {
+        k.eq_ignore_ascii_case("x-sendfile") || k.eq_ignore_ascii_case("x-lighttpd-send-file")
+    })?;
+    let (_, v) = head.headers.remove(i);
+    String::from_utf8(v).ok()
+}
+
+/// Answers with a file named by the backend, sent by sendfile like a static
+/// file; the backend's own body is ignored. The path must be absolute, free
+/// of `..`, and under one of `x-sendfile-docroot` when that is set.
+fn send_file_instead(
+    conn: &mut Connection,
+    head: &cgi::CgiHead,
+    path: &str,
+    roots: &[String],
+    date: &[u8],
+) {
+    let allowed = path.starts_with('/')
+        && !path.split('/').any(|seg| seg == "..")
+        && (roots.is_empty()
+            || roots.iter().any(|r| {
+                let r = r.trim_end_matches('/');
+                path.strip_prefix(r)
+                    .is_some_and(|rest| rest.starts_with('/'))
+            }));
+    if !allowed {
+        log::error!("backend asked to send {path:?}, outside x-sendfile-docroot; answering 403");
+        return fail_client(conn, 403, date);
+    }
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            log::error!("backend asked to send {path:?}: {e}");
+            return fail_client(conn, 404, date);
+        }
+    };
+    let len = match file.metadata() {
+        Ok(m) if m.is_file() => m.len(),
+        _ => return fail_client(conn, 404, date),
+    };
+    let Some(gw) = conn.gw.as_mut() else { return };
+    let settings = Rc::clone(&gw.settings);
+    gw.resp_chunked = false;
+    // Whatever body the backend sends is not passed on.
+    gw.resp_remaining = Some(0);
+    gw.status = head.status;
+    gw.head_sent = true;
+    gw.body_sent = len;
+    let (head_only, keep_alive, minor) = (gw.head_only, gw.keep_alive, gw.minor);
+    let mut r = Responder::new(&mut conn.out, date, &settings, head_only, keep_alive, minor);
+    r.start(head.status);
+    for (k, v) in &head.headers {
+        r.header(k, v);
+    }
+    r.body_file(Rc::new(file), 0, len);
 }
 
 /// Answers the client with an error page (when nothing was sent yet), or

@@ -22,6 +22,11 @@ class Handler(scgi_server.SCGIHandler):
             output.write(b"Status: 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\npartial")
             output.flush()
             os._exit(1)
+        if path == "/xsend":
+            # Let the web server send a file: X-Sendfile with its path.
+            target = env.get("QUERY_STRING", "")
+            output.write(("Status: 200 OK\r\nContent-Type: text/plain\r\nX-Sendfile: %s\r\n\r\nignored body" % target).encode())
+            return
         if path == "/slow":
             time.sleep(float(env.get("QUERY_STRING") or "3"))
         if path == "/big":
