@@ -339,6 +339,27 @@ fn failures_become_502_503_504() {
 }
 
 #[test]
+fn balance_round_robin_and_sticky() {
+    let (_a, pa) = scgi_backend(&["tcp"]);
+    let (_b, pb) = scgi_backend(&["tcp"]);
+    let d = Docroot::new();
+    for (mode, want_both) in [("round-robin", true), ("sticky", false), ("hash", false)] {
+        let conf = format!(
+            "server.document-root = \"{root}\"\nscgi.balance = \"{mode}\"\n\
+             scgi.server = ( \"/b\" => (\n\
+               \"a\" => ( \"host\" => \"127.0.0.1\", \"port\" => {pa}, \"check-local\" => \"disable\" ),\n\
+               \"b\" => ( \"host\" => \"127.0.0.1\", \"port\" => {pb}, \"check-local\" => \"disable\" ) ) )\n",
+            root = d.root.display()
+        );
+        let s = start_conf(&d, &conf);
+        let seen: std::collections::HashSet<String> = (0..6)
+            .map(|_| env_of(&fetch(&s, &get("/b/same", &[])), "BACKEND").unwrap_or_default())
+            .collect();
+        assert_eq!(seen.len() == 2, want_both, "{mode}: backends seen {seen:?}");
+    }
+}
+
+#[test]
 fn x_sendfile_serves_files_the_backend_names() {
     let (_b, port) = scgi_backend(&["tcp"]);
     let d = Docroot::new();

@@ -63,6 +63,43 @@ pub struct Route {
     pub extension: bool,
     pub protocol: Protocol,
     pub hosts: Vec<usize>,
+    pub balance: Balance,
+    /// Next host for round-robin.
+    next: usize,
+}
+
+/// `scgi.balance` / `fastcgi.balance`: how a route picks among its backends
+/// that are up and under their cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Balance {
+    /// `fair` / `least-connection` (default): the least busy.
+    LeastBusy,
+    /// `round-robin`: each in turn.
+    RoundRobin,
+    /// `hash`: by URL path, so one path keeps its backend (caches).
+    Hash,
+    /// `sticky`: by client address.
+    Sticky,
+}
+
+impl Balance {
+    fn from_setting(s: &Settings, key: &str) -> Balance {
+        let v = s
+            .raw
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.as_str().map(str::to_string));
+        match v.as_deref() {
+            Some("round-robin") => Balance::RoundRobin,
+            Some("hash") => Balance::Hash,
+            Some("sticky") => Balance::Sticky,
+            Some("fair") | Some("least-connection") | None => Balance::LeastBusy,
+            Some(other) => {
+                log::warn!("{key} = \"{other}\" is not known; using least-connection");
+                Balance::LeastBusy
+            }
+        }
+    }
 }
 
 /// A client's gateway request, from the head to the end of the answer.
@@ -99,6 +136,16 @@ pub struct GwClient {
     pub done: bool,
     /// The request head as received, for the access log at the end.
     pub log_head: Vec<u8>,
+    /// Hashes of the URL path and of the client address, for `hash` and `sticky` balancing.
+    pub hash_path: u64,
+    pub hash_ip: u64,
+}
+
+/// FNV-1a: a stable hash for picking a backend.
+pub fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 impl GwClient {
@@ -187,11 +234,22 @@ impl Gateways {
     /// The routes of `scgi.server` and `fastcgi.server` in the global settings.
     pub fn from_settings(s: &Settings) -> Result<Gateways, String> {
         let mut g = Gateways::default();
-        for (v, p, name) in [
-            (&s.scgi_server, Protocol::Scgi, "scgi.server"),
-            (&s.fastcgi_server, Protocol::FastCgi, "fastcgi.server"),
+        for (v, p, name, balance_key) in [
+            (
+                &s.scgi_server,
+                Protocol::Scgi,
+                "scgi.server",
+                "scgi.balance",
+            ),
+            (
+                &s.fastcgi_server,
+                Protocol::FastCgi,
+                "fastcgi.server",
+                "fastcgi.balance",
+            ),
         ] {
             let Some(v) = v else { continue };
+            let balance = Balance::from_setting(s, balance_key);
             let routes = config::parse_servers(v, p).map_err(|e| format!("{name}: {e}"))?;
             for r in routes {
                 let mut ids = Vec::new();
@@ -209,6 +267,8 @@ impl Gateways {
                 g.routes.push(Route {
                     extension: r.is_extension(),
                     protocol: p,
+                    balance,
+                    next: 0,
                     pattern: r.pattern,
                     hosts: ids,
                 });
@@ -386,15 +446,38 @@ impl Gateways {
         if gw.backend.is_some() || gw.done {
             return;
         }
+        let route = &mut self.routes[gw.route];
+        let hosts = &self.hosts;
+        let usable =
+            |h: &usize| hosts[*h].disabled_until <= now && hosts[*h].active < hosts[*h].cap;
+        let candidate = match route.balance {
+            Balance::LeastBusy => route
+                .hosts
+                .iter()
+                .copied()
+                .filter(usable)
+                .min_by_key(|&h| hosts[h].active),
+            Balance::RoundRobin => {
+                let n = route.hosts.len();
+                let pick = (0..n)
+                    .map(|i| route.hosts[(route.next + i) % n])
+                    .find(usable);
+                route.next = (route.next + 1) % n.max(1);
+                pick
+            }
+            Balance::Hash | Balance::Sticky => {
+                // Start at the key's backend and take the next usable one.
+                let key = if route.balance == Balance::Hash {
+                    gw.hash_path
+                } else {
+                    gw.hash_ip
+                };
+                let n = route.hosts.len();
+                let first = (key % n.max(1) as u64) as usize;
+                (0..n).map(|i| route.hosts[(first + i) % n]).find(usable)
+            }
+        };
         let route = &self.routes[gw.route];
-        // The least loaded backend that is up and under its cap.
-        let candidate = route
-            .hosts
-            .iter()
-            .copied()
-            .filter(|&h| self.hosts[h].disabled_until <= now)
-            .filter(|&h| self.hosts[h].active < self.hosts[h].cap)
-            .min_by_key(|&h| self.hosts[h].active);
         let Some(h) = candidate else {
             let all_down = route
                 .hosts

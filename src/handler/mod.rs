@@ -349,6 +349,8 @@ fn start_gateway(
         body_sent: 0,
         done: false,
         log_head,
+        hash_path: crate::gateway::fnv(path.as_bytes()),
+        hash_ip: peer.map_or(0, |ip| crate::gateway::fnv(ip.to_string().as_bytes())),
     }))
 }
 

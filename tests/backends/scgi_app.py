@@ -13,6 +13,10 @@ import time
 from scgi import scgi_server
 
 
+# Which listener this process is (its port or socket path), for the balancing tests.
+WHERE = ""
+
+
 class Handler(scgi_server.SCGIHandler):
     def produce(self, env, bodysize, input, output):
         body = input.read(bodysize) if bodysize else b""
@@ -38,6 +42,7 @@ class Handler(scgi_server.SCGIHandler):
                 n -= len(chunk)
             return
         lines = ["%s=%s" % (k, env[k]) for k in sorted(env)]
+        lines.append("BACKEND=%s" % WHERE)
         lines.append("BODY-LEN=%d" % len(body))
         lines.append("BODY-MD5=%s" % hashlib.md5(body).hexdigest())
         out = ("\n".join(lines) + "\n").encode()
@@ -55,6 +60,8 @@ def main():
         s.bind(sys.argv[2])
         where = sys.argv[2]
     s.listen(64)
+    global WHERE
+    WHERE = where
     print("ready", where, flush=True)
     scgi_server.SCGIServer(Handler, max_children=4).serve_on_socket(s)
 
