@@ -8,24 +8,6 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Writes `conf` into the fixture's base directory and starts glint with it.
-fn start_conf(d: &Docroot, conf: &str) -> Server {
-    let path = d.base.join("glint.conf");
-    std::fs::write(&path, conf).unwrap();
-    Server::start_with(d, &["-f", path.to_str().unwrap()])
-}
-
-fn fetch(s: &Server, request: &[u8]) -> Response {
-    match exchange(s, request) {
-        Ok((r, _)) => r,
-        Err(e) => panic!(
-            "request {:?} failed: {e}\n{}",
-            show(request),
-            s.stderr_tail()
-        ),
-    }
-}
-
 /// Waits for the server's stderr to show a listener on `ip`, returns its port.
 fn listener_port(s: &Server, ip: &str) -> u16 {
     let mark = format!("glint: listening on {ip}:");

@@ -72,23 +72,6 @@ fn flup_backend(sock: &Path) -> Backend {
     b
 }
 
-fn start_conf(d: &Docroot, conf: &str) -> Server {
-    let path = d.base.join("glint.conf");
-    std::fs::write(&path, conf).unwrap();
-    Server::start_with(d, &["-f", path.to_str().unwrap()])
-}
-
-fn fetch(s: &Server, request: &[u8]) -> Response {
-    match exchange(s, request) {
-        Ok((r, _)) => r,
-        Err(e) => panic!(
-            "request {:?} failed: {e}\n{}",
-            show(request),
-            s.stderr_tail()
-        ),
-    }
-}
-
 fn body_text(r: &Response) -> String {
     String::from_utf8_lossy(&r.body).into_owned()
 }

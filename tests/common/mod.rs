@@ -1125,3 +1125,23 @@ pub fn finish(server: &Server, total: usize, failures: Vec<String>) {
         );
     }
 }
+
+/// Writes `conf` (lighttpd syntax) into the fixture's base directory and
+/// starts glint with `-f` on it.
+pub fn start_conf(d: &Docroot, conf: &str) -> Server {
+    let path = d.base.join("glint.conf");
+    std::fs::write(&path, conf).unwrap();
+    Server::start_with(d, &["-f", path.to_str().unwrap()])
+}
+
+/// One request on a fresh connection; panics with the server's log on failure.
+pub fn fetch(s: &Server, request: &[u8]) -> Response {
+    match exchange(s, request) {
+        Ok((r, _)) => r,
+        Err(e) => panic!(
+            "request {:?} failed: {e}\n{}",
+            show(request),
+            s.stderr_tail()
+        ),
+    }
+}
