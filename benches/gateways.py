@@ -107,7 +107,9 @@ class Backend:
     def __init__(self, name: str, argv: list[str], tmp: Path, env: dict | None = None):
         self.name = name
         self.log_path = tmp / f"backend-{name}.log"
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        # this script pins itself to the client CPU; backends must not inherit that
+        allcpus = f"0-{(os.cpu_count() or 1) - 1}"
+        self.proc = subprocess.Popen(["taskset", "-c", allcpus, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=open(self.log_path, "wb"), start_new_session=True,
                                      env=dict(os.environ, **(env or {})))
 
@@ -191,9 +193,39 @@ class GwServer(cmp.Server):
                 out.append(pid)
         return out
 
+    def descendants(self) -> list[int]:
+        """The server's child processes and theirs (glint and lighttpd start
+        php-cgi in a session of its own, so it is not in the server's group)."""
+        if self.proc is None:
+            return []
+        kids: dict[int, list[int]] = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    s = Path(f"/proc/{d}/stat").read_text()
+                    kids.setdefault(int(s[s.rindex(")") + 2:].split()[1]), []).append(int(d))
+                except (OSError, ValueError, IndexError):
+                    pass
+        out, todo = [], [self.proc.pid]
+        while todo:
+            for c in kids.get(todo.pop(), []):
+                out.append(c)
+                todo.append(c)
+        return sorted(out)
+
     def backend_pids(self) -> list[int]:
         own = set(self.pids())
-        return [p for p in super().pids() if p not in own]
+        return [p for p in self.descendants() if p not in own]
+
+    def stop(self) -> None:
+        left = self.backend_pids()
+        super().stop()
+        time.sleep(0.2)
+        for pid in left:  # php-cgi the server did not take down with it
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def conf_lighttpd(name: str, tmp: Path, docroot: Path, port: int, be: dict) -> str:
