@@ -319,6 +319,8 @@ def parse_ab(out: str, csv_path: Path) -> dict:
             pct, _, ms = line.partition(",")
             if pct.strip() == "99":
                 p99 = float(ms)
+            elif pct.strip() == "100":
+                r["max_ms"] = float(ms)
     except (OSError, ValueError):
         pass
     r["p99_ms"] = p99
@@ -361,8 +363,10 @@ def measure(srv: GwServer, wl: dict, tmp: Path) -> dict:
     if not pids:
         return {"error": "server not running"}
     c0 = cmp.cpu_ns_by_task(pids)
+    b0, t0 = cmp.cpu0_times()
     r = run_ab(wl["path"], wl["n"], wl["c"], srv.port, tmp)
     c1 = cmp.cpu_ns_by_task(sorted(set(pids) | set(srv.pids())))
+    b1, t1 = cmp.cpu0_times()
     cpu_ns = cmp.cpu_delta_ns(c0, c1)
     done = r.get("completed") or 0
     r["server_cpu_s"] = cpu_ns / 1e9
@@ -372,9 +376,29 @@ def measure(srv: GwServer, wl: dict, tmp: Path) -> dict:
     r["server_busy_pct"] = 100 * cpu_ns / 1e9 / r["wall_s"] if r["wall_s"] else None
     r["client_busy_pct"] = 100 * r["client_cpu_s"] / r["wall_s"] if r["wall_s"] else None
     r["loadavg"] = cmp.loadavg()
+    # everything else that ran on the server CPU (a neighbour's compile, php-cgi, softirqs)
+    if t1 > t0 and r["server_busy_pct"] is not None:
+        r["other_on_cpu0_pct"] = max(0.0, 100 * (b1 - b0) / (t1 - t0) - r["server_busy_pct"])
     if not srv.alive():
         r["error"] = (r.get("error", "") + f" server died: {srv.tail_logs()}").strip()
     return r
+
+
+def log_kinds(srv: GwServer, top: int = 6) -> list[tuple[int, str]]:
+    """The error log's lines grouped by their text with times, numbers and
+    temp paths blanked: what kind of errors the server logged, how often."""
+    counts: dict[str, int] = {}
+    for p in (srv.stdout_path, srv.errlog):
+        try:
+            text = p.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key = re.sub(r"^[\d/: -]+", "", line)
+            key = re.sub(r"\*\d+|#\d+|\d+", "N", key.replace(str(srv.tmp), "TMP"))
+            key = re.sub(r"client: .*", "…", key)[:160]
+            counts[key] = counts.get(key, 0) + 1
+    return sorted(((n, k) for k, n in counts.items()), reverse=True)[:top]
 
 
 def probe(port: int, path: str) -> tuple[int, str]:
@@ -394,6 +418,7 @@ METRICS = [  # key, label, format, ratio to baseline?
     ("failed", "failed (ab)", "{:.0f}", False),
     ("cpu_us_per_req", "server CPU µs/request", "{:.1f}", True),
     ("p99_ms", "p99 latency ms", "{:.1f}", True),
+    ("max_ms", "longest request ms", "{:.0f}", False),
 ]
 
 
@@ -474,6 +499,13 @@ def render_md(raw: dict, summ: dict) -> str:
             cells.append(f"{min(v):,.0f}–{max(v):,.0f}" if v else "—")
         out.append(f"| {wl['title']} | " + " | ".join(cells) + " |")
     out.append("")
+    other = sorted(r["other_on_cpu0_pct"] for per in raw["runs"].values() for runs in per.values()
+                   for r in runs if r.get("other_on_cpu0_pct") is not None)
+    loads = [r["loadavg"] for per in raw["runs"].values() for runs in per.values() for r in runs if r.get("loadavg")]
+    if other:
+        out += [f"Noise: other work on CPU {m['server_cpu']} during the runs (its busy % from `/proc/stat` minus "
+                f"the web server's own; includes the unpinned backends): median {statistics.median(other):.0f} %, "
+                f"max {other[-1]:.0f} %; 1-min load average {min(loads):.1f}–{max(loads):.1f}.", ""]
     if raw["errors"]:
         out += ["## Errors", ""] + [f"- **{k}**: {v}" for k, v in raw["errors"].items()] + [""]
     notes = []
@@ -487,6 +519,14 @@ def render_md(raw: dict, summ: dict) -> str:
                                  + (f"; ab: {r['error'][:200]}" if r.get("error") else ""))
     if notes:
         out += ["## Non-2xx and failed requests, per run", ""] + notes + [""]
+    kinds = raw.get("error_log_kinds", {})
+    if any(kinds.values()):
+        out += ["## What the servers logged (most frequent lines, numbers blanked)", "",
+                "| server | lines | text |", "|---|---:|---|"]
+        for s, ks in kinds.items():
+            for n, k in ks:
+                out.append(f"| {s} | {n:,} | `{k.replace('|', '/')}` |")
+        out.append("")
     logs = raw.get("error_logs", {})
     if any(logs.values()):
         out += ["## Tail of the error logs", ""]
@@ -652,6 +692,7 @@ def main() -> int:
                         f"srv {r.get('server_busy_pct') or 0:3.0f}%" + (f"  ! {r['error'][:150]}" if r.get("error") else ""))
                     time.sleep(0.5)
         raw["error_logs"] = {name: servs[name].tail_logs() for name in live}
+        raw["error_log_kinds"] = {name: log_kinds(servs[name]) for name in live}
     finally:
         for srv in started:
             srv.stop()
