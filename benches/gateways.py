@@ -1,0 +1,711 @@
+#!/usr/bin/env python3
+"""Gateway rows of the side-by-side benchmark: glint vs lighttpd (and nginx)
+in front of the SAME SCGI / FastCGI backends.
+
+Python 3.11 standard library only (it reuses the /proc and process helpers of
+benches/compare.py).  Web servers are pinned to CPU 0, ab to CPU 1, backends
+are not pinned.  Only 127.0.0.1 and unix sockets are ever used.
+
+    python3 benches/gateways.py [--quick] [--rounds N] [--servers glint,lighttpd,nginx]
+
+Workloads (field reports in /work/shared/seeds):
+  000  Quixote-style SCGI app (tests/backends/scgi_app.py) over TCP and over a
+       unix socket: ab -n 1000 -c 5 and -c 50 on /scgi-test/hello (/scgi-sock/hello)
+  002  flup WSGI app over FastCGI on a unix socket: ab -n 10000 -c 100 /wsgi/hello
+  004  php-cgi spawned by the server (bin-path, max-procs 1, PHP_FCGI_CHILDREN 4):
+       ab -n 1000 -c 1 and -c 50 /hello.php
+--quick divides every request count by 10.  See benches/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import resource
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare as cmp  # noqa: E402  (same directory; stdlib only)
+
+HOST = "127.0.0.1"
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benches" / "results"
+BACKENDS = REPO / "tests" / "backends"
+ALL_SERVERS = ["glint", "lighttpd", "nginx"]
+BASELINE = "lighttpd"
+SERVER_CPU, CLIENT_CPU = "0", "1"
+# a server's own processes, by /proc/PID/comm; php-cgi children of the server are not counted
+SERVER_COMMS = {"glint": ("glint",), "lighttpd": ("lighttpd",), "nginx": ("nginx",)}
+
+PIP_LINE = "pip install scgi flup"
+APT_LINE = "apt-get install -y php-cgi lighttpd apache2-utils nginx-light util-linux"
+PHP_ENV = {"PHP_FCGI_CHILDREN": "4", "PHP_FCGI_MAX_REQUESTS": "10000"}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def workloads(quick: bool) -> list[dict]:
+    div = 10 if quick else 1
+    w = [
+        dict(id="scgi-tcp-c5", seed="000", path="/scgi-test/hello", n=1000, c=5, what="SCGI over TCP"),
+        dict(id="scgi-tcp-c50", seed="000", path="/scgi-test/hello", n=1000, c=50, what="SCGI over TCP"),
+        dict(id="scgi-unix-c5", seed="000", path="/scgi-sock/hello", n=1000, c=5, what="SCGI over unix socket"),
+        dict(id="scgi-unix-c50", seed="000", path="/scgi-sock/hello", n=1000, c=50, what="SCGI over unix socket"),
+        dict(id="flup-fcgi-c100", seed="002", path="/wsgi/hello", n=10000, c=100, what="flup WSGI over FastCGI (unix)"),
+        dict(id="php-c1", seed="004", path="/hello.php", n=1000, c=1, what="php-cgi via bin-path"),
+        dict(id="php-c50", seed="004", path="/hello.php", n=1000, c=50, what="php-cgi via bin-path"),
+    ]
+    for x in w:
+        x["n"] = max(100, x["n"] // div)
+        x["title"] = f"{x['seed']} {x['what']}: ab -n {x['n']} -c {x['c']} {x['path']}"
+    return w
+
+
+# --------------------------------------------------------------------------
+# prerequisites
+
+def check_prereqs(servers: list[str]) -> bool:
+    ok = True
+    need = {"ab": "apache2-utils", "php-cgi": "php-cgi", "taskset": "util-linux"}
+    if "lighttpd" in servers:
+        need["lighttpd"] = "lighttpd"
+    if "nginx" in servers:
+        need["nginx"] = "nginx-light"
+    miss = [c for c in need if shutil.which(c) is None and not Path("/usr/sbin", c).exists()]
+    if miss:
+        log(f"missing commands: {', '.join(miss)}")
+        print(APT_LINE)
+        ok = False
+    for mod in ("scgi", "flup"):
+        r = subprocess.run([sys.executable, "-c", f"import {mod}"], capture_output=True, timeout=30)
+        if r.returncode != 0:
+            log(f"missing Python package: {mod}")
+            print(PIP_LINE)
+            ok = False
+            break
+    return ok
+
+
+# --------------------------------------------------------------------------
+# backends, shared by every web server (except php-cgi, which each server spawns)
+
+class Backend:
+    def __init__(self, name: str, argv: list[str], tmp: Path, env: dict | None = None):
+        self.name = name
+        self.log_path = tmp / f"backend-{name}.log"
+        # this script pins itself to the client CPU; backends must not inherit that
+        allcpus = f"0-{(os.cpu_count() or 1) - 1}"
+        self.proc = subprocess.Popen(["taskset", "-c", allcpus, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=open(self.log_path, "wb"), start_new_session=True,
+                                     env=dict(os.environ, **(env or {})))
+
+    def ready_line(self, timeout: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout
+        buf = b""
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if r:
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                buf += chunk
+                if b"\n" in buf:
+                    line = buf.split(b"\n", 1)[0].decode()
+                    if line.startswith("ready "):
+                        return line[6:].strip()
+            if self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"backend {self.name} gave no ready line: {buf!r} {self.tail()}")
+
+    def wait_unix(self, path: Path, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            s = socket.socket(socket.AF_UNIX)
+            try:
+                s.connect(str(path))
+                return
+            except OSError:
+                time.sleep(0.05)
+            finally:
+                s.close()
+        raise RuntimeError(f"backend {self.name} does not listen on {path}: {self.tail()}")
+
+    @staticmethod
+    def open_to_all(path: Path) -> None:
+        # nginx's worker runs as nobody / www-data: it needs write permission on the socket
+        os.chmod(path, 0o666)
+
+    def tail(self) -> str:
+        try:
+            return " ".join(self.log_path.read_text(errors="replace")[-500:].split())
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is not None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(timeout=5)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+# --------------------------------------------------------------------------
+# web servers
+
+class GwServer(cmp.Server):
+    """compare.Server, but pids() is only the web server's own processes: the
+    php-cgi processes it spawned (same process group) are backends, not counted."""
+
+    def pids(self) -> list[int]:
+        out = []
+        for pid in super().pids():
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm.startswith(SERVER_COMMS[self.name]):
+                out.append(pid)
+        return out
+
+    def descendants(self) -> list[int]:
+        """The server's child processes and theirs (glint and lighttpd start
+        php-cgi in a session of its own, so it is not in the server's group)."""
+        if self.proc is None:
+            return []
+        kids: dict[int, list[int]] = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    s = Path(f"/proc/{d}/stat").read_text()
+                    kids.setdefault(int(s[s.rindex(")") + 2:].split()[1]), []).append(int(d))
+                except (OSError, ValueError, IndexError):
+                    pass
+        out, todo = [], [self.proc.pid]
+        while todo:
+            for c in kids.get(todo.pop(), []):
+                out.append(c)
+                todo.append(c)
+        return sorted(out)
+
+    def backend_pids(self) -> list[int]:
+        own = set(self.pids())
+        return [p for p in self.descendants() if p not in own]
+
+    def stop(self) -> None:
+        left = self.backend_pids()
+        super().stop()
+        time.sleep(0.2)
+        for pid in left:  # php-cgi the server did not take down with it
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def conf_lighttpd(name: str, tmp: Path, docroot: Path, port: int, be: dict) -> str:
+    """lighttpd.conf, given verbatim (but for log/pid/socket names) to glint too."""
+    base = cmp.conf_lighttpd(tmp, docroot, port)
+    base = base.replace('server.modules = ( "mod_staticfile" )',
+                        'server.modules = ( "mod_scgi", "mod_fastcgi", "mod_staticfile" )')
+    base = base.replace("lighttpd-error", f"{name}-error").replace("lighttpd.pid", f"{name}.pid")
+    base = base.replace("# generated by benches/compare.py", "# generated by benches/gateways.py")
+    env = ", ".join(f'"{k}" => "{v}"' for k, v in PHP_ENV.items())
+    return base + f"""static-file.exclude-extensions = ( ".php" )
+# seed 000: Quixote-style SCGI app, over TCP and over a unix socket
+scgi.server = (
+  "/scgi-test" => ( "tcp" => ( "host" => "{HOST}", "port" => {be['scgi_port']}, "check-local" => "disable" ) ),
+  "/scgi-sock" => ( "unix" => ( "socket" => "{be['scgi_sock']}", "check-local" => "disable" ) )
+)
+fastcgi.server = (
+  # seed 002: flup WSGI app on a unix socket
+  "/wsgi" => ( "flup" => ( "socket" => "{be['flup_sock']}", "check-local" => "disable" ) ),
+  # seed 004: php-cgi spawned by the server itself
+  ".php" => ( "php" => ( "bin-path" => "{be['php_wrap']}", "socket" => "{tmp}/{name}-php.socket",
+              "max-procs" => 1, "bin-environment" => ( {env} ),
+              "bin-copy-environment" => ( "PATH" ), "broken-scriptfilename" => "enable" ) )
+)
+"""
+
+
+def conf_nginx(tmp: Path, docroot: Path, port: int, be: dict) -> str:
+    base = cmp.conf_nginx(tmp, docroot, port).replace("# generated by benches/compare.py",
+                                                      "# generated by benches/gateways.py")
+    locs = f"""        index index.html;
+        # seed 000
+        location /scgi-test {{ include /etc/nginx/scgi_params; scgi_pass {HOST}:{be['scgi_port']}; }}
+        location /scgi-sock {{ include /etc/nginx/scgi_params; scgi_pass unix:{be['scgi_sock']}; }}
+        # seed 002
+        location /wsgi {{
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_NAME /wsgi;
+            fastcgi_pass unix:{be['flup_sock']};
+        }}
+        # seed 004: nginx cannot spawn; php-cgi -b started by the benchmark with the same environment
+        location ~ \\.php$ {{
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+            fastcgi_pass unix:{be['nginx_php_sock']};
+        }}
+"""
+    return base.replace("        index index.html;\n", locs)
+
+
+def make_server(name: str, tmp: Path, docroot: Path, port: int, be: dict, glint_bin: Path | None) -> GwServer:
+    if name == "glint":
+        binary = tmp / "glint"
+        shutil.copy2(glint_bin, binary)
+        conf = tmp / "glint.conf"
+        conf.write_text(conf_lighttpd("glint", tmp, docroot, port, be))
+        return GwServer(name, [str(binary), "-D", "-f", str(conf)], port, tmp / "glint-error.log", tmp)
+    if name == "lighttpd":
+        conf = tmp / "lighttpd.conf"
+        conf.write_text(conf_lighttpd("lighttpd", tmp, docroot, port, be))
+        return GwServer(name, [cmp.tool_path("lighttpd"), "-D", "-f", str(conf)], port,
+                        tmp / "lighttpd-error.log", tmp)
+    if name == "nginx":
+        conf = tmp / "nginx.conf"
+        conf.write_text(conf_nginx(tmp, docroot, port, be))
+        return GwServer(name, [cmp.tool_path("nginx"), "-p", str(tmp), "-e", str(tmp / "nginx-error.log"),
+                               "-c", str(conf)], port, tmp / "nginx-error.log", tmp)
+    raise ValueError(name)
+
+
+# --------------------------------------------------------------------------
+# load
+
+def parse_ab(out: str, csv_path: Path) -> dict:
+    def num(pattern, default=None, cast=float):
+        m = re.search(pattern, out, re.M)
+        return cast(m.group(1)) if m else default
+    r = {
+        "completed": num(r"^Complete requests:\s+(\d+)", 0, int),
+        "failed": num(r"^Failed requests:\s+(\d+)", 0, int),
+        "non2xx": num(r"^Non-2xx responses:\s+(\d+)", 0, int),
+        "ab_rps": num(r"^Requests per second:\s+([\d.]+)", 0.0),
+        "elapsed_s": num(r"^Time taken for tests:\s+([\d.]+)", 0.0),
+    }
+    m = re.search(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)", out)
+    if m:
+        r["failed_by_kind"] = dict(zip(("connect", "receive", "length", "exceptions"), map(int, m.groups())))
+    p99 = None
+    try:
+        for line in csv_path.read_text().splitlines()[1:]:
+            pct, _, ms = line.partition(",")
+            if pct.strip() == "99":
+                p99 = float(ms)
+            elif pct.strip() == "100":
+                r["max_ms"] = float(ms)
+    except (OSError, ValueError):
+        pass
+    r["p99_ms"] = p99
+    ok = max(0, r["completed"] - r["failed"] - r["non2xx"])
+    r["ok_2xx"] = ok
+    r["ok_rps"] = ok / r["elapsed_s"] if r["elapsed_s"] else 0.0
+    return r
+
+
+def run_ab(path: str, n: int, c: int, port: int, tmp: Path) -> dict:
+    url = f"http://{HOST}:{port}{path}"
+    assert url.startswith("http://127.0.0.1:")
+    csv_path = tmp / "ab-percentiles.csv"
+    csv_path.unlink(missing_ok=True)
+    # -l: the answers of the echo apps differ in length (REMOTE_PORT…); that is no failure
+    argv = ["taskset", "-c", CLIENT_CPU, "ab", "-q", "-r", "-l", "-s", "30", "-n", str(n), "-c", str(c),
+            "-e", str(csv_path), url]
+    timeout = 60 + n / 50
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        out, rc, err = p.stdout, p.returncode, p.stderr.strip()
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc, err = -1, f"timed out after {timeout:.0f}s"
+    wall = time.monotonic() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = parse_ab(out, csv_path)
+    r["client_cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    r["wall_s"] = wall
+    r["rc"] = rc
+    if rc != 0:
+        r["error"] = (err or out)[-400:]
+    return r
+
+
+def measure(srv: GwServer, wl: dict, tmp: Path) -> dict:
+    pids = srv.pids()
+    if not pids:
+        return {"error": "server not running"}
+    c0 = cmp.cpu_ns_by_task(pids)
+    b0, t0 = cmp.cpu0_times()
+    r = run_ab(wl["path"], wl["n"], wl["c"], srv.port, tmp)
+    c1 = cmp.cpu_ns_by_task(sorted(set(pids) | set(srv.pids())))
+    b1, t1 = cmp.cpu0_times()
+    cpu_ns = cmp.cpu_delta_ns(c0, c1)
+    done = r.get("completed") or 0
+    r["server_cpu_s"] = cpu_ns / 1e9
+    r["server_pids"] = len(pids)
+    r["cpu_us_per_req"] = cpu_ns / 1000 / done if done else None
+    r["cpu_us_per_ok"] = cpu_ns / 1000 / r["ok_2xx"] if r.get("ok_2xx") else None
+    r["server_busy_pct"] = 100 * cpu_ns / 1e9 / r["wall_s"] if r["wall_s"] else None
+    r["client_busy_pct"] = 100 * r["client_cpu_s"] / r["wall_s"] if r["wall_s"] else None
+    r["loadavg"] = cmp.loadavg()
+    # everything else that ran on the server CPU (a neighbour's compile, php-cgi, softirqs)
+    if t1 > t0 and r["server_busy_pct"] is not None:
+        r["other_on_cpu0_pct"] = max(0.0, 100 * (b1 - b0) / (t1 - t0) - r["server_busy_pct"])
+    if not srv.alive():
+        r["error"] = (r.get("error", "") + f" server died: {srv.tail_logs()}").strip()
+    return r
+
+
+def log_kinds(srv: GwServer, top: int = 6) -> list[tuple[int, str]]:
+    """The error log's lines grouped by their text with times, numbers and
+    temp paths blanked: what kind of errors the server logged, how often."""
+    counts: dict[str, int] = {}
+    for p in (srv.stdout_path, srv.errlog):
+        try:
+            text = p.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key = re.sub(r"^[\d/: -]+", "", line)
+            key = re.sub(r"\*\d+|#\d+|\d+", "N", key.replace(str(srv.tmp), "TMP"))
+            key = re.sub(r"client: .*", "…", key)[:160]
+            counts[key] = counts.get(key, 0) + 1
+    return sorted(((n, k) for k, n in counts.items()), reverse=True)[:top]
+
+
+def probe(port: int, path: str) -> tuple[int, str]:
+    try:
+        status, _, body = cmp.http_get(port, path, timeout=10)
+        return status, body[:120].decode("latin-1")
+    except (OSError, ValueError, IndexError) as e:
+        return -1, repr(e)
+
+
+# --------------------------------------------------------------------------
+# reporting
+
+METRICS = [  # key, label, format, ratio to baseline?
+    ("ok_rps", "2xx responses/s", "{:,.0f}", True),
+    ("non2xx", "non-2xx", "{:.0f}", False),
+    ("failed", "failed (ab)", "{:.0f}", False),
+    ("cpu_us_per_req", "server CPU µs/request", "{:.1f}", True),
+    ("p99_ms", "p99 latency ms", "{:.1f}", True),
+    ("max_ms", "longest request ms", "{:.0f}", False),
+]
+
+
+def median(vals):
+    vals = [v for v in vals if isinstance(v, (int, float))]
+    return statistics.median(vals) if vals else None
+
+
+def summarise(raw: dict) -> dict:
+    summ = {}
+    for wl in raw["workloads"]:
+        for key, *_ in METRICS + [("server_busy_pct",), ("client_busy_pct",), ("cpu_us_per_ok",)]:
+            for s in raw["servers"]:
+                runs = raw["runs"].get(s, {}).get(wl["id"], [])
+                summ.setdefault(wl["id"], {}).setdefault(key, {})[s] = median([r.get(key) for r in runs])
+    return summ
+
+
+def cell(val, base, fmt, ratio: bool) -> str:
+    if val is None:
+        return "—"
+    txt = fmt.format(val)
+    if not ratio or base is None or base == 0:
+        return txt
+    return f"{txt} ({val / base:.2f}×)"
+
+
+def render_table(raw: dict, summ: dict) -> str:
+    servers = raw["servers"]
+    base = BASELINE if BASELINE in servers else servers[0]
+    lines = ["| workload | metric | " + " | ".join(servers) + " |", "|---|---|" + "---:|" * len(servers)]
+    for wl in raw["workloads"]:
+        for key, label, fmt, ratio in METRICS:
+            row = summ[wl["id"]][key]
+            cells = [cell(row.get(s), row.get(base), fmt, ratio) for s in servers]
+            lines.append(f"| {wl['title']} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render_md(raw: dict, summ: dict) -> str:
+    servers = raw["servers"]
+    base = BASELINE if BASELINE in servers else servers[0]
+    m = raw["machine"]
+    out = [
+        "# glint vs lighttpd (and nginx) in front of SCGI and FastCGI backends",
+        "",
+        f"Generated by `benches/gateways.py{' --quick' if raw['quick'] else ''} --rounds {raw['rounds']}` "
+        f"from {raw['started']} to {raw['finished']}. Medians over {raw['rounds']} round(s), server order "
+        f"rotated each round; cells are `value (ratio to {base})`. Web servers pinned to CPU {m['server_cpu']}, "
+        f"ab to CPU {m['client_cpu']}, backends unpinned; {m['cpus']} × {m['cpu_model']}, Linux {m['kernel']}. "
+        "All servers talk to the same backend processes (php-cgi: each server spawns its own, "
+        "nginx gets one started by the script). How to read it: `benches/README.md`.",
+        "",
+        "| program | version |", "|---|---|",
+        *[f"| {s} | {raw['versions'].get(s, '?')} |" for s in servers],
+        *[f"| {k} | {v} |" for k, v in raw["tools"].items()],
+        "",
+        render_table(raw, summ),
+        "",
+        "2xx responses/s = (ab's complete − failed − non-2xx) / ab's time taken. "
+        "Server CPU µs/request = utime+stime (schedstat) of the web server's own processes only, "
+        "divided by ab's complete requests (2xx or not); the backends' CPU is not in it.",
+        "",
+        "Server CPU busy % (server CPU time / wall time; ~100 % = the web server was the limit, "
+        "low = it waited for the backend or ab):",
+        "",
+        "| workload | " + " | ".join(servers) + " |", "|---|" + "---:|" * len(servers),
+    ]
+    for wl in raw["workloads"]:
+        row = summ[wl["id"]]["server_busy_pct"]
+        out.append(f"| {wl['title']} | " + " | ".join(cell(row.get(s), None, "{:.0f}", False) for s in servers) + " |")
+    out += ["", "Spread of 2xx responses/s over the rounds (min–max):", "",
+            "| workload | " + " | ".join(servers) + " |", "|---|" + "---:|" * len(servers)]
+    for wl in raw["workloads"]:
+        cells = []
+        for s in servers:
+            v = [r.get("ok_rps") for r in raw["runs"].get(s, {}).get(wl["id"], []) if r.get("ok_rps") is not None]
+            cells.append(f"{min(v):,.0f}–{max(v):,.0f}" if v else "—")
+        out.append(f"| {wl['title']} | " + " | ".join(cells) + " |")
+    out.append("")
+    other = sorted(r["other_on_cpu0_pct"] for per in raw["runs"].values() for runs in per.values()
+                   for r in runs if r.get("other_on_cpu0_pct") is not None)
+    loads = [r["loadavg"] for per in raw["runs"].values() for runs in per.values() for r in runs if r.get("loadavg")]
+    if other:
+        out += [f"Noise: other work on CPU {m['server_cpu']} during the runs (its busy % from `/proc/stat` minus "
+                f"the web server's own; includes the unpinned backends): median {statistics.median(other):.0f} %, "
+                f"max {other[-1]:.0f} %; 1-min load average {min(loads):.1f}–{max(loads):.1f}.", ""]
+    if raw["errors"]:
+        out += ["## Errors", ""] + [f"- **{k}**: {v}" for k, v in raw["errors"].items()] + [""]
+    notes = []
+    for s, per in raw["runs"].items():
+        for wl_id, runs in per.items():
+            for r in runs:
+                bad = (r.get("failed") or 0) + (r.get("non2xx") or 0)
+                if bad or r.get("error"):
+                    notes.append(f"- {s}, {wl_id}, round {r.get('round')}: {r.get('non2xx')} non-2xx, "
+                                 f"{r.get('failed')} failed {r.get('failed_by_kind', '')}"
+                                 + (f"; ab: {r['error'][:200]}" if r.get("error") else ""))
+    if notes:
+        out += ["## Non-2xx and failed requests, per run", ""] + notes + [""]
+    kinds = raw.get("error_log_kinds", {})
+    if any(kinds.values()):
+        out += ["## What the servers logged (most frequent lines, numbers blanked)", "",
+                "| server | lines | text |", "|---|---:|---|"]
+        for s, ks in kinds.items():
+            for n, k in ks:
+                out.append(f"| {s} | {n:,} | `{k.replace('|', '/')}` |")
+        out.append("")
+    logs = raw.get("error_logs", {})
+    if any(logs.values()):
+        out += ["## Tail of the error logs", ""]
+        for s, t in logs.items():
+            if t:
+                out.append(f"- **{s}**: `{t[-500:]}`")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_reports(raw: dict, out: Path, write_json: bool = True) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if write_json:
+        out.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
+    out.with_suffix(".md").write_text(render_md(raw, raw["medians"]))
+    log(f"wrote {out}.md" + (f", {out}.json" if write_json else ""))
+
+
+# --------------------------------------------------------------------------
+# main
+
+def main() -> int:
+    global CLIENT_CPU
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="request counts / 10")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--servers", default=",".join(ALL_SERVERS))
+    ap.add_argument("--glint-bin", help="glint binary (default: target/release/glint here, built if missing; or $GLINT_BIN)")
+    ap.add_argument("--out", default=str(RESULTS / "gateways"), help="output path without extension")
+    ap.add_argument("--render", metavar="JSON", help="only rewrite the .md from a saved .json")
+    args = ap.parse_args()
+    if args.render:
+        raw = json.loads(Path(args.render).read_text())
+        write_reports(raw, Path(args.out), write_json=False)
+        return 0
+    servers = [s.strip() for s in args.servers.split(",") if s.strip()]
+    if not servers or any(s not in ALL_SERVERS for s in servers):
+        ap.error(f"choose servers from {ALL_SERVERS}")
+    if not 1 <= args.rounds <= 20:
+        ap.error("--rounds must be 1..20")
+    if not check_prereqs(servers):
+        return 2
+    ncpu = os.cpu_count() or 1
+    if ncpu < 2:
+        CLIENT_CPU = "0"
+    cmp.SERVER_CPU, cmp.CLIENT_CPU = SERVER_CPU, CLIENT_CPU
+    try:
+        os.sched_setaffinity(0, {int(CLIENT_CPU)})
+    except OSError:
+        pass
+    cmp.NOFILE = cmp.raise_nofile()
+    glint_bin = cmp.glint_binary(args.glint_bin) if "glint" in servers else None
+
+    wls = workloads(args.quick)
+    tmp = Path(tempfile.mkdtemp(prefix="gwbench-"))
+    tmp.chmod(0o755)
+    docroot = tmp / "www"
+    docroot.mkdir()
+    (docroot / "index.html").write_text("<html><body>gateway bench</body></html>\n")
+    (docroot / "hello.php").write_text('<?php echo "Hello\\n";\n')
+    for p in [docroot, *docroot.iterdir()]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    backends: list[Backend] = []
+    started: list[GwServer] = []
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    raw = {
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "quick": args.quick, "rounds": args.rounds, "servers": servers,
+        "machine": {"kernel": platform.release(), "cpus": ncpu, "cpu_model": cmp.cpu_model(),
+                    "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU},
+        "tools": {"ab": cmp.tool_version(["ab", "-V"]),
+                  "php-cgi": cmp.tool_version(["php-cgi", "-v"]),
+                  "python": sys.version.split()[0],
+                  "scgi/flup": subprocess.run(
+                      [sys.executable, "-c", "import importlib.metadata as m; "
+                       "print('scgi', m.version('scgi'), '/ flup', m.version('flup'))"],
+                      capture_output=True, text=True, timeout=30).stdout.strip() or "?"},
+        "workloads": wls, "versions": {}, "errors": {}, "probes": {}, "runs": {}, "order": [],
+    }
+    try:
+        # ---- backends (one set for all servers)
+        be: dict = {}
+        b = Backend("scgi-tcp", [sys.executable, str(BACKENDS / "scgi_app.py"), "tcp"], tmp)
+        backends.append(b)
+        be["scgi_port"] = int(b.ready_line())
+        be["scgi_sock"] = tmp / "scgi.socket"
+        b = Backend("scgi-unix", [sys.executable, str(BACKENDS / "scgi_app.py"), "unix", str(be["scgi_sock"])], tmp)
+        backends.append(b)
+        b.ready_line()
+        Backend.open_to_all(be["scgi_sock"])
+        be["flup_sock"] = tmp / "flup.socket"
+        b = Backend("flup", [sys.executable, str(BACKENDS / "fcgi_app.py"), str(be["flup_sock"])], tmp)
+        backends.append(b)
+        b.wait_unix(be["flup_sock"])
+        Backend.open_to_all(be["flup_sock"])
+        php = shutil.which("php-cgi")
+        # bin-path wrapper: the server is pinned to CPU 0 and its children inherit
+        # that; the backend must not be pinned, so widen the mask, then exec php-cgi
+        be["php_wrap"] = tmp / "php-cgi-unpinned"
+        be["php_wrap"].write_text(f"#!/bin/sh\nexec taskset -c 0-{ncpu - 1} {php} \"$@\"\n")
+        be["php_wrap"].chmod(0o755)
+        if "nginx" in servers:
+            be["nginx_php_sock"] = tmp / "nginx-php.socket"
+            b = Backend("php-for-nginx", [php, "-b", str(be["nginx_php_sock"])], tmp, env=PHP_ENV)
+            backends.append(b)
+            b.wait_unix(be["nginx_php_sock"])
+            Backend.open_to_all(be["nginx_php_sock"])
+        log(f"backends: scgi tcp port {be['scgi_port']}, scgi unix {be['scgi_sock']}, flup {be['flup_sock']}")
+
+        # ---- web servers
+        servs: dict[str, GwServer] = {}
+        port = 28180
+        for name in servers:
+            raw["versions"][name] = cmp.server_version(name, argparse.Namespace(glint_bin=str(glint_bin) if glint_bin else None))
+            port = cmp.free_port(port + 1)
+            srv = make_server(name, tmp, docroot, port, be, glint_bin)
+            started.append(srv)
+            if not srv.start():
+                raw["errors"][name] = srv.error
+                log(f"[{name}] FAILED: {srv.error}")
+                continue
+            probes = {}
+            for path in sorted({w["path"] for w in wls}):
+                probes[path] = probe(port, path)
+            raw["probes"][name] = probes
+            bad = {p: v for p, v in probes.items() if v[0] != 200}
+            log(f"[{name}] up on {port}, own pids {srv.pids()}, backend children {srv.backend_pids()}"
+                + (f"; NOT 200: {bad}" if bad else "; every path answers 200"))
+            if bad:
+                raw["errors"][name] = f"probe not 200: {bad}"
+            servs[name] = srv
+        live = [s for s in servers if s in servs]
+        if not live:
+            return 1
+        for name in live:  # warm-up: php-cgi started, python imports done
+            for path in sorted({w["path"] for w in wls}):
+                run_ab(path, 50, 5, servs[name].port, tmp)
+
+        for rnd in range(args.rounds):
+            order = live[rnd % len(live):] + live[:rnd % len(live)]
+            raw["order"].append(order)
+            log(f"== round {rnd + 1}/{args.rounds}: {', '.join(order)}")
+            for wl in wls:
+                for name in order:
+                    srv = servs[name]
+                    if not srv.alive():
+                        raw["errors"].setdefault(name, f"died: {srv.tail_logs()}")
+                        continue
+                    dead = [b.name for b in backends if not b.alive()]
+                    if dead:
+                        raise RuntimeError(f"backend(s) died: {dead}")
+                    r = measure(srv, wl, tmp)
+                    r["round"] = rnd + 1
+                    raw["runs"].setdefault(name, {}).setdefault(wl["id"], []).append(r)
+                    log(f"  {wl['id']:<15} {name:<9} {r.get('ok_rps', 0):>8,.0f} 2xx/s  "
+                        f"non2xx {r.get('non2xx')}  failed {r.get('failed')}  "
+                        f"{r.get('cpu_us_per_req') or 0:7.1f} µs/req  p99 {r.get('p99_ms') or 0:7.1f} ms  "
+                        f"srv {r.get('server_busy_pct') or 0:3.0f}%" + (f"  ! {r['error'][:150]}" if r.get("error") else ""))
+                    time.sleep(0.5)
+        raw["error_logs"] = {name: servs[name].tail_logs() for name in live}
+        raw["error_log_kinds"] = {name: log_kinds(servs[name]) for name in live}
+    finally:
+        for srv in started:
+            srv.stop()
+        for b in backends:
+            b.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    raw["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    raw["medians"] = summarise(raw)
+    print(render_table(raw, raw["medians"]))
+    write_reports(raw, Path(args.out))
+    return 0 if not raw["errors"] else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
