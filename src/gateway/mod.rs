@@ -320,7 +320,7 @@ impl Gateways {
 
     /// Stops spawned backends: their kill signal, then SIGKILL for those still there after 2 s.
     pub fn shutdown(&mut self) {
-        use nix::sys::signal::{kill, Signal};
+        use nix::sys::signal::{killpg, Signal};
         use nix::unistd::Pid;
         let mut children: Vec<(Child, Option<std::path::PathBuf>)> = Vec::new();
         for h in &mut self.hosts {
@@ -331,7 +331,8 @@ impl Gateways {
                     .as_ref()
                     .and_then(|s| Signal::try_from(s.kill_signal).ok())
                     .unwrap_or(Signal::SIGTERM);
-                let _ = kill(Pid::from_raw(c.id() as i32), sig);
+                // The whole group: the backend and the workers it forked.
+                let _ = killpg(Pid::from_raw(c.id() as i32), sig);
                 let path = match &h.spec.addr {
                     BackendAddr::Unix(p) => Some(p.clone()),
                     BackendAddr::Tcp(_) => None,
@@ -345,7 +346,7 @@ impl Gateways {
                 match c.try_wait() {
                     Ok(Some(_)) | Err(_) => break,
                     Ok(None) if std::time::Instant::now() >= deadline => {
-                        let _ = c.kill();
+                        let _ = killpg(Pid::from_raw(c.id() as i32), Signal::SIGKILL);
                         let _ = c.wait();
                         break;
                     }
@@ -369,6 +370,12 @@ impl Gateways {
                         "backend {} ({}) exited: {status}; restarting it",
                         h.spec.label,
                         h.spec.addr
+                    );
+                    // Workers it forked may live on, still holding the old
+                    // socket: end its whole process group first.
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(c.id() as i32),
+                        nix::sys::signal::Signal::SIGKILL,
                     );
                     h.child = None;
                     h.respawn_at = Some(now + 1);
@@ -420,6 +427,19 @@ fn spawn(h: &HostSpec) -> io::Result<Child> {
     cmd.stdin(Stdio::from(listener))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
+    // Its own process group: php-cgi and flup fork workers, and stopping
+    // the backend must stop them too, even after the parent died.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // And if glint itself is killed (SIGKILL leaves no time to stop them),
+    // the kernel tells the backend with SIGTERM.
+    // SAFETY: runs in the child between fork and exec; prctl(PR_SET_PDEATHSIG)
+    // is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                .map_err(io::Error::from)
+        });
+    }
     cmd.spawn()
 }
 

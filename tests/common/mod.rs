@@ -347,6 +347,19 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // SIGTERM first, so glint stops the backends it started; SIGKILL
+        // if it is still there after 2 s. (It may be gone already: no assert.)
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
