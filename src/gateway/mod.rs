@@ -565,6 +565,9 @@ impl Gateways {
         }
         host.active += 1;
         gw.backend = Some(bkey);
+        // A unix socket connects at once (or said EAGAIN above): the request
+        // can go out now instead of after an epoll round trip.
+        let unix = matches!(host.spec.addr, BackendAddr::Unix(_));
         entry.insert(BackendConn {
             stream,
             client: key,
@@ -572,9 +575,9 @@ impl Gateways {
             protocol: host.spec.protocol,
             request: Rc::clone(&gw.request),
             sent: 0,
-            connected: false,
+            connected: unix,
             readable: false,
-            writable: false,
+            writable: unix,
             peer_closed: false,
             records: Vec::new(),
             head: Vec::new(),
@@ -584,6 +587,9 @@ impl Gateways {
             started: now,
             last_active: now,
         });
+        if unix {
+            self.drive(bkey, conn, now, date, registry);
+        }
     }
 
     /// Records readiness of backend connection `bkey`; returns its client.
