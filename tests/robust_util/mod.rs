@@ -194,6 +194,21 @@ impl Glint {
             .unwrap_or(0)
     }
 
+    /// Open sockets of the server process (listeners, clients, the waker's
+    /// pair), leaving out files such as those in glint's open-file cache.
+    pub fn socket_count(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        std::fs::read_link(e.path())
+                            .is_ok_and(|t| t.to_string_lossy().starts_with("socket:"))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
     /// The numbers of the open descriptors of the server process.
     pub fn fd_numbers(&self) -> Vec<u32> {
         std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
