@@ -318,12 +318,18 @@ fn a_file_replaced_by_rename_is_served_whole_old_or_whole_new() {
                 };
                 let (mut w, mut r) = connect();
                 // glint keeps a file it opened for up to two seconds (its
-                // open-file cache), so the run lasts long enough to see
-                // replacements: per_thread requests and at least 4 s.
+                // open-file cache), so a run must last long enough to see
+                // replacements.
+                // Until this thread has seen two versions (each reopening
+                // picks up whatever version is current), at most 10 s.
                 let started = Instant::now();
                 for i in 0.. {
-                    let done = i >= per_thread && started.elapsed() > Duration::from_millis(4000);
-                    if done || Instant::now() > deadline {
+                    let versions_seen = seen.iter().filter(|&&n| n > 0).count();
+                    let done = i >= per_thread && versions_seen >= 2;
+                    if done
+                        || started.elapsed() > Duration::from_secs(10)
+                        || Instant::now() > deadline
+                    {
                         break;
                     }
                     let ranged = rng.below(3) == 0;
