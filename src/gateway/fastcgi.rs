@@ -2,6 +2,9 @@
 //! BEGIN_REQUEST, PARAMS and STDIN streams; the answer as STDOUT and STDERR
 //! streams closed by END_REQUEST.
 
+use super::cgi::Env;
+use crate::http::status::itoa_u64;
+
 const VERSION: u8 = 1;
 const BEGIN_REQUEST: u8 = 1;
 const END_REQUEST: u8 = 3;
@@ -46,14 +49,16 @@ fn stream(out: &mut Vec<u8>, kind: u8, data: &[u8]) {
 }
 
 /// Appends BEGIN_REQUEST, the PARAMS stream and the whole STDIN stream for one request.
-pub fn encode_request(env: &[(String, Vec<u8>)], body: &[u8], out: &mut Vec<u8>) {
+pub fn encode_request(content_length: u64, env: &Env, body: &[u8], out: &mut Vec<u8>) {
     header(out, BEGIN_REQUEST, 8);
     out.extend_from_slice(&[(RESPONDER >> 8) as u8, RESPONDER as u8, 0, 0, 0, 0, 0, 0]);
-    let mut params = Vec::with_capacity(1024);
-    for (k, v) in env {
+    let mut params = Vec::with_capacity(env.as_bytes().len() + 64);
+    let cl = itoa_u64(content_length);
+    let first = std::iter::once((&b"CONTENT_LENGTH"[..], cl.as_bytes()));
+    for (k, v) in first.chain(env.pairs()) {
         push_len(&mut params, k.len());
         push_len(&mut params, v.len());
-        params.extend_from_slice(k.as_bytes());
+        params.extend_from_slice(k);
         params.extend_from_slice(v);
     }
     stream(out, PARAMS, &params);
@@ -108,15 +113,17 @@ mod tests {
 
     #[test]
     fn request_records() {
-        let env = vec![("A".to_string(), vec![b'x'; 200])];
+        let env = Env::from_pairs(&[("A", &"x".repeat(200))]);
         let mut out = Vec::new();
-        encode_request(&env, b"hi", &mut out);
+        encode_request(0, &env, b"hi", &mut out);
         // BEGIN_REQUEST
         assert_eq!(&out[..8], &[1, 1, 0, 1, 0, 8, 0, 0]);
-        // PARAMS: 1-byte name length, 4-byte value length (200 >= 128)
-        assert_eq!(&out[16..24], &[1, 4, 0, 1, 0, 206, 0, 0]);
-        assert_eq!(&out[24..30], &[1, 0x80, 0, 0, 200, b'A']);
-        let rest = &out[24 + 206..];
+        // PARAMS: CONTENT_LENGTH first (17 bytes), then A with a
+        // 1-byte name length and a 4-byte value length (200 >= 128).
+        assert_eq!(&out[16..24], &[1, 4, 0, 1, 0, 17 + 206, 0, 0]);
+        assert_eq!(&out[24..41], b"\x0e\x01CONTENT_LENGTH0");
+        assert_eq!(&out[41..47], &[1, 0x80, 0, 0, 200, b'A']);
+        let rest = &out[24 + 17 + 206..];
         assert_eq!(
             &rest[..8],
             &[1, 4, 0, 1, 0, 0, 0, 0],

@@ -108,7 +108,7 @@ pub struct GwClient {
     pub route: usize,
     pub protocol: Protocol,
     /// The CGI environment, encoded once the body length is known.
-    pub env: Vec<(String, Vec<u8>)>,
+    pub env: cgi::Env,
     pub body: Vec<u8>,
     /// Body bytes still to come (Content-Length).
     pub body_remaining: u64,
@@ -172,20 +172,18 @@ impl GwClient {
 
     /// Encodes the request for the backend once the body is complete.
     pub fn encode(&mut self) {
-        if let Some((_, v)) = self.env.iter_mut().find(|(k, _)| k == "CONTENT_LENGTH") {
-            *v = self.body.len().to_string().into_bytes();
-        }
-        let mut out = Vec::with_capacity(1024 + self.body.len());
+        let len = self.body.len() as u64;
+        let mut out = Vec::with_capacity(self.env.as_bytes().len() + 128 + self.body.len());
         match self.protocol {
             Protocol::Scgi => {
-                scgi::encode_head(&self.env, &mut out);
+                scgi::encode_head(len, &self.env, &mut out);
                 out.extend_from_slice(&self.body);
             }
-            Protocol::FastCgi => fastcgi::encode_request(&self.env, &self.body, &mut out),
+            Protocol::FastCgi => fastcgi::encode_request(len, &self.env, &self.body, &mut out),
         }
         self.request = Rc::new(out);
         self.body = Vec::new();
-        self.env = Vec::new();
+        self.env = cgi::Env::default();
     }
 }
 

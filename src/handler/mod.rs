@@ -313,7 +313,6 @@ fn start_gateway(
         server_port: g.server_port,
         server_name,
         server_software: &settings.tag,
-        content_length: body_remaining,
         scgi: route.protocol == crate::gateway::Protocol::Scgi,
     });
     let mut log_head = req.request_line.to_vec();
