@@ -29,7 +29,16 @@ fn backends_dir() -> PathBuf {
 
 /// Starts `scgi_app.py` and returns it with the address it printed.
 fn scgi_backend(args: &[&str]) -> (Backend, String) {
-    let mut child = Command::new("python3")
+    scgi_backend_logging(args, None)
+}
+
+/// The same, writing each request's PATH_INFO to `log`.
+fn scgi_backend_logging(args: &[&str], log: Option<&Path>) -> (Backend, String) {
+    let mut cmd = Command::new("python3");
+    if let Some(l) = log {
+        cmd.env("SCGI_APP_LOG", l);
+    }
+    let mut child = cmd
         .arg(backends_dir().join("scgi_app.py"))
         .args(args)
         .stdout(Stdio::piped())
@@ -276,6 +285,51 @@ fn overload_waits_in_the_queue_instead_of_failing() {
         .filter(|s| s.as_str() == "HTTP/1.1 200")
         .count();
     assert_eq!(ok, 40, "{statuses:?}\n{}", s.stderr_tail());
+}
+
+#[test]
+fn a_client_that_hangs_up_leaves_the_queue() {
+    let d = Docroot::new();
+    let log = d.base.join("app.log");
+    let (_b, port) = scgi_backend_logging(&["tcp"], Some(&log));
+    // One backend connection at a time: the second request waits in glint's queue.
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/q\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"max-connections\" => 1 ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    let mut busy = s.connect();
+    busy.send(b"GET /q/slow?1 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    // Let the slow request reach the backend before the next one queues.
+    let deadline = Instant::now() + TIMEOUT;
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("/slow")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the slow request never reached the backend"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    {
+        let mut gone = s.connect();
+        gone.send(b"GET /q/abandoned HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        // Dropped here: the client hangs up while its request waits.
+    }
+    let r = busy.read_response(false).unwrap();
+    assert_eq!(r.status, 200, "{}", r.describe());
+    let r = fetch(&s, &get("/q/after", &[]));
+    assert_eq!(r.status, 200, "{}", r.describe());
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(seen.contains("/after"), "{seen}");
+    assert!(
+        !seen.contains("/abandoned"),
+        "a request whose client left still went to the backend:\n{seen}"
+    );
 }
 
 #[test]

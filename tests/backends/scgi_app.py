@@ -21,6 +21,10 @@ class Handler(scgi_server.SCGIHandler):
     def produce(self, env, bodysize, input, output):
         body = input.read(bodysize) if bodysize else b""
         path = env.get("PATH_INFO", "")
+        if os.environ.get("SCGI_APP_LOG"):
+            # Which requests reached the application, for the tests.
+            with open(os.environ["SCGI_APP_LOG"], "a") as f:
+                f.write(path + "\n")
         if path == "/die":
             # Promise 100 bytes, send 7, die: the client must be able to tell.
             output.write(b"Status: 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\npartial")
