@@ -544,12 +544,17 @@ def parse_ab(out: str, csv_path: Path) -> dict:
         "rps": num(r"^Requests per second:\s+([\d.]+)", 0.0),
         "elapsed_s": num(r"^Time taken for tests:\s+([\d.]+)", 0.0),
     }
+    m = re.search(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)", out)
+    if m:
+        r["failed_by_kind"] = dict(zip(("connect", "receive", "length", "exceptions"), map(int, m.groups())))
     p99 = None
     try:
         for line in csv_path.read_text().splitlines()[1:]:
             pct, _, ms = line.partition(",")
             if pct.strip() == "99":
                 p99 = float(ms)
+            elif pct.strip() == "100":
+                r["max_ms"] = float(ms)
     except (OSError, ValueError):
         pass
     if p99 is None:

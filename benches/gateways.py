@@ -54,8 +54,7 @@ APT_LINE = "apt-get install -y php-cgi lighttpd apache2-utils nginx-light util-l
 PHP_ENV = {"PHP_FCGI_CHILDREN": "4", "PHP_FCGI_MAX_REQUESTS": "10000"}
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+log = cmp.log
 
 
 def workloads(quick: bool) -> list[dict]:
@@ -300,30 +299,9 @@ def make_server(name: str, tmp: Path, docroot: Path, port: int, be: dict, glint_
 # load
 
 def parse_ab(out: str, csv_path: Path) -> dict:
-    def num(pattern, default=None, cast=float):
-        m = re.search(pattern, out, re.M)
-        return cast(m.group(1)) if m else default
-    r = {
-        "completed": num(r"^Complete requests:\s+(\d+)", 0, int),
-        "failed": num(r"^Failed requests:\s+(\d+)", 0, int),
-        "non2xx": num(r"^Non-2xx responses:\s+(\d+)", 0, int),
-        "ab_rps": num(r"^Requests per second:\s+([\d.]+)", 0.0),
-        "elapsed_s": num(r"^Time taken for tests:\s+([\d.]+)", 0.0),
-    }
-    m = re.search(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)", out)
-    if m:
-        r["failed_by_kind"] = dict(zip(("connect", "receive", "length", "exceptions"), map(int, m.groups())))
-    p99 = None
-    try:
-        for line in csv_path.read_text().splitlines()[1:]:
-            pct, _, ms = line.partition(",")
-            if pct.strip() == "99":
-                p99 = float(ms)
-            elif pct.strip() == "100":
-                r["max_ms"] = float(ms)
-    except (OSError, ValueError):
-        pass
-    r["p99_ms"] = p99
+    """compare.py's ab parser, plus the successful responses per second."""
+    r = cmp.parse_ab(out, csv_path)
+    r["ab_rps"] = r.pop("rps")
     ok = max(0, r["completed"] - r["failed"] - r["non2xx"])
     r["ok_2xx"] = ok
     r["ok_rps"] = ok / r["elapsed_s"] if r["elapsed_s"] else 0.0
@@ -422,9 +400,7 @@ METRICS = [  # key, label, format, ratio to baseline?
 ]
 
 
-def median(vals):
-    vals = [v for v in vals if isinstance(v, (int, float))]
-    return statistics.median(vals) if vals else None
+median = cmp.median
 
 
 def summarise(raw: dict) -> dict:
