@@ -246,19 +246,20 @@ pub fn docroot(dir: &TempDir, name: &str, index: &str) -> PathBuf {
     d
 }
 
-/// What a client loop saw: successful requests, failures, and the distinct
-/// bodies in the order they first appeared.
-pub type LoopResult = (u32, Vec<String>, Vec<Vec<u8>>);
-
-/// GETs `/` on new connections until `stop` (at most 20 s or 20 000 requests).
-pub fn client_loop(
-    addr: SocketAddr,
+/// A client GETting `/` on new connections in a thread until stopped (at
+/// most 20 s or 20 000 requests), recording the distinct bodies it saw.
+pub struct ClientLoop {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> std::thread::JoinHandle<LoopResult> {
-    std::thread::spawn(move || {
+    thread: std::thread::JoinHandle<(u32, Vec<String>, Vec<Vec<u8>>)>,
+}
+
+pub fn client_loop(addr: SocketAddr) -> ClientLoop {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
         let (mut ok, mut failed, mut seen) = (0u32, Vec::new(), Vec::<Vec<u8>>::new());
         let end = Instant::now() + Duration::from_secs(20);
-        while !stop.load(Ordering::SeqCst) && Instant::now() < end && ok < 20_000 {
+        while !flag.load(Ordering::SeqCst) && Instant::now() < end && ok < 20_000 {
             match get(addr, "/") {
                 Ok(r) if r.status == 200 => {
                     ok += 1;
@@ -271,5 +272,23 @@ pub fn client_loop(
             }
         }
         (ok, failed, seen)
-    })
+    });
+    ClientLoop { stop, thread }
+}
+
+impl ClientLoop {
+    /// Stops the loop, asserts that no request failed and that it made
+    /// progress, and returns the distinct bodies in the order seen.
+    pub fn finish_without_failures(self) -> Vec<Vec<u8>> {
+        self.stop.store(true, Ordering::SeqCst);
+        let (ok, failed, seen) = self.thread.join().expect("client loop");
+        assert!(
+            failed.is_empty(),
+            "{} failed: {:?}",
+            failed.len(),
+            &failed[..failed.len().min(5)]
+        );
+        assert!(ok > 10, "only {ok} requests");
+        seen
+    }
 }
