@@ -48,10 +48,26 @@ pub enum Stream {
 }
 
 impl Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+        }
+    }
+
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        use std::io::Write;
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    /// The pending socket error (SO_ERROR), e.g. of a non-blocking connect.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        match self {
+            Stream::Tcp(s) => s.take_error(),
+            Stream::Unix(s) => s.take_error(),
         }
     }
 

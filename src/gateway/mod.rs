@@ -15,7 +15,7 @@ pub mod fastcgi;
 pub mod scgi;
 
 use std::collections::VecDeque;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::OwnedFd;
 use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
@@ -449,6 +449,17 @@ enum Failure {
     Broken(String),
 }
 
+impl Failure {
+    /// An I/O error: retryable until the backend has answered anything.
+    fn of(answered: bool, what: &str, e: &io::Error) -> Failure {
+        if answered {
+            Failure::Broken(format!("{what}: {e}"))
+        } else {
+            Failure::Retry(format!("{what}: {e}"))
+        }
+    }
+}
+
 impl Gateways {
     /// Finds a backend for a client whose request is complete and connects to
     /// it, or queues the client; answers 503 when no backend can ever take it.
@@ -664,27 +675,21 @@ impl Gateways {
             if !b.writable {
                 return Ok(false);
             }
-            if let Ok(Some(e)) | Err(e) = take_error(&b.stream) {
+            if let Ok(Some(e)) | Err(e) = b.stream.take_error() {
                 return Err(Failure::Retry(format!("connect: {e}")));
             }
             b.connected = true;
             b.last_active = now;
         }
         while b.writable && b.sent < b.request.len() {
-            match write_stream(&mut b.stream, &b.request[b.sent..]) {
+            match b.stream.write(&b.request[b.sent..]) {
                 Ok(n) => {
                     b.sent += n;
                     b.last_active = now;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.writable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(if b.answered {
-                        Failure::Broken(format!("write: {e}"))
-                    } else {
-                        Failure::Retry(format!("write: {e}"))
-                    })
-                }
+                Err(e) => return Err(Failure::of(b.answered, "write", &e)),
             }
         }
         let buf = &mut self.scratch;
@@ -694,7 +699,7 @@ impl Gateways {
             .then_some(spec.x_sendfile_docroot.as_slice());
         while b.readable && !b.paused {
             buf.resize(64 * 1024, 0);
-            match read_stream(&mut b.stream, buf) {
+            match b.stream.read(buf) {
                 Ok(0) => {
                     b.readable = false;
                     return match (b.protocol, b.answered) {
@@ -759,13 +764,7 @@ impl Gateways {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(if b.answered {
-                        Failure::Broken(format!("read: {e}"))
-                    } else {
-                        Failure::Retry(format!("read: {e}"))
-                    })
-                }
+                Err(e) => return Err(Failure::of(b.answered, "read", &e)),
             }
         }
         Ok(false)
@@ -915,28 +914,6 @@ impl Gateways {
     /// Closes a backend connection whose client is gone.
     pub fn drop_backend(&mut self, bkey: usize) {
         self.remove_conn(bkey);
-    }
-}
-
-fn take_error(s: &Stream) -> io::Result<Option<io::Error>> {
-    match s {
-        Stream::Tcp(t) => t.take_error(),
-        Stream::Unix(u) => u.take_error(),
-    }
-}
-
-fn write_stream(s: &mut Stream, buf: &[u8]) -> io::Result<usize> {
-    use std::io::Write;
-    match s {
-        Stream::Tcp(t) => t.write(buf),
-        Stream::Unix(u) => u.write(buf),
-    }
-}
-
-fn read_stream(s: &mut Stream, buf: &mut [u8]) -> io::Result<usize> {
-    match s {
-        Stream::Tcp(t) => t.read(buf),
-        Stream::Unix(u) => u.read(buf),
     }
 }
 
