@@ -10,6 +10,8 @@ pub mod rewrite;
 pub mod static_file;
 pub mod status_page;
 
+use std::borrow::Cow;
+
 use crate::accesslog::Entry;
 use crate::config::{RequestFacts, Settings};
 use crate::connection::Connection;
@@ -433,12 +435,13 @@ fn serve_404_handler(
 }
 
 /// The docroot: `mod_simple_vhost` when configured, else `server.document-root`.
-fn document_root(s: &Settings, host: &str) -> Option<String> {
+/// Borrowed from the settings in the common case: no allocation per request.
+fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
     let plain = || {
         s.document_root
             .as_ref()
             .and_then(|p| p.to_str())
-            .map(str::to_string)
+            .map(Cow::Borrowed)
     };
     let Some(server_root) = s.simple_vhost_server_root.as_deref() else {
         return plain();
@@ -459,11 +462,11 @@ fn document_root(s: &Settings, host: &str) -> Option<String> {
     if !name.is_empty() && !name.starts_with('.') {
         let p = build(name);
         if std::fs::metadata(&p).is_ok_and(|m| m.is_dir()) {
-            return Some(p);
+            return Some(Cow::Owned(p));
         }
     }
     match s.simple_vhost_default_host.as_deref() {
-        Some(d) => Some(build(d)),
+        Some(d) => Some(Cow::Owned(build(d))),
         None => plain(),
     }
 }
