@@ -134,6 +134,16 @@ pub enum Phase {
     Closed,
 }
 
+/// What one [`Connection::flush`] achieved.
+enum Flushed {
+    /// Everything queued is written.
+    Done,
+    /// The socket is full (or not yet known writable): wait for an event.
+    Blocked,
+    /// The write failed and the connection is closed.
+    Closed,
+}
+
 /// What follows once the output queue is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AfterWrite {
@@ -286,34 +296,11 @@ impl Connection {
         loop {
             match self.phase {
                 Phase::Closed => break,
-                Phase::Writing { then } => {
-                    if !self.writable {
-                        break;
-                    }
-                    match self.out.write_to(self.stream.fd()) {
-                        Ok(WriteOutcome::Done) => {
-                            self.account_written(sh);
-                            self.after_write(then, sh);
-                        }
-                        Ok(WriteOutcome::Blocked) => {
-                            self.account_written(sh);
-                            self.writable = false;
-                            break;
-                        }
-                        Err(e) => {
-                            match e {
-                                WriteError::PeerGone => {}
-                                WriteError::FileTruncated => {
-                                    log::warn!(
-                                        "a file shrank while it was being sent; connection closed"
-                                    )
-                                }
-                                WriteError::Io(e) => log::warn!("write to client failed: {e}"),
-                            }
-                            self.close(sh);
-                        }
-                    }
-                }
+                Phase::Writing { then } => match self.flush(sh) {
+                    Flushed::Done => self.after_write(then, sh),
+                    Flushed::Blocked => break,
+                    Flushed::Closed => {}
+                },
                 Phase::Gateway => {
                     // A client that hung up before its answer began is not
                     // worth a backend's time: drop it (and its place in the
@@ -324,18 +311,11 @@ impl Connection {
                         self.close(sh);
                         continue;
                     }
-                    if !self.out.is_empty() && self.writable {
-                        match self.out.write_to(self.stream.fd()) {
-                            Ok(WriteOutcome::Done) => self.account_written(sh),
-                            Ok(WriteOutcome::Blocked) => {
-                                self.account_written(sh);
-                                self.writable = false;
-                                break;
-                            }
-                            Err(_) => {
-                                self.close(sh);
-                                continue;
-                            }
+                    if !self.out.is_empty() {
+                        match self.flush(sh) {
+                            Flushed::Done => {}
+                            Flushed::Blocked => break,
+                            Flushed::Closed => continue,
                         }
                     }
                     let done = self.gw.as_ref().is_none_or(|g| g.done);
@@ -356,6 +336,34 @@ impl Connection {
         }
         if self.phase == Phase::Idle || self.phase == Phase::Closed {
             self.release_buffers(sh);
+        }
+    }
+
+    /// Writes queued output while the socket takes it. A write error closes
+    /// the connection (logged unless the peer simply went away).
+    fn flush(&mut self, sh: &mut Shared) -> Flushed {
+        if !self.writable {
+            return Flushed::Blocked;
+        }
+        let result = self.out.write_to(self.stream.fd());
+        self.account_written(sh);
+        match result {
+            Ok(WriteOutcome::Done) => Flushed::Done,
+            Ok(WriteOutcome::Blocked) => {
+                self.writable = false;
+                Flushed::Blocked
+            }
+            Err(e) => {
+                match e {
+                    WriteError::PeerGone => {}
+                    WriteError::FileTruncated => {
+                        log::warn!("a file shrank while it was being sent; connection closed")
+                    }
+                    WriteError::Io(e) => log::warn!("write to client failed: {e}"),
+                }
+                self.close(sh);
+                Flushed::Closed
+            }
         }
     }
 
