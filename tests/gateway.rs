@@ -380,7 +380,7 @@ fn balance_round_robin_and_sticky() {
     let (_a, pa) = scgi_backend(&["tcp"]);
     let (_b, pb) = scgi_backend(&["tcp"]);
     let d = Docroot::new();
-    for (mode, want_both) in [("round-robin", true), ("sticky", false), ("hash", false)] {
+    let start = |mode: &str| {
         let conf = format!(
             "server.document-root = \"{root}\"\nscgi.balance = \"{mode}\"\n\
              scgi.server = ( \"/b\" => (\n\
@@ -388,12 +388,94 @@ fn balance_round_robin_and_sticky() {
                \"b\" => ( \"host\" => \"127.0.0.1\", \"port\" => {pb}, \"check-local\" => \"disable\" ) ) )\n",
             root = d.root.display()
         );
-        let s = start_conf(&d, &conf);
-        let seen: std::collections::HashSet<String> = (0..6)
-            .map(|_| env_of(&fetch(&s, &get("/b/same", &[])), "BACKEND").unwrap_or_default())
-            .collect();
-        assert_eq!(seen.len() == 2, want_both, "{mode}: backends seen {seen:?}");
+        start_conf(&d, &conf)
+    };
+    // Which backend answered a request for `path` sent from the loopback address `from`.
+    let backend = |s: &Server, from: &str, path: &str| -> String {
+        use nix::sys::socket::{
+            bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrStorage,
+        };
+        use std::os::fd::AsRawFd;
+        let local: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+        let server = std::net::SocketAddr::from(([127, 0, 0, 1], s.port));
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::empty(),
+            None,
+        )
+        .unwrap();
+        bind(fd.as_raw_fd(), &SockaddrStorage::from(local)).unwrap();
+        connect(fd.as_raw_fd(), &SockaddrStorage::from(server)).unwrap();
+        let mut c = TcpStream::from(fd);
+        c.set_read_timeout(Some(TIMEOUT)).unwrap();
+        c.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).unwrap();
+        let text = String::from_utf8_lossy(&all).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix("BACKEND=").map(str::to_string))
+            .unwrap_or_else(|| panic!("no BACKEND line in {text:?}"))
+    };
+    use std::collections::{HashMap, HashSet};
+
+    // round-robin: the same request alternates between the two.
+    let s = start("round-robin");
+    let seen: HashSet<String> = (0..6)
+        .map(|_| backend(&s, "127.0.0.1", "/b/same"))
+        .collect();
+    assert_eq!(seen.len(), 2, "round-robin: backends seen {seen:?}");
+    drop(s);
+
+    // hash: each path keeps its backend, and the paths spread over both.
+    let s = start("hash");
+    let mut by_path: HashMap<String, HashSet<String>> = HashMap::new();
+    for _ in 0..3 {
+        for i in 0..8 {
+            let path = format!("/b/p{i}");
+            by_path
+                .entry(path.clone())
+                .or_default()
+                .insert(backend(&s, "127.0.0.1", &path));
+        }
     }
+    assert!(
+        by_path.values().all(|b| b.len() == 1),
+        "hash: a path moved: {by_path:?}"
+    );
+    let used: HashSet<&String> = by_path.values().flatten().collect();
+    assert_eq!(
+        used.len(),
+        2,
+        "hash: every path on one backend: {by_path:?}"
+    );
+    drop(s);
+
+    // sticky: each client address keeps its backend, and the addresses spread over both.
+    let s = start("sticky");
+    let mut by_ip: HashMap<String, HashSet<String>> = HashMap::new();
+    for _ in 0..3 {
+        for i in 1..9 {
+            let ip = format!("127.0.0.{i}");
+            // Different paths from one address: only the address decides.
+            let path = format!("/b/q{}", by_ip.len());
+            by_ip
+                .entry(ip.clone())
+                .or_default()
+                .insert(backend(&s, &ip, &path));
+        }
+    }
+    assert!(
+        by_ip.values().all(|b| b.len() == 1),
+        "sticky: an address moved: {by_ip:?}"
+    );
+    let used: HashSet<&String> = by_ip.values().flatten().collect();
+    assert_eq!(
+        used.len(),
+        2,
+        "sticky: every address on one backend: {by_ip:?}"
+    );
 }
 
 #[test]
