@@ -6,7 +6,7 @@
 //! and acts only on what its phase needs, so a spurious event costs nothing.
 
 use std::io::{self, Read};
-use std::net::{IpAddr, Shutdown};
+use std::net::{IpAddr, Shutdown, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd};
 
 use mio::event::Source;
@@ -60,6 +60,14 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    /// The address the client connected to (`SERVER_ADDR`); None on a unix socket.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Stream::Tcp(s) => s.local_addr().ok(),
+            Stream::Unix(_) => None,
         }
     }
 
@@ -232,6 +240,8 @@ pub struct Connection {
     /// Index of the listener that accepted it.
     pub listener: usize,
     pub peer: Option<IpAddr>,
+    /// The client's port (0 on a unix socket), for `REMOTE_PORT`.
+    pub peer_port: u16,
     pub phase: Phase,
     /// Input, present while a request is in progress; pooled while idle.
     input: Option<InBuf>,
@@ -256,11 +266,12 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(stream: Stream, listener: usize, peer: Option<IpAddr>, now: u64) -> Connection {
+    pub fn new(stream: Stream, listener: usize, peer: Option<SocketAddr>, now: u64) -> Connection {
         Connection {
             stream,
             listener,
-            peer,
+            peer: peer.map(|a| a.ip()),
+            peer_port: peer.map_or(0, |a| a.port()),
             phase: Phase::Idle,
             input: None,
             out: Output::default(),

@@ -832,7 +832,7 @@ impl Server {
                 return;
             };
             let accepted = match lst {
-                Listener::Tcp(t) => t.accept().map(|(s, a)| (Stream::Tcp(s), Some(a.ip()))),
+                Listener::Tcp(t) => t.accept().map(|(s, a)| (Stream::Tcp(s), Some(a))),
                 Listener::Unix(u, _, _) => u.accept().map(|(s, _)| (Stream::Unix(s), None)),
             };
             match accepted {

@@ -116,7 +116,9 @@ fn scgi_over_tcp_sees_the_cgi_environment() {
     let conf = format!(
         "server.document-root = \"{}\"\n\
          server.modules += ( \"mod_scgi\" )\n\
-         scgi.server = ( \"/scgi-test\" => ( \"localhost\" => ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+         scgi.server = ( \"/scgi-test\" => ( \"localhost\" => ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ),\n\
+           \"/broken\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"broken-scriptfilename\" => \"enable\" ) ),\n\
+           \"/remote\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"docroot\" => \"/srv/app\" ) ) )\n",
         d.root.display()
     );
     let s = start_conf(&d, &conf);
@@ -151,6 +153,39 @@ fn scgi_over_tcp_sees_the_cgi_environment() {
     }
     // The backend gave no length: an HTTP/1.1 client gets chunked framing.
     assert_eq!(r.framing, "chunked", "{}", r.head);
+    let root = d.root.display().to_string();
+    let root = root.trim_end_matches('/');
+    assert_eq!(env_of(&r, "SERVER_ADDR").as_deref(), Some("127.0.0.1"));
+    assert_eq!(
+        env_of(&r, "SERVER_PORT"),
+        Some(s.port.to_string()),
+        "{}",
+        body_text(&r)
+    );
+    let remote_port: u16 = env_of(&r, "REMOTE_PORT")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    assert!(remote_port > 0, "REMOTE_PORT in\n{}", body_text(&r));
+    assert_eq!(
+        env_of(&r, "SCRIPT_FILENAME"),
+        Some(format!("{root}/scgi-test"))
+    );
+
+    // broken-scriptfilename: SCRIPT_FILENAME carries the PATH_INFO as well.
+    let r = fetch(&s, &get("/broken/a/b", &[]));
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(
+        env_of(&r, "SCRIPT_FILENAME"),
+        Some(format!("{root}/broken/a/b"))
+    );
+    assert_eq!(env_of(&r, "PATH_INFO").as_deref(), Some("/a/b"));
+    // A backend's own docroot: DOCUMENT_ROOT and SCRIPT_FILENAME point there.
+    let r = fetch(&s, &get("/remote/x", &[]));
+    assert_eq!(env_of(&r, "DOCUMENT_ROOT").as_deref(), Some("/srv/app"));
+    assert_eq!(
+        env_of(&r, "SCRIPT_FILENAME").as_deref(),
+        Some("/srv/app/remote/x")
+    );
 }
 
 #[test]

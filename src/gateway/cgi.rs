@@ -15,6 +15,9 @@ pub struct EnvInput<'a> {
     pub script_name: &'a str,
     pub path_info: &'a str,
     pub document_root: &'a str,
+    /// SCRIPT_FILENAME is the document root and the whole path (with the
+    /// PATH_INFO): for `broken-scriptfilename`, and for a backend's own `docroot`.
+    pub script_filename_whole_path: bool,
     pub remote: Option<IpAddr>,
     pub remote_port: u16,
     pub server_addr: &'a str,
@@ -108,10 +111,12 @@ pub fn environment(e: &EnvInput<'_>) -> Env {
         env.put(b"PATH_INFO", e.path_info.as_bytes());
         env.put(b"PATH_TRANSLATED", &[root, e.path_info.as_bytes()].concat());
     }
-    env.put(
-        b"SCRIPT_FILENAME",
-        &[root, e.script_name.as_bytes()].concat(),
-    );
+    let script = if e.script_filename_whole_path {
+        e.path
+    } else {
+        e.script_name
+    };
+    env.put(b"SCRIPT_FILENAME", &[root, script.as_bytes()].concat());
     env.put(b"DOCUMENT_ROOT", e.document_root.as_bytes());
     if let Some(ip) = e.remote {
         env.put(b"REMOTE_ADDR", ip.to_string().as_bytes());
@@ -268,6 +273,7 @@ mod tests {
             script_name: "/app",
             path_info: "/x",
             document_root: "/srv/",
+            script_filename_whole_path: false,
             remote: Some("127.0.0.1".parse().unwrap()),
             remote_port: 0,
             server_addr: "",

@@ -55,6 +55,11 @@ pub struct HostSpec {
     pub strip_request_uri: Option<String>,
     /// `fix-root-scriptname`: SCRIPT_NAME "" and the whole path as PATH_INFO for a "/" prefix.
     pub fix_root_scriptname: bool,
+    /// `broken-scriptfilename`: SCRIPT_FILENAME carries the PATH_INFO too
+    /// (PHP's `cgi.fix_pathinfo` splits it again itself).
+    pub broken_scriptfilename: bool,
+    /// `listen-backlog` of the socket glint opens for a `bin-path` backend.
+    pub listen_backlog: i32,
     /// Most requests glint sends this backend at once (`max-connections`,
     /// default 16); more wait in glint's queue instead of failing.
     pub max_conns: usize,
@@ -160,6 +165,8 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
         docroot: None,
         strip_request_uri: None,
         fix_root_scriptname: false,
+        broken_scriptfilename: false,
+        listen_backlog: 1024,
         max_conns: 16,
         disable_time: 1,
         connect_timeout: 8,
@@ -195,16 +202,8 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
                 }
             }
             "max-procs" => max_procs = number(v, k)?.clamp(1, 256),
-            "min-procs"
-            | "idle-timeout"
-            | "max-load-per-proc"
-            | "listen-backlog"
-            | "mode"
-            | "broken-scriptfilename"
-            | "allow-x-send-file"
-            | "write-timeout"
-            | "tcp-fin-propagate"
-            | "proto" => {}
+            "min-procs" | "idle-timeout" | "max-load-per-proc" | "mode" | "write-timeout"
+            | "tcp-fin-propagate" | "proto" => {}
             "kill-signal" => kill_signal = number(v, k)? as i32,
             "check-local" => spec.check_local = flag(v, k)?,
             "docroot" => spec.docroot = Some(text(v, k)?),
@@ -214,7 +213,12 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
             "disable-time" => spec.disable_time = number(v, k)?,
             "connect-timeout" => spec.connect_timeout = number(v, k)?.max(1),
             "read-timeout" => spec.read_timeout = number(v, k)?.max(1),
-            "x-sendfile" => spec.x_sendfile = flag(v, k)?,
+            // `allow-x-send-file` is the option's older name.
+            "x-sendfile" | "allow-x-send-file" => spec.x_sendfile = flag(v, k)?,
+            "broken-scriptfilename" => spec.broken_scriptfilename = flag(v, k)?,
+            "listen-backlog" => {
+                spec.listen_backlog = i32::try_from(number(v, k)?.clamp(1, 65_535)).unwrap_or(1024)
+            }
             "x-sendfile-docroot" => {
                 if let Value::Array(list) = v {
                     for (_, d) in list {

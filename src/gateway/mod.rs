@@ -411,6 +411,11 @@ fn spawn(h: &HostSpec) -> io::Result<Child> {
         }
         BackendAddr::Tcp(a) => std::net::TcpListener::bind(a)?.into(),
     };
+    // `listen-backlog`: listening again on a bound socket sets its queue
+    // length (the kernel caps it at net.core.somaxconn).
+    let backlog = nix::sys::socket::Backlog::new(h.listen_backlog.clamp(1, 4096))
+        .unwrap_or(nix::sys::socket::Backlog::MAXCONN);
+    nix::sys::socket::listen(&listener, backlog).map_err(io::Error::from)?;
     let Some((prog, args)) = sp.argv.split_first() else {
         return Err(io::Error::other("empty bin-path"));
     };

@@ -170,6 +170,8 @@ pub fn respond(
             keep_alive,
             now: sh.clock.mono_secs,
             server_port: sh.ports.get(conn.listener).copied().unwrap_or(0),
+            server_addr: conn.stream.local_addr(),
+            remote_port: conn.peer_port,
         };
         match start_gateway(
             &g,
@@ -252,6 +254,9 @@ struct GatewayStart<'a> {
     keep_alive: bool,
     now: u64,
     server_port: u16,
+    /// Where the client connected to (`SERVER_ADDR`), and its own port.
+    server_addr: Option<std::net::SocketAddr>,
+    remote_port: u16,
 }
 
 /// Builds the CGI environment for a gateway route; errors are statuses.
@@ -302,6 +307,10 @@ fn start_gateway(
         target,
         ..clone_request(req)
     };
+    let server_addr = g
+        .server_addr
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default();
     let env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
         req: &shown,
         path,
@@ -309,9 +318,10 @@ fn start_gateway(
         script_name,
         path_info,
         document_root: docroot,
+        script_filename_whole_path: spec.broken_scriptfilename || spec.docroot.is_some(),
         remote: peer,
-        remote_port: 0,
-        server_addr: "",
+        remote_port: g.remote_port,
+        server_addr: &server_addr,
         server_port: g.server_port,
         server_name,
         server_software: &settings.tag,
