@@ -367,6 +367,156 @@ fn a_client_that_hangs_up_leaves_the_queue() {
     );
 }
 
+/// Waits (bounded) until `path` is answered 200 with `BACKEND=want`.
+fn wait_for_backend(s: &Server, path: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = fetch(s, &get(path, &[]));
+        if r.status == 200 && env_of(&r, "BACKEND").as_deref() == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} still not served by {want}: {}\n{}",
+            r.describe(),
+            s.stderr_tail()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sigusr1_moves_routes_to_new_backends_and_finishes_old_requests() {
+    let d = Docroot::new();
+    let (_a, port_a) = scgi_backend(&["tcp"]);
+    let (_b, port_b) = scgi_backend(&["tcp"]);
+    let conf = |port: &str, extra: &str| {
+        format!(
+            "server.document-root = \"{root}\"\n\
+             scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ){extra} )\n",
+            root = d.root.display(),
+        )
+    };
+    let s = start_conf(&d, &conf(&port_a, ""));
+    wait_for_backend(&s, "/app/x", &port_a);
+
+    // A slow request under way on the old backend when the configuration changes.
+    let mut slow = s.connect();
+    slow.send(b"GET /app/slow?1 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let extra = format!(
+        ",\n  \"/added\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port_a}, \"check-local\" => \"disable\" ) )"
+    );
+    std::fs::write(d.base.join("glint.conf"), conf(&port_b, &extra)).unwrap();
+    s.signal("USR1");
+    wait_for_backend(&s, "/app/x", &port_b);
+    wait_for_backend(&s, "/added/y", &port_a);
+    let r = slow.read_response(false).unwrap();
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(env_of(&r, "BACKEND"), Some(port_a.clone()));
+
+    // A configuration whose scgi.server is wrong is refused as a whole.
+    std::fs::write(
+        d.base.join("glint.conf"),
+        conf(
+            &port_a,
+            ",\n  \"/bad\" => ( ( \"check-local\" => \"disable\" ) )",
+        ),
+    )
+    .unwrap();
+    s.signal("USR1");
+    std::thread::sleep(Duration::from_millis(300));
+    let r = fetch(&s, &get("/app/x", &[]));
+    assert_eq!(
+        env_of(&r, "BACKEND"),
+        Some(port_b.clone()),
+        "{}",
+        r.describe()
+    );
+    assert!(
+        s.stderr_tail()
+            .contains("keeping the running configuration"),
+        "{}",
+        s.stderr_tail()
+    );
+}
+
+#[test]
+fn sigusr1_restarts_a_changed_spawned_backend() {
+    let php = ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("php-cgi (apt-get install php-cgi)");
+    let d = Docroot::new();
+    d.file("v.php", b"<?php echo getenv('GEN'), \"\\n\";");
+    let sock = d.base.join("php.socket");
+    let conf = |bin: &str, generation: &str| {
+        format!(
+            "server.document-root = \"{root}\"\n\
+             fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{bin}\", \"socket\" => \"{sock}\",\n\
+               \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"1\", \"GEN\" => \"{generation}\" ) )))\n",
+            root = d.root.display(),
+            sock = sock.display()
+        )
+    };
+    let s = start_conf(&d, &conf(php, "one"));
+    let r = fetch(&s, &get("/v.php", &[]));
+    assert_eq!(
+        body_text(&r),
+        "one\n",
+        "{}\n{}",
+        r.describe(),
+        s.stderr_tail()
+    );
+    let children = |pid: u32| {
+        let out = Command::new("pgrep")
+            .args(["-P", &pid.to_string()])
+            .output()
+            .expect("pgrep");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let before = children(s.pid());
+    assert_eq!(before.len(), 1, "one php-cgi: {before:?}");
+
+    std::fs::write(d.base.join("glint.conf"), conf(php, "two")).unwrap();
+    s.signal("USR1");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = fetch(&s, &get("/v.php", &[]));
+        let now = children(s.pid());
+        if body_text(&r) == "two\n" && !now.contains(&before[0]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "old php-cgi {before:?} still there ({now:?}) or new one not answering: {}\n{}",
+            r.describe(),
+            s.stderr_tail()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A backend that cannot start: the running configuration stays.
+    std::fs::write(
+        d.base.join("glint.conf"),
+        conf("/nonexistent/php-cgi", "three"),
+    )
+    .unwrap();
+    s.signal("USR1");
+    std::thread::sleep(Duration::from_millis(500));
+    let r = fetch(&s, &get("/v.php", &[]));
+    assert_eq!(
+        body_text(&r),
+        "two\n",
+        "{}\n{}",
+        r.describe(),
+        s.stderr_tail()
+    );
+}
+
 #[test]
 fn failures_become_502_503_504() {
     let d = Docroot::new();
@@ -548,7 +698,13 @@ fn x_sendfile_serves_files_the_backend_names() {
         &s,
         &get(&format!("/x/xsend?{}/../secret.txt", files.display()), &[]),
     );
-    assert_eq!(r.status, 403, "no way up: {}", r.describe());
+    assert_eq!(
+        r.status,
+        403,
+        "no way up: {}\n{}",
+        r.describe(),
+        s.stderr_tail()
+    );
 }
 
 #[test]

@@ -55,6 +55,11 @@ pub struct Host {
     pub disabled_until: u64,
     child: Option<Child>,
     respawn_at: Option<u64>,
+    /// Dropped from the configuration by a graceful restart: kept only until
+    /// its requests are done (a spawned one is then stopped, not restarted).
+    retired: bool,
+    /// Its process was sent the kill signal.
+    stopping: bool,
 }
 
 /// One `"<prefix or extension>" => ( backends )` entry.
@@ -260,6 +265,8 @@ impl Gateways {
                         disabled_until: 0,
                         child: None,
                         respawn_at: None,
+                        retired: false,
+                        stopping: false,
                     });
                 }
                 g.routes.push(Route {
@@ -362,6 +369,10 @@ impl Gateways {
     /// (after a second, so a backend that cannot start does not spin).
     pub fn reap(&mut self, now: u64) {
         for h in &mut self.hosts {
+            if h.retired {
+                retire_step(h);
+                continue;
+            }
             if let Some(c) = &mut h.child {
                 if let Ok(Some(status)) = c.try_wait() {
                     log::error!(
@@ -396,18 +407,165 @@ impl Gateways {
     }
 }
 
+/// A retired backend: once its last request is done, its process group gets
+/// the kill signal; once the process has exited, it is reaped and forgotten.
+fn retire_step(h: &mut Host) {
+    h.respawn_at = None;
+    let Some(c) = &mut h.child else { return };
+    if !matches!(c.try_wait(), Ok(None)) {
+        h.child = None;
+        return;
+    }
+    if h.active == 0 && !h.stopping {
+        let sig = h
+            .spec
+            .spawn
+            .as_ref()
+            .and_then(|s| nix::sys::signal::Signal::try_from(s.kill_signal).ok())
+            .unwrap_or(nix::sys::signal::Signal::SIGTERM);
+        log::info!(
+            "graceful restart: stopping backend {} ({})",
+            h.spec.label,
+            h.spec.addr
+        );
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(c.id() as i32), sig);
+        h.stopping = true;
+    }
+}
+
+impl Gateways {
+    /// A graceful restart: the routes and backends of `s` take over. A
+    /// backend whose options did not change is kept as it is (its process,
+    /// its connections and its state); a new one is started; one that is no
+    /// longer configured finishes its requests and is then stopped. Nothing
+    /// changes when a new backend cannot be started.
+    ///
+    /// Returns, for each old route, the index of the new route with the same
+    /// pattern and protocol (requests under way are moved there).
+    pub fn reconfigure(&mut self, s: &Settings, now: u64) -> Result<Vec<Option<usize>>, String> {
+        let mut next = Gateways::from_settings(s)?;
+        // Which running backend each new one is.
+        let mut taken = vec![false; self.hosts.len()];
+        let mut same: Vec<Option<usize>> = Vec::with_capacity(next.hosts.len());
+        for nh in &next.hosts {
+            let found = (0..self.hosts.len())
+                .find(|&i| !taken[i] && !self.hosts[i].retired && self.hosts[i].spec == nh.spec);
+            if let Some(i) = found {
+                taken[i] = true;
+            }
+            same.push(found);
+        }
+        // Start the new spawned backends first: a failure leaves everything as it was.
+        let mut started: Vec<(usize, Child)> = Vec::new();
+        for (j, nh) in next.hosts.iter().enumerate() {
+            if nh.spec.spawn.is_none() || same[j].is_some() {
+                continue;
+            }
+            match spawn(&nh.spec) {
+                Ok(c) => started.push((j, c)),
+                Err(e) => {
+                    let why = format!(
+                        "{}: cannot start backend on {}: {e}",
+                        nh.spec.label, nh.spec.addr
+                    );
+                    for (j, c) in started {
+                        let _ = nix::sys::signal::killpg(
+                            nix::unistd::Pid::from_raw(c.id() as i32),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                        // A running backend whose socket path was taken over
+                        // must listen there again.
+                        for h in &mut self.hosts {
+                            if h.spec.addr == next.hosts[j].spec.addr && h.child.is_some() {
+                                if let Some(mut old) = h.child.take() {
+                                    let _ = nix::sys::signal::killpg(
+                                        nix::unistd::Pid::from_raw(old.id() as i32),
+                                        nix::sys::signal::Signal::SIGKILL,
+                                    );
+                                    let _ = old.wait();
+                                }
+                                h.respawn_at = Some(now);
+                            }
+                        }
+                        let mut c = c;
+                        let _ = c.wait();
+                    }
+                    return Err(why);
+                }
+            }
+        }
+        for (j, c) in started {
+            next.hosts[j].child = Some(c);
+        }
+        // Carry the running state over; the rest retires.
+        let mut map: Vec<Option<usize>> = vec![None; self.hosts.len()];
+        for (j, found) in same.iter().enumerate() {
+            if let Some(i) = *found {
+                let old = &mut self.hosts[i];
+                let nh = &mut next.hosts[j];
+                nh.active = old.active;
+                nh.cap = old.cap;
+                nh.disabled_until = old.disabled_until;
+                nh.child = old.child.take();
+                nh.respawn_at = old.respawn_at.take();
+                map[i] = Some(j);
+            }
+        }
+        for (i, old) in std::mem::take(&mut self.hosts).into_iter().enumerate() {
+            if map[i].is_some() || (old.active == 0 && old.child.is_none()) {
+                continue;
+            }
+            map[i] = Some(next.hosts.len());
+            next.hosts.push(Host {
+                retired: true,
+                ..old
+            });
+        }
+        let routes: Vec<Option<usize>> = self
+            .routes
+            .iter()
+            .map(|r| {
+                next.routes
+                    .iter()
+                    .position(|n| n.pattern == r.pattern && n.protocol == r.protocol)
+            })
+            .collect();
+        next.conns = std::mem::take(&mut self.conns);
+        for (_, b) in next.conns.iter_mut() {
+            b.host = map.get(b.host).copied().flatten().unwrap_or(usize::MAX);
+        }
+        next.waiting = std::mem::take(&mut self.waiting);
+        next.retry_soon = true;
+        next.freed = self.freed;
+        *self = next;
+        let now_retired = self.hosts.iter_mut().filter(|h| h.retired);
+        for h in now_retired {
+            retire_step(h);
+        }
+        Ok(routes)
+    }
+}
+
 /// Starts one `bin-path` backend with its listening socket on fd 0, as FastCGI
 /// and lighttpd's spawner do. Every other descriptor glint has is close-on-exec.
 fn spawn(h: &HostSpec) -> io::Result<Child> {
     let Some(sp) = &h.spawn else {
         return Err(io::Error::other("no bin-path"));
     };
+    // A unix socket is bound beside its path and renamed over it once the
+    // backend runs: a backend that cannot start leaves the path as it was.
+    let mut staged = None;
     let listener: OwnedFd = match &h.addr {
         BackendAddr::Unix(p) => {
-            if std::fs::symlink_metadata(p).is_ok() {
-                std::fs::remove_file(p)?;
+            let mut tmp = p.clone().into_os_string();
+            tmp.push(".glint-new");
+            let tmp = std::path::PathBuf::from(tmp);
+            if std::fs::symlink_metadata(&tmp).is_ok() {
+                std::fs::remove_file(&tmp)?;
             }
-            std::os::unix::net::UnixListener::bind(p)?.into()
+            let l = std::os::unix::net::UnixListener::bind(&tmp)?;
+            staged = Some((tmp, p));
+            l.into()
         }
         BackendAddr::Tcp(a) => std::net::TcpListener::bind(a)?.into(),
     };
@@ -443,7 +601,24 @@ fn spawn(h: &HostSpec) -> io::Result<Child> {
                 .map_err(io::Error::from)
         });
     }
-    cmd.spawn()
+    let child = cmd.spawn();
+    if let Some((tmp, path)) = staged {
+        let placed = match &child {
+            Ok(_) => std::fs::rename(&tmp, path),
+            Err(_) => std::fs::remove_file(&tmp),
+        };
+        if let Err(e) = placed {
+            if let Ok(mut c) = child {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(c.id() as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                let _ = c.wait();
+                return Err(e);
+            }
+        }
+    }
+    child
 }
 
 /// Why a backend attempt failed.
@@ -480,7 +655,11 @@ impl Gateways {
         if gw.backend.is_some() || gw.done {
             return;
         }
-        let route = &mut self.routes[gw.route];
+        let Some(route) = self.routes.get_mut(gw.route) else {
+            // Its route was removed by a graceful restart.
+            fail_client(conn, 503, date);
+            return;
+        };
         let hosts = &self.hosts;
         let usable =
             |h: &usize| hosts[*h].disabled_until <= now && hosts[*h].active < hosts[*h].cap;
@@ -511,8 +690,8 @@ impl Gateways {
                 (0..n).map(|i| route.hosts[(first + i) % n]).find(usable)
             }
         };
-        let route = &self.routes[gw.route];
         let Some(h) = candidate else {
+            let route = &self.routes[gw.route];
             let all_down = route
                 .hosts
                 .iter()
@@ -756,7 +935,9 @@ impl Gateways {
                             ended
                         }
                     };
-                    if finished {
+                    // Finished, or the client was answered otherwise (an
+                    // X-Sendfile refused): the backend connection goes now.
+                    if finished || conn.gw.as_ref().is_none_or(|g| g.done) {
                         return Ok(true);
                     }
                     if conn.out.pending_mem() >= CLIENT_HIGH_WATER {
