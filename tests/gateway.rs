@@ -409,7 +409,7 @@ fn sigusr1_moves_routes_to_new_backends_and_finishes_old_requests() {
         ",\n  \"/added\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port_a}, \"check-local\" => \"disable\" ) )"
     );
     std::fs::write(d.base.join("glint.conf"), conf(&port_b, &extra)).unwrap();
-    s.signal("USR1");
+    s.signal(SIGUSR1);
     wait_for_backend(&s, "/app/x", &port_b);
     wait_for_backend(&s, "/added/y", &port_a);
     let r = slow.read_response(false).unwrap();
@@ -425,7 +425,7 @@ fn sigusr1_moves_routes_to_new_backends_and_finishes_old_requests() {
         ),
     )
     .unwrap();
-    s.signal("USR1");
+    s.signal(SIGUSR1);
     std::thread::sleep(Duration::from_millis(300));
     let r = fetch(&s, &get("/app/x", &[]));
     assert_eq!(
@@ -469,7 +469,7 @@ fn sigusr1_restarts_a_changed_spawned_backend() {
         r.describe(),
         s.stderr_tail()
     );
-    let children = |pid: u32| {
+    let children = |pid: i32| {
         let out = Command::new("pgrep")
             .args(["-P", &pid.to_string()])
             .output()
@@ -483,7 +483,7 @@ fn sigusr1_restarts_a_changed_spawned_backend() {
     assert_eq!(before.len(), 1, "one php-cgi: {before:?}");
 
     std::fs::write(d.base.join("glint.conf"), conf(php, "two")).unwrap();
-    s.signal("USR1");
+    s.signal(SIGUSR1);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let r = fetch(&s, &get("/v.php", &[]));
@@ -505,7 +505,7 @@ fn sigusr1_restarts_a_changed_spawned_backend() {
         conf("/nonexistent/php-cgi", "three"),
     )
     .unwrap();
-    s.signal("USR1");
+    s.signal(SIGUSR1);
     std::thread::sleep(Duration::from_millis(500));
     let r = fetch(&s, &get("/v.php", &[]));
     assert_eq!(
