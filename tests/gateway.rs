@@ -814,6 +814,21 @@ impl Drop for Group {
     }
 }
 
+/// Whether glint logged `needle`: its stderr is read by a thread, so a log
+/// line may land just after the response it explains.
+fn logged(s: &Server, needle: &str) -> bool {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if s.stderr_tail().contains(needle) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A port nobody listens on now (the kernel's pick for port 0).
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -923,7 +938,7 @@ fn uwsgi_over_tcp_sees_the_cgi_environment() {
         r.describe()
     );
     assert!(
-        s.stderr_tail().contains(&format!("127.0.0.1:{port}")),
+        logged(&s, &format!("127.0.0.1:{port}")),
         "the log names the backend:\n{}",
         s.stderr_tail()
     );
@@ -1012,11 +1027,7 @@ fn uwsgi_over_unix_socket_with_bodies() {
     let long = format!("/amp/{}", "p".repeat(7_000));
     let r = fetch(&s, &get(&format!("/uw{long}"), &[]));
     assert_eq!(r.status, 431, "{}", r.describe());
-    assert!(
-        s.stderr_tail().contains("uwsgi variables"),
-        "{}",
-        s.stderr_tail()
-    );
+    assert!(logged(&s, "uwsgi variables"), "{}", s.stderr_tail());
     let r = fetch(&s, &get(&format!("/sc{long}"), &[]));
     assert_eq!(r.status, 200, "{}", r.describe());
     assert!(env_of(&r, "PATH_INFO").is_some_and(|p| p.len() > 70_000));
