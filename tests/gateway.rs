@@ -1,5 +1,5 @@
 //! Gateways with real backends: an SCGI application on the `scgi` package
-//! (seed 000), a WSGI application on
+//! and Quixote's demo over its SCGI server (seed 000), a WSGI application on
 //! flup over FastCGI (seed 002) and on uWSGI over the uwsgi protocol, and
 //! php-cgi spawned by glint itself (seed 004). `.ci/run` installs them.
 
@@ -801,6 +801,33 @@ impl Group {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+
+    /// Waits until something listens on 127.0.0.1:`port`, without connecting
+    /// (an empty connection costs an SCGI server a child).
+    fn wait_listening(&mut self, port: u16, log: &Path, what: &str) {
+        let want = format!("0100007F:{port:04X}");
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+            let listening = tcp.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 3 && f[1] == want && f[3] == "0A"
+            });
+            if listening {
+                return;
+            }
+            let text = || std::fs::read_to_string(log).unwrap_or_default();
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("{what} exited ({st}):\n{}", text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not listen on port {port}:\n{}",
+                text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Group {
@@ -1033,4 +1060,155 @@ fn uwsgi_over_unix_socket_with_bodies() {
     assert!(env_of(&r, "PATH_INFO").is_some_and(|p| p.len() > 70_000));
     let r = fetch(&s, &get("/uw/after", &[]));
     assert_eq!(r.status, 200, "{}", r.describe());
+}
+
+/// Seed 000's settings from conf/examples/seed000-scgi.conf, with the
+/// backends' real port and socket and a temporary docroot.
+fn seed000_conf(d: &Docroot, port: u16, sock: &Path) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/examples/seed000-scgi.conf");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = text.clone();
+    for (from, to) in [
+        (
+            "server.document-root = var.CWD + \"/www\"".to_string(),
+            format!("server.document-root = \"{}\"", d.root.display()),
+        ),
+        ("server.port = 8080".to_string(), String::new()),
+        (
+            "\"port\" => 3000".to_string(),
+            format!("\"port\" => {port}"),
+        ),
+        ("/tmp/scgi.socket".to_string(), sock.display().to_string()),
+    ] {
+        assert!(
+            out.contains(&from),
+            "{} no longer has {from:?}",
+            path.display()
+        );
+        out = out.replace(&from, &to);
+    }
+    out
+}
+
+#[test]
+fn quixote_demo_over_scgi() {
+    let d = Docroot::new();
+    // The seed's stack: quixote's own SCGI server with the demo publisher.
+    let port = free_port();
+    let qlog = d.base.join("quixote.log");
+    let logf = std::fs::File::create(&qlog).unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.args(["-m", "quixote.server.scgi_server", "--host", "127.0.0.1"])
+        .args(["--port", &port.to_string(), "--script-name", "/scgi-test"])
+        // No --max-children: quixote 3.8 passes it on as a string, and the
+        // server's first request then fails comparing it; 5 is the default.
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().unwrap())
+        .stderr(logf);
+    let mut tcp = Group::spawn(
+        &mut cmd,
+        "python3 -m quixote.server.scgi_server (pip install quixote)",
+    );
+    tcp.wait_listening(port, &qlog, "quixote's SCGI server");
+    // The same demo on a unix socket, as the seed's socket-file runs.
+    let sock = d.base.join("scgi.socket");
+    let ulog = d.base.join("quixote-unix.log");
+    let logf = std::fs::File::create(&ulog).unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.arg(backends_dir().join("quixote_unix.py"))
+        .arg(&sock)
+        .arg("/scgi-unix")
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().unwrap())
+        .stderr(logf);
+    let mut unix = Group::spawn(&mut cmd, "quixote_unix.py");
+    unix.wait_for_line(&ulog, "ready", "quixote_unix.py");
+
+    let s = start_conf(&d, &seed000_conf(&d, port, &sock));
+    for prefix in ["/scgi-test", "/scgi-unix"] {
+        // The front page, as the seed's `ab ... /scgi-test/` fetched it.
+        let r = fetch(&s, &get(&format!("{prefix}/"), &[]));
+        assert_eq!(
+            r.status,
+            200,
+            "{prefix}: {}\n{}",
+            r.describe(),
+            s.stderr_tail()
+        );
+        let page = body_text(&r);
+        assert!(
+            page.contains("<title>Quixote Demo</title>") && page.contains("<h1>Hello, world!</h1>"),
+            "{prefix}: {page}"
+        );
+        assert_eq!(r.framing, "length", "{prefix}: {}", r.head);
+        assert_eq!(r.content_length(), Some(r.body.len() as u64));
+        assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+
+        let r = fetch(&s, &get(&format!("{prefix}/simple"), &[]));
+        assert_eq!(body_text(&r), "<html><body>Hello!</body></html>");
+
+        // Quixote's own 404 passes through with its page.
+        let r = fetch(&s, &get(&format!("{prefix}/no-such-page"), &[]));
+        assert_eq!(r.status, 404, "{prefix}: {}", r.describe());
+        assert!(body_text(&r).contains("Page not found"), "{}", r.describe());
+
+        // For HTTP/1.1 Quixote chunk-encodes a stream itself: glint decodes
+        // it and frames it anew, so the client sees the text once.
+        let want: String =
+            std::iter::once("The server does not know how long this will be.\n".to_string())
+                .chain((0..30).map(|i| format!("line {i}\n")))
+                .collect();
+        let r = fetch(&s, &get(&format!("{prefix}/extras/chunked"), &[]));
+        assert_eq!((r.status, r.framing), (200, "chunked"), "{}", r.head);
+        assert_eq!(body_text(&r), want, "{prefix}: HTTP/1.1");
+        let (r, _) = exchange(
+            &s,
+            format!("GET {prefix}/extras/chunked HTTP/1.0\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(body_text(&r), want, "{prefix}: HTTP/1.0");
+
+        // The demo's form, posted as a browser would (multipart, with a file).
+        let upload = pseudo_random(20_000, 5);
+        let boundary = "----glint-test-7d1e";
+        let mut body = Vec::new();
+        for (name, value) in [
+            ("name", "Sancho Panza"),
+            ("password", "rocinante"),
+            ("confirm", "yes"),
+            ("color", "blue"),
+            ("size", "Large (14\")"),
+            ("toppings", "mushrooms: $0.90"),
+            ("go", "Go!"),
+        ] {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"spec.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n")
+                .as_bytes(),
+        );
+        body.extend_from_slice(&upload);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let mut req = format!(
+            "POST {prefix}/extras/form HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        let r = fetch(&s, &req);
+        let page = body_text(&r);
+        assert_eq!(r.status, 200, "{prefix}: {}", r.describe());
+        assert!(
+            page.contains("<h2>Form data:</h2>"),
+            "{prefix}: the form was not accepted:\n{page}"
+        );
+        assert!(page.contains("Sancho Panza"), "{page}");
+        assert!(
+            page.contains("(20000 bytes"),
+            "the upload arrived whole:\n{page}"
+        );
+    }
 }
