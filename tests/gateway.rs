@@ -831,12 +831,17 @@ impl Group {
 }
 
 impl Drop for Group {
+    /// SIGTERM to the leader first, so uWSGI's master (--die-on-term) stops
+    /// and reaps its workers; then SIGKILL to whatever is left of the group.
     fn drop(&mut self) {
-        use nix::sys::signal::{killpg, Signal};
-        let _ = killpg(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            Signal::SIGKILL,
-        );
+        use nix::sys::signal::{kill, killpg, Signal};
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = kill(pid, Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = killpg(pid, Signal::SIGKILL);
         let _ = self.child.wait();
     }
 }
