@@ -766,6 +766,46 @@ fn php_cgi_spawned_by_glint_and_respawned() {
     assert!(Path::new(&sock0).exists(), "socket {sock0}");
 }
 
+#[test]
+fn answers_the_backend_chunk_encoded() {
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let d = Docroot::new();
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/c\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    let mut c = s.connect();
+    // Decoded and framed anew; a HEAD answer without the chunks is whole too,
+    // so the connection stays open for the next request.
+    c.send(b"GET /c/chunked HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!((r.status, body_text(&r)), (200, "hello world".into()));
+    c.send(b"HEAD /c/chunked HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(true).unwrap();
+    assert_eq!(r.status, 200, "{}", r.describe());
+    c.send(b"GET /c/chunked HTTP/1.0\r\n\r\n").unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!(body_text(&r), "hello world", "{}", r.describe());
+
+    // Cut before the last chunk: the client sees the cut (no last chunk, closed).
+    let mut c = s.connect();
+    c.send(b"GET /c/chunked-cut HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let all = c.read_to_close(TIMEOUT).unwrap_or_default();
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.contains("\r\n\r\n5\r\nhello\r\n"), "{text:?}");
+    assert!(!text.ends_with("0\r\n\r\n"), "{text:?}");
+    assert!(
+        logged(&s, "inside its chunked answer"),
+        "{}",
+        s.stderr_tail()
+    );
+}
+
 /// A backend that forks (uWSGI's master and workers, Quixote's SCGI server
 /// and its children) in its own process group, killed whole on drop.
 struct Group {
@@ -1172,6 +1212,8 @@ fn quixote_demo_over_scgi() {
         )
         .unwrap();
         assert_eq!(body_text(&r), want, "{prefix}: HTTP/1.0");
+        let r = fetch(&s, &head(&format!("{prefix}/extras/chunked"), &[]));
+        assert_eq!((r.status, r.body.len()), (200, 0), "{}", r.describe());
 
         // The demo's form, posted as a browser would (multipart, with a file).
         let upload = pseudo_random(20_000, 5);
@@ -1216,4 +1258,9 @@ fn quixote_demo_over_scgi() {
             "the upload arrived whole:\n{page}"
         );
     }
+    assert!(
+        !s.stderr_tail().contains("(gateway) error"),
+        "no backend failed:\n{}",
+        s.stderr_tail()
+    );
 }

@@ -1139,6 +1139,7 @@ fn deliver(
     let Some(gw) = conn.gw.as_mut() else {
         return Ok(false);
     };
+    let head_only = gw.head_only;
     let body: &[u8];
     let owned;
     if !gw.head_sent {
@@ -1158,7 +1159,9 @@ fn deliver(
                 return Ok(false);
             }
         }
-        if head.chunked {
+        let bodiless = matches!(head.status, 100..=199 | 204 | 304);
+        if head.chunked && !bodiless && !head_only {
+            // (A backend may leave out the body of a HEAD answer, chunks and all.)
             *dechunk = Some(chunked::Decoder::default());
         }
         write_head(conn, &head, date);
