@@ -1,5 +1,5 @@
-//! Gateways to SCGI and FastCGI backends (mod_scgi, mod_fastcgi), in the
-//! same event loop as the clients.
+//! Gateways to SCGI, uwsgi and FastCGI backends (mod_scgi, mod_fastcgi), in
+//! the same event loop as the clients.
 //!
 //! A request for a gateway route is answered in three steps: its body is
 //! collected (Content-Length or chunked, bounded), then it waits for a
@@ -13,6 +13,7 @@ pub mod cgi;
 pub mod config;
 pub mod fastcgi;
 pub mod scgi;
+pub mod uwsgi;
 
 use std::collections::VecDeque;
 use std::io;
@@ -185,6 +186,12 @@ impl GwClient {
                 out.extend_from_slice(&self.body);
             }
             Protocol::FastCgi => fastcgi::encode_request(len, &self.env, &self.body, &mut out),
+            Protocol::Uwsgi => {
+                // start_gateway refused variables too large for uwsgi's 16-bit size.
+                if uwsgi::encode_head(len, &self.env, &mut out).is_ok() {
+                    out.extend_from_slice(&self.body);
+                }
+            }
         }
         self.request = Rc::new(out);
         self.body = Vec::new();
@@ -210,6 +217,9 @@ pub struct BackendConn {
     records: Vec<u8>,
     /// The CGI header block while it is being collected.
     head: Vec<u8>,
+    /// The backend framed its body with `Transfer-Encoding: chunked` (Quixote
+    /// does for HTTP/1.1 requests): glint decodes it and frames it anew.
+    dechunk: Option<chunked::Decoder>,
     /// Any answer byte arrived (after that, a failure cannot be retried).
     answered: bool,
     /// FastCGI END_REQUEST seen.
@@ -765,7 +775,8 @@ impl Gateways {
             stream,
             client: key,
             host: h,
-            protocol: host.spec.protocol,
+            // The request's protocol: `scgi.protocol` may differ per request.
+            protocol: gw.protocol,
             request: Rc::clone(&gw.request),
             sent: 0,
             connected: unix,
@@ -774,6 +785,7 @@ impl Gateways {
             peer_closed: false,
             records: Vec::new(),
             head: Vec::new(),
+            dechunk: None,
             answered: false,
             ended: false,
             paused: false,
@@ -890,7 +902,14 @@ impl Gateways {
                         (_, false) => Err(Failure::Retry(
                             "closed the connection without an answer".into(),
                         )),
-                        (Protocol::Scgi, true) => Ok(true),
+                        (Protocol::Scgi | Protocol::Uwsgi, true)
+                            if b.dechunk.as_ref().is_some_and(|d| !d.is_done()) =>
+                        {
+                            Err(Failure::Broken(
+                                "closed the connection inside its chunked answer".into(),
+                            ))
+                        }
+                        (Protocol::Scgi | Protocol::Uwsgi, true) => Ok(true),
                         (Protocol::FastCgi, true) if b.ended => Ok(true),
                         (Protocol::FastCgi, true) => Err(Failure::Broken(
                             "closed the connection before END_REQUEST".into(),
@@ -902,9 +921,10 @@ impl Gateways {
                     b.answered = true;
                     let data = &buf[..n];
                     let finished = match b.protocol {
-                        Protocol::Scgi => {
-                            deliver(conn, &mut b.head, data, date, xs).map_err(Failure::Broken)?;
-                            false
+                        // Both end when the backend closes, or with the last chunk.
+                        Protocol::Scgi | Protocol::Uwsgi => {
+                            deliver(conn, &mut b.head, &mut b.dechunk, data, date, xs)
+                                .map_err(Failure::Broken)?
                         }
                         Protocol::FastCgi => {
                             b.records.extend_from_slice(data);
@@ -929,7 +949,8 @@ impl Gateways {
                                 }
                             }
                             b.records.drain(..used);
-                            deliver(conn, &mut b.head, &stdout, date, xs)
+                            // END_REQUEST, not the last chunk, ends a FastCGI answer.
+                            deliver(conn, &mut b.head, &mut b.dechunk, &stdout, date, xs)
                                 .map_err(Failure::Broken)?;
                             b.ended |= ended;
                             ended
@@ -1105,16 +1126,20 @@ impl Gateways {
 
 /// Passes CGI output to the client: collects the head in `head_buf` until it
 /// is complete, writes the HTTP head, then the body (chunk-framed when needed).
+/// A body the backend chunk-encoded is decoded through `dechunk`; `Ok(true)`
+/// once its last chunk arrived.
 fn deliver(
     conn: &mut Connection,
     head_buf: &mut Vec<u8>,
+    dechunk: &mut Option<chunked::Decoder>,
     data: &[u8],
     date: &[u8],
     x_sendfile: Option<&[String]>,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let Some(gw) = conn.gw.as_mut() else {
-        return Ok(());
+        return Ok(false);
     };
+    let head_only = gw.head_only;
     let body: &[u8];
     let owned;
     if !gw.head_sent {
@@ -1125,14 +1150,19 @@ fn deliver(
         let Some((mut head, used)) =
             cgi::parse_head(head_buf).map_err(|e| format!("bad answer: {e}"))?
         else {
-            return Ok(());
+            return Ok(false);
         };
         if let Some(roots) = x_sendfile {
             if let Some(path) = take_x_sendfile(&mut head) {
                 send_file_instead(conn, &head, &path, roots, date);
                 head_buf.clear();
-                return Ok(());
+                return Ok(false);
             }
+        }
+        let bodiless = matches!(head.status, 100..=199 | 204 | 304);
+        if head.chunked && !bodiless && !head_only {
+            // (A backend may leave out the body of a HEAD answer, chunks and all.)
+            *dechunk = Some(chunked::Decoder::default());
         }
         write_head(conn, &head, date);
         owned = head_buf.split_off(used);
@@ -1142,16 +1172,27 @@ fn deliver(
         body = data;
     }
     let Some(gw) = conn.gw.as_mut() else {
-        return Ok(());
+        return Ok(false);
     };
     let mut body = body;
+    let decoded: Vec<u8>;
+    let mut last_chunk = false;
+    if let Some(d) = dechunk.as_mut() {
+        let mut plain = Vec::with_capacity(body.len());
+        // Bytes after the last chunk (trailers aside) are not part of the answer.
+        d.decode(body, &mut plain)
+            .map_err(|e| format!("bad chunked answer: {e}"))?;
+        last_chunk = d.is_done();
+        decoded = plain;
+        body = &decoded;
+    }
     if let Some(rem) = gw.resp_remaining.as_mut() {
         let take = (body.len() as u64).min(*rem) as usize;
         body = &body[..take];
         *rem -= take as u64;
     }
     if body.is_empty() || gw.head_only {
-        return Ok(());
+        return Ok(last_chunk);
     }
     gw.body_sent += body.len() as u64;
     let m = &mut conn.out.mem;
@@ -1162,7 +1203,7 @@ fn deliver(
     } else {
         m.extend_from_slice(body);
     }
-    Ok(())
+    Ok(last_chunk)
 }
 
 /// The HTTP response head from a CGI head.

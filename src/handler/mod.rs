@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use crate::accesslog::Entry;
 use crate::config::{RequestFacts, Settings};
 use crate::connection::Connection;
+use crate::gateway::Protocol;
 use crate::http::request::{Body, Method, Request};
 use crate::http::response::Responder;
 use crate::path::normalize;
@@ -272,6 +273,10 @@ fn start_gateway(
     let Some(spec) = route.hosts.first().map(|&h| &gateways.hosts[h].spec) else {
         return Err(503);
     };
+    let protocol = match route.protocol {
+        Protocol::FastCgi => Protocol::FastCgi,
+        Protocol::Scgi | Protocol::Uwsgi => Protocol::of_scgi_server(settings),
+    };
     let docroot = spec.docroot.as_deref().unwrap_or(g.docroot);
     let (mut script_name, mut path_info) = path.split_at(g.split.min(path.len()));
     if spec.fix_root_scriptname && route.pattern == "/" {
@@ -325,8 +330,27 @@ fn start_gateway(
         server_port: g.server_port,
         server_name,
         server_software: &settings.tag,
-        scgi: route.protocol == crate::gateway::Protocol::Scgi,
+        scgi: protocol == Protocol::Scgi,
     });
+    if protocol == Protocol::Uwsgi {
+        // uwsgi describes its variables with a 16-bit size: check it now, with
+        // the longest CONTENT_LENGTH the body may reach, so encoding cannot fail.
+        let most = match req.body {
+            Body::None => 0,
+            Body::Length(n) => n,
+            Body::Chunked => limit,
+        };
+        let size = crate::gateway::uwsgi::vars_len(most, &env);
+        if size > crate::gateway::uwsgi::MAX_VARS {
+            log::error!(
+                "backend {} ({}): the request's uwsgi variables take {size} bytes, over {}; answering 431",
+                spec.label,
+                spec.addr,
+                crate::gateway::uwsgi::MAX_VARS
+            );
+            return Err(431);
+        }
+    }
     let mut log_head = req.request_line.to_vec();
     log_head.extend_from_slice(b"\r\n");
     for h in req.headers {
@@ -338,7 +362,7 @@ fn start_gateway(
     log_head.extend_from_slice(b"\r\n");
     Ok(Box::new(crate::gateway::GwClient {
         route: g.route,
-        protocol: route.protocol,
+        protocol,
         env,
         body: Vec::new(),
         body_remaining,
