@@ -389,14 +389,37 @@ def run_ab(path: str, n: int, c: int, port: int, tmp: Path) -> dict:
     return r
 
 
+def sleeps_by_task(pids: list[int]) -> dict[tuple[int, int], int]:
+    """voluntary_ctxt_switches of every thread: how often it went to sleep
+    (each sleep is a wake-up later, and wake-ups cost most of a gateway
+    request's server CPU on this machine)."""
+    out = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    for line in f:
+                        if line.startswith("voluntary_ctxt_switches:"):
+                            out[(pid, int(tid))] = int(line.split()[1])
+            except (OSError, ValueError):
+                pass
+    return out
+
+
 def measure(srv: GwServer, wl: dict, tmp: Path) -> dict:
     pids = srv.pids()
     if not pids:
         return {"error": "server not running"}
+    s0 = sleeps_by_task(pids)
     c0 = cmp.cpu_ns_by_task(pids)
     b0, t0 = cmp.cpu0_times()
     r = run_ab(wl["path"], wl["n"], wl["c"], srv.port, tmp)
     c1 = cmp.cpu_ns_by_task(sorted(set(pids) | set(srv.pids())))
+    s1 = sleeps_by_task(sorted(set(pids) | set(srv.pids())))
     b1, t1 = cmp.cpu0_times()
     cpu_ns = cmp.cpu_delta_ns(c0, c1)
     done = r.get("completed") or 0
@@ -404,6 +427,7 @@ def measure(srv: GwServer, wl: dict, tmp: Path) -> dict:
     r["server_pids"] = len(pids)
     r["cpu_us_per_req"] = cpu_ns / 1000 / done if done else None
     r["cpu_us_per_ok"] = cpu_ns / 1000 / r["ok_2xx"] if r.get("ok_2xx") else None
+    r["sleeps_per_req"] = cmp.cpu_delta_ns(s0, s1) / done if done else None
     r["server_busy_pct"] = 100 * cpu_ns / 1e9 / r["wall_s"] if r["wall_s"] else None
     r["client_busy_pct"] = 100 * r["client_cpu_s"] / r["wall_s"] if r["wall_s"] else None
     r["loadavg"] = cmp.loadavg()
@@ -448,6 +472,7 @@ METRICS = [  # key, label, format, ratio to baseline?
     ("non2xx", "non-2xx", "{:.0f}", False),
     ("failed", "failed (ab)", "{:.0f}", False),
     ("cpu_us_per_req", "server CPU µs/request", "{:.1f}", True),
+    ("sleeps_per_req", "server sleeps/request", "{:.2f}", True),
     ("p99_ms", "p99 latency ms", "{:.1f}", True),
     ("max_ms", "longest request ms", "{:.0f}", False),
 ]
