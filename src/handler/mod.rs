@@ -326,6 +326,7 @@ fn start_gateway(
         server_name,
         server_software: &settings.tag,
         scgi: route.protocol == crate::gateway::Protocol::Scgi,
+        authorizer: false,
     });
     let mut log_head = req.request_line.to_vec();
     log_head.extend_from_slice(b"\r\n");
