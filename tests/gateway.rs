@@ -60,8 +60,13 @@ fn scgi_backend_logging(args: &[&str], log: Option<&Path>) -> (Backend, String) 
 
 /// Starts the flup application on a unix socket and waits until it accepts.
 fn flup_backend(sock: &Path) -> Backend {
+    flup_script("fcgi_app.py", sock)
+}
+
+/// Starts a flup script of `tests/backends` on a unix socket and waits until it accepts.
+fn flup_script(script: &str, sock: &Path) -> Backend {
     let child = Command::new("python3")
-        .arg(backends_dir().join("fcgi_app.py"))
+        .arg(backends_dir().join(script))
         .arg(sock)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -79,6 +84,27 @@ fn flup_backend(sock: &Path) -> Backend {
         std::thread::sleep(Duration::from_millis(20));
     }
     b
+}
+
+/// Waits (up to TIMEOUT) for a line of glint's error log that contains
+/// every one of `words`: the log reaches the test through a reader thread,
+/// so a line may trail the response it explains.
+fn log_line_with(s: &Server, words: &[&str]) -> Option<String> {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let found = s
+            .stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| words.iter().all(|w| l.contains(w)))
+            .cloned();
+        if found.is_some() || Instant::now() >= deadline {
+            return found;
+        }
+        // No descriptor to wait on: the lines sit in a vector.
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn body_text(r: &Response) -> String {
@@ -607,4 +633,134 @@ fn php_cgi_spawned_by_glint_and_respawned() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(Path::new(&sock0).exists(), "socket {sock0}");
+}
+
+#[test]
+fn fastcgi_authorizer_guards_files_and_responders() {
+    let d = Docroot::new();
+    d.file("private/page.txt", b"private page\n");
+    d.file("public.txt", b"public page\n");
+    d.file("vault/doc.txt", b"the docroot's copy\n");
+    let alt = d.base.join("alt");
+    std::fs::create_dir_all(alt.join("vault")).unwrap();
+    std::fs::write(alt.join("vault/doc.txt"), b"the authorizer's docroot\n").unwrap();
+    let auth_sock = d.base.join("auth.socket");
+    let _auth = flup_script("fcgi_authorizer.py", &auth_sock);
+    let (_app, port) = scgi_backend(&["tcp"]);
+    let conf = format!(
+        "server.document-root = \"{root}\"\n\
+         fastcgi.server = (\n\
+           \"/private\" => ( \"auth\" => ( \"socket\" => \"{sock}\", \"mode\" => \"authorizer\", \"check-local\" => \"disable\" ) ),\n\
+           \"/vault\" => ( \"auth\" => ( \"socket\" => \"{sock}\", \"mode\" => \"authorizer\", \"docroot\" => \"{alt}\" ) ) )\n\
+         scgi.server = ( \"/private/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        root = d.root.display(),
+        sock = auth_sock.display(),
+        alt = alt.display()
+    );
+    let s = start_conf(&d, &conf);
+    let good = ["X-Token: good"];
+
+    // Allowed: the static file is served; nothing of the authorizer's 200 shows.
+    let r = fetch(&s, &get("/private/page.txt", &good));
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
+    assert_eq!(body_text(&r), "private page\n");
+    assert_eq!(r.header("x-leak"), None, "only Variable- headers count");
+
+    // Refused: the authorizer's status, headers and body go to the client.
+    let r = fetch(&s, &get("/private/page.txt", &["X-Token: bad"]));
+    assert_eq!(r.status, 401, "{}", r.describe());
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Token realm=\"glint-test\"")
+    );
+    let text = body_text(&r);
+    assert!(text.starts_with("denied by the authorizer\n"), "{text}");
+    assert!(!text.contains("private page"), "{text}");
+    // What the authorizer saw: the head of the request, no body, no script split.
+    let saw = |k: &str| env_of(&r, k);
+    assert_eq!(saw("REQUEST_METHOD").as_deref(), Some("GET"));
+    assert_eq!(saw("REQUEST_URI").as_deref(), Some("/private/page.txt"));
+    assert_eq!(saw("CONTENT_LENGTH").as_deref(), Some("(none)"), "{text}");
+    assert_eq!(saw("SCRIPT_NAME").as_deref(), Some(""), "{text}");
+    let file = format!("{}/private/page.txt", d.root.display());
+    assert_eq!(saw("SCRIPT_FILENAME"), Some(file));
+
+    let r = fetch(&s, &get("/private/forbidden.txt", &good));
+    assert_eq!(r.status, 403, "{}", r.describe());
+    assert!(body_text(&r).starts_with("forbidden by the authorizer\n"));
+
+    // Not guarded: no authorizer involved.
+    let r = fetch(&s, &get("/public.txt", &[]));
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "public page\n"));
+
+    // Allowed, then a responder answers, with the authorizer's variables.
+    let r = fetch(&s, &get("/private/app/who?x=1", &good));
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(r.header("x-backend"), Some("scgi"));
+    for (k, v) in [
+        ("AUTH_USER", "alice"),
+        ("AUTH_METHOD", "token"),
+        ("SCRIPT_NAME", "/private/app"),
+        ("PATH_INFO", "/who"),
+        ("REQUEST_URI", "/private/app/who?x=1"),
+    ] {
+        assert_eq!(env_of(&r, k).as_deref(), Some(v), "{k}:\n{}", body_text(&r));
+    }
+    assert_eq!(env_of(&r, "HTTP_X_LEAK"), None);
+    let r = fetch(&s, &get("/private/app/who", &[]));
+    assert_eq!(r.status, 401, "the responder is guarded too");
+
+    // One keep-alive connection: an allowed POST's body reaches the
+    // responder whole; a refused POST's body is dropped, and the
+    // connection goes on.
+    let mut c = s.connect();
+    let body = pseudo_random(100_000, 11);
+    for (token, want) in [("good", 200), ("bad", 401), ("good", 200)] {
+        let mut req = format!(
+            "POST /private/app/upload HTTP/1.1\r\nHost: t\r\nX-Token: {token}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        c.send(&req).unwrap();
+        let r = c.read_response(false).unwrap();
+        assert_eq!(r.status, want, "{}\n{}", r.describe(), s.stderr_tail());
+        if want == 200 {
+            assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
+            assert_eq!(env_of(&r, "AUTH_USER").as_deref(), Some("alice"));
+        }
+    }
+    c.send(b"GET /public.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "public page\n"));
+
+    // With `docroot`, the authorizer's docroot serves the allowed files.
+    let r = fetch(&s, &get("/vault/doc.txt", &good));
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(body_text(&r), "the authorizer's docroot\n");
+    let r = fetch(&s, &get("/vault/doc.txt", &[]));
+    assert_eq!(r.status, 401, "{}", r.describe());
+}
+
+#[test]
+fn fastcgi_authorizer_down_answers_like_a_responder() {
+    let d = Docroot::new();
+    d.file("private/page.txt", b"private page\n");
+    let missing = d.base.join("no-authorizer.socket");
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         fastcgi.server = ( \"/private\" => ( ( \"socket\" => \"{}\", \"mode\" => \"authorizer\" ) ) )\n",
+        d.root.display(),
+        missing.display()
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(&s, &get("/private/page.txt", &["X-Token: good"]));
+    assert_eq!(r.status, 503, "{}", r.describe());
+    assert!(!body_text(&r).contains("private page"));
+    assert!(
+        log_line_with(&s, &["no-authorizer.socket"]).is_some(),
+        "the log names the backend:\n{}",
+        s.stderr_tail()
+    );
 }

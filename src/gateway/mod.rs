@@ -8,6 +8,10 @@
 //! answer is streamed to the client, framed with Content-Length when the
 //! backend gave one and chunked otherwise. Reading from the backend pauses
 //! while the client is slow, so no whole body sits in memory.
+//!
+//! An authorizer's 200 (FastCGI's Authorizer role) is not passed on: the
+//! request goes on, with its `Variable-`s, and the connection runs it again
+//! (`GwClient::rerun`, [`crate::handler::rerun`]).
 
 pub mod cgi;
 pub mod config;
@@ -43,6 +47,9 @@ pub const CLIENT_HIGH_WATER: usize = 256 * 1024;
 pub const MAX_BODY: u64 = 64 * 1024 * 1024;
 /// A request the backend closed before answering a single byte is sent again this often.
 const MAX_ATTEMPTS: u8 = 3;
+/// Most times one client request is run again inside glint (an authorizer
+/// allowed it); past it the client gets 500.
+pub const MAX_RERUNS: u8 = 5;
 
 /// One backend (a label's address, or one spawned process).
 pub struct Host {
@@ -62,6 +69,8 @@ pub struct Route {
     pub pattern: String,
     pub extension: bool,
     pub protocol: Protocol,
+    /// Its backends are authorizers (`"mode" => "authorizer"`).
+    pub authorizer: bool,
     pub hosts: Vec<usize>,
     pub balance: Balance,
     /// Next host for round-robin.
@@ -134,11 +143,44 @@ pub struct GwClient {
     pub body_sent: u64,
     /// The backend is finished; the connection continues once the output is written.
     pub done: bool,
-    /// The request head as received, for the access log at the end.
+    /// The request head of this pass (its request line names the current
+    /// target), for the access log and for running the request again.
     pub log_head: Vec<u8>,
     /// Hashes of the URL path and of the client address, for `hash` and `sticky` balancing.
     pub hash_path: u64,
     pub hash_ip: u64,
+    /// The backend is an authorizer: its 200 lets the request go on, its
+    /// other answers go to the client. The request body stays unread meanwhile.
+    pub authorizer: bool,
+    /// What the request carries from earlier passes (see [`Carry`]).
+    pub carry: Carry,
+    /// Set when the answer says to run the request again: the rest of the
+    /// answer is read and dropped, then the connection runs it.
+    pub rerun: Option<Rerun>,
+}
+
+/// What one client request carries from one pass through the handler chain
+/// to the next, when glint runs it again itself.
+#[derive(Debug, Default, Clone)]
+pub struct Carry {
+    /// An authorizer allowed the request (for its current path).
+    pub authorized: bool,
+    /// The allowing authorizer's `docroot`: files are served from there.
+    pub docroot: Option<String>,
+    /// Its `Variable-NAME: value` headers, as (NAME, value): set in the
+    /// environment of every later backend request.
+    pub vars: Vec<(String, Vec<u8>)>,
+    /// Times the request was run again so far.
+    pub reruns: u8,
+    /// The request line as the client sent it, for the access log.
+    pub orig_line: Option<Vec<u8>>,
+}
+
+/// Why glint runs a request again once its backend's answer is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rerun {
+    /// An authorizer answered 200; its `Variable-` headers as (NAME, value).
+    Authorized(Vec<(String, Vec<u8>)>),
 }
 
 /// FNV-1a: a stable hash for picking a backend.
@@ -250,26 +292,34 @@ impl Gateways {
             let balance = Balance::from_setting(s, balance_key);
             let routes = config::parse_servers(v, p).map_err(|e| format!("{name}: {e}"))?;
             for r in routes {
-                let mut ids = Vec::new();
-                for h in r.hosts.clone() {
-                    ids.push(g.hosts.len());
-                    g.hosts.push(Host {
-                        cap: h.max_conns,
-                        spec: h,
-                        active: 0,
-                        disabled_until: 0,
-                        child: None,
-                        respawn_at: None,
+                // Authorizers and responders under one pattern are two
+                // routes: the authorizer's is looked up first.
+                for authorizer in [true, false] {
+                    let mut ids = Vec::new();
+                    for h in r.hosts.iter().filter(|h| h.authorizer == authorizer) {
+                        ids.push(g.hosts.len());
+                        g.hosts.push(Host {
+                            cap: h.max_conns,
+                            spec: h.clone(),
+                            active: 0,
+                            disabled_until: 0,
+                            child: None,
+                            respawn_at: None,
+                        });
+                    }
+                    if ids.is_empty() {
+                        continue;
+                    }
+                    g.routes.push(Route {
+                        extension: r.is_extension(),
+                        protocol: p,
+                        authorizer,
+                        balance,
+                        next: 0,
+                        pattern: r.pattern.clone(),
+                        hosts: ids,
                     });
                 }
-                g.routes.push(Route {
-                    extension: r.is_extension(),
-                    protocol: p,
-                    balance,
-                    next: 0,
-                    pattern: r.pattern,
-                    hosts: ids,
-                });
             }
         }
         Ok(g)
@@ -279,9 +329,21 @@ impl Gateways {
         self.routes.is_empty()
     }
 
-    /// The route for a path and where its script name ends.
+    /// The responder route for a path and where its script name ends.
     pub fn route_for(&self, path: &str) -> Option<(usize, usize)> {
+        self.find_route(path, false)
+    }
+
+    /// The authorizer route that guards a path, if any.
+    pub fn authorizer_for(&self, path: &str) -> Option<(usize, usize)> {
+        self.find_route(path, true)
+    }
+
+    fn find_route(&self, path: &str, authorizer: bool) -> Option<(usize, usize)> {
         for (i, r) in self.routes.iter().enumerate() {
+            if r.authorizer != authorizer {
+                continue;
+            }
             if r.extension {
                 // `.php` matches `/a.php` and `/a.php/more` (the rest is PATH_INFO).
                 let mut from = 0;
@@ -795,6 +857,11 @@ impl Gateways {
         self.remove_conn(bkey);
         let Some(gw) = conn.gw.as_mut() else { return };
         gw.backend = None;
+        if gw.rerun.is_some() {
+            // Nothing was written: the connection runs the request again.
+            gw.done = true;
+            return;
+        }
         if !gw.head_sent {
             log::error!("backend answered without a complete header block");
             fail_client(conn, 502, date);
@@ -934,6 +1001,10 @@ fn deliver(
     let Some(gw) = conn.gw.as_mut() else {
         return Ok(());
     };
+    if gw.rerun.is_some() {
+        // The rest of an answer that is not passed on.
+        return Ok(());
+    }
     let body: &[u8];
     let owned;
     if !gw.head_sent {
@@ -946,6 +1017,11 @@ fn deliver(
         else {
             return Ok(());
         };
+        if let Some(rerun) = rerun_for(gw, &head) {
+            gw.rerun = Some(rerun);
+            head_buf.clear();
+            return Ok(());
+        }
         if let Some(roots) = x_sendfile {
             if let Some(path) = take_x_sendfile(&mut head) {
                 send_file_instead(conn, &head, &path, roots, date);
@@ -982,6 +1058,23 @@ fn deliver(
         m.extend_from_slice(body);
     }
     Ok(())
+}
+
+/// Whether an answer's head makes glint run the request again rather than
+/// pass the answer on: an authorizer's 200.
+fn rerun_for(gw: &GwClient, head: &cgi::CgiHead) -> Option<Rerun> {
+    if gw.authorizer {
+        if head.status != 200 {
+            return None;
+        }
+        let vars = head
+            .headers
+            .iter()
+            .filter_map(|(k, v)| Some((cgi::authorizer_variable(k)?, v.clone())))
+            .collect();
+        return Some(Rerun::Authorized(vars));
+    }
+    None
 }
 
 /// The HTTP response head from a CGI head.
@@ -1082,6 +1175,9 @@ pub fn fail_client(conn: &mut Connection, status: u16, date: &[u8]) {
     gw.backend = None;
     gw.waiting = false;
     gw.done = true;
+    // A failure while the rest of an answer was being dropped ends the
+    // request too: it is not run again.
+    gw.rerun = None;
     if gw.head_sent {
         // The head promised a body that will not come: the client must see the cut.
         gw.keep_alive = false;

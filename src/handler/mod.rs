@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use crate::accesslog::Entry;
 use crate::config::{RequestFacts, Settings};
 use crate::connection::Connection;
+use crate::gateway::{Carry, GwClient, Rerun};
 use crate::http::request::{Body, Method, Request};
 use crate::http::response::Responder;
 use crate::path::normalize;
@@ -29,6 +30,9 @@ pub enum BodyAction {
     Close,
     /// A backend answers: the body (if any) is collected for it (`conn.gw`).
     Gateway,
+    /// An authorizer decides first (`conn.gw`); the body stays unread until
+    /// it allowed the request, which then runs again.
+    Authorize,
 }
 
 /// Most internal rewrites of one request (`url.rewrite-repeat` loops end here).
@@ -40,6 +44,18 @@ pub fn respond(
     sh: &mut Shared,
     req: &Request<'_, '_>,
     keep_alive: bool,
+) -> BodyAction {
+    respond_with(conn, sh, req, keep_alive, Carry::default())
+}
+
+/// Answers a request that may have run before (see [`rerun`]): `carry`
+/// says whether an authorizer allowed it, with which docroot and variables.
+fn respond_with(
+    conn: &mut Connection,
+    sh: &mut Shared,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    mut carry: Carry,
 ) -> BodyAction {
     conn.prepare_output(sh);
     let head_start = conn.out.mem.len();
@@ -160,8 +176,12 @@ pub fn respond(
             _ => 301,
         };
         r.error_with(code, &[("Location", loc.as_bytes())]);
-    } else if let Some((route, split)) = sh.gateways.route_for(&sh.scratch.path) {
-        let docroot = document_root(&settings, &sh.scratch.host).unwrap_or_default();
+    } else if let Some((route, split)) = gateway_route(&sh.gateways, &sh.scratch.path, &carry) {
+        let docroot = match carry.docroot.clone() {
+            Some(d) => Cow::Owned(d),
+            None => document_root(&settings, &sh.scratch.host).unwrap_or_default(),
+        };
+        let authorizer = sh.gateways.routes[route].authorizer;
         let g = GatewayStart {
             route,
             split,
@@ -180,10 +200,15 @@ pub fn respond(
             &sh.gateways,
             conn.peer,
             &settings,
+            std::mem::take(&mut carry),
         ) {
             Ok(gw) => {
                 conn.gw = Some(gw);
-                action = BodyAction::Gateway;
+                action = if authorizer {
+                    BodyAction::Authorize
+                } else {
+                    BodyAction::Gateway
+                };
             }
             Err(status) => {
                 if status == 413 {
@@ -194,7 +219,10 @@ pub fn respond(
             }
         }
     } else {
-        let docroot = document_root(&settings, &sh.scratch.host);
+        let docroot = match carry.docroot.as_deref() {
+            Some(d) => Some(Cow::Borrowed(d)),
+            None => document_root(&settings, &sh.scratch.host),
+        };
         let sreq = static_file::StaticRequest {
             method: req.method,
             raw_path,
@@ -224,24 +252,182 @@ pub fn respond(
     if r.force_close {
         action = BodyAction::Close;
     }
-    if action == BodyAction::Gateway {
+    if action == BodyAction::Gateway || action == BodyAction::Authorize {
         // Logged when the backend's answer is complete.
         return action;
     }
     let (status, body_len) = (r.status, r.body_len);
     let head_bytes = (conn.out.mem.len() - head_start) as u64;
     sh.stats.requests += 1;
+    // A request run again is logged with the line the client sent.
+    let shown;
+    let logged = match carry.orig_line.as_deref() {
+        Some(line) => {
+            shown = Request {
+                request_line: line,
+                ..clone_request(req)
+            };
+            &shown
+        }
+        None => req,
+    };
     log_access(
         sh,
         &settings,
         conn,
-        Some(req),
+        Some(logged),
         b"",
         status,
         body_len,
         head_bytes,
     );
     action
+}
+
+/// The gateway route for a path: the authorizer that guards it, until one
+/// allowed the request, then the responder.
+fn gateway_route(
+    gateways: &crate::gateway::Gateways,
+    path: &str,
+    carry: &Carry,
+) -> Option<(usize, usize)> {
+    if !carry.authorized {
+        if let Some(found) = gateways.authorizer_for(path) {
+            return Some(found);
+        }
+    }
+    gateways.route_for(path)
+}
+
+/// What the connection needs after [`rerun`]: what became of the request,
+/// and its body (still unread after an authorizer).
+pub struct Rerunning {
+    pub action: BodyAction,
+    pub body: Body,
+    /// The client sent `Expect`: it waits before sending the body.
+    pub expects_continue: bool,
+}
+
+/// Runs a request again inside glint once its backend's answer said so
+/// (`gw.rerun`): after an authorizer's 200 the same request goes on, with
+/// the authorizer's `docroot` and `Variable-`s. At most
+/// [`crate::gateway::MAX_RERUNS`] times per request, then 500.
+pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> Rerunning {
+    let Some(why) = gw.rerun.take() else {
+        return rerun_failed(conn, sh, &gw, 500, Body::None);
+    };
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    let Some(first) = crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX)
+        .ok()
+        .flatten()
+    else {
+        return rerun_failed(conn, sh, &gw, 500, Body::None);
+    };
+    // An authorizer's request kept its body unread.
+    let body = first.body;
+    let mut carry = std::mem::take(&mut gw.carry);
+    carry
+        .orig_line
+        .get_or_insert_with(|| first.request_line.to_vec());
+    carry.reruns += 1;
+    let route = &sh.gateways.routes[gw.route];
+    let spec = route.hosts.first().map(|&h| &sh.gateways.hosts[h].spec);
+    let (label, addr) = spec.map_or((String::new(), String::new()), |s| {
+        (s.label.clone(), s.addr.to_string())
+    });
+    if carry.reruns > crate::gateway::MAX_RERUNS {
+        log::error!(
+            "backend {label} ({addr}): {:?} ran {} times inside glint; answering 500",
+            String::from_utf8_lossy(carry.orig_line.as_deref().unwrap_or(b"")),
+            crate::gateway::MAX_RERUNS
+        );
+        gw.carry = carry;
+        return rerun_failed(conn, sh, &gw, 500, body);
+    }
+    let head = match why {
+        Rerun::Authorized(vars) => {
+            carry.authorized = true;
+            carry.docroot = spec.and_then(|s| s.docroot.clone());
+            for (k, v) in vars {
+                carry.vars.retain(|(old, _)| *old != k);
+                carry.vars.push((k, v));
+            }
+            std::mem::take(&mut gw.log_head)
+        }
+    };
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    let Some(req) = crate::http::request::parse(&head, &mut headers, usize::MAX)
+        .ok()
+        .flatten()
+    else {
+        log::error!("backend {label} ({addr}): the request no longer parses; answering 500");
+        gw.carry = carry;
+        return rerun_failed(conn, sh, &gw, 500, body);
+    };
+    let keep_alive = gw.keep_alive && !sh.shutting_down;
+    let action = respond_with(conn, sh, &req, keep_alive, carry);
+    Rerunning {
+        action,
+        body: req.body,
+        expects_continue: req.header("expect").is_some(),
+    }
+}
+
+/// Answers a request glint could not run again with an error page.
+fn rerun_failed(
+    conn: &mut Connection,
+    sh: &mut Shared,
+    gw: &GwClient,
+    status: u16,
+    body: Body,
+) -> Rerunning {
+    conn.prepare_output(sh);
+    let settings = std::rc::Rc::clone(&gw.settings);
+    let mut r = Responder::new(
+        &mut conn.out,
+        &sh.clock.http_date,
+        &settings,
+        gw.head_only,
+        gw.keep_alive,
+        gw.minor,
+    );
+    r.error(status);
+    let body_len = r.body_len;
+    sh.stats.requests += 1;
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    let parsed = crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX)
+        .ok()
+        .flatten();
+    let shown = parsed.as_ref().map(|p| Request {
+        request_line: gw.carry.orig_line.as_deref().unwrap_or(p.request_line),
+        ..clone_request(p)
+    });
+    log_access(
+        sh,
+        &settings,
+        conn,
+        shown.as_ref(),
+        b"",
+        status,
+        body_len,
+        0,
+    );
+    Rerunning {
+        action: BodyAction::Discard,
+        body,
+        expects_continue: parsed.is_some_and(|p| p.header("expect").is_some()),
+    }
+}
+
+/// The body framing of the request behind `gw`, and whether the client
+/// sent `Expect` (an authorizer's request leaves its body unread).
+pub fn unread_body(gw: &GwClient) -> (Body, bool) {
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    match crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX) {
+        Ok(Some(req)) => (req.body, req.header("expect").is_some()),
+        // It parsed when it arrived; if it no longer does, close.
+        _ => (Body::Chunked, false),
+    }
 }
 
 /// What a gateway request needs besides the request itself.
@@ -267,18 +453,21 @@ fn start_gateway(
     gateways: &crate::gateway::Gateways,
     peer: Option<std::net::IpAddr>,
     settings: &std::rc::Rc<Settings>,
+    carry: Carry,
 ) -> Result<Box<crate::gateway::GwClient>, u16> {
     let route = &gateways.routes[g.route];
     let Some(spec) = route.hosts.first().map(|&h| &gateways.hosts[h].spec) else {
         return Err(503);
     };
+    // An authorizer is not a script below the docroot, and never sees the body.
+    let authorizer = route.authorizer;
     let docroot = spec.docroot.as_deref().unwrap_or(g.docroot);
     let (mut script_name, mut path_info) = path.split_at(g.split.min(path.len()));
     if spec.fix_root_scriptname && route.pattern == "/" {
         script_name = "";
         path_info = path;
     }
-    if spec.check_local {
+    if spec.check_local && !authorizer {
         let file = format!("{}{}", g.docroot.trim_end_matches('/'), script_name);
         if !std::fs::metadata(&file).is_ok_and(|m| m.is_file()) {
             return Err(404);
@@ -290,6 +479,7 @@ fn start_gateway(
         crate::gateway::MAX_BODY
     };
     let (body_remaining, chunked) = match req.body {
+        _ if authorizer => (0, None),
         Body::None => (0, None),
         Body::Length(n) if n > limit => return Err(413),
         Body::Length(n) => (n, None),
@@ -311,7 +501,7 @@ fn start_gateway(
         .server_addr
         .map(|a| a.ip().to_string())
         .unwrap_or_default();
-    let env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
+    let mut env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
         req: &shown,
         path,
         query: g.query,
@@ -326,8 +516,25 @@ fn start_gateway(
         server_name,
         server_software: &settings.tag,
         scgi: route.protocol == crate::gateway::Protocol::Scgi,
-        authorizer: false,
+        authorizer,
     });
+    for (k, v) in &carry.vars {
+        env.set(k.as_bytes(), v);
+    }
+    // An authorizer's request is complete now: it has no body to wait for.
+    let mut request = Vec::new();
+    if authorizer {
+        match route.protocol {
+            crate::gateway::Protocol::FastCgi => {
+                crate::gateway::fastcgi::encode_authorizer(&env, &mut request)
+            }
+            // SCGI has no roles, and its header starts with CONTENT_LENGTH.
+            crate::gateway::Protocol::Scgi => {
+                crate::gateway::scgi::encode_head(0, &env, &mut request)
+            }
+        }
+        env = crate::gateway::cgi::Env::default();
+    }
     let mut log_head = req.request_line.to_vec();
     log_head.extend_from_slice(b"\r\n");
     for h in req.headers {
@@ -345,7 +552,7 @@ fn start_gateway(
         body_remaining,
         body_limit: limit,
         chunked,
-        request: std::rc::Rc::new(Vec::new()),
+        request: std::rc::Rc::new(request),
         backend: None,
         waiting: false,
         since: g.now,
@@ -363,6 +570,9 @@ fn start_gateway(
         log_head,
         hash_path: crate::gateway::fnv(path.as_bytes()),
         hash_ip: peer.map_or(0, |ip| crate::gateway::fnv(ip.to_string().as_bytes())),
+        authorizer,
+        carry,
+        rerun: None,
     }))
 }
 
@@ -390,12 +600,17 @@ pub fn log_gateway(conn: &Connection, sh: &mut Shared, gw: &crate::gateway::GwCl
     let parsed = crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX)
         .ok()
         .flatten();
+    // A request run again is logged with the line the client sent.
+    let shown = parsed.as_ref().map(|p| Request {
+        request_line: gw.carry.orig_line.as_deref().unwrap_or(p.request_line),
+        ..clone_request(p)
+    });
     let settings = std::rc::Rc::clone(&gw.settings);
     log_access(
         sh,
         &settings,
         conn,
-        parsed.as_ref(),
+        shown.as_ref(),
         b"",
         gw.status,
         gw.body_sent,
