@@ -764,3 +764,93 @@ fn fastcgi_authorizer_down_answers_like_a_responder() {
         s.stderr_tail()
     );
 }
+
+#[test]
+fn local_redirects_are_served_inside() {
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let d = Docroot::new();
+    d.file("static.txt", b"a static file\n");
+    let host =
+        format!("\"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\"");
+    let access = d.base.join("access.log");
+    let conf = format!(
+        "server.document-root = \"{root}\"\n\
+         accesslog.filename = \"{access}\"\n\
+         scgi.server = ( \"/app\" => ( ( {host} ) ),\n\
+                         \"/plain\" => ( ( {host}, \"local-redir\" => \"disable\" ) ) )\n",
+        root = d.root.display(),
+        access = access.display()
+    );
+    let s = start_conf(&d, &conf);
+
+    // To a static file: its answer, not a 302.
+    let r = fetch(&s, &get("/app/redirect?/static.txt", &[]));
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
+    assert_eq!(body_text(&r), "a static file\n");
+    assert_eq!(r.header("location"), None);
+    let r = fetch(&s, &head("/app/redirect?/static.txt", &[]));
+    assert_eq!((r.status, r.content_length()), (200, Some(14)));
+
+    // To another gateway path: a GET for the new target, without the body
+    // the first request had.
+    let r = fetch(
+        &s,
+        b"POST /app/redirect?/app/echo?from=redir HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+    );
+    assert_eq!(r.status, 200, "{}", r.describe());
+    for (k, v) in [
+        ("REQUEST_METHOD", "GET"),
+        ("REQUEST_URI", "/app/echo?from=redir"),
+        ("PATH_INFO", "/echo"),
+        ("QUERY_STRING", "from=redir"),
+        ("CONTENT_LENGTH", "0"),
+        ("BODY-LEN", "0"),
+        ("HTTP_HOST", "t"),
+    ] {
+        assert_eq!(env_of(&r, k).as_deref(), Some(v), "{k}:\n{}", body_text(&r));
+    }
+    assert_eq!(env_of(&r, "CONTENT_TYPE"), None);
+
+    // A Status with the Location, or an absolute URL: the client's redirect.
+    let r = fetch(&s, &get("/app/redirect-302?/static.txt", &[]));
+    assert_eq!(r.status, 302, "{}", r.describe());
+    assert_eq!(r.header("location"), Some("/static.txt"));
+    let r = fetch(&s, &get("/app/redirect?http://example.com/x", &[]));
+    assert_eq!(r.status, 302, "{}", r.describe());
+    assert_eq!(r.header("location"), Some("http://example.com/x"));
+    // `"local-redir" => "disable"` passes even a bare Location on.
+    let r = fetch(&s, &get("/plain/redirect?/static.txt", &[]));
+    assert_eq!(r.status, 302, "{}", r.describe());
+    assert_eq!(r.header("location"), Some("/static.txt"));
+
+    // A redirect loop ends in 500 and a log line, and the connection goes on.
+    let mut c = s.connect();
+    c.send(b"GET /app/loop HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!(r.status, 500, "{}", r.describe());
+    c.send(b"GET /app/redirect?/static.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
+    assert!(
+        log_line_with(&s, &["redirect loop", &port]).is_some(),
+        "the log names the loop and the backend:\n{}",
+        s.stderr_tail()
+    );
+    // The access log shows the request the client sent, with the final status.
+    let want = "\"GET /app/redirect?/static.txt HTTP/1.1\" 200 14";
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let log = std::fs::read_to_string(&access).unwrap_or_default();
+        if log.contains(want) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {want} in the access log:\n{log}"
+        );
+        // glint flushes its access log once a second; there is nothing to wait on.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

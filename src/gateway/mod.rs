@@ -9,8 +9,9 @@
 //! backend gave one and chunked otherwise. Reading from the backend pauses
 //! while the client is slow, so no whole body sits in memory.
 //!
-//! An authorizer's 200 (FastCGI's Authorizer role) is not passed on: the
-//! request goes on, with its `Variable-`s, and the connection runs it again
+//! Two answers are not passed on: an authorizer's 200 (FastCGI's Authorizer
+//! role: the request goes on, with its `Variable-`s) and a local redirect
+//! (`Location: /path` alone). For both the connection runs the request again
 //! (`GwClient::rerun`, [`crate::handler::rerun`]).
 
 pub mod cgi;
@@ -48,7 +49,7 @@ pub const MAX_BODY: u64 = 64 * 1024 * 1024;
 /// A request the backend closed before answering a single byte is sent again this often.
 const MAX_ATTEMPTS: u8 = 3;
 /// Most times one client request is run again inside glint (an authorizer
-/// allowed it); past it the client gets 500.
+/// allowed it, a backend redirected it locally); past it the client gets 500.
 pub const MAX_RERUNS: u8 = 5;
 
 /// One backend (a label's address, or one spawned process).
@@ -152,6 +153,8 @@ pub struct GwClient {
     /// The backend is an authorizer: its 200 lets the request go on, its
     /// other answers go to the client. The request body stays unread meanwhile.
     pub authorizer: bool,
+    /// A `Location: /path` answer is followed inside glint (`local-redir`).
+    pub local_redir: bool,
     /// What the request carries from earlier passes (see [`Carry`]).
     pub carry: Carry,
     /// Set when the answer says to run the request again: the rest of the
@@ -181,6 +184,8 @@ pub struct Carry {
 pub enum Rerun {
     /// An authorizer answered 200; its `Variable-` headers as (NAME, value).
     Authorized(Vec<(String, Vec<u8>)>),
+    /// A local redirect (RFC 3875 6.2.2) to this path and query.
+    Redirect(String),
 }
 
 /// FNV-1a: a stable hash for picking a backend.
@@ -1017,7 +1022,7 @@ fn deliver(
         else {
             return Ok(());
         };
-        if let Some(rerun) = rerun_for(gw, &head) {
+        if let Some(rerun) = rerun_for(gw, &head, head_buf.len() > used) {
             gw.rerun = Some(rerun);
             head_buf.clear();
             return Ok(());
@@ -1061,8 +1066,10 @@ fn deliver(
 }
 
 /// Whether an answer's head makes glint run the request again rather than
-/// pass the answer on: an authorizer's 200.
-fn rerun_for(gw: &GwClient, head: &cgi::CgiHead) -> Option<Rerun> {
+/// pass the answer on: an authorizer's 200, or a local redirect — a
+/// `Location` that is a path (not `//host`), without `Status` and without a
+/// body (`body_follows`: body bytes came with the head).
+fn rerun_for(gw: &GwClient, head: &cgi::CgiHead, body_follows: bool) -> Option<Rerun> {
     if gw.authorizer {
         if head.status != 200 {
             return None;
@@ -1074,7 +1081,20 @@ fn rerun_for(gw: &GwClient, head: &cgi::CgiHead) -> Option<Rerun> {
             .collect();
         return Some(Rerun::Authorized(vars));
     }
-    None
+    let location = head.location.as_deref()?;
+    let local = gw.local_redir
+        && !head.explicit_status
+        && location.starts_with(b"/")
+        && !location.starts_with(b"//")
+        && !body_follows
+        && head.content_length.unwrap_or(0) == 0;
+    if !local {
+        return None;
+    }
+    // Not text: not a path glint can serve; the client gets the 302.
+    String::from_utf8(location.to_vec())
+        .ok()
+        .map(Rerun::Redirect)
 }
 
 /// The HTTP response head from a CGI head.

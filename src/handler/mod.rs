@@ -300,7 +300,7 @@ fn gateway_route(
 }
 
 /// What the connection needs after [`rerun`]: what became of the request,
-/// and its body (still unread after an authorizer).
+/// and its body (still unread after an authorizer, spent after a redirect).
 pub struct Rerunning {
     pub action: BodyAction,
     pub body: Body,
@@ -310,7 +310,9 @@ pub struct Rerunning {
 
 /// Runs a request again inside glint once its backend's answer said so
 /// (`gw.rerun`): after an authorizer's 200 the same request goes on, with
-/// the authorizer's `docroot` and `Variable-`s. At most
+/// the authorizer's `docroot` and `Variable-`s; after a local redirect
+/// (RFC 3875 6.2.2) glint answers a GET (HEAD for a HEAD) for the new path
+/// and query, without the body the first backend already had. At most
 /// [`crate::gateway::MAX_RERUNS`] times per request, then 500.
 pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> Rerunning {
     let Some(why) = gw.rerun.take() else {
@@ -323,8 +325,11 @@ pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> R
     else {
         return rerun_failed(conn, sh, &gw, 500, Body::None);
     };
-    // An authorizer's request kept its body unread.
-    let body = first.body;
+    // An authorizer's request kept its body unread; a redirected one spent it.
+    let body = match why {
+        Rerun::Authorized(_) => first.body,
+        Rerun::Redirect(_) => Body::None,
+    };
     let mut carry = std::mem::take(&mut gw.carry);
     carry
         .orig_line
@@ -337,7 +342,7 @@ pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> R
     });
     if carry.reruns > crate::gateway::MAX_RERUNS {
         log::error!(
-            "backend {label} ({addr}): {:?} ran {} times inside glint; answering 500",
+            "backend {label} ({addr}): {:?} ran {} times inside glint (a redirect loop?); answering 500",
             String::from_utf8_lossy(carry.orig_line.as_deref().unwrap_or(b"")),
             crate::gateway::MAX_RERUNS
         );
@@ -354,15 +359,24 @@ pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> R
             }
             std::mem::take(&mut gw.log_head)
         }
+        Rerun::Redirect(target) => {
+            log::debug!("backend {label}: local redirect to {target}");
+            // The new path meets its own authorizer, if it has one.
+            carry.authorized = false;
+            carry.docroot = None;
+            redirect_head(&first, &target)
+        }
     };
     let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
     let Some(req) = crate::http::request::parse(&head, &mut headers, usize::MAX)
         .ok()
         .flatten()
     else {
-        log::error!("backend {label} ({addr}): the request no longer parses; answering 500");
+        log::error!(
+            "backend {label} ({addr}): the request to run again does not parse (a bad Location?); answering 502"
+        );
         gw.carry = carry;
-        return rerun_failed(conn, sh, &gw, 500, body);
+        return rerun_failed(conn, sh, &gw, 502, body);
     };
     let keep_alive = gw.keep_alive && !sh.shutting_down;
     let action = respond_with(conn, sh, &req, keep_alive, carry);
@@ -371,6 +385,40 @@ pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> R
         body: req.body,
         expects_continue: req.header("expect").is_some(),
     }
+}
+
+/// The head of the request a local redirect makes: GET (HEAD for HEAD)
+/// for `target`, with the client's headers but those of the body.
+fn redirect_head(first: &Request<'_, '_>, target: &str) -> Vec<u8> {
+    let method = if first.method == Method::Head {
+        "HEAD"
+    } else {
+        "GET"
+    };
+    let mut head = format!("{method} {target} HTTP/1.{}\r\n", first.minor).into_bytes();
+    if first.header("host").is_none() && !first.host.is_empty() {
+        // It came in the absolute-form target, which the new one is not.
+        head.extend_from_slice(b"Host: ");
+        head.extend_from_slice(first.host);
+        head.extend_from_slice(b"\r\n");
+    }
+    const BODY_HEADERS: [&str; 4] = [
+        "content-length",
+        "transfer-encoding",
+        "content-type",
+        "expect",
+    ];
+    for h in first.headers {
+        if BODY_HEADERS.iter().any(|b| h.name.eq_ignore_ascii_case(b)) {
+            continue;
+        }
+        head.extend_from_slice(h.name.as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(h.value);
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
 }
 
 /// Answers a request glint could not run again with an error page.
@@ -571,6 +619,7 @@ fn start_gateway(
         hash_path: crate::gateway::fnv(path.as_bytes()),
         hash_ip: peer.map_or(0, |ip| crate::gateway::fnv(ip.to_string().as_bytes())),
         authorizer,
+        local_redir: spec.local_redir,
         carry,
         rerun: None,
     }))
