@@ -575,6 +575,38 @@ fn x_sendfile_serves_files_the_backend_names() {
         &get(&format!("/x/xsend?{}/../secret.txt", files.display()), &[]),
     );
     assert_eq!(r.status, 403, "no way up: {}", r.describe());
+
+    // A refused file whose backend goes on answering after the 403 went
+    // out: the rest of that answer must not reach the client's next
+    // request (which takes the refused one's place in glint's tables), nor
+    // follow the 403 page.
+    let mut c = s.connect();
+    c.send(
+        format!(
+            "GET /x/xsend-late?{} HTTP/1.1\r\nHost: t\r\n\r\n",
+            secret.display()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!(r.status, 403, "{}", r.describe());
+    c.send(b"GET /x/slow?0.6 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let rest = c.read_to_close(TIMEOUT).unwrap_or_default();
+    let text = String::from_utf8_lossy(&rest);
+    assert!(text.starts_with("HTTP/1.1 200 "), "after the 403: {text:?}");
+    assert!(!text.contains("late body"), "{text:?}");
+    drop(c);
+    let r = fetch(&s, &get("/x/xsend-late?/nonexistent-dir/x", &[]));
+    assert_eq!(r.status, 403, "{}", r.describe());
+    let r = fetch(&s, &get("/x/slow?0.6", &[]));
+    assert_eq!(
+        r.status,
+        200,
+        "a new connection in the old one's place: {}",
+        r.describe()
+    );
 }
 
 #[test]

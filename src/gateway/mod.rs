@@ -700,7 +700,15 @@ impl Gateways {
     ) {
         let result = self.progress(bkey, conn, now, date);
         match result {
-            Ok(false) => {}
+            Ok(false) => {
+                // The client's answer ended on glint's side (an X-Sendfile
+                // refusal): the rest of the backend's has nowhere to go. Kept
+                // open, it would later drive whatever request takes the
+                // client's place.
+                if conn.gw.as_ref().is_none_or(|g| g.backend != Some(bkey)) {
+                    self.remove_conn(bkey);
+                }
+            }
             Ok(true) => {
                 self.finish(bkey, conn, date);
             }
@@ -1006,8 +1014,9 @@ fn deliver(
     let Some(gw) = conn.gw.as_mut() else {
         return Ok(());
     };
-    if gw.rerun.is_some() {
-        // The rest of an answer that is not passed on.
+    if gw.rerun.is_some() || gw.done {
+        // The rest of an answer that is not passed on, or that came after
+        // glint answered the client itself (an error page).
         return Ok(());
     }
     let body: &[u8];

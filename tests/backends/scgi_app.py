@@ -37,6 +37,14 @@ class Handler(scgi_server.SCGIHandler):
             target = env.get("QUERY_STRING", "")
             output.write(("Status: 200 OK\r\nContent-Type: text/plain\r\nX-Sendfile: %s\r\n\r\nignored body" % target).encode())
             return
+        if path == "/xsend-late":
+            # The X-Sendfile head now, the body 0.3 s later.
+            target = env.get("QUERY_STRING", "")
+            output.write(("Status: 200 OK\r\nX-Sendfile: %s\r\n\r\n" % target).encode())
+            output.flush()
+            time.sleep(0.3)
+            output.write(b"late body")
+            return
         if path == "/redirect":
             # A local redirect (RFC 3875 6.2.2): a path in Location, no Status, no body.
             output.write(("Location: %s\r\n\r\n" % env.get("QUERY_STRING", "/")).encode())
