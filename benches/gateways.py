@@ -6,11 +6,15 @@ Python 3.11 standard library only (it reuses the /proc and process helpers of
 benches/compare.py).  Web servers are pinned to CPU 0, ab to CPU 1, backends
 are not pinned.  Only 127.0.0.1 and unix sockets are ever used.
 
-    python3 benches/gateways.py [--quick] [--rounds N] [--servers glint,lighttpd,nginx]
+    python3 benches/gateways.py [--quick] [--rounds N] [--servers glint,lighttpd,nginx] [--base-port P]
 
 Workloads (field reports in /work/shared/seeds):
-  000  Quixote-style SCGI app (tests/backends/scgi_app.py) over TCP and over a
-       unix socket: ab -n 1000 -c 5 and -c 50 on /scgi-test/hello (/scgi-sock/hello)
+  000  the seed's own stack: Quixote's demo (quixote.demo.create_publisher) on
+       Quixote's SCGI server over TCP, and on the same handler over a unix
+       socket (tests/backends/quixote_unix.py): ab -n 1000 -c 5 and -c 50 on
+       its front page, /scgi-test/ (/scgi-unix/)
+  000  a minimal SCGI app (tests/backends/scgi_app.py) over TCP and over a
+       unix socket: ab -n 1000 -c 5 and -c 50 on /scgi-app/hello (/scgi-sock/hello)
   002  flup WSGI app over FastCGI on a unix socket: ab -n 10000 -c 100 /wsgi/hello
   004  php-cgi spawned by the server (bin-path, max-procs 1, PHP_FCGI_CHILDREN 4):
        ab -n 1000 -c 1 and -c 50 /hello.php
@@ -49,7 +53,7 @@ SERVER_CPU, CLIENT_CPU = "0", "1"
 # a server's own processes, by /proc/PID/comm; php-cgi children of the server are not counted
 SERVER_COMMS = {"glint": ("glint",), "lighttpd": ("lighttpd",), "nginx": ("nginx",)}
 
-PIP_LINE = "pip install scgi flup"
+PIP_LINE = "pip install scgi flup 'quixote>=3,<4'"
 APT_LINE = "apt-get install -y php-cgi lighttpd apache2-utils nginx-light util-linux"
 PHP_ENV = {"PHP_FCGI_CHILDREN": "4", "PHP_FCGI_MAX_REQUESTS": "10000"}
 
@@ -60,8 +64,14 @@ log = cmp.log
 def workloads(quick: bool) -> list[dict]:
     div = 10 if quick else 1
     w = [
-        dict(id="scgi-tcp-c5", seed="000", path="/scgi-test/hello", n=1000, c=5, what="SCGI over TCP"),
-        dict(id="scgi-tcp-c50", seed="000", path="/scgi-test/hello", n=1000, c=50, what="SCGI over TCP"),
+        dict(id="quixote-tcp-c5", seed="000", path="/scgi-test/", n=1000, c=5, what="Quixote demo, SCGI over TCP"),
+        dict(id="quixote-tcp-c50", seed="000", path="/scgi-test/", n=1000, c=50, what="Quixote demo, SCGI over TCP"),
+        dict(id="quixote-unix-c5", seed="000", path="/scgi-unix/", n=1000, c=5,
+             what="Quixote demo, SCGI over unix socket"),
+        dict(id="quixote-unix-c50", seed="000", path="/scgi-unix/", n=1000, c=50,
+             what="Quixote demo, SCGI over unix socket"),
+        dict(id="scgi-tcp-c5", seed="000", path="/scgi-app/hello", n=1000, c=5, what="SCGI over TCP"),
+        dict(id="scgi-tcp-c50", seed="000", path="/scgi-app/hello", n=1000, c=50, what="SCGI over TCP"),
         dict(id="scgi-unix-c5", seed="000", path="/scgi-sock/hello", n=1000, c=5, what="SCGI over unix socket"),
         dict(id="scgi-unix-c50", seed="000", path="/scgi-sock/hello", n=1000, c=50, what="SCGI over unix socket"),
         dict(id="flup-fcgi-c100", seed="002", path="/wsgi/hello", n=10000, c=100, what="flup WSGI over FastCGI (unix)"),
@@ -89,7 +99,7 @@ def check_prereqs(servers: list[str]) -> bool:
         log(f"missing commands: {', '.join(miss)}")
         print(APT_LINE)
         ok = False
-    for mod in ("scgi", "flup"):
+    for mod in ("scgi", "flup", "quixote.demo"):
         r = subprocess.run([sys.executable, "-c", f"import {mod}"], capture_output=True, timeout=30)
         if r.returncode != 0:
             log(f"missing Python package: {mod}")
@@ -103,14 +113,18 @@ def check_prereqs(servers: list[str]) -> bool:
 # backends, shared by every web server (except php-cgi, which each server spawns)
 
 class Backend:
-    def __init__(self, name: str, argv: list[str], tmp: Path, env: dict | None = None):
+    def __init__(self, name: str, argv: list[str], tmp: Path, env: dict | None = None, ready_line: bool = True):
         self.name = name
         self.log_path = tmp / f"backend-{name}.log"
         # this script pins itself to the client CPU; backends must not inherit that
         allcpus = f"0-{(os.cpu_count() or 1) - 1}"
-        self.proc = subprocess.Popen(["taskset", "-c", allcpus, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=open(self.log_path, "wb"), start_new_session=True,
+        logf = open(self.log_path, "wb")
+        # a backend without a ready line writes stdout to its log: a pipe nobody reads would fill
+        stdout = subprocess.PIPE if ready_line else logf
+        self.proc = subprocess.Popen(["taskset", "-c", allcpus, *argv], stdin=subprocess.DEVNULL, stdout=stdout,
+                                     stderr=logf, start_new_session=True,
                                      env=dict(os.environ, **(env or {})))
+        logf.close()  # the child has its own descriptor
 
     def ready_line(self, timeout: float = 15.0) -> str:
         deadline = time.monotonic() + timeout
@@ -144,6 +158,32 @@ class Backend:
             finally:
                 s.close()
         raise RuntimeError(f"backend {self.name} does not listen on {path}: {self.tail()}")
+
+    def wait_tcp(self, port: int, timeout: float = 15.0) -> None:
+        """Until the backend listens on 127.0.0.1:port, read from /proc/net/tcp:
+        a probe connection without a request would cost an SCGI server a child."""
+        want = f"0100007F:{port:04X}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            with open("/proc/net/tcp") as f:
+                for line in f:
+                    fields = line.split()
+                    if len(fields) > 3 and fields[1] == want and fields[3] == "0A":
+                        return
+            time.sleep(0.05)
+        raise RuntimeError(f"backend {self.name} does not listen on port {port}: {self.tail()}")
+
+    @staticmethod
+    def kernel_port() -> int:
+        """A free port from the kernel's ephemeral range (bind to port 0)."""
+        s = socket.socket()
+        try:
+            s.bind((HOST, 0))
+            return s.getsockname()[1]
+        finally:
+            s.close()
 
     @staticmethod
     def open_to_all(path: Path) -> None:
@@ -236,9 +276,12 @@ def conf_lighttpd(name: str, tmp: Path, docroot: Path, port: int, be: dict) -> s
     base = base.replace("# generated by benches/compare.py", "# generated by benches/gateways.py")
     env = ", ".join(f'"{k}" => "{v}"' for k, v in PHP_ENV.items())
     return base + f"""static-file.exclude-extensions = ( ".php" )
-# seed 000: Quixote-style SCGI app, over TCP and over a unix socket
 scgi.server = (
-  "/scgi-test" => ( "tcp" => ( "host" => "{HOST}", "port" => {be['scgi_port']}, "check-local" => "disable" ) ),
+  # seed 000: Quixote's demo, over TCP (as conf/examples/seed000-scgi.conf) and over a unix socket
+  "/scgi-test" => ( "localhost" => ( "host" => "{HOST}", "port" => {be['quixote_port']}, "check-local" => "disable" ) ),
+  "/scgi-unix" => ( "localhost" => ( "socket" => "{be['quixote_sock']}", "check-local" => "disable" ) ),
+  # seed 000: a minimal SCGI app, over TCP and over a unix socket
+  "/scgi-app" => ( "tcp" => ( "host" => "{HOST}", "port" => {be['scgi_port']}, "check-local" => "disable" ) ),
   "/scgi-sock" => ( "unix" => ( "socket" => "{be['scgi_sock']}", "check-local" => "disable" ) )
 )
 fastcgi.server = (
@@ -256,8 +299,18 @@ def conf_nginx(tmp: Path, docroot: Path, port: int, be: dict) -> str:
     base = cmp.conf_nginx(tmp, docroot, port).replace("# generated by benches/compare.py",
                                                       "# generated by benches/gateways.py")
     locs = f"""        index index.html;
-        # seed 000
-        location /scgi-test {{ include /etc/nginx/scgi_params; scgi_pass {HOST}:{be['scgi_port']}; }}
+        # seed 000: Quixote's demo (its SCGI handler splits SCRIPT_NAME itself, as
+        # behind Apache's mod_scgi: it needs the whole path there)
+        location /scgi-test {{
+            include /etc/nginx/scgi_params; scgi_param SCRIPT_NAME $document_uri;
+            scgi_pass {HOST}:{be['quixote_port']};
+        }}
+        location /scgi-unix {{
+            include /etc/nginx/scgi_params; scgi_param SCRIPT_NAME $document_uri;
+            scgi_pass unix:{be['quixote_sock']};
+        }}
+        # seed 000: the minimal SCGI app
+        location /scgi-app {{ include /etc/nginx/scgi_params; scgi_pass {HOST}:{be['scgi_port']}; }}
         location /scgi-sock {{ include /etc/nginx/scgi_params; scgi_pass unix:{be['scgi_sock']}; }}
         # seed 002
         location /wsgi {{
@@ -530,6 +583,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="request counts / 10")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--servers", default=",".join(ALL_SERVERS))
+    ap.add_argument("--base-port", type=int, default=28181, help="web servers listen from this port up (default 28181)")
     ap.add_argument("--glint-bin", help="glint binary (default: target/release/glint here, built if missing; or $GLINT_BIN)")
     ap.add_argument("--out", default=str(RESULTS / "gateways"), help="output path without extension")
     ap.add_argument("--render", metavar="JSON", help="only rewrite the .md from a saved .json")
@@ -581,15 +635,30 @@ def main() -> int:
         "tools": {"ab": cmp.tool_version(["ab", "-V"]),
                   "php-cgi": cmp.tool_version(["php-cgi", "-v"]),
                   "python": sys.version.split()[0],
-                  "scgi/flup": subprocess.run(
+                  "scgi/flup/quixote": subprocess.run(
                       [sys.executable, "-c", "import importlib.metadata as m; "
-                       "print('scgi', m.version('scgi'), '/ flup', m.version('flup'))"],
+                       "print('scgi', m.version('scgi'), '/ flup', m.version('flup'), "
+                       "'/ quixote', m.version('quixote'))"],
                       capture_output=True, text=True, timeout=30).stdout.strip() or "?"},
         "workloads": wls, "versions": {}, "errors": {}, "probes": {}, "runs": {}, "order": [],
     }
     try:
         # ---- backends (one set for all servers)
         be: dict = {}
+        # seed 000's stack: Quixote's own SCGI server with its demo (no --max-children:
+        # quixote 3.8 passes it on as a string and the first request fails; 5 is the default)
+        be["quixote_port"] = Backend.kernel_port()
+        b = Backend("quixote-tcp", [sys.executable, "-m", "quixote.server.scgi_server", "--host", HOST,
+                                    "--port", str(be["quixote_port"]), "--script-name", "/scgi-test"],
+                    tmp, ready_line=False)
+        backends.append(b)
+        b.wait_tcp(be["quixote_port"])
+        be["quixote_sock"] = tmp / "quixote.socket"
+        b = Backend("quixote-unix", [sys.executable, str(BACKENDS / "quixote_unix.py"), str(be["quixote_sock"]),
+                                     "/scgi-unix"], tmp)
+        backends.append(b)
+        b.ready_line()
+        Backend.open_to_all(be["quixote_sock"])
         b = Backend("scgi-tcp", [sys.executable, str(BACKENDS / "scgi_app.py"), "tcp"], tmp)
         backends.append(b)
         be["scgi_port"] = int(b.ready_line())
@@ -615,11 +684,12 @@ def main() -> int:
             backends.append(b)
             b.wait_unix(be["nginx_php_sock"])
             Backend.open_to_all(be["nginx_php_sock"])
-        log(f"backends: scgi tcp port {be['scgi_port']}, scgi unix {be['scgi_sock']}, flup {be['flup_sock']}")
+        log(f"backends: quixote tcp port {be['quixote_port']}, quixote unix {be['quixote_sock']}, "
+            f"scgi tcp port {be['scgi_port']}, scgi unix {be['scgi_sock']}, flup {be['flup_sock']}")
 
         # ---- web servers
         servs: dict[str, GwServer] = {}
-        port = 28180
+        port = args.base_port - 1
         for name in servers:
             raw["versions"][name] = cmp.server_version(name, argparse.Namespace(glint_bin=str(glint_bin) if glint_bin else None))
             port = cmp.free_port(port + 1)

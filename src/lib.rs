@@ -8,7 +8,7 @@
 //! - [`path`]: percent-decoding and normalisation, the one place that refuses traversal.
 //! - [`config`]: typed settings, listeners, per-request conditionals.
 //! - [`handler`]: from a parsed request to a queued response (static files).
-//! - [`gateway`]: SCGI and FastCGI backends in the same event loop.
+//! - [`gateway`]: SCGI, uwsgi and FastCGI backends in the same event loop.
 //! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
 //! - [`accesslog`], [`clock`], [`signals`], [`errorlog`]: logs, time, signals.
 //! - [`service`]: running as a daemon: pid file, privileges, socket activation, workers.

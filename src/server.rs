@@ -496,14 +496,6 @@ impl Server {
         if self.sh.shutting_down {
             return Err(io::Error::other("shutting down"));
         }
-        if config.global.scgi_server != self.sh.config.global.scgi_server
-            || config.global.fastcgi_server != self.sh.config.global.fastcgi_server
-        {
-            // Backends and their queues live across requests; they are set up at start.
-            log::warn!(
-                "graceful restart: scgi.server / fastcgi.server changes take effect at the next start"
-            );
-        }
         let old_n = self.sh.config.listeners.len();
         // Which old listener each new one reuses, or the socket bound for it.
         let mut plan: Vec<Result<usize, Listener>> = Vec::with_capacity(config.listeners.len());
@@ -535,6 +527,12 @@ impl Server {
                 }
             }
         }
+        // The gateways last: starting a new backend is the last step that may fail.
+        let route_map = self
+            .sh
+            .gateways
+            .reconfigure(&config.global, self.sh.clock.mono_secs)
+            .map_err(io::Error::other)?;
         // Inherited sockets no listener names stay, after the configured ones.
         let extras: Vec<usize> = (old_n..self.listeners.len())
             .filter(|&i| !used[i])
@@ -581,6 +579,15 @@ impl Server {
         }
         for (_, conn) in self.conns.iter_mut() {
             conn.listener = remap.get(conn.listener).copied().unwrap_or(usize::MAX);
+            // Gateway requests follow their route into the new configuration;
+            // one whose route is gone gets 503 when it next needs a backend.
+            if let Some(gw) = conn.gw.as_mut() {
+                gw.route = route_map
+                    .get(gw.route)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(usize::MAX);
+            }
         }
         self.listeners = next;
         self.sh.ports = ports;
@@ -769,7 +776,13 @@ impl Server {
         };
         let registry = self.poll.registry();
         let sh = &mut self.sh;
-        let Some(conn) = self.conns.get_mut(client) else {
+        // The client must still be the one this backend works for: its slot
+        // may have been given to a new connection since.
+        let Some(conn) = self
+            .conns
+            .get_mut(client)
+            .filter(|c| c.gw.as_ref().is_some_and(|g| g.backend == Some(bkey)))
+        else {
             sh.gateways.drop_backend(bkey);
             return false;
         };

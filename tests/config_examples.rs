@@ -84,11 +84,28 @@ fn scgi_seed() {
 }
 
 #[test]
+fn uwsgi_example() {
+    let c = load("examples/uwsgi.conf");
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert_eq!(
+        glint::gateway::Protocol::of_scgi_server(&c.global),
+        glint::gateway::Protocol::Uwsgi
+    );
+    let g = match glint::gateway::Gateways::from_settings(&c.global) {
+        Ok(g) => g,
+        Err(e) => panic!("examples/uwsgi.conf: {e}"),
+    };
+    let addrs: Vec<String> = g.hosts.iter().map(|h| h.spec.addr.to_string()).collect();
+    assert_eq!(addrs, ["127.0.0.1:3031", "unix:/run/uwsgi/app.socket"]);
+}
+
+#[test]
 fn shipped_configurations_round_trip_through_dump() {
     for rel in [
         "glint.conf",
         "examples/seed004-freebsd.conf",
         "examples/seed000-scgi.conf",
+        "examples/uwsgi.conf",
     ] {
         let c = load(rel);
         let text = c.dump();

@@ -1162,12 +1162,7 @@ fn concurrent_keepalive_clients() {
                     barrier.wait();
                     let stream = stream.map_err(|e| format!("connect: {e}"))?;
                     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-                    let mut c = Conn {
-                        stream,
-                        buf: Vec::new(),
-                        eof: false,
-                        reset: false,
-                    };
+                    let mut c = Conn::wrap(stream);
                     for k in 0..2 {
                         let path = if (i + k) % 2 == 0 {
                             "/index.html"
@@ -1555,7 +1550,7 @@ fn sigint_is_graceful_sigterm_is_immediate() {
     while c.buf.len() < 64 * 1024 && !c.eof && Instant::now() < deadline {
         let _ = c.read_response_by(false, Instant::now() + Duration::from_millis(1));
     }
-    s.signal("INT");
+    s.signal(SIGINT);
     match c.read_response(false) {
         Ok(r) if r.status == 200 && r.body == big => {}
         Ok(r) => failures.push(format!(
@@ -1580,7 +1575,7 @@ fn sigint_is_graceful_sigterm_is_immediate() {
     if let Err(e) = c.read_response(false) {
         failures.push(format!("--- SIGTERM setup: {e}"));
     }
-    s.signal("TERM");
+    s.signal(SIGTERM);
     if s.wait_exit(TIMEOUT).is_none() {
         failures.push("--- SIGTERM: process still running after 10 s".into());
     }

@@ -2,15 +2,16 @@
 //! descriptor limits, resets, memory per idle connection. Every client loop
 //! is bounded in count and time and talks only to glint on 127.0.0.1.
 
-mod robust_util;
+mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use robust_util::{
-    drain, pattern, raise_own_nofile, set_linger_zero, wait_for, Glint, Opts, TempDir,
+use common::{
+    drain, pseudo_random, raise_own_nofile, set_linger_zero, wait_for, Conn, Launch, Server,
+    TempDir,
 };
 
 /// These tests measure time, descriptors and memory of their own server:
@@ -23,15 +24,15 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn docroot() -> TempDir {
     let d = TempDir::new("limits-www");
-    std::fs::write(d.path().join("index.html"), pattern(469, 1)).expect("index.html");
+    std::fs::write(d.path().join("index.html"), pseudo_random(469, 1)).expect("index.html");
     d
 }
 
-fn assert_serves(g: &Glint, what: &str) {
+fn assert_serves(g: &Server, what: &str) {
     match g.get("/index.html") {
         Ok(r) => {
             assert_eq!(r.status, 200, "{what}");
-            assert_eq!(r.body, pattern(469, 1), "{what}");
+            assert_eq!(r.body, pseudo_random(469, 1), "{what}");
         }
         Err(e) => panic!("{what}: {e}\n{}", g.log()),
     }
@@ -41,14 +42,11 @@ fn assert_serves(g: &Glint, what: &str) {
 fn slowloris_is_cut_off_by_max_read_idle() {
     let _s = serial();
     let www = docroot();
-    let g = Glint::start(
-        www.path(),
-        Opts {
-            config: Some("server.max-read-idle = 2\n".into()),
-            ..Opts::default()
-        },
-    );
-    let mut slow = g.connect();
+    let g = Launch::new()
+        .config("server.max-read-idle = 2\n")
+        .docroot(www.path())
+        .start();
+    let mut slow = g.tcp();
     let head = b"GET /index.html HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
     let start = Instant::now();
     let mut cut_after = None;
@@ -115,14 +113,11 @@ fn slow_reader_is_cut_off_by_max_write_idle() {
     std::fs::File::create(&big)
         .and_then(|f| f.set_len(len))
         .expect("big file");
-    let g = Glint::start(
-        www.path(),
-        Opts {
-            config: Some("server.max-write-idle = 2\n".into()),
-            ..Opts::default()
-        },
-    );
-    let mut slow = g.connect();
+    let g = Launch::new()
+        .config("server.max-write-idle = 2\n")
+        .docroot(www.path())
+        .start();
+    let mut slow = g.tcp();
     slow.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
         .expect("request");
     let mut buf = [0u8; 4096];
@@ -152,10 +147,10 @@ fn slow_reader_is_cut_off_by_max_write_idle() {
 fn connect_and_reset_flood() {
     let _s = serial();
     let www = docroot();
-    std::fs::write(www.path().join("mid.bin"), pattern(300_000, 2)).expect("mid.bin");
-    let g = Glint::start(www.path(), Opts::default());
+    std::fs::write(www.path().join("mid.bin"), pseudo_random(300_000, 2)).expect("mid.bin");
+    let g = Launch::new().config("").docroot(www.path()).start();
     let deadline = Instant::now() + Duration::from_secs(20);
-    let addr = g.addr;
+    let addr = g.addr();
     let threads: Vec<_> = (0..4)
         .map(|t| {
             std::thread::spawn(move || {
@@ -200,7 +195,7 @@ fn connect_and_reset_flood() {
     eprintln!("flood: {done} connect-and-reset connections");
     assert!(done >= 1000, "only {done} connections in 20 s");
     let mut g = g;
-    assert!(g.alive(), "glint died in the flood:\n{}", g.log());
+    assert!(g.is_running(), "glint died in the flood:\n{}", g.log());
     assert_serves(&g, "after 2000 resets");
     // Every reset connection is gone: back to a handful of descriptors.
     let base = 16;
@@ -215,13 +210,11 @@ fn connect_and_reset_flood() {
 fn out_of_descriptors_pauses_accepting_and_recovers() {
     let _s = serial();
     let www = docroot();
-    let mut g = Glint::start(
-        www.path(),
-        Opts {
-            nofile: Some(64),
-            ..Opts::default()
-        },
-    );
+    let mut g = Launch::new()
+        .config("")
+        .docroot(www.path())
+        .nofile(64)
+        .start();
     let mut clients = Vec::new();
     for _ in 0..100 {
         clients.push(g.connect_started());
@@ -229,7 +222,7 @@ fn out_of_descriptors_pauses_accepting_and_recovers() {
     // Let glint accept what it can.
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
-        g.alive(),
+        g.is_running(),
         "glint died at the descriptor limit:\n{}",
         g.log()
     );
@@ -250,8 +243,8 @@ fn out_of_descriptors_pauses_accepting_and_recovers() {
     // Requests on connections glint already holds are still answered, the
     // file open getting EMFILE (503) at worst.
     clients[0].write_all(b"Host: t\r\n\r\n").expect("request");
-    let mut r = std::io::BufReader::new(clients[0].try_clone().expect("clone"));
-    let resp = robust_util::read_response(&mut r, false).expect("answer at the limit");
+    let mut r = Conn::wrap(clients[0].try_clone().expect("clone"));
+    let resp = r.read_response(false).expect("answer at the limit");
     assert!(matches!(resp.status, 200 | 503), "{}", resp.status);
     drop(r);
     clients.clear();
@@ -268,20 +261,17 @@ fn out_of_descriptors_pauses_accepting_and_recovers() {
         "glint did not answer again after the clients closed:\n{}",
         g.log()
     );
-    assert!(g.alive());
+    assert!(g.is_running());
 }
 
 #[test]
 fn max_connections_is_never_exceeded() {
     let _s = serial();
     let www = docroot();
-    let g = Glint::start(
-        www.path(),
-        Opts {
-            config: Some("server.max-connections = 10\n".into()),
-            ..Opts::default()
-        },
-    );
+    let g = Launch::new()
+        .config("server.max-connections = 10\n")
+        .docroot(www.path())
+        .start();
     // Sockets glint holds with no client: the listener and the signal pair.
     // (Files count apart: the open-file cache keeps a served file open.)
     std::thread::sleep(Duration::from_millis(200));
@@ -301,14 +291,14 @@ fn max_connections_is_never_exceeded() {
         "glint accepted only {most}: the test saw nothing"
     );
     // An 11th client waits in the backlog...
-    let mut eleventh = g.connect();
+    let mut eleventh = g.tcp();
     eleventh
         .write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         .expect("request");
     // ...and is answered once most of the idle ones close.
     idle.truncate(5);
-    let mut r = std::io::BufReader::new(eleventh);
-    let resp = robust_util::read_response(&mut r, false).expect("the 11th client is answered");
+    let mut r = Conn::wrap(eleventh);
+    let resp = r.read_response(false).expect("the 11th client is answered");
     assert_eq!(resp.status, 200);
     for _ in 0..10 {
         let n = g.socket_count() - base;
@@ -326,14 +316,11 @@ fn memory_per_idle_connection_is_bounded() {
         return;
     }
     let www = docroot();
-    let g = Glint::start(
-        www.path(),
-        Opts {
-            config: Some("server.max-keep-alive-idle = 60\n".into()),
-            max_connections: Some(N as u32 + 100),
-            ..Opts::default()
-        },
-    );
+    let g = Launch::new()
+        .config("server.max-keep-alive-idle = 60\n")
+        .docroot(www.path())
+        .args(&["--max-connections", &(N + 100).to_string()])
+        .start();
     // Warm up: pools and allocator arenas as after some traffic.
     for _ in 0..200 {
         assert_serves(&g, "warm-up");
@@ -347,14 +334,14 @@ fn memory_per_idle_connection_is_bounded() {
             start.elapsed() < Duration::from_secs(30),
             "bounded: {i} connections"
         );
-        let mut s = g.connect();
+        let mut s = g.tcp();
         s.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
             .expect("request");
-        let mut r = std::io::BufReader::new(&mut s);
-        let resp = robust_util::read_response(&mut r, false).expect("response");
+        let mut c = Conn::wrap(s);
+        let resp = c.read_response(false).expect("response");
         assert_eq!(resp.status, 200);
         let _ = &mut buf;
-        conns.push(s);
+        conns.push(c);
     }
     assert!(g.fd_count() >= N, "only {} descriptors open", g.fd_count());
     let after = g.rss_kb();
@@ -370,11 +357,11 @@ fn memory_per_idle_connection_is_bounded() {
 fn a_half_sent_head_never_reaches_the_next_client() {
     let _s = serial();
     let www = docroot();
-    let g = Glint::start(www.path(), Opts::default());
+    let g = Launch::new().config("").docroot(www.path()).start();
     let t = Instant::now();
     for i in 0..20 {
         // Half a head, then a hang-up (FIN on even rounds, reset on odd).
-        let mut a = g.connect();
+        let mut a = g.tcp();
         if i % 2 == 1 {
             set_linger_zero(&a);
         }
@@ -398,13 +385,13 @@ fn pipelined_requests_for_files_hold_few_descriptors() {
     let _s = serial();
     let www = docroot();
     // Above the small-file size, so each answer is a file queued for sendfile.
-    let body = pattern(100_000, 3);
+    let body = pseudo_random(100_000, 3);
     std::fs::write(www.path().join("big.bin"), &body).expect("big.bin");
-    let g = Glint::start(www.path(), Opts::default());
+    let g = Launch::new().config("").docroot(www.path()).start();
     std::thread::sleep(Duration::from_millis(200));
     let base = g.fd_count();
     const N: usize = 300;
-    let s = g.connect();
+    let s = g.tcp();
     let mut w = s.try_clone().expect("clone");
     // Send every request before reading any answer.
     let writer = std::thread::spawn(move || {
@@ -424,12 +411,13 @@ fn pipelined_requests_for_files_hold_few_descriptors() {
         "one pipelining client made glint hold {held} descriptors"
     );
     // Every answer still arrives, in order and whole.
-    let mut r = std::io::BufReader::new(s);
+    let mut r = Conn::wrap(s);
     let t = Instant::now();
     for i in 0..N {
         assert!(t.elapsed() < Duration::from_secs(30), "bounded");
-        let resp =
-            robust_util::read_response(&mut r, false).unwrap_or_else(|e| panic!("answer {i}: {e}"));
+        let resp = r
+            .read_response(false)
+            .unwrap_or_else(|e| panic!("answer {i}: {e}"));
         assert_eq!(resp.status, 200, "answer {i}");
         assert!(resp.body == body, "answer {i}: body differs");
     }

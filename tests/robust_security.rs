@@ -2,13 +2,13 @@
 //! injection, request smuggling, and what error pages reveal. Every request
 //! goes to glint on 127.0.0.1.
 
-mod robust_util;
+mod common;
 
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use robust_util::{read_response, Glint, Opts, Response, TempDir};
+use common::{Conn, Launch, Response, Server, TempDir};
 
 const SECRET: &str = "GLINT-TEST-SECRET-7f3a9c";
 const SMUGGLED: &str = "GLINT-TEST-SMUGGLED-41d2";
@@ -42,28 +42,21 @@ impl Site {
 
 /// Sends `raw` on a fresh connection; reads responses until the server
 /// closes (true) or goes quiet for a while (false).
-fn exchange(g: &Glint, raw: &[u8]) -> (Vec<Response>, bool) {
-    let mut s = g.connect();
+fn exchange(g: &Server, raw: &[u8]) -> (Vec<Response>, bool) {
+    let mut s = g.tcp();
     s.write_all(raw).expect("send");
     read_all(s)
 }
 
 fn read_all(s: TcpStream) -> (Vec<Response>, bool) {
-    s.set_read_timeout(Some(Duration::from_millis(1500))).ok();
-    let mut r = BufReader::new(s);
+    let mut c = Conn::wrap(s);
     let mut out = Vec::new();
     for _ in 0..10 {
-        match read_response(&mut r, false) {
+        match c.read_response_by(false, Instant::now() + Duration::from_millis(1500)) {
             Ok(resp) => out.push(resp),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return (out, true),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return (out, false)
-            }
+            // Quiet: the connection was left open.
+            Err(_) if c.timed_out => return (out, false),
+            // Closed, reset, or something that is no response.
             Err(_) => return (out, true),
         }
     }
@@ -73,7 +66,7 @@ fn read_all(s: TcpStream) -> (Vec<Response>, bool) {
 fn text(r: &Response) -> String {
     format!(
         "{}\n\n{}",
-        r.head_lines.join("\n"),
+        r.head_lines().join("\n"),
         String::from_utf8_lossy(&r.body)
     )
 }
@@ -81,13 +74,10 @@ fn text(r: &Response) -> String {
 #[test]
 fn traversal_never_reaches_a_file_outside_the_docroot() {
     let site = Site::new();
-    let g = Glint::start(
-        &site.www(),
-        Opts {
-            config: Some("server.follow-symlink = \"disable\"\n".into()),
-            ..Opts::default()
-        },
-    );
+    let g = Launch::new()
+        .config("server.follow-symlink = \"disable\"\n")
+        .docroot(&site.www())
+        .start();
     let targets: &[&[u8]] = &[
         b"/../secret.txt",
         b"/../../secret.txt",
@@ -164,13 +154,10 @@ fn traversal_never_reaches_a_file_outside_the_docroot() {
 #[test]
 fn symlinks_out_of_the_docroot_follow_the_setting() {
     let site = Site::new();
-    let off = Glint::start(
-        &site.www(),
-        Opts {
-            config: Some("server.follow-symlink = \"disable\"\n".into()),
-            ..Opts::default()
-        },
-    );
+    let off = Launch::new()
+        .config("server.follow-symlink = \"disable\"\n")
+        .docroot(&site.www())
+        .start();
     for p in ["/out.txt", "/up/secret.txt", "/in.html"] {
         let r = off.get(p).expect(p);
         assert_eq!(r.status, 403, "{p} with follow-symlink disabled");
@@ -178,13 +165,10 @@ fn symlinks_out_of_the_docroot_follow_the_setting() {
     }
     assert_eq!(off.get("/index.html").expect("index").status, 200);
 
-    let on = Glint::start(
-        &site.www(),
-        Opts {
-            config: Some("server.follow-symlink = \"enable\"\n".into()),
-            ..Opts::default()
-        },
-    );
+    let on = Launch::new()
+        .config("server.follow-symlink = \"enable\"\n")
+        .docroot(&site.www())
+        .start();
     for p in ["/out.txt", "/up/secret.txt"] {
         let r = on.get(p).expect(p);
         assert_eq!(r.status, 200, "{p} with follow-symlink enabled");
@@ -196,11 +180,11 @@ fn symlinks_out_of_the_docroot_follow_the_setting() {
 #[test]
 fn no_header_line_is_injected_through_a_redirect() {
     let site = Site::new();
-    let g = Glint::start(&site.www(), Opts::default());
+    let g = Launch::new().config("").docroot(&site.www()).start();
     // The plain case redirects: the Location is built from the raw path.
     let r = g.get("/dir").expect("dir");
     assert_eq!(r.status, 301);
-    assert_eq!(r.header("location"), Some("http://t/dir/"));
+    assert_eq!(r.header("location"), Some("http://test/dir/"));
     for t in [
         "/dir%0d%0aSet-Cookie:%20injected=1",
         "/dir%0aSet-Cookie:%20injected=1",
@@ -215,7 +199,7 @@ fn no_header_line_is_injected_through_a_redirect() {
         let (resps, _) = exchange(&g, raw.as_bytes());
         assert_eq!(resps.len(), 1, "{t}");
         let r = &resps[0];
-        for line in &r.head_lines[1..] {
+        for line in &r.head_lines()[1..] {
             assert!(
                 !line.to_ascii_lowercase().starts_with("set-cookie"),
                 "{t}: injected header line {line:?}"
@@ -245,7 +229,7 @@ enum Expect {
 #[test]
 fn smuggling_attempts_are_refused_or_framed_consistently() {
     let site = Site::new();
-    let g = Glint::start(&site.www(), Opts::default());
+    let g = Launch::new().config("").docroot(&site.www()).start();
     let next = "GET /smuggled.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
     use Expect::*;
     let cases: &[(&str, &str, Expect)] = &[
@@ -395,7 +379,7 @@ fn smuggling_attempts_are_refused_or_framed_consistently() {
 #[test]
 fn error_pages_reveal_no_paths_or_versions() {
     let site = Site::new();
-    let g = Glint::start(&site.www(), Opts::default());
+    let g = Launch::new().config("").docroot(&site.www()).start();
     let root = site.dir.path().to_string_lossy().into_owned();
     let long = "a".repeat(9000);
     let big_header = format!("X-Big: {}\r\n", "b".repeat(9000));

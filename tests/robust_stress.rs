@@ -5,15 +5,18 @@
 //! Default: 16 threads x 200 requests. `GLINT_STRESS=large`: 64 x 5000.
 //! Every loop is bounded in count and time and talks only to 127.0.0.1.
 
-mod robust_util;
+mod common;
 
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use robust_util::{pattern, read_response, Glint, Opts, Response, TempDir};
+use common::{pseudo_random, Conn, Launch, Response, TempDir};
+
+/// Longest wait for one response.
+const READ_LIMIT: Duration = Duration::from_secs(30);
 
 fn load() -> (usize, usize, Duration) {
     match std::env::var("GLINT_STRESS").as_deref() {
@@ -162,7 +165,7 @@ fn fixture() -> Fixture {
     ]
     .iter()
     .enumerate()
-    .map(|(i, (name, len))| (format!("/{name}"), pattern(*len, 11 + i as u64)))
+    .map(|(i, (name, len))| (format!("/{name}"), pseudo_random(*len, 11 + i as u64)))
     .collect();
     for (name, content) in &files {
         std::fs::write(dir.path().join(&name[1..]), content).expect("fixture");
@@ -173,7 +176,7 @@ fn fixture() -> Fixture {
 #[test]
 fn every_byte_is_right_under_concurrent_load() {
     let fx = fixture();
-    let g = Glint::start(fx._dir.path(), Opts::default());
+    let g = Launch::new().config("").docroot(fx._dir.path()).start();
     let (threads, per_thread, limit) = load();
     let files = Arc::new(fx.files.clone());
     let mismatches = Arc::new(AtomicU64::new(0));
@@ -181,7 +184,7 @@ fn every_byte_is_right_under_concurrent_load() {
     let bytes = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + limit;
     let start = Instant::now();
-    let addr = g.addr;
+    let addr = g.addr();
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let (files, mismatches, done, bytes) = (
@@ -195,9 +198,8 @@ fn every_byte_is_right_under_concurrent_load() {
                 let mut left = per_thread;
                 while left > 0 && Instant::now() < deadline {
                     let s = TcpStream::connect(addr).expect("connect");
-                    s.set_read_timeout(Some(Duration::from_secs(30))).ok();
                     let mut w = s.try_clone().expect("clone");
-                    let mut r = BufReader::new(s);
+                    let mut r = Conn::wrap(s);
                     // 1..8 requests on this connection; HTTP/1.0 now and then.
                     let n = (1 + rng.below(8) as usize).min(left);
                     let http10 = rng.below(5) == 0;
@@ -226,7 +228,8 @@ fn every_byte_is_right_under_concurrent_load() {
                         }
                         req.push_str("\r\n");
                         w.write_all(req.as_bytes()).expect("send");
-                        let verdict = read_response(&mut r, false)
+                        let verdict = r
+                            .read_response_by(false, Instant::now() + READ_LIMIT)
                             .map_err(|e| format!("read: {e}"))
                             .and_then(|resp| {
                                 bytes.fetch_add(resp.body.len() as u64, Ordering::Relaxed);
@@ -272,11 +275,11 @@ fn a_file_replaced_by_rename_is_served_whole_old_or_whole_new() {
     let versions: Vec<Vec<u8>> = [9_000usize, 20_000, 150_000, 700_000]
         .iter()
         .enumerate()
-        .map(|(i, len)| pattern(*len, 100 + i as u64))
+        .map(|(i, len)| pseudo_random(*len, 100 + i as u64))
         .collect();
     let target = dir.path().join("live.bin");
     std::fs::write(&target, &versions[0]).expect("first version");
-    let g = Glint::start(dir.path(), Opts::default());
+    let g = Launch::new().config("").docroot(dir.path()).start();
     let stop = Arc::new(AtomicBool::new(false));
     let versions = Arc::new(versions);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -303,7 +306,7 @@ fn a_file_replaced_by_rename_is_served_whole_old_or_whole_new() {
         Ok("large") => (16, 2000),
         _ => (4, 150),
     };
-    let addr = g.addr;
+    let addr = g.addr();
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let versions = Arc::clone(&versions);
@@ -313,8 +316,7 @@ fn a_file_replaced_by_rename_is_served_whole_old_or_whole_new() {
                 let mut seen = vec![0u32; versions.len()];
                 let connect = || {
                     let s = TcpStream::connect(addr).expect("connect");
-                    s.set_read_timeout(Some(Duration::from_secs(30))).ok();
-                    (s.try_clone().expect("clone"), BufReader::new(s))
+                    (s.try_clone().expect("clone"), Conn::wrap(s))
                 };
                 let (mut w, mut r) = connect();
                 // glint keeps a file it opened for up to two seconds (its
@@ -339,7 +341,7 @@ fn a_file_replaced_by_rename_is_served_whole_old_or_whole_new() {
                         "GET /live.bin HTTP/1.1\r\nHost: r\r\n\r\n"
                     };
                     w.write_all(req.as_bytes()).expect("send");
-                    let resp = match read_response(&mut r, false) {
+                    let resp = match r.read_response_by(false, Instant::now() + READ_LIMIT) {
                         Ok(resp) => resp,
                         Err(e) => {
                             eprintln!("thread {t}: {e}");

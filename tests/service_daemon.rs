@@ -1,18 +1,18 @@
 //! Start-up as a service: detaching, the pid file, privileges, systemd
 //! socket activation, worker supervision, and the packaging files.
 
-mod service_common;
+mod common;
 
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use service_common::*;
+use common::*;
 
 /// Runs `glint -f conf` (no -D) to completion of the starting process.
 fn start_daemon(conf: &std::path::Path) -> std::process::Output {
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(glint_bin())
         .arg("-f")
         .arg(conf)
         .stdin(Stdio::null())
@@ -80,7 +80,7 @@ fn daemon_detaches_writes_and_removes_its_pid_file() {
     );
     assert_eq!(fields[3], fields[2], "session id is its process group"); // setsid, then a fork
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
-    let r = get(addr, "/").unwrap();
+    let r = get_at(addr, "/").unwrap();
     assert_eq!((r.status, r.body.as_slice()), (200, &b"daemon\n"[..]));
 
     // A second start is refused while the first runs, and changes nothing.
@@ -139,14 +139,14 @@ fn drops_privileges_to_nobody() {
         free_port(),
         "server.username = \"nobody\"\nserver.max-worker = 0",
     );
-    let g = start_foreground(&conf, 1);
+    let g = Launch::new().config_file(&conf).start();
     let status = std::fs::read_to_string(format!("/proc/{}/status", g.pid())).unwrap();
     let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
     let uids: Vec<&str> = uid_line.split_whitespace().skip(1).collect();
     assert!(uids.iter().all(|u| *u != "0"), "{uid_line}");
-    let r = get(g.addr(), "/public.txt").unwrap();
+    let r = get_at(g.addr(), "/public.txt").unwrap();
     assert_eq!((r.status, r.body.as_slice()), (200, &b"for everyone\n"[..]));
-    assert_eq!(get(g.addr(), "/secret.txt").unwrap().status, 403);
+    assert_eq!(get_at(g.addr(), "/secret.txt").unwrap().status, 403);
 }
 
 #[test]
@@ -171,12 +171,15 @@ fn serves_from_inside_a_chroot() {
             jail.display()
         ),
     );
-    let g = start_foreground(&conf, 1);
+    let g = Launch::new().config_file(&conf).start();
     let root = std::fs::read_link(format!("/proc/{}/root", g.pid())).unwrap();
     assert_eq!(root, jail);
-    let r = get(g.addr(), "/").unwrap();
+    let r = get_at(g.addr(), "/").unwrap();
     assert_eq!((r.status, r.body.as_slice()), (200, &b"jailed\n"[..]));
-    assert_eq!(get(g.addr(), "/../../etc/passwd").unwrap().status / 100, 4);
+    assert_eq!(
+        get_at(g.addr(), "/../../etc/passwd").unwrap().status / 100,
+        4
+    );
 }
 
 #[test]
@@ -189,7 +192,7 @@ fn refuses_an_unknown_user() {
         free_port(),
         "server.username = \"no-such-user-glint\"",
     );
-    let out = Command::new(BIN)
+    let out = Command::new(glint_bin())
         .arg("-D")
         .arg("-f")
         .arg(&conf)
@@ -206,13 +209,13 @@ fn start_activated(
     conf: &std::path::Path,
     listener: &std::net::TcpListener,
     listeners: usize,
-) -> Glint {
+) -> Server {
     let fd = listener.as_raw_fd();
     // sh sets LISTEN_PID to its own pid, which `exec` hands to glint.
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg("LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" -D -f \"$1\"")
-        .arg(BIN)
+        .arg(glint_bin())
         .arg(conf);
     // SAFETY: dup2 and fcntl are async-signal-safe.
     unsafe {
@@ -227,7 +230,7 @@ fn start_activated(
             Ok(())
         });
     }
-    start(cmd, listeners)
+    Launch::command(cmd).listeners(listeners).start()
 }
 
 #[test]
@@ -246,7 +249,7 @@ fn uses_a_socket_handed_down_by_systemd() {
     let g = start_activated(&conf, &listener, 1);
     drop(listener);
     assert_eq!(g.addrs, vec![format!("127.0.0.1:{port}")]);
-    let r = get(g.addr(), "/").unwrap();
+    let r = get_at(g.addr(), "/").unwrap();
     assert_eq!((r.status, r.body.as_slice()), (200, &b"activated\n"[..]));
 }
 
@@ -270,7 +273,7 @@ fn serves_an_inherited_socket_no_listener_names() {
         vec![format!("127.0.0.1:{port}"), inherited.to_string()]
     );
     for a in &g.addrs {
-        let r = get(a.parse().unwrap(), "/").unwrap();
+        let r = get_at(a.parse().unwrap(), "/").unwrap();
         assert_eq!((r.status, r.body.as_slice()), (200, &b"both\n"[..]));
     }
 }
@@ -307,7 +310,7 @@ fn a_killed_worker_is_replaced() {
     let dir = TempDir::new("workers");
     let root = docroot(&dir, "www", "worker\n");
     let conf = write_conf(&dir, &root, free_port(), "server.max-worker = 2");
-    let mut g = start_foreground(&conf, 1);
+    let mut g = Launch::new().config_file(&conf).start();
     let sup = g.pid();
     assert!(
         wait_for(Duration::from_secs(5), || children(sup).len() == 2),
@@ -316,7 +319,7 @@ fn a_killed_worker_is_replaced() {
     );
     let before = children(sup);
     for _ in 0..10 {
-        assert_eq!(get(g.addr(), "/").unwrap().status, 200);
+        assert_eq!(get_at(g.addr(), "/").unwrap().status, 200);
     }
     signal(before[0], SIGKILL);
     assert!(
@@ -328,11 +331,14 @@ fn a_killed_worker_is_replaced() {
         children(sup)
     );
     for _ in 0..10 {
-        assert_eq!(get(g.addr(), "/").unwrap().status, 200);
+        assert_eq!(get_at(g.addr(), "/").unwrap().status, 200);
     }
     let workers = children(sup);
     g.signal(SIGTERM);
-    assert!(g.wait(Duration::from_secs(10)).success());
+    assert!(g
+        .wait_exit(Duration::from_secs(10))
+        .expect("glint exited")
+        .success());
     for w in workers {
         assert!(wait_for(Duration::from_secs(5), || !alive(w)));
     }
@@ -364,7 +370,7 @@ fn packaging_files_are_well_formed() {
     let dir = TempDir::new("units");
     for f in ["glint.service", "glint.socket"] {
         let text = std::fs::read_to_string(format!("{root}/conf/systemd/{f}")).unwrap();
-        std::fs::write(dir.join(f), text.replace("/usr/sbin/glint", BIN)).unwrap();
+        std::fs::write(dir.join(f), text.replace("/usr/sbin/glint", &glint_bin())).unwrap();
     }
     let out = Command::new("systemd-analyze")
         .arg("verify")
@@ -389,11 +395,11 @@ fn workers_take_a_new_configuration_on_sigusr1() {
     let b = docroot(&dir, "b", "B");
     let port = free_port();
     let conf = write_conf(&dir, &a, port, "server.max-worker = 2");
-    let mut g = start_foreground(&conf, 1);
+    let mut g = Launch::new().config_file(&conf).start();
     let sup = g.pid();
     assert!(wait_for(Duration::from_secs(5), || children(sup).len() == 2));
     let old = children(sup);
-    assert_eq!(get(g.addr(), "/").unwrap().body, b"A");
+    assert_eq!(get_at(g.addr(), "/").unwrap().body, b"A");
     let client = client_loop(g.addr());
     std::thread::sleep(Duration::from_millis(200));
     write_conf(&dir, &b, port, "server.max-worker = 2");
@@ -408,11 +414,14 @@ fn workers_take_a_new_configuration_on_sigusr1() {
         children(sup)
     );
     for _ in 0..10 {
-        let r = get(g.addr(), "/").unwrap();
+        let r = get_at(g.addr(), "/").unwrap();
         assert_eq!((r.status, r.body.as_slice()), (200, &b"B"[..]));
     }
     let seen = client.finish_without_failures();
     assert_eq!(seen.last().map(Vec::as_slice), Some(&b"B"[..]));
     g.signal(SIGINT);
-    assert!(g.wait(Duration::from_secs(10)).success());
+    assert!(g
+        .wait_exit(Duration::from_secs(10))
+        .expect("glint exited")
+        .success());
 }

@@ -1,13 +1,13 @@
 //! Signals, as lighttpd's: SIGHUP reopens the logs, SIGUSR1 re-reads the
 //! configuration without dropping a request, SIGINT stops gracefully.
 
-mod service_common;
+mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use service_common::*;
+use common::*;
 
 #[test]
 fn sighup_reopens_the_access_and_error_logs() {
@@ -25,19 +25,28 @@ fn sighup_reopens_the_access_and_error_logs() {
             errors.display()
         ),
     );
-    let mut g = start_foreground(&conf, 1);
+    let mut g = Launch::new().config_file(&conf).start();
     const N: usize = 30;
     for i in 0..N {
-        assert_eq!(get(g.addr(), &format!("/?before={i}")).unwrap().status, 200);
+        assert_eq!(
+            get_at(g.addr(), &format!("/?before={i}")).unwrap().status,
+            200
+        );
     }
     std::fs::rename(&access, dir.join("access.log.1")).unwrap();
     std::fs::rename(&errors, dir.join("error.log.1")).unwrap();
     g.signal(SIGHUP);
     for i in 0..N {
-        assert_eq!(get(g.addr(), &format!("/?after={i}")).unwrap().status, 200);
+        assert_eq!(
+            get_at(g.addr(), &format!("/?after={i}")).unwrap().status,
+            200
+        );
     }
     g.signal(SIGTERM);
-    assert!(g.wait(Duration::from_secs(10)).success());
+    assert!(g
+        .wait_exit(Duration::from_secs(10))
+        .expect("glint exited")
+        .success());
 
     let old = std::fs::read_to_string(dir.join("access.log.1")).unwrap();
     let new = std::fs::read_to_string(&access).unwrap();
@@ -73,7 +82,7 @@ fn sigusr1_reloads_without_a_failed_request() {
     let port = free_port();
     let port2 = free_port();
     let conf = write_conf(&dir, &a, port, "");
-    let mut g = start_foreground(&conf, 1);
+    let mut g = Launch::new().config_file(&conf).start();
     let addr = g.addr();
 
     let client = client_loop(addr);
@@ -88,7 +97,7 @@ fn sigusr1_reloads_without_a_failed_request() {
     g.signal(SIGUSR1);
     let addr2 = format!("127.0.0.1:{port2}").parse().unwrap();
     assert!(
-        wait_for(Duration::from_secs(5), || get(addr2, "/")
+        wait_for(Duration::from_secs(5), || get_at(addr2, "/")
             .is_ok_and(|r| r.body == b"B")),
         "the new listener does not serve the new docroot"
     );
@@ -100,16 +109,19 @@ fn sigusr1_reloads_without_a_failed_request() {
     std::thread::sleep(Duration::from_millis(300));
     let seen = client.finish_without_failures();
     assert_eq!(seen, vec![b"A".to_vec(), b"B".to_vec()]);
-    assert_eq!(get(addr, "/").unwrap().body, b"B");
-    assert_eq!(get(addr2, "/").unwrap().body, b"B");
+    assert_eq!(get_at(addr, "/").unwrap().body, b"B");
+    assert_eq!(get_at(addr2, "/").unwrap().body, b"B");
 
     // Back to one listener: the second is closed, the first stays.
     write_conf(&dir, &a, port, "");
     g.signal(SIGUSR1);
-    assert!(wait_for(Duration::from_secs(5), || get(addr2, "/").is_err()));
-    assert_eq!(get(addr, "/").unwrap().body, b"A");
+    assert!(wait_for(Duration::from_secs(5), || get_at(addr2, "/").is_err()));
+    assert_eq!(get_at(addr, "/").unwrap().body, b"A");
     g.signal(SIGTERM);
-    assert!(g.wait(Duration::from_secs(10)).success());
+    assert!(g
+        .wait_exit(Duration::from_secs(10))
+        .expect("glint exited")
+        .success());
 }
 
 #[test]
@@ -125,7 +137,7 @@ fn sigint_finishes_a_slow_download_then_exits() {
         free_port(),
         "server.graceful-shutdown-timeout = 60",
     );
-    let mut g = start_foreground(&conf, 1);
+    let mut g = Launch::new().config_file(&conf).start();
     let mut s = TcpStream::connect(g.addr()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
@@ -155,14 +167,14 @@ fn sigint_finishes_a_slow_download_then_exits() {
             "download stalled"
         );
     }
-    let r = parse(&got).unwrap();
+    let r = parse_whole(&got).unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(r.body.len(), SIZE);
     assert!(r.body == data, "the body differs");
     let head_len = got.len() - SIZE;
     let head = String::from_utf8_lossy(&got[..head_len]).to_lowercase();
     assert!(head.contains(&format!("content-length: {SIZE}")), "{head}");
-    let st = g.wait(Duration::from_secs(10));
+    let st = g.wait_exit(Duration::from_secs(10)).expect("glint exited");
     assert!(st.success(), "{st:?}");
 }
 
@@ -177,17 +189,17 @@ fn a_second_sigint_stops_at_once() {
         free_port(),
         "server.graceful-shutdown-timeout = 60",
     );
-    let mut g = start_foreground(&conf, 1);
+    let mut g = Launch::new().config_file(&conf).start();
     let mut s = TcpStream::connect(g.addr()).unwrap();
     s.write_all(b"GET /big.bin HTTP/1.0\r\n\r\n").unwrap();
     let mut buf = [0u8; 1024];
     let _ = s.read(&mut buf).unwrap();
     g.signal(SIGINT);
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        g.child.try_wait().unwrap().is_none(),
-        "stopped before the download ended"
-    );
+    assert!(g.is_running(), "stopped before the download ended");
     g.signal(SIGINT);
-    assert!(g.wait(Duration::from_secs(5)).success());
+    assert!(g
+        .wait_exit(Duration::from_secs(5))
+        .expect("glint exited")
+        .success());
 }

@@ -219,16 +219,23 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "status.config-url" => s.status_config_url = Some(string(v)?),
         "scgi.server" => s.scgi_server = Some(array(v)?),
         "fastcgi.server" => s.fastcgi_server = Some(array(v)?),
-        k if KEPT_OPTIONS.contains(&k) => {
-            if let Some(slot) = s.raw.iter_mut().find(|(rk, _)| rk == k) {
-                slot.1 = v.clone();
-            } else {
-                s.raw.push((k.to_string(), v.clone()));
-            }
-        }
+        "scgi.protocol" => match v {
+            Value::Str(p) if p == "scgi" || p == "uwsgi" => keep_raw(s, key, v),
+            _ => return Err("expects \"scgi\" or \"uwsgi\"".into()),
+        },
+        k if KEPT_OPTIONS.contains(&k) => keep_raw(s, k, v),
         _ => return Ok(Applied::Unknown),
     }
     Ok(Applied::Known)
+}
+
+/// Stores an option in [`Settings::raw`], replacing an earlier value.
+fn keep_raw(s: &mut Settings, k: &str, v: &Value) {
+    if let Some(slot) = s.raw.iter_mut().find(|(rk, _)| rk == k) {
+        slot.1 = v.clone();
+    } else {
+        s.raw.push((k.to_string(), v.clone()));
+    }
 }
 
 fn bool_value(b: bool) -> Value {

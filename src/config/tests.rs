@@ -525,6 +525,11 @@ fn errors_table() {
             "t.conf:1:1: server.port: value 70000 is out of range (at most 65535)",
         ),
         (
+            "unknown gateway protocol, also in a block",
+            "$HTTP[\"url\"] =^ \"/u\" {\n  scgi.protocol = \"uwsgi2\"\n}",
+            "t.conf:2:3: scgi.protocol: expects \"scgi\" or \"uwsgi\"",
+        ),
+        (
             "wrong type for string option",
             "server.tag = 5",
             "t.conf:1:1: server.tag: expects a string, got an integer",

@@ -214,10 +214,14 @@ pub struct CgiHead {
     pub location: Option<Vec<u8>>,
     /// The backend sent a `Status` line (without one, `Location` means 302).
     pub explicit_status: bool,
+    /// The backend chunk-encoded its body (`Transfer-Encoding: chunked`).
+    pub chunked: bool,
 }
 
 /// Looks for the end of the CGI header block (`\r\n\r\n` or `\n\n`);
-/// returns the head and the number of bytes it took.
+/// returns the head and the number of bytes it took. The status comes from
+/// a `Status:` header, or from an HTTP status line (`HTTP/1.1 200 OK`) in
+/// first place, which is how uWSGI answers.
 pub fn parse_head(buf: &[u8]) -> Result<Option<(CgiHead, usize)>, &'static str> {
     let end = find_head_end(buf);
     let Some((head_len, body_start)) = end else {
@@ -228,7 +232,15 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(CgiHead, usize)>, &'static str> 
         ..CgiHead::default()
     };
     let mut explicit_status = false;
-    for line in buf[..head_len].split(|&b| b == b'\n') {
+    let mut lines = buf[..head_len].split(|&b| b == b'\n');
+    if buf.starts_with(b"HTTP/") {
+        // `/` cannot appear in a header name, so this is a status line.
+        let line = lines.next().unwrap_or_default();
+        h.status = status_line(line.strip_suffix(b"\r").unwrap_or(line))
+            .ok_or("an invalid HTTP status line")?;
+        explicit_status = true;
+    }
+    for line in lines {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             continue;
@@ -264,10 +276,14 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(CgiHead, usize)>, &'static str> 
             h.content_length = Some(n);
             continue;
         }
-        if name.eq_ignore_ascii_case("connection")
-            || name.eq_ignore_ascii_case("transfer-encoding")
-            || name.eq_ignore_ascii_case("keep-alive")
-        {
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            // The last coding decides the framing (RFC 9112 §6.3).
+            h.chunked = value.rsplit(|&b| b == b',').next().is_some_and(|c| {
+                crate::http::request::trim_ows(c).eq_ignore_ascii_case(b"chunked")
+            });
+            continue;
+        }
+        if name.eq_ignore_ascii_case("connection") || name.eq_ignore_ascii_case("keep-alive") {
             // Hop-by-hop: glint frames the response itself.
             continue;
         }
@@ -280,7 +296,31 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(CgiHead, usize)>, &'static str> 
         h.status = 302;
     }
     h.explicit_status = explicit_status;
+    if h.chunked {
+        // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
+        h.content_length = None;
+    }
     Ok(Some((h, body_start)))
+}
+
+/// The code of `HTTP/1.x NNN reason`.
+fn status_line(line: &[u8]) -> Option<u16> {
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let version = parts.next()?;
+    let code = parts.next()?;
+    let version_ok = version.len() == 8
+        && version.starts_with(b"HTTP/")
+        && version[5].is_ascii_digit()
+        && version[6] == b'.'
+        && version[7].is_ascii_digit();
+    if !version_ok || code.len() != 3 || !code.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(code)
+        .ok()?
+        .parse::<u16>()
+        .ok()
+        .filter(|c| (100..=999).contains(c))
 }
 
 /// (end of the header lines, start of the body)
@@ -437,6 +477,30 @@ mod tests {
                 b"Connection: close\r\nTransfer-Encoding: chunked\r\nX: y\r\n\r\n",
                 Ok(Some((200, None, 1, 55))),
             ),
+            (
+                "uWSGI's status line",
+                b"HTTP/1.1 404 Not Found\r\nContent-Type: t\r\nContent-Length: 3\r\n\r\nnop",
+                Ok(Some((404, Some(3), 1, 62))),
+            ),
+            (
+                "an HTTP/1.0 status line without a reason",
+                b"HTTP/1.0 204\r\n\r\n",
+                Ok(Some((204, None, 0, 16))),
+            ),
+            (
+                "a status line keeps its code despite Location",
+                b"HTTP/1.1 201 Created\nLocation: /n\n\n",
+                Ok(Some((201, None, 1, 35))),
+            ),
+            (
+                "chunked overrides Content-Length",
+                b"Content-Length: 9\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+                Ok(Some((200, None, 0, 55))),
+            ),
+            ("bad status line code", b"HTTP/1.1 2x0 OK\r\n\r\n", Err(())),
+            ("bad status line version", b"HTTP/x 200 OK\r\n\r\n", Err(())),
+            ("status line alone", b"HTTP/1.1\r\n\r\n", Err(())),
+            ("incomplete status line", b"HTTP/1.1 200 OK\r\n", Ok(None)),
         ];
         for (what, buf, want) in cases {
             let got = parse_head(buf)
@@ -444,5 +508,17 @@ mod tests {
                 .map_err(|_| ());
             assert_eq!(&got, want, "{what}");
         }
+    }
+
+    #[test]
+    fn chunked_answers() {
+        let chunked = |b: &[u8]| parse_head(b).ok().flatten().map(|(h, _)| h.chunked);
+        assert_eq!(chunked(b"Transfer-Encoding: chunked\r\n\r\n"), Some(true));
+        assert_eq!(chunked(b"Transfer-Encoding: Chunked\r\n\r\n"), Some(true));
+        assert_eq!(
+            chunked(b"Transfer-Encoding: chunked, gzip\r\n\r\n"),
+            Some(false)
+        );
+        assert_eq!(chunked(b"Content-Length: 1\r\n\r\n"), Some(false));
     }
 }

@@ -4,13 +4,34 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
-use crate::config::Value;
+use crate::config::{Settings, Value};
 
 /// The wire protocol of a backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
     Scgi,
     FastCgi,
+    /// uWSGI's own protocol: `scgi.server` backends with `scgi.protocol = "uwsgi"`.
+    Uwsgi,
+}
+
+impl Protocol {
+    /// What an `scgi.server` backend speaks for a request with settings `s`:
+    /// `scgi.protocol` may be set globally or in a conditional block, so
+    /// one backend list can serve both (the value was checked at load).
+    pub fn of_scgi_server(s: &Settings) -> Protocol {
+        let uwsgi = s
+            .raw
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "scgi.protocol")
+            .is_some_and(|(_, v)| v.as_str() == Some("uwsgi"));
+        if uwsgi {
+            Protocol::Uwsgi
+        } else {
+            Protocol::Scgi
+        }
+    }
 }
 
 /// Where a backend listens.

@@ -1,5 +1,5 @@
-//! Gateways to SCGI and FastCGI backends (mod_scgi, mod_fastcgi), in the
-//! same event loop as the clients.
+//! Gateways to SCGI, uwsgi and FastCGI backends (mod_scgi, mod_fastcgi), in
+//! the same event loop as the clients.
 //!
 //! A request for a gateway route is answered in three steps: its body is
 //! collected (Content-Length or chunked, bounded), then it waits for a
@@ -18,6 +18,7 @@ pub mod cgi;
 pub mod config;
 pub mod fastcgi;
 pub mod scgi;
+pub mod uwsgi;
 
 use std::collections::VecDeque;
 use std::io;
@@ -63,6 +64,11 @@ pub struct Host {
     pub disabled_until: u64,
     child: Option<Child>,
     respawn_at: Option<u64>,
+    /// Dropped from the configuration by a graceful restart: kept only until
+    /// its requests are done (a spawned one is then stopped, not restarted).
+    retired: bool,
+    /// Its process was sent the kill signal.
+    stopping: bool,
 }
 
 /// One `"<prefix or extension>" => ( backends )` entry.
@@ -227,6 +233,12 @@ impl GwClient {
                 out.extend_from_slice(&self.body);
             }
             Protocol::FastCgi => fastcgi::encode_request(len, &self.env, &self.body, &mut out),
+            Protocol::Uwsgi => {
+                // start_gateway refused variables too large for uwsgi's 16-bit size.
+                if uwsgi::encode_head(len, &self.env, &mut out).is_ok() {
+                    out.extend_from_slice(&self.body);
+                }
+            }
         }
         self.request = Rc::new(out);
         self.body = Vec::new();
@@ -252,6 +264,9 @@ pub struct BackendConn {
     records: Vec<u8>,
     /// The CGI header block while it is being collected.
     head: Vec<u8>,
+    /// The backend framed its body with `Transfer-Encoding: chunked` (Quixote
+    /// does for HTTP/1.1 requests): glint decodes it and frames it anew.
+    dechunk: Option<chunked::Decoder>,
     /// Any answer byte arrived (after that, a failure cannot be retried).
     answered: bool,
     /// FastCGI END_REQUEST seen.
@@ -310,6 +325,8 @@ impl Gateways {
                             disabled_until: 0,
                             child: None,
                             respawn_at: None,
+                            retired: false,
+                            stopping: false,
                         });
                     }
                     if ids.is_empty() {
@@ -429,6 +446,10 @@ impl Gateways {
     /// (after a second, so a backend that cannot start does not spin).
     pub fn reap(&mut self, now: u64) {
         for h in &mut self.hosts {
+            if h.retired {
+                retire_step(h);
+                continue;
+            }
             if let Some(c) = &mut h.child {
                 if let Ok(Some(status)) = c.try_wait() {
                     log::error!(
@@ -463,18 +484,167 @@ impl Gateways {
     }
 }
 
+/// A retired backend: once its last request is done, its process group gets
+/// the kill signal; once the process has exited, it is reaped and forgotten.
+fn retire_step(h: &mut Host) {
+    h.respawn_at = None;
+    let Some(c) = &mut h.child else { return };
+    if !matches!(c.try_wait(), Ok(None)) {
+        h.child = None;
+        return;
+    }
+    if h.active == 0 && !h.stopping {
+        let sig = h
+            .spec
+            .spawn
+            .as_ref()
+            .and_then(|s| nix::sys::signal::Signal::try_from(s.kill_signal).ok())
+            .unwrap_or(nix::sys::signal::Signal::SIGTERM);
+        log::info!(
+            "graceful restart: stopping backend {} ({})",
+            h.spec.label,
+            h.spec.addr
+        );
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(c.id() as i32), sig);
+        h.stopping = true;
+    }
+}
+
+impl Gateways {
+    /// A graceful restart: the routes and backends of `s` take over. A
+    /// backend whose options did not change is kept as it is (its process,
+    /// its connections and its state); a new one is started; one that is no
+    /// longer configured finishes its requests and is then stopped. Nothing
+    /// changes when a new backend cannot be started.
+    ///
+    /// Returns, for each old route, the index of the new route with the same
+    /// pattern and protocol (requests under way are moved there).
+    pub fn reconfigure(&mut self, s: &Settings, now: u64) -> Result<Vec<Option<usize>>, String> {
+        let mut next = Gateways::from_settings(s)?;
+        // Which running backend each new one is.
+        let mut taken = vec![false; self.hosts.len()];
+        let mut same: Vec<Option<usize>> = Vec::with_capacity(next.hosts.len());
+        for nh in &next.hosts {
+            let found = (0..self.hosts.len())
+                .find(|&i| !taken[i] && !self.hosts[i].retired && self.hosts[i].spec == nh.spec);
+            if let Some(i) = found {
+                taken[i] = true;
+            }
+            same.push(found);
+        }
+        // Start the new spawned backends first: a failure leaves everything as it was.
+        let mut started: Vec<(usize, Child)> = Vec::new();
+        for (j, nh) in next.hosts.iter().enumerate() {
+            if nh.spec.spawn.is_none() || same[j].is_some() {
+                continue;
+            }
+            match spawn(&nh.spec) {
+                Ok(c) => started.push((j, c)),
+                Err(e) => {
+                    let why = format!(
+                        "{}: cannot start backend on {}: {e}",
+                        nh.spec.label, nh.spec.addr
+                    );
+                    for (j, c) in started {
+                        let _ = nix::sys::signal::killpg(
+                            nix::unistd::Pid::from_raw(c.id() as i32),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                        // A running backend whose socket path was taken over
+                        // must listen there again.
+                        for h in &mut self.hosts {
+                            if h.spec.addr == next.hosts[j].spec.addr && h.child.is_some() {
+                                if let Some(mut old) = h.child.take() {
+                                    let _ = nix::sys::signal::killpg(
+                                        nix::unistd::Pid::from_raw(old.id() as i32),
+                                        nix::sys::signal::Signal::SIGKILL,
+                                    );
+                                    let _ = old.wait();
+                                }
+                                h.respawn_at = Some(now);
+                            }
+                        }
+                        let mut c = c;
+                        let _ = c.wait();
+                    }
+                    return Err(why);
+                }
+            }
+        }
+        for (j, c) in started {
+            next.hosts[j].child = Some(c);
+        }
+        // Carry the running state over; the rest retires.
+        let mut map: Vec<Option<usize>> = vec![None; self.hosts.len()];
+        for (j, found) in same.iter().enumerate() {
+            if let Some(i) = *found {
+                let old = &mut self.hosts[i];
+                let nh = &mut next.hosts[j];
+                nh.active = old.active;
+                nh.cap = old.cap;
+                nh.disabled_until = old.disabled_until;
+                nh.child = old.child.take();
+                nh.respawn_at = old.respawn_at.take();
+                map[i] = Some(j);
+            }
+        }
+        for (i, old) in std::mem::take(&mut self.hosts).into_iter().enumerate() {
+            if map[i].is_some() || (old.active == 0 && old.child.is_none()) {
+                continue;
+            }
+            map[i] = Some(next.hosts.len());
+            next.hosts.push(Host {
+                retired: true,
+                ..old
+            });
+        }
+        let routes: Vec<Option<usize>> = self
+            .routes
+            .iter()
+            .map(|r| {
+                next.routes.iter().position(|n| {
+                    n.pattern == r.pattern
+                        && n.protocol == r.protocol
+                        && n.authorizer == r.authorizer
+                })
+            })
+            .collect();
+        next.conns = std::mem::take(&mut self.conns);
+        for (_, b) in next.conns.iter_mut() {
+            b.host = map.get(b.host).copied().flatten().unwrap_or(usize::MAX);
+        }
+        next.waiting = std::mem::take(&mut self.waiting);
+        next.retry_soon = true;
+        next.freed = self.freed;
+        *self = next;
+        let now_retired = self.hosts.iter_mut().filter(|h| h.retired);
+        for h in now_retired {
+            retire_step(h);
+        }
+        Ok(routes)
+    }
+}
+
 /// Starts one `bin-path` backend with its listening socket on fd 0, as FastCGI
 /// and lighttpd's spawner do. Every other descriptor glint has is close-on-exec.
 fn spawn(h: &HostSpec) -> io::Result<Child> {
     let Some(sp) = &h.spawn else {
         return Err(io::Error::other("no bin-path"));
     };
+    // A unix socket is bound beside its path and renamed over it once the
+    // backend runs: a backend that cannot start leaves the path as it was.
+    let mut staged = None;
     let listener: OwnedFd = match &h.addr {
         BackendAddr::Unix(p) => {
-            if std::fs::symlink_metadata(p).is_ok() {
-                std::fs::remove_file(p)?;
+            let mut tmp = p.clone().into_os_string();
+            tmp.push(".glint-new");
+            let tmp = std::path::PathBuf::from(tmp);
+            if std::fs::symlink_metadata(&tmp).is_ok() {
+                std::fs::remove_file(&tmp)?;
             }
-            std::os::unix::net::UnixListener::bind(p)?.into()
+            let l = std::os::unix::net::UnixListener::bind(&tmp)?;
+            staged = Some((tmp, p));
+            l.into()
         }
         BackendAddr::Tcp(a) => std::net::TcpListener::bind(a)?.into(),
     };
@@ -510,7 +680,24 @@ fn spawn(h: &HostSpec) -> io::Result<Child> {
                 .map_err(io::Error::from)
         });
     }
-    cmd.spawn()
+    let child = cmd.spawn();
+    if let Some((tmp, path)) = staged {
+        let placed = match &child {
+            Ok(_) => std::fs::rename(&tmp, path),
+            Err(_) => std::fs::remove_file(&tmp),
+        };
+        if let Err(e) = placed {
+            if let Ok(mut c) = child {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(c.id() as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                let _ = c.wait();
+                return Err(e);
+            }
+        }
+    }
+    child
 }
 
 /// Why a backend attempt failed.
@@ -547,7 +734,11 @@ impl Gateways {
         if gw.backend.is_some() || gw.done {
             return;
         }
-        let route = &mut self.routes[gw.route];
+        let Some(route) = self.routes.get_mut(gw.route) else {
+            // Its route was removed by a graceful restart.
+            fail_client(conn, 503, date);
+            return;
+        };
         let hosts = &self.hosts;
         let usable =
             |h: &usize| hosts[*h].disabled_until <= now && hosts[*h].active < hosts[*h].cap;
@@ -578,8 +769,8 @@ impl Gateways {
                 (0..n).map(|i| route.hosts[(first + i) % n]).find(usable)
             }
         };
-        let route = &self.routes[gw.route];
         let Some(h) = candidate else {
+            let route = &self.routes[gw.route];
             let all_down = route
                 .hosts
                 .iter()
@@ -653,7 +844,8 @@ impl Gateways {
             stream,
             client: key,
             host: h,
-            protocol: host.spec.protocol,
+            // The request's protocol: `scgi.protocol` may differ per request.
+            protocol: gw.protocol,
             request: Rc::clone(&gw.request),
             sent: 0,
             connected: unix,
@@ -662,6 +854,7 @@ impl Gateways {
             peer_closed: false,
             records: Vec::new(),
             head: Vec::new(),
+            dechunk: None,
             answered: false,
             ended: false,
             paused: false,
@@ -700,15 +893,7 @@ impl Gateways {
     ) {
         let result = self.progress(bkey, conn, now, date);
         match result {
-            Ok(false) => {
-                // The client's answer ended on glint's side (an X-Sendfile
-                // refusal): the rest of the backend's has nowhere to go. Kept
-                // open, it would later drive whatever request takes the
-                // client's place.
-                if conn.gw.as_ref().is_none_or(|g| g.backend != Some(bkey)) {
-                    self.remove_conn(bkey);
-                }
-            }
+            Ok(false) => {}
             Ok(true) => {
                 self.finish(bkey, conn, date);
             }
@@ -786,7 +971,14 @@ impl Gateways {
                         (_, false) => Err(Failure::Retry(
                             "closed the connection without an answer".into(),
                         )),
-                        (Protocol::Scgi, true) => Ok(true),
+                        (Protocol::Scgi | Protocol::Uwsgi, true)
+                            if b.dechunk.as_ref().is_some_and(|d| !d.is_done()) =>
+                        {
+                            Err(Failure::Broken(
+                                "closed the connection inside its chunked answer".into(),
+                            ))
+                        }
+                        (Protocol::Scgi | Protocol::Uwsgi, true) => Ok(true),
                         (Protocol::FastCgi, true) if b.ended => Ok(true),
                         (Protocol::FastCgi, true) => Err(Failure::Broken(
                             "closed the connection before END_REQUEST".into(),
@@ -798,9 +990,10 @@ impl Gateways {
                     b.answered = true;
                     let data = &buf[..n];
                     let finished = match b.protocol {
-                        Protocol::Scgi => {
-                            deliver(conn, &mut b.head, data, date, xs).map_err(Failure::Broken)?;
-                            false
+                        // Both end when the backend closes, or with the last chunk.
+                        Protocol::Scgi | Protocol::Uwsgi => {
+                            deliver(conn, &mut b.head, &mut b.dechunk, data, date, xs)
+                                .map_err(Failure::Broken)?
                         }
                         Protocol::FastCgi => {
                             b.records.extend_from_slice(data);
@@ -825,13 +1018,16 @@ impl Gateways {
                                 }
                             }
                             b.records.drain(..used);
-                            deliver(conn, &mut b.head, &stdout, date, xs)
+                            // END_REQUEST, not the last chunk, ends a FastCGI answer.
+                            deliver(conn, &mut b.head, &mut b.dechunk, &stdout, date, xs)
                                 .map_err(Failure::Broken)?;
                             b.ended |= ended;
                             ended
                         }
                     };
-                    if finished {
+                    // Finished, or the client was answered otherwise (an
+                    // X-Sendfile refused): the backend connection goes now.
+                    if finished || conn.gw.as_ref().is_none_or(|g| g.done) {
                         return Ok(true);
                     }
                     if conn.out.pending_mem() >= CLIENT_HIGH_WATER {
@@ -1004,21 +1200,25 @@ impl Gateways {
 
 /// Passes CGI output to the client: collects the head in `head_buf` until it
 /// is complete, writes the HTTP head, then the body (chunk-framed when needed).
+/// A body the backend chunk-encoded is decoded through `dechunk`; `Ok(true)`
+/// once its last chunk arrived.
 fn deliver(
     conn: &mut Connection,
     head_buf: &mut Vec<u8>,
+    dechunk: &mut Option<chunked::Decoder>,
     data: &[u8],
     date: &[u8],
     x_sendfile: Option<&[String]>,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let Some(gw) = conn.gw.as_mut() else {
-        return Ok(());
+        return Ok(false);
     };
-    if gw.rerun.is_some() || gw.done {
-        // The rest of an answer that is not passed on, or that came after
-        // glint answered the client itself (an error page).
-        return Ok(());
+    if gw.rerun.is_some() {
+        // The rest of an answer that is not passed on; it ends with the
+        // backend's end of stream (or END_REQUEST).
+        return Ok(false);
     }
+    let head_only = gw.head_only;
     let body: &[u8];
     let owned;
     if !gw.head_sent {
@@ -1029,19 +1229,24 @@ fn deliver(
         let Some((mut head, used)) =
             cgi::parse_head(head_buf).map_err(|e| format!("bad answer: {e}"))?
         else {
-            return Ok(());
+            return Ok(false);
         };
         if let Some(rerun) = rerun_for(gw, &head, head_buf.len() > used) {
             gw.rerun = Some(rerun);
             head_buf.clear();
-            return Ok(());
+            return Ok(false);
         }
         if let Some(roots) = x_sendfile {
             if let Some(path) = take_x_sendfile(&mut head) {
                 send_file_instead(conn, &head, &path, roots, date);
                 head_buf.clear();
-                return Ok(());
+                return Ok(false);
             }
+        }
+        let bodiless = matches!(head.status, 100..=199 | 204 | 304);
+        if head.chunked && !bodiless && !head_only {
+            // (A backend may leave out the body of a HEAD answer, chunks and all.)
+            *dechunk = Some(chunked::Decoder::default());
         }
         write_head(conn, &head, date);
         owned = head_buf.split_off(used);
@@ -1051,16 +1256,27 @@ fn deliver(
         body = data;
     }
     let Some(gw) = conn.gw.as_mut() else {
-        return Ok(());
+        return Ok(false);
     };
     let mut body = body;
+    let decoded: Vec<u8>;
+    let mut last_chunk = false;
+    if let Some(d) = dechunk.as_mut() {
+        let mut plain = Vec::with_capacity(body.len());
+        // Bytes after the last chunk (trailers aside) are not part of the answer.
+        d.decode(body, &mut plain)
+            .map_err(|e| format!("bad chunked answer: {e}"))?;
+        last_chunk = d.is_done();
+        decoded = plain;
+        body = &decoded;
+    }
     if let Some(rem) = gw.resp_remaining.as_mut() {
         let take = (body.len() as u64).min(*rem) as usize;
         body = &body[..take];
         *rem -= take as u64;
     }
     if body.is_empty() || gw.head_only {
-        return Ok(());
+        return Ok(last_chunk);
     }
     gw.body_sent += body.len() as u64;
     let m = &mut conn.out.mem;
@@ -1071,7 +1287,7 @@ fn deliver(
     } else {
         m.extend_from_slice(body);
     }
-    Ok(())
+    Ok(last_chunk)
 }
 
 /// Whether an answer's head makes glint run the request again rather than
@@ -1096,6 +1312,7 @@ fn rerun_for(gw: &GwClient, head: &cgi::CgiHead, body_follows: bool) -> Option<R
         && location.starts_with(b"/")
         && !location.starts_with(b"//")
         && !body_follows
+        && !head.chunked
         && head.content_length.unwrap_or(0) == 0;
     if !local {
         return None;

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use crate::accesslog::Entry;
 use crate::config::{RequestFacts, Settings};
 use crate::connection::Connection;
-use crate::gateway::{Carry, GwClient, Rerun};
+use crate::gateway::{Carry, GwClient, Protocol, Rerun};
 use crate::http::request::{Body, Method, Request};
 use crate::http::response::Responder;
 use crate::path::normalize;
@@ -335,8 +335,14 @@ pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> R
         .orig_line
         .get_or_insert_with(|| first.request_line.to_vec());
     carry.reruns += 1;
-    let route = &sh.gateways.routes[gw.route];
-    let spec = route.hosts.first().map(|&h| &sh.gateways.hosts[h].spec);
+    // (A graceful restart may have removed the route since.)
+    let spec = sh
+        .gateways
+        .routes
+        .get(gw.route)
+        .and_then(|route| route.hosts.first())
+        .and_then(|&h| sh.gateways.hosts.get(h))
+        .map(|h| &h.spec);
     let (label, addr) = spec.map_or((String::new(), String::new()), |s| {
         (s.label.clone(), s.addr.to_string())
     });
@@ -509,6 +515,10 @@ fn start_gateway(
     };
     // An authorizer is not a script below the docroot, and never sees the body.
     let authorizer = route.authorizer;
+    let protocol = match route.protocol {
+        Protocol::FastCgi => Protocol::FastCgi,
+        Protocol::Scgi | Protocol::Uwsgi => Protocol::of_scgi_server(settings),
+    };
     let docroot = spec.docroot.as_deref().unwrap_or(g.docroot);
     let (mut script_name, mut path_info) = path.split_at(g.split.min(path.len()));
     if spec.fix_root_scriptname && route.pattern == "/" {
@@ -563,22 +573,45 @@ fn start_gateway(
         server_port: g.server_port,
         server_name,
         server_software: &settings.tag,
-        scgi: route.protocol == crate::gateway::Protocol::Scgi,
+        scgi: protocol == Protocol::Scgi,
         authorizer,
     });
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
     }
+    if protocol == Protocol::Uwsgi {
+        // uwsgi describes its variables with a 16-bit size: check it now, with
+        // the longest CONTENT_LENGTH the body may reach, so encoding cannot fail.
+        let most = match req.body {
+            _ if authorizer => 0,
+            Body::None => 0,
+            Body::Length(n) => n,
+            Body::Chunked => limit,
+        };
+        let size = crate::gateway::uwsgi::vars_len(most, &env);
+        if size > crate::gateway::uwsgi::MAX_VARS {
+            log::error!(
+                "backend {} ({}): the request's uwsgi variables take {size} bytes, over {}; answering 431",
+                spec.label,
+                spec.addr,
+                crate::gateway::uwsgi::MAX_VARS
+            );
+            return Err(431);
+        }
+    }
     // An authorizer's request is complete now: it has no body to wait for.
     let mut request = Vec::new();
     if authorizer {
-        match route.protocol {
-            crate::gateway::Protocol::FastCgi => {
-                crate::gateway::fastcgi::encode_authorizer(&env, &mut request)
-            }
-            // SCGI has no roles, and its header starts with CONTENT_LENGTH.
-            crate::gateway::Protocol::Scgi => {
-                crate::gateway::scgi::encode_head(0, &env, &mut request)
+        match protocol {
+            Protocol::FastCgi => crate::gateway::fastcgi::encode_authorizer(&env, &mut request),
+            // SCGI and uwsgi have no roles: the request with CONTENT_LENGTH 0
+            // (SCGI's header must start with it).
+            Protocol::Scgi => crate::gateway::scgi::encode_head(0, &env, &mut request),
+            Protocol::Uwsgi => {
+                // The size was checked above.
+                if crate::gateway::uwsgi::encode_head(0, &env, &mut request).is_err() {
+                    return Err(431);
+                }
             }
         }
         env = crate::gateway::cgi::Env::default();
@@ -594,7 +627,7 @@ fn start_gateway(
     log_head.extend_from_slice(b"\r\n");
     Ok(Box::new(crate::gateway::GwClient {
         route: g.route,
-        protocol: route.protocol,
+        protocol,
         env,
         body: Vec::new(),
         body_remaining,

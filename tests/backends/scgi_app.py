@@ -57,6 +57,15 @@ class Handler(scgi_server.SCGIHandler):
             # A local redirect to itself, for ever.
             output.write(b"Location: /app/loop\r\n\r\n")
             return
+        if path in ("/chunked", "/chunked-cut"):
+            # The body chunk-encoded by the application itself, as Quixote does;
+            # none for HEAD; /chunked-cut stops before the last chunk.
+            output.write(b"Status: 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
+            if env.get("REQUEST_METHOD") != "HEAD":
+                output.write(b"5\r\nhello\r\n")
+                if path == "/chunked":
+                    output.write(b"6\r\n world\r\n0\r\n\r\n")
+            return
         if path == "/slow":
             time.sleep(float(env.get("QUERY_STRING") or "3"))
         if path == "/big":

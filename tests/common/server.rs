@@ -1,0 +1,492 @@
+//! The server under test: started from flags and/or a configuration text,
+//! ready once it has printed `glint: listening on ADDR`, stopped on drop.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::resource::{getrlimit, setrlimit, Resource};
+pub use nix::sys::signal::Signal::{self, SIGHUP, SIGINT, SIGKILL, SIGTERM, SIGUSR1};
+use nix::unistd::Pid;
+
+use super::{connect_tcp, wait_for, Conn, Docroot, Response, TempDir, TIMEOUT};
+
+/// Longest wait for a server to report its listeners.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The glint binary under test: `GLINT_BIN` (e.g. /work/main's), else the
+/// one built with the tests.
+pub fn glint_bin() -> String {
+    std::env::var("GLINT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_glint").to_string())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Glint,
+    Lighttpd,
+}
+
+/// Which server [`Server::start`] runs: glint, or with
+/// `GLINT_BLACKBOX_SERVER=lighttpd` lighttpd with a generated minimal
+/// config, to sanity-check the expectations against a reference.
+pub fn server_kind() -> Kind {
+    match std::env::var("GLINT_BLACKBOX_SERVER").as_deref() {
+        Ok("lighttpd") => Kind::Lighttpd,
+        _ => Kind::Glint,
+    }
+}
+
+/// How to start glint: `glint -D`, plus what the methods add.
+pub struct Launch {
+    cmd: Command,
+    listeners: usize,
+    conf_dir: Option<TempDir>,
+}
+
+impl Launch {
+    pub fn new() -> Launch {
+        let mut cmd = Command::new(glint_bin());
+        cmd.arg("-D");
+        Launch::command(cmd)
+    }
+
+    /// Any command that ends up exec'ing glint (e.g. through a shell that
+    /// sets up its environment).
+    pub fn command(cmd: Command) -> Launch {
+        Launch {
+            cmd,
+            listeners: 1,
+            conf_dir: None,
+        }
+    }
+
+    /// The configuration (lighttpd syntax), written to a file of its own and
+    /// given with `-f`.
+    pub fn config(mut self, text: &str) -> Launch {
+        let dir = TempDir::new("conf");
+        let path = dir.join("glint.conf");
+        std::fs::write(&path, text).expect("write config");
+        self.cmd.arg("-f").arg(&path);
+        self.conf_dir = Some(dir);
+        self
+    }
+
+    /// `-f path`: a configuration file the test writes (and may rewrite).
+    pub fn config_file(mut self, path: &Path) -> Launch {
+        self.cmd.arg("-f").arg(path);
+        self
+    }
+
+    /// Serves `root` on 127.0.0.1, port 0 (overriding the configuration).
+    pub fn docroot(mut self, root: &Path) -> Launch {
+        self.cmd
+            .arg("--document-root")
+            .arg(root)
+            .args(["--bind", "127.0.0.1", "--port", "0"]);
+        self
+    }
+
+    pub fn args(mut self, args: &[&str]) -> Launch {
+        self.cmd.args(args);
+        self
+    }
+
+    /// RLIMIT_NOFILE (soft and hard) for the server process.
+    pub fn nofile(mut self, n: u64) -> Launch {
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            self.cmd.pre_exec(move || {
+                setrlimit(Resource::RLIMIT_NOFILE, n, n).map_err(std::io::Error::from)
+            });
+        }
+        self
+    }
+
+    /// How many `listening on` lines to wait for (1 unless set).
+    pub fn listeners(mut self, n: usize) -> Launch {
+        self.listeners = n;
+        self
+    }
+
+    /// Starts the process and waits until it has reported its listeners;
+    /// panics with its stderr if it does not within [`START_TIMEOUT`].
+    pub fn start(mut self) -> Server {
+        let what = format!("{:?}", self.cmd.get_program());
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = self
+            .cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        let (tx, rx) = mpsc::channel::<String>();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("piped stderr");
+        let log2 = Arc::clone(&log);
+        // Drains stderr for the whole life of the process, so that it never
+        // blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                log2.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(line.clone());
+                let _ = tx.send(line);
+            }
+        });
+        const MARK: &str = "glint: listening on ";
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut addrs = Vec::new();
+        while addrs.len() < self.listeners {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                // Tolerate a log prefix before the contract text.
+                Ok(line) => {
+                    if let Some(i) = line.find(MARK) {
+                        addrs.push(line[i + MARK.len()..].trim().to_string());
+                    }
+                }
+                Err(e) => {
+                    let _ = child.kill();
+                    let st = child.wait();
+                    let why = match e {
+                        mpsc::RecvTimeoutError::Timeout => format!("within {START_TIMEOUT:?}"),
+                        mpsc::RecvTimeoutError::Disconnected => {
+                            format!("before closing stderr (exit: {st:?})")
+                        }
+                    };
+                    panic!(
+                        "{what} did not print {} `{MARK}ADDR` line(s) {why} (got {addrs:?}); stderr:\n{}",
+                        self.listeners,
+                        log.lock().unwrap_or_else(|e| e.into_inner()).join("\n")
+                    );
+                }
+            }
+        }
+        let first = match addrs[0].parse::<SocketAddr>() {
+            Ok(a) => a,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("bad listening address {:?}", addrs[0]);
+            }
+        };
+        Server {
+            child,
+            port: first.port(),
+            first,
+            addrs,
+            kind: Kind::Glint,
+            stderr: log,
+            _conf_dir: self.conf_dir,
+        }
+    }
+}
+
+/// A running server, stopped on drop (see [`Server::stop`]).
+pub struct Server {
+    child: Child,
+    first: SocketAddr,
+    /// The port of the first listener.
+    pub port: u16,
+    /// Every listener reported, in order.
+    pub addrs: Vec<String>,
+    pub kind: Kind,
+    /// Everything the server wrote on stderr so far, line by line.
+    pub stderr: Arc<Mutex<Vec<String>>>,
+    _conf_dir: Option<TempDir>,
+}
+
+impl Server {
+    /// The server of [`server_kind`] serving `root.root` on 127.0.0.1.
+    pub fn start(root: &Docroot) -> Server {
+        Server::start_with(root, &[])
+    }
+
+    /// `extra`: additional glint flags, e.g. `["--max-connections", "10"]`
+    /// (for lighttpd only `--max-connections` is translated).
+    pub fn start_with(root: &Docroot, extra: &[&str]) -> Server {
+        match server_kind() {
+            Kind::Glint => Launch::new().docroot(&root.root).args(extra).start(),
+            Kind::Lighttpd => Server::start_lighttpd(root, extra),
+        }
+    }
+
+    fn start_lighttpd(root: &Docroot, extra: &[&str]) -> Server {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let confdir = TempDir::new("lighttpd");
+        let mut conf = String::new();
+        let _ = writeln!(conf, "server.document-root = \"{}\"", root.root.display());
+        let _ = writeln!(conf, "server.bind = \"127.0.0.1\"");
+        let _ = writeln!(conf, "server.port = {port}");
+        let _ = writeln!(
+            conf,
+            "server.errorlog = \"{}\"",
+            confdir.join("error.log").display()
+        );
+        let _ = writeln!(
+            conf,
+            "server.modules += ( \"mod_indexfile\", \"mod_staticfile\" )"
+        );
+        let _ = writeln!(conf, "index-file.names = ( \"index.html\", \"index.htm\" )");
+        let _ = writeln!(conf, "server.range-requests = \"enable\"");
+        let _ = writeln!(conf, "static-file.etags = \"enable\"");
+        let _ = writeln!(conf, "etag.use-inode = \"enable\"");
+        let _ = writeln!(conf, "etag.use-mtime = \"enable\"");
+        let _ = writeln!(conf, "etag.use-size = \"enable\"");
+        let _ = writeln!(
+            conf,
+            "mimetype.assign = ( \".html\" => \"text/html; charset=utf-8\", \".htm\" => \"text/html; charset=utf-8\", \
+             \".css\" => \"text/css; charset=utf-8\", \".js\" => \"text/javascript\", \".jpg\" => \"image/jpeg\", \
+             \".jpeg\" => \"image/jpeg\", \".txt\" => \"text/plain; charset=utf-8\" )"
+        );
+        let mut it = extra.iter();
+        while let Some(a) = it.next() {
+            if *a == "--max-connections" {
+                let n = it.next().expect("--max-connections N");
+                let _ = writeln!(conf, "server.max-connections = {n}");
+            }
+        }
+        let conf_path = confdir.join("lighttpd.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let mut child = Command::new("lighttpd")
+            .arg("-D")
+            .arg("-f")
+            .arg(&conf_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start lighttpd (apt-get install lighttpd)");
+        // lighttpd says nothing when it listens: poll the port.
+        let listening = wait_for(TIMEOUT, || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+                || matches!(child.try_wait(), Ok(Some(_)))
+        });
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!(
+                "lighttpd exited early ({st}); error.log:\n{}",
+                std::fs::read_to_string(confdir.join("error.log")).unwrap_or_default()
+            );
+        }
+        if !listening {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("lighttpd did not accept on port {port} within {TIMEOUT:?}");
+        }
+        Server {
+            child,
+            port,
+            first: SocketAddr::from(([127, 0, 0, 1], port)),
+            addrs: vec![format!("127.0.0.1:{port}")],
+            kind: Kind::Lighttpd,
+            stderr: Arc::new(Mutex::new(Vec::new())),
+            _conf_dir: Some(confdir),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The first listener.
+    pub fn addr(&self) -> SocketAddr {
+        self.first
+    }
+
+    /// `Server:` value prefix expected on every response.
+    pub fn server_prefix(&self) -> &'static str {
+        match self.kind {
+            Kind::Glint => "glint/",
+            Kind::Lighttpd => "lighttpd/",
+        }
+    }
+
+    pub fn connect(&self) -> Conn {
+        Conn::connect(self.port)
+    }
+
+    /// A plain TCP connection to the first listener (see [`connect_tcp`]).
+    pub fn tcp(&self) -> TcpStream {
+        connect_tcp(self.addr()).unwrap_or_else(|e| panic!("connect to {}: {e}", self.addr()))
+    }
+
+    /// A connection that has sent a request line and no more: glint's
+    /// listeners use TCP_DEFER_ACCEPT, so a connection that sends nothing
+    /// stays in the kernel and never takes one of glint's slots.
+    pub fn connect_started(&self) -> TcpStream {
+        let mut s = self.tcp();
+        s.write_all(b"GET /index.html HTTP/1.1\r\n")
+            .expect("request line");
+        s
+    }
+
+    /// One GET on a fresh connection (see [`super::get_at`]).
+    pub fn get(&self, path: &str) -> Result<Response, String> {
+        super::get_at(self.addr(), path)
+    }
+
+    pub fn signal(&self, sig: Signal) {
+        signal(self.pid(), sig);
+    }
+
+    /// Waits up to `timeout` for the process to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let mut st = None;
+        wait_for(timeout, || {
+            st = self.child.try_wait().ok().flatten();
+            st.is_some()
+        });
+        st
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// SIGTERM (glint stops at once, and stops the backends it started),
+    /// then SIGKILL if it is still there after 2 s. Nothing if it has exited.
+    pub fn stop(&mut self) {
+        if !self.is_running() {
+            // Reaped: the pid may belong to another process by now.
+            return;
+        }
+        let _ = nix::sys::signal::kill(Pid::from_raw(self.pid()), SIGTERM);
+        if self.wait_exit(Duration::from_secs(2)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// All of stderr so far, one line after another.
+    pub fn log(&self) -> String {
+        let l = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        l.iter().map(|s| format!("{s}\n")).collect()
+    }
+
+    pub fn stderr_tail(&self) -> String {
+        let l = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let start = l.len().saturating_sub(20);
+        l[start..].join("\n")
+    }
+
+    fn proc_fds(&self) -> Vec<std::fs::DirEntry> {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.flatten().collect())
+            .unwrap_or_default()
+    }
+
+    /// Open descriptors of the server process.
+    pub fn fd_count(&self) -> usize {
+        self.proc_fds().len()
+    }
+
+    /// Open sockets of the server process (listeners, clients, the waker's
+    /// pair), leaving out files such as those in glint's open-file cache.
+    pub fn socket_count(&self) -> usize {
+        self.proc_fds()
+            .iter()
+            .filter(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|t| t.to_string_lossy().starts_with("socket:"))
+            })
+            .count()
+    }
+
+    /// The numbers of the open descriptors of the server process.
+    pub fn fd_numbers(&self) -> Vec<u32> {
+        self.proc_fds()
+            .iter()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect()
+    }
+
+    /// Resident memory in KiB.
+    pub fn rss_kb(&self) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        s.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// CPU time used so far (user + system), in clock ticks.
+    pub fn cpu_ticks(&self) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        let after = s.rsplit(')').next().unwrap_or("");
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // Fields 14 and 15 of stat; `after` starts at field 3.
+        let get = |i: usize| {
+            f.get(i - 3)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        get(14) + get(15)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Writes `conf` (lighttpd syntax) into the fixture's base directory and
+/// starts the server with `-f` on it, serving the fixture's document root.
+pub fn start_conf(d: &Docroot, conf: &str) -> Server {
+    let path = d.base.join("glint.conf");
+    std::fs::write(&path, conf).unwrap();
+    Server::start_with(d, &["-f", path.to_str().unwrap()])
+}
+
+pub fn signal(pid: i32, sig: Signal) {
+    nix::sys::signal::kill(Pid::from_raw(pid), sig)
+        .unwrap_or_else(|e| panic!("kill({pid}, {sig}): {e}"));
+}
+
+/// Whether `pid` is a live process (not a zombie).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// A port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Raises this process's soft descriptor limit towards `want`; returns the new soft limit.
+pub fn raise_own_nofile(want: u64) -> u64 {
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return 0;
+    };
+    if soft >= want {
+        return soft;
+    }
+    let new = want.min(hard);
+    match setrlimit(Resource::RLIMIT_NOFILE, new, hard) {
+        Ok(()) => new,
+        Err(_) => soft,
+    }
+}
