@@ -177,6 +177,29 @@ impl Phase {
     }
 }
 
+/// For a response that did not use the request's body: how many of the
+/// `buffered` bytes behind the head are body to drop now, and what follows
+/// the response (dropping the rest, or closing when it is chunked, too large,
+/// or the client waits for `100 Continue` before sending it).
+fn skip_body(action: BodyAction, body: Body, buffered: usize, expect: bool) -> (AfterWrite, usize) {
+    match (action, body) {
+        (BodyAction::Discard, Body::None) => (AfterWrite::NextRequest, 0),
+        (BodyAction::Discard, Body::Length(n)) => {
+            let here = (buffered as u64).min(n);
+            let rest = n - here;
+            let then = if rest == 0 {
+                AfterWrite::NextRequest
+            } else if rest <= MAX_DISCARD && !expect {
+                AfterWrite::DiscardBody(rest)
+            } else {
+                AfterWrite::Close
+            };
+            (then, here as usize)
+        }
+        _ => (AfterWrite::Close, 0),
+    }
+}
+
 /// An input buffer: `data[start..end]` holds unconsumed bytes.
 #[derive(Debug)]
 pub struct InBuf {
@@ -332,6 +355,10 @@ impl Connection {
                     let done = self.gw.as_ref().is_none_or(|g| g.done);
                     if !(done && self.out.is_empty()) {
                         break;
+                    }
+                    if self.gw.as_ref().is_some_and(|g| g.rerun.is_some()) {
+                        self.rerun(sh);
+                        continue;
                     }
                     let then = self.end_gateway(sh);
                     self.after_write(then, sh);
@@ -554,30 +581,23 @@ impl Connection {
                 }
                 let body_here = pending.len() - req.head_len;
                 let action = respond(self, sh, &req, keep_alive);
-                if action == BodyAction::Gateway {
-                    // The body (if any) goes to the backend: collect it next.
-                    let head_len = req.head_len;
-                    input.consume(head_len);
-                    self.phase = Phase::ReadingBody;
-                    return true;
-                }
-                let (then, body_consumed) = match (action, req.body) {
-                    (BodyAction::Close | BodyAction::Gateway, _)
-                    | (BodyAction::Discard, Body::Chunked) => (AfterWrite::Close, 0),
-                    (BodyAction::Discard, Body::None) => (AfterWrite::NextRequest, 0),
-                    (BodyAction::Discard, Body::Length(n)) => {
-                        let here = (body_here as u64).min(n);
-                        let rest = n - here;
-                        let then = if rest == 0 {
-                            AfterWrite::NextRequest
-                        } else if rest <= MAX_DISCARD && req.header("expect").is_none() {
-                            AfterWrite::DiscardBody(rest)
-                        } else {
-                            AfterWrite::Close
-                        };
-                        (then, here as usize)
+                match action {
+                    BodyAction::Gateway => {
+                        // The body (if any) goes to the backend: collect it next.
+                        input.consume(req.head_len);
+                        self.phase = Phase::ReadingBody;
+                        return true;
                     }
-                };
+                    BodyAction::Authorize => {
+                        // The authorizer gets the head alone; the body waits.
+                        input.consume(req.head_len);
+                        self.phase = Phase::Gateway;
+                        return true;
+                    }
+                    BodyAction::Discard | BodyAction::Close => {}
+                }
+                let (then, body_consumed) =
+                    skip_body(action, req.body, body_here, req.header("expect").is_some());
                 let body_unread = match req.body {
                     Body::None => false,
                     Body::Length(n) => body_consumed as u64 != n,
@@ -608,11 +628,68 @@ impl Connection {
             return AfterWrite::Close;
         };
         crate::handler::log_gateway(self, sh, &gw);
-        if gw.keep_alive && !sh.shutting_down {
+        let keep_alive = gw.keep_alive && !sh.shutting_down;
+        if gw.authorizer {
+            // The authorizer's answer (a refusal, or an error page) went to
+            // the client instead of the request's: its body is still unread.
+            let (body, expect) = crate::handler::unread_body(&gw);
+            return self.skip_unread_body(BodyAction::Discard, body, expect, keep_alive);
+        }
+        if keep_alive {
             AfterWrite::NextRequest
         } else {
             AfterWrite::Close
         }
+    }
+
+    /// The backend's answer said to run the request again (an authorizer
+    /// allowed it, or a local redirect): run it, and go on as for a new one.
+    fn rerun(&mut self, sh: &mut Shared) {
+        let Some(gw) = self.gw.take() else { return };
+        let keep_alive = gw.keep_alive && !sh.shutting_down;
+        let r = crate::handler::rerun(self, sh, gw);
+        match r.action {
+            BodyAction::Gateway => {
+                // Its body, if any, is buffered or still to come: collect it.
+                self.input.get_or_insert_with(|| sh.pool.take_in());
+                self.phase = Phase::ReadingBody;
+                self.on_input(sh);
+            }
+            BodyAction::Authorize => self.phase = Phase::Gateway,
+            action @ (BodyAction::Discard | BodyAction::Close) => {
+                let then = self.skip_unread_body(action, r.body, r.expects_continue, keep_alive);
+                self.phase = Phase::Writing { then };
+            }
+        }
+    }
+
+    /// For a response that did not use the request's body, still unread
+    /// behind the head: drops what of it is buffered, says what follows.
+    fn skip_unread_body(
+        &mut self,
+        action: BodyAction,
+        body: Body,
+        expect: bool,
+        keep_alive: bool,
+    ) -> AfterWrite {
+        let buffered = self.input.as_ref().map_or(0, |i| i.pending().len());
+        let (then, used) = skip_body(action, body, buffered, expect);
+        let then = if keep_alive { then } else { AfterWrite::Close };
+        if let Some(input) = self.input.as_mut() {
+            input.consume(used);
+            if then == AfterWrite::Close {
+                // Whatever else the client sent will not be answered: drain it while closing.
+                self.linger |= !input.is_empty();
+                input.consume(input.pending().len());
+            }
+        }
+        let unread = match body {
+            Body::None => false,
+            Body::Length(n) => used as u64 != n,
+            Body::Chunked => true,
+        };
+        self.linger |= then == AfterWrite::Close && unread;
+        then
     }
 
     /// A complete gateway request waits for a backend connection.

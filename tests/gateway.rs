@@ -61,8 +61,13 @@ fn scgi_backend_logging(args: &[&str], log: Option<&Path>) -> (Backend, String) 
 
 /// Starts the flup application on a unix socket and waits until it accepts.
 fn flup_backend(sock: &Path) -> Backend {
+    flup_script("fcgi_app.py", sock)
+}
+
+/// Starts a flup script of `tests/backends` on a unix socket and waits until it accepts.
+fn flup_script(script: &str, sock: &Path) -> Backend {
     let child = Command::new("python3")
-        .arg(backends_dir().join("fcgi_app.py"))
+        .arg(backends_dir().join(script))
         .arg(sock)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -706,6 +711,38 @@ fn x_sendfile_serves_files_the_backend_names() {
         r.describe(),
         s.stderr_tail()
     );
+
+    // A refused file whose backend goes on answering after the 403 went
+    // out: the rest of that answer must not reach the client's next
+    // request (which takes the refused one's place in glint's tables), nor
+    // follow the 403 page.
+    let mut c = s.connect();
+    c.send(
+        format!(
+            "GET /x/xsend-late?{} HTTP/1.1\r\nHost: t\r\n\r\n",
+            secret.display()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!(r.status, 403, "{}", r.describe());
+    c.send(b"GET /x/slow?0.6 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let rest = c.read_to_close(TIMEOUT).unwrap_or_default();
+    let text = String::from_utf8_lossy(&rest);
+    assert!(text.starts_with("HTTP/1.1 200 "), "after the 403: {text:?}");
+    assert!(!text.contains("late body"), "{text:?}");
+    drop(c);
+    let r = fetch(&s, &get("/x/xsend-late?/nonexistent-dir/x", &[]));
+    assert_eq!(r.status, 403, "{}", r.describe());
+    let r = fetch(&s, &get("/x/slow?0.6", &[]));
+    assert_eq!(
+        r.status,
+        200,
+        "a new connection in the old one's place: {}",
+        r.describe()
+    );
 }
 
 #[test]
@@ -1263,4 +1300,229 @@ fn quixote_demo_over_scgi() {
         "no backend failed:\n{}",
         s.stderr_tail()
     );
+}
+
+#[test]
+fn fastcgi_authorizer_guards_files_and_responders() {
+    let d = Docroot::new();
+    d.file("private/page.txt", b"private page\n");
+    d.file("public.txt", b"public page\n");
+    d.file("vault/doc.txt", b"the docroot's copy\n");
+    let alt = d.base.join("alt");
+    std::fs::create_dir_all(alt.join("vault")).unwrap();
+    std::fs::write(alt.join("vault/doc.txt"), b"the authorizer's docroot\n").unwrap();
+    let auth_sock = d.base.join("auth.socket");
+    let _auth = flup_script("fcgi_authorizer.py", &auth_sock);
+    let (_app, port) = scgi_backend(&["tcp"]);
+    let conf = format!(
+        "server.document-root = \"{root}\"\n\
+         fastcgi.server = (\n\
+           \"/private\" => ( \"auth\" => ( \"socket\" => \"{sock}\", \"mode\" => \"authorizer\", \"check-local\" => \"disable\" ) ),\n\
+           \"/vault\" => ( \"auth\" => ( \"socket\" => \"{sock}\", \"mode\" => \"authorizer\", \"docroot\" => \"{alt}\" ) ) )\n\
+         scgi.server = ( \"/private/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        root = d.root.display(),
+        sock = auth_sock.display(),
+        alt = alt.display()
+    );
+    let s = start_conf(&d, &conf);
+    let good = ["X-Token: good"];
+
+    // Allowed: the static file is served; nothing of the authorizer's 200 shows.
+    let r = fetch(&s, &get("/private/page.txt", &good));
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
+    assert_eq!(body_text(&r), "private page\n");
+    assert_eq!(r.header("x-leak"), None, "only Variable- headers count");
+
+    // Refused: the authorizer's status, headers and body go to the client.
+    let r = fetch(&s, &get("/private/page.txt", &["X-Token: bad"]));
+    assert_eq!(r.status, 401, "{}", r.describe());
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Token realm=\"glint-test\"")
+    );
+    let text = body_text(&r);
+    assert!(text.starts_with("denied by the authorizer\n"), "{text}");
+    assert!(!text.contains("private page"), "{text}");
+    // What the authorizer saw: the head of the request, no body, no script split.
+    let saw = |k: &str| env_of(&r, k);
+    assert_eq!(saw("REQUEST_METHOD").as_deref(), Some("GET"));
+    assert_eq!(saw("REQUEST_URI").as_deref(), Some("/private/page.txt"));
+    assert_eq!(saw("CONTENT_LENGTH").as_deref(), Some("(none)"), "{text}");
+    assert_eq!(saw("SCRIPT_NAME").as_deref(), Some(""), "{text}");
+    let file = format!("{}/private/page.txt", d.root.display());
+    assert_eq!(saw("SCRIPT_FILENAME"), Some(file));
+
+    let r = fetch(&s, &get("/private/forbidden.txt", &good));
+    assert_eq!(r.status, 403, "{}", r.describe());
+    assert!(body_text(&r).starts_with("forbidden by the authorizer\n"));
+
+    // Not guarded: no authorizer involved.
+    let r = fetch(&s, &get("/public.txt", &[]));
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "public page\n"));
+
+    // Allowed, then a responder answers, with the authorizer's variables.
+    let r = fetch(&s, &get("/private/app/who?x=1", &good));
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(r.header("x-backend"), Some("scgi"));
+    for (k, v) in [
+        ("AUTH_USER", "alice"),
+        ("AUTH_METHOD", "token"),
+        ("SCRIPT_NAME", "/private/app"),
+        ("PATH_INFO", "/who"),
+        ("REQUEST_URI", "/private/app/who?x=1"),
+    ] {
+        assert_eq!(env_of(&r, k).as_deref(), Some(v), "{k}:\n{}", body_text(&r));
+    }
+    assert_eq!(env_of(&r, "HTTP_X_LEAK"), None);
+    let r = fetch(&s, &get("/private/app/who", &[]));
+    assert_eq!(r.status, 401, "the responder is guarded too");
+
+    // One keep-alive connection: an allowed POST's body reaches the
+    // responder whole; a refused POST's body is dropped, and the
+    // connection goes on.
+    let mut c = s.connect();
+    let body = pseudo_random(100_000, 11);
+    for (token, want) in [("good", 200), ("bad", 401), ("good", 200)] {
+        let mut req = format!(
+            "POST /private/app/upload HTTP/1.1\r\nHost: t\r\nX-Token: {token}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        c.send(&req).unwrap();
+        let r = c.read_response(false).unwrap();
+        assert_eq!(r.status, want, "{}\n{}", r.describe(), s.stderr_tail());
+        if want == 200 {
+            assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
+            assert_eq!(env_of(&r, "AUTH_USER").as_deref(), Some("alice"));
+        }
+    }
+    c.send(b"GET /public.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "public page\n"));
+
+    // With `docroot`, the authorizer's docroot serves the allowed files.
+    let r = fetch(&s, &get("/vault/doc.txt", &good));
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(body_text(&r), "the authorizer's docroot\n");
+    let r = fetch(&s, &get("/vault/doc.txt", &[]));
+    assert_eq!(r.status, 401, "{}", r.describe());
+}
+
+#[test]
+fn fastcgi_authorizer_down_answers_like_a_responder() {
+    let d = Docroot::new();
+    d.file("private/page.txt", b"private page\n");
+    let missing = d.base.join("no-authorizer.socket");
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         fastcgi.server = ( \"/private\" => ( ( \"socket\" => \"{}\", \"mode\" => \"authorizer\" ) ) )\n",
+        d.root.display(),
+        missing.display()
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(&s, &get("/private/page.txt", &["X-Token: good"]));
+    assert_eq!(r.status, 503, "{}", r.describe());
+    assert!(!body_text(&r).contains("private page"));
+    assert!(
+        logged(&s, "no-authorizer.socket"),
+        "the log names the backend:\n{}",
+        s.stderr_tail()
+    );
+}
+
+#[test]
+fn local_redirects_are_served_inside() {
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let d = Docroot::new();
+    d.file("static.txt", b"a static file\n");
+    let host =
+        format!("\"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\"");
+    let access = d.base.join("access.log");
+    let conf = format!(
+        "server.document-root = \"{root}\"\n\
+         accesslog.filename = \"{access}\"\n\
+         scgi.server = ( \"/app\" => ( ( {host} ) ),\n\
+                         \"/plain\" => ( ( {host}, \"local-redir\" => \"disable\" ) ) )\n",
+        root = d.root.display(),
+        access = access.display()
+    );
+    let s = start_conf(&d, &conf);
+
+    // To a static file: its answer, not a 302.
+    let r = fetch(&s, &get("/app/redirect?/static.txt", &[]));
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
+    assert_eq!(body_text(&r), "a static file\n");
+    assert_eq!(r.header("location"), None);
+    let r = fetch(&s, &head("/app/redirect?/static.txt", &[]));
+    assert_eq!((r.status, r.content_length()), (200, Some(14)));
+
+    // To another gateway path: a GET for the new target, without the body
+    // the first request had.
+    let r = fetch(
+        &s,
+        b"POST /app/redirect?/app/echo?from=redir HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+    );
+    assert_eq!(r.status, 200, "{}", r.describe());
+    for (k, v) in [
+        ("REQUEST_METHOD", "GET"),
+        ("REQUEST_URI", "/app/echo?from=redir"),
+        ("PATH_INFO", "/echo"),
+        ("QUERY_STRING", "from=redir"),
+        ("CONTENT_LENGTH", "0"),
+        ("BODY-LEN", "0"),
+        ("HTTP_HOST", "t"),
+    ] {
+        assert_eq!(env_of(&r, k).as_deref(), Some(v), "{k}:\n{}", body_text(&r));
+    }
+    assert_eq!(env_of(&r, "CONTENT_TYPE"), None);
+
+    // A Status with the Location, or an absolute URL: the client's redirect.
+    let r = fetch(&s, &get("/app/redirect-302?/static.txt", &[]));
+    assert_eq!(r.status, 302, "{}", r.describe());
+    assert_eq!(r.header("location"), Some("/static.txt"));
+    let r = fetch(&s, &get("/app/redirect?http://example.com/x", &[]));
+    assert_eq!(r.status, 302, "{}", r.describe());
+    assert_eq!(r.header("location"), Some("http://example.com/x"));
+    // `"local-redir" => "disable"` passes even a bare Location on.
+    let r = fetch(&s, &get("/plain/redirect?/static.txt", &[]));
+    assert_eq!(r.status, 302, "{}", r.describe());
+    assert_eq!(r.header("location"), Some("/static.txt"));
+
+    // A redirect loop ends in 500 and a log line, and the connection goes on.
+    let mut c = s.connect();
+    c.send(b"GET /app/loop HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!(r.status, 500, "{}", r.describe());
+    c.send(b"GET /app/redirect?/static.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
+    assert!(
+        logged(
+            &s,
+            &format!(
+                "{port}): \"GET /app/loop HTTP/1.1\" ran 5 times inside glint (a redirect loop?)"
+            )
+        ),
+        "the log names the loop and the backend:\n{}",
+        s.stderr_tail()
+    );
+    // The access log shows the request the client sent, with the final status.
+    let want = "\"GET /app/redirect?/static.txt HTTP/1.1\" 200 14";
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let log = std::fs::read_to_string(&access).unwrap_or_default();
+        if log.contains(want) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {want} in the access log:\n{log}"
+        );
+        // glint flushes its access log once a second; there is nothing to wait on.
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -26,6 +26,10 @@ pub struct EnvInput<'a> {
     pub server_software: &'a str,
     /// The SCGI protocol wants `SCGI=1`.
     pub scgi: bool,
+    /// For an authorizer: no `SCRIPT_NAME`, `PATH_INFO` or
+    /// `PATH_TRANSLATED` (FastCGI spec, 6.3), and `SCRIPT_FILENAME` names
+    /// the whole path.
+    pub authorizer: bool,
 }
 
 /// CGI variables as `NAME\0VALUE\0` pairs in one buffer (SCGI's own
@@ -78,6 +82,41 @@ impl Env {
             .find(|(k, _)| *k == name.as_bytes())
             .map(|(_, v)| v)
     }
+
+    /// Sets `name` to `value`, replacing what glint or the client put there
+    /// (an authorizer's `Variable-` headers are trusted over both).
+    pub fn set(&mut self, name: &[u8], value: &[u8]) {
+        if self.pairs().any(|(k, _)| k == name) {
+            let mut kept = Env::default();
+            for (k, v) in self.pairs().filter(|(k, _)| *k != name) {
+                kept.put(k, v);
+            }
+            *self = kept;
+        }
+        self.put(name, value);
+    }
+}
+
+/// The variable an authorizer's `Variable-NAME` header sets: NAME in upper
+/// case, with every character but letters and digits turned into `_`
+/// (`Variable-auth-user` sets `AUTH_USER`). None for other headers.
+pub fn authorizer_variable(header: &str) -> Option<String> {
+    const PREFIX: &str = "variable-";
+    let name = header.get(PREFIX.len()..)?;
+    if !header[..PREFIX.len()].eq_ignore_ascii_case(PREFIX) || name.is_empty() {
+        return None;
+    }
+    Some(
+        name.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect(),
+    )
 }
 
 /// The CGI/1.1 variables for one request, but `CONTENT_LENGTH`, which the
@@ -105,13 +144,16 @@ pub fn environment(e: &EnvInput<'_>) -> Env {
     env.put(b"REQUEST_METHOD", e.req.method_str.as_bytes());
     env.put(b"REQUEST_URI", e.req.target.as_bytes());
     env.put(b"QUERY_STRING", e.query.as_bytes());
-    env.put(b"SCRIPT_NAME", e.script_name.as_bytes());
     let root = e.document_root.trim_end_matches('/').as_bytes();
-    if !e.path_info.is_empty() {
-        env.put(b"PATH_INFO", e.path_info.as_bytes());
-        env.put(b"PATH_TRANSLATED", &[root, e.path_info.as_bytes()].concat());
+    if !e.authorizer {
+        env.put(b"SCRIPT_NAME", e.script_name.as_bytes());
+        if !e.path_info.is_empty() {
+            env.put(b"PATH_INFO", e.path_info.as_bytes());
+            env.put(b"PATH_TRANSLATED", &[root, e.path_info.as_bytes()].concat());
+        }
     }
-    let script = if e.script_filename_whole_path {
+    // An authorizer's request names no script: its file is the whole path.
+    let script = if e.script_filename_whole_path || e.authorizer {
         e.path
     } else {
         e.script_name
@@ -170,6 +212,8 @@ pub struct CgiHead {
     pub headers: Vec<(String, Vec<u8>)>,
     pub content_length: Option<u64>,
     pub location: Option<Vec<u8>>,
+    /// The backend sent a `Status` line (without one, `Location` means 302).
+    pub explicit_status: bool,
     /// The backend chunk-encoded its body (`Transfer-Encoding: chunked`).
     pub chunked: bool,
 }
@@ -251,6 +295,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(CgiHead, usize)>, &'static str> 
     if h.location.is_some() && !explicit_status {
         h.status = 302;
     }
+    h.explicit_status = explicit_status;
     if h.chunked {
         // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
         h.content_length = None;
@@ -321,6 +366,7 @@ mod tests {
             server_name: "h",
             server_software: "glint",
             scgi: true,
+            authorizer: false,
         });
         let cases: &[(&str, Option<&[u8]>)] = &[
             ("SCGI", Some(b"1")),
@@ -339,6 +385,63 @@ mod tests {
             assert_eq!(env.get(k), *want, "{k}");
         }
         assert_eq!(env.pairs().filter(|(k, _)| *k == b"HTTP_X_A").count(), 1);
+
+        // An authorizer sees no script split, and the whole path as the file.
+        let env = environment(&EnvInput {
+            req: &req,
+            path: "/app/x",
+            query: "q=1",
+            script_name: "/app",
+            path_info: "/x",
+            document_root: "/srv/",
+            remote: None,
+            remote_port: 0,
+            server_addr: "",
+            server_port: 80,
+            server_name: "h",
+            server_software: "glint",
+            scgi: false,
+            script_filename_whole_path: false,
+            authorizer: true,
+        });
+        for k in [
+            "SCRIPT_NAME",
+            "PATH_INFO",
+            "PATH_TRANSLATED",
+            "CONTENT_LENGTH",
+        ] {
+            assert_eq!(env.get(k), None, "{k}");
+        }
+        assert_eq!(env.get("SCRIPT_FILENAME"), Some(&b"/srv/app/x"[..]));
+    }
+
+    #[test]
+    fn set_replaces_and_variables() {
+        let mut env = Env::from_pairs(&[("A", "1"), ("HTTP_X_USER", "client"), ("B", "2")]);
+        env.set(b"HTTP_X_USER", b"alice");
+        env.set(b"C", b"3");
+        let pairs: Vec<_> = env.pairs().collect();
+        assert_eq!(
+            pairs,
+            [
+                (&b"A"[..], &b"1"[..]),
+                (b"B", b"2"),
+                (b"HTTP_X_USER", b"alice"),
+                (b"C", b"3")
+            ]
+        );
+        let cases = [
+            ("Variable-AUTH_USER", Some("AUTH_USER")),
+            ("variable-auth-method", Some("AUTH_METHOD")),
+            ("VARIABLE-x.y", Some("X_Y")),
+            ("Variable-", None),
+            ("Variables", None),
+            ("X-Variable-A", None),
+            ("Content-Type", None),
+        ];
+        for (h, want) in cases {
+            assert_eq!(authorizer_variable(h).as_deref(), want, "{h}");
+        }
     }
 
     #[test]

@@ -92,6 +92,13 @@ pub struct HostSpec {
     /// `x-sendfile`: the backend may answer with `X-Sendfile: path`.
     pub x_sendfile: bool,
     pub x_sendfile_docroot: Vec<String>,
+    /// `"mode" => "authorizer"`: the backend decides whether a request may
+    /// go on (FastCGI's Authorizer role) instead of answering it.
+    pub authorizer: bool,
+    /// `local-redir` (default enable): an answer that is only a
+    /// `Location: /path` (CGI/1.1's local redirect) makes glint serve that
+    /// path itself instead of passing a 302 on.
+    pub local_redir: bool,
 }
 
 /// One mapping from a URL prefix or an extension to backends.
@@ -194,6 +201,8 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
         read_timeout: 60,
         x_sendfile: false,
         x_sendfile_docroot: Vec::new(),
+        authorizer: false,
+        local_redir: true,
     };
     let mut kill_signal = 15;
     for (k, v) in items {
@@ -223,7 +232,7 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
                 }
             }
             "max-procs" => max_procs = number(v, k)?.clamp(1, 256),
-            "min-procs" | "idle-timeout" | "max-load-per-proc" | "mode" | "write-timeout"
+            "min-procs" | "idle-timeout" | "max-load-per-proc" | "write-timeout"
             | "tcp-fin-propagate" | "proto" => {}
             "kill-signal" => kill_signal = number(v, k)? as i32,
             "check-local" => spec.check_local = flag(v, k)?,
@@ -240,6 +249,20 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
             "listen-backlog" => {
                 spec.listen_backlog = i32::try_from(number(v, k)?.clamp(1, 65_535)).unwrap_or(1024)
             }
+            "mode" => {
+                spec.authorizer = match text(v, k)?.as_str() {
+                    "authorizer" => true,
+                    "responder" => false,
+                    // A mistyped mode must not quietly turn an authorizer
+                    // into a responder: refuse the configuration.
+                    other => {
+                        return Err(format!(
+                            "mode \"{other}\" is not known (\"responder\" or \"authorizer\")"
+                        ))
+                    }
+                }
+            }
+            "local-redir" => spec.local_redir = flag(v, k)?,
             "x-sendfile-docroot" => {
                 if let Value::Array(list) = v {
                     for (_, d) in list {
@@ -368,5 +391,37 @@ mod tests {
             .unwrap_err()
             .contains("needs \"socket\""));
         assert!(parse_servers(&s("x"), Protocol::Scgi).is_err());
+        let bad_mode = arr(vec![(
+            Some("/x"),
+            arr(vec![(
+                None,
+                arr(vec![
+                    (Some("socket"), s("/tmp/a")),
+                    (Some("mode"), s("authoriser")),
+                ]),
+            )]),
+        )]);
+        assert!(parse_servers(&bad_mode, Protocol::FastCgi)
+            .unwrap_err()
+            .contains("authoriser"));
+    }
+
+    #[test]
+    fn modes() {
+        let host = |opts: Vec<(Option<&str>, Value)>| {
+            let v = arr(vec![(Some("/x"), arr(vec![(None, arr(opts))]))]);
+            parse_servers(&v, Protocol::FastCgi).unwrap()[0].hosts[0].clone()
+        };
+        let plain = host(vec![(Some("socket"), s("/tmp/a"))]);
+        assert!(
+            !plain.authorizer && plain.local_redir,
+            "responder, local redirects on"
+        );
+        let auth = host(vec![
+            (Some("socket"), s("/tmp/a")),
+            (Some("mode"), s("authorizer")),
+            (Some("local-redir"), s("disable")),
+        ]);
+        assert!(auth.authorizer && !auth.local_redir);
     }
 }

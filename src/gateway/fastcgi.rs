@@ -13,6 +13,7 @@ const STDIN: u8 = 5;
 const STDOUT: u8 = 6;
 const STDERR: u8 = 7;
 const RESPONDER: u16 = 1;
+const AUTHORIZER: u16 = 2;
 /// glint sends one request per backend connection.
 pub const REQUEST_ID: u16 = 1;
 /// Largest record content; the length field is 16 bits.
@@ -64,6 +65,24 @@ pub fn encode_request(content_length: u64, env: &Env, body: &[u8], out: &mut Vec
     stream(out, PARAMS, &params);
     header(out, PARAMS, 0);
     stream(out, STDIN, body);
+    header(out, STDIN, 0);
+}
+
+/// Appends a whole Authorizer request: BEGIN_REQUEST with the AUTHORIZER
+/// role, the PARAMS stream without `CONTENT_LENGTH` (the spec, 6.3: an
+/// authorizer sees the request's head, never its body), and an empty STDIN.
+pub fn encode_authorizer(env: &Env, out: &mut Vec<u8>) {
+    header(out, BEGIN_REQUEST, 8);
+    out.extend_from_slice(&[(AUTHORIZER >> 8) as u8, AUTHORIZER as u8, 0, 0, 0, 0, 0, 0]);
+    let mut params = Vec::with_capacity(env.as_bytes().len() + 64);
+    for (k, v) in env.pairs() {
+        push_len(&mut params, k.len());
+        push_len(&mut params, v.len());
+        params.extend_from_slice(k);
+        params.extend_from_slice(v);
+    }
+    stream(out, PARAMS, &params);
+    header(out, PARAMS, 0);
     header(out, STDIN, 0);
 }
 
@@ -131,6 +150,20 @@ mod tests {
         );
         assert_eq!(&rest[8..18], &[1, 5, 0, 1, 0, 2, 0, 0, b'h', b'i']);
         assert_eq!(&rest[18..], &[1, 5, 0, 1, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn authorizer_records() {
+        let env = Env::from_pairs(&[("A", "b")]);
+        let mut out = Vec::new();
+        encode_authorizer(&env, &mut out);
+        let want: &[u8] = &[
+            1, 1, 0, 1, 0, 8, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, // BEGIN_REQUEST, role 2
+            1, 4, 0, 1, 0, 4, 0, 0, 1, 1, b'A', b'b', // PARAMS: A=b, no CONTENT_LENGTH
+            1, 4, 0, 1, 0, 0, 0, 0, // end of PARAMS
+            1, 5, 0, 1, 0, 0, 0, 0, // empty STDIN
+        ];
+        assert_eq!(out, want);
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! answer is streamed to the client, framed with Content-Length when the
 //! backend gave one and chunked otherwise. Reading from the backend pauses
 //! while the client is slow, so no whole body sits in memory.
+//!
+//! Two answers are not passed on: an authorizer's 200 (FastCGI's Authorizer
+//! role: the request goes on, with its `Variable-`s) and a local redirect
+//! (`Location: /path` alone). For both the connection runs the request again
+//! (`GwClient::rerun`, [`crate::handler::rerun`]).
 
 pub mod cgi;
 pub mod config;
@@ -44,6 +49,9 @@ pub const CLIENT_HIGH_WATER: usize = 256 * 1024;
 pub const MAX_BODY: u64 = 64 * 1024 * 1024;
 /// A request the backend closed before answering a single byte is sent again this often.
 const MAX_ATTEMPTS: u8 = 3;
+/// Most times one client request is run again inside glint (an authorizer
+/// allowed it, a backend redirected it locally); past it the client gets 500.
+pub const MAX_RERUNS: u8 = 5;
 
 /// One backend (a label's address, or one spawned process).
 pub struct Host {
@@ -68,6 +76,8 @@ pub struct Route {
     pub pattern: String,
     pub extension: bool,
     pub protocol: Protocol,
+    /// Its backends are authorizers (`"mode" => "authorizer"`).
+    pub authorizer: bool,
     pub hosts: Vec<usize>,
     pub balance: Balance,
     /// Next host for round-robin.
@@ -140,11 +150,48 @@ pub struct GwClient {
     pub body_sent: u64,
     /// The backend is finished; the connection continues once the output is written.
     pub done: bool,
-    /// The request head as received, for the access log at the end.
+    /// The request head of this pass (its request line names the current
+    /// target), for the access log and for running the request again.
     pub log_head: Vec<u8>,
     /// Hashes of the URL path and of the client address, for `hash` and `sticky` balancing.
     pub hash_path: u64,
     pub hash_ip: u64,
+    /// The backend is an authorizer: its 200 lets the request go on, its
+    /// other answers go to the client. The request body stays unread meanwhile.
+    pub authorizer: bool,
+    /// A `Location: /path` answer is followed inside glint (`local-redir`).
+    pub local_redir: bool,
+    /// What the request carries from earlier passes (see [`Carry`]).
+    pub carry: Carry,
+    /// Set when the answer says to run the request again: the rest of the
+    /// answer is read and dropped, then the connection runs it.
+    pub rerun: Option<Rerun>,
+}
+
+/// What one client request carries from one pass through the handler chain
+/// to the next, when glint runs it again itself.
+#[derive(Debug, Default, Clone)]
+pub struct Carry {
+    /// An authorizer allowed the request (for its current path).
+    pub authorized: bool,
+    /// The allowing authorizer's `docroot`: files are served from there.
+    pub docroot: Option<String>,
+    /// Its `Variable-NAME: value` headers, as (NAME, value): set in the
+    /// environment of every later backend request.
+    pub vars: Vec<(String, Vec<u8>)>,
+    /// Times the request was run again so far.
+    pub reruns: u8,
+    /// The request line as the client sent it, for the access log.
+    pub orig_line: Option<Vec<u8>>,
+}
+
+/// Why glint runs a request again once its backend's answer is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rerun {
+    /// An authorizer answered 200; its `Variable-` headers as (NAME, value).
+    Authorized(Vec<(String, Vec<u8>)>),
+    /// A local redirect (RFC 3875 6.2.2) to this path and query.
+    Redirect(String),
 }
 
 /// FNV-1a: a stable hash for picking a backend.
@@ -265,28 +312,36 @@ impl Gateways {
             let balance = Balance::from_setting(s, balance_key);
             let routes = config::parse_servers(v, p).map_err(|e| format!("{name}: {e}"))?;
             for r in routes {
-                let mut ids = Vec::new();
-                for h in r.hosts.clone() {
-                    ids.push(g.hosts.len());
-                    g.hosts.push(Host {
-                        cap: h.max_conns,
-                        spec: h,
-                        active: 0,
-                        disabled_until: 0,
-                        child: None,
-                        respawn_at: None,
-                        retired: false,
-                        stopping: false,
+                // Authorizers and responders under one pattern are two
+                // routes: the authorizer's is looked up first.
+                for authorizer in [true, false] {
+                    let mut ids = Vec::new();
+                    for h in r.hosts.iter().filter(|h| h.authorizer == authorizer) {
+                        ids.push(g.hosts.len());
+                        g.hosts.push(Host {
+                            cap: h.max_conns,
+                            spec: h.clone(),
+                            active: 0,
+                            disabled_until: 0,
+                            child: None,
+                            respawn_at: None,
+                            retired: false,
+                            stopping: false,
+                        });
+                    }
+                    if ids.is_empty() {
+                        continue;
+                    }
+                    g.routes.push(Route {
+                        extension: r.is_extension(),
+                        protocol: p,
+                        authorizer,
+                        balance,
+                        next: 0,
+                        pattern: r.pattern.clone(),
+                        hosts: ids,
                     });
                 }
-                g.routes.push(Route {
-                    extension: r.is_extension(),
-                    protocol: p,
-                    balance,
-                    next: 0,
-                    pattern: r.pattern,
-                    hosts: ids,
-                });
             }
         }
         Ok(g)
@@ -296,9 +351,21 @@ impl Gateways {
         self.routes.is_empty()
     }
 
-    /// The route for a path and where its script name ends.
+    /// The responder route for a path and where its script name ends.
     pub fn route_for(&self, path: &str) -> Option<(usize, usize)> {
+        self.find_route(path, false)
+    }
+
+    /// The authorizer route that guards a path, if any.
+    pub fn authorizer_for(&self, path: &str) -> Option<(usize, usize)> {
+        self.find_route(path, true)
+    }
+
+    fn find_route(&self, path: &str, authorizer: bool) -> Option<(usize, usize)> {
         for (i, r) in self.routes.iter().enumerate() {
+            if r.authorizer != authorizer {
+                continue;
+            }
             if r.extension {
                 // `.php` matches `/a.php` and `/a.php/more` (the rest is PATH_INFO).
                 let mut from = 0;
@@ -535,9 +602,11 @@ impl Gateways {
             .routes
             .iter()
             .map(|r| {
-                next.routes
-                    .iter()
-                    .position(|n| n.pattern == r.pattern && n.protocol == r.protocol)
+                next.routes.iter().position(|n| {
+                    n.pattern == r.pattern
+                        && n.protocol == r.protocol
+                        && n.authorizer == r.authorizer
+                })
             })
             .collect();
         next.conns = std::mem::take(&mut self.conns);
@@ -997,6 +1066,11 @@ impl Gateways {
         self.remove_conn(bkey);
         let Some(gw) = conn.gw.as_mut() else { return };
         gw.backend = None;
+        if gw.rerun.is_some() {
+            // Nothing was written: the connection runs the request again.
+            gw.done = true;
+            return;
+        }
         if !gw.head_sent {
             log::error!("backend answered without a complete header block");
             fail_client(conn, 502, date);
@@ -1139,6 +1213,11 @@ fn deliver(
     let Some(gw) = conn.gw.as_mut() else {
         return Ok(false);
     };
+    if gw.rerun.is_some() {
+        // The rest of an answer that is not passed on; it ends with the
+        // backend's end of stream (or END_REQUEST).
+        return Ok(false);
+    }
     let head_only = gw.head_only;
     let body: &[u8];
     let owned;
@@ -1152,6 +1231,11 @@ fn deliver(
         else {
             return Ok(false);
         };
+        if let Some(rerun) = rerun_for(gw, &head, head_buf.len() > used) {
+            gw.rerun = Some(rerun);
+            head_buf.clear();
+            return Ok(false);
+        }
         if let Some(roots) = x_sendfile {
             if let Some(path) = take_x_sendfile(&mut head) {
                 send_file_instead(conn, &head, &path, roots, date);
@@ -1204,6 +1288,39 @@ fn deliver(
         m.extend_from_slice(body);
     }
     Ok(last_chunk)
+}
+
+/// Whether an answer's head makes glint run the request again rather than
+/// pass the answer on: an authorizer's 200, or a local redirect — a
+/// `Location` that is a path (not `//host`), without `Status` and without a
+/// body (`body_follows`: body bytes came with the head).
+fn rerun_for(gw: &GwClient, head: &cgi::CgiHead, body_follows: bool) -> Option<Rerun> {
+    if gw.authorizer {
+        if head.status != 200 {
+            return None;
+        }
+        let vars = head
+            .headers
+            .iter()
+            .filter_map(|(k, v)| Some((cgi::authorizer_variable(k)?, v.clone())))
+            .collect();
+        return Some(Rerun::Authorized(vars));
+    }
+    let location = head.location.as_deref()?;
+    let local = gw.local_redir
+        && !head.explicit_status
+        && location.starts_with(b"/")
+        && !location.starts_with(b"//")
+        && !body_follows
+        && !head.chunked
+        && head.content_length.unwrap_or(0) == 0;
+    if !local {
+        return None;
+    }
+    // Not text: not a path glint can serve; the client gets the 302.
+    String::from_utf8(location.to_vec())
+        .ok()
+        .map(Rerun::Redirect)
 }
 
 /// The HTTP response head from a CGI head.
@@ -1304,6 +1421,9 @@ pub fn fail_client(conn: &mut Connection, status: u16, date: &[u8]) {
     gw.backend = None;
     gw.waiting = false;
     gw.done = true;
+    // A failure while the rest of an answer was being dropped ends the
+    // request too: it is not run again.
+    gw.rerun = None;
     if gw.head_sent {
         // The head promised a body that will not come: the client must see the cut.
         gw.keep_alive = false;

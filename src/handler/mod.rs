@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use crate::accesslog::Entry;
 use crate::config::{RequestFacts, Settings};
 use crate::connection::Connection;
-use crate::gateway::Protocol;
+use crate::gateway::{Carry, GwClient, Protocol, Rerun};
 use crate::http::request::{Body, Method, Request};
 use crate::http::response::Responder;
 use crate::path::normalize;
@@ -30,6 +30,9 @@ pub enum BodyAction {
     Close,
     /// A backend answers: the body (if any) is collected for it (`conn.gw`).
     Gateway,
+    /// An authorizer decides first (`conn.gw`); the body stays unread until
+    /// it allowed the request, which then runs again.
+    Authorize,
 }
 
 /// Most internal rewrites of one request (`url.rewrite-repeat` loops end here).
@@ -41,6 +44,18 @@ pub fn respond(
     sh: &mut Shared,
     req: &Request<'_, '_>,
     keep_alive: bool,
+) -> BodyAction {
+    respond_with(conn, sh, req, keep_alive, Carry::default())
+}
+
+/// Answers a request that may have run before (see [`rerun`]): `carry`
+/// says whether an authorizer allowed it, with which docroot and variables.
+fn respond_with(
+    conn: &mut Connection,
+    sh: &mut Shared,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    mut carry: Carry,
 ) -> BodyAction {
     conn.prepare_output(sh);
     let head_start = conn.out.mem.len();
@@ -161,8 +176,12 @@ pub fn respond(
             _ => 301,
         };
         r.error_with(code, &[("Location", loc.as_bytes())]);
-    } else if let Some((route, split)) = sh.gateways.route_for(&sh.scratch.path) {
-        let docroot = document_root(&settings, &sh.scratch.host).unwrap_or_default();
+    } else if let Some((route, split)) = gateway_route(&sh.gateways, &sh.scratch.path, &carry) {
+        let docroot = match carry.docroot.clone() {
+            Some(d) => Cow::Owned(d),
+            None => document_root(&settings, &sh.scratch.host).unwrap_or_default(),
+        };
+        let authorizer = sh.gateways.routes[route].authorizer;
         let g = GatewayStart {
             route,
             split,
@@ -181,10 +200,15 @@ pub fn respond(
             &sh.gateways,
             conn.peer,
             &settings,
+            std::mem::take(&mut carry),
         ) {
             Ok(gw) => {
                 conn.gw = Some(gw);
-                action = BodyAction::Gateway;
+                action = if authorizer {
+                    BodyAction::Authorize
+                } else {
+                    BodyAction::Gateway
+                };
             }
             Err(status) => {
                 if status == 413 {
@@ -195,7 +219,10 @@ pub fn respond(
             }
         }
     } else {
-        let docroot = document_root(&settings, &sh.scratch.host);
+        let docroot = match carry.docroot.as_deref() {
+            Some(d) => Some(Cow::Borrowed(d)),
+            None => document_root(&settings, &sh.scratch.host),
+        };
         let sreq = static_file::StaticRequest {
             method: req.method,
             raw_path,
@@ -225,24 +252,236 @@ pub fn respond(
     if r.force_close {
         action = BodyAction::Close;
     }
-    if action == BodyAction::Gateway {
+    if action == BodyAction::Gateway || action == BodyAction::Authorize {
         // Logged when the backend's answer is complete.
         return action;
     }
     let (status, body_len) = (r.status, r.body_len);
     let head_bytes = (conn.out.mem.len() - head_start) as u64;
     sh.stats.requests += 1;
+    // A request run again is logged with the line the client sent.
+    let shown;
+    let logged = match carry.orig_line.as_deref() {
+        Some(line) => {
+            shown = Request {
+                request_line: line,
+                ..clone_request(req)
+            };
+            &shown
+        }
+        None => req,
+    };
     log_access(
         sh,
         &settings,
         conn,
-        Some(req),
+        Some(logged),
         b"",
         status,
         body_len,
         head_bytes,
     );
     action
+}
+
+/// The gateway route for a path: the authorizer that guards it, until one
+/// allowed the request, then the responder.
+fn gateway_route(
+    gateways: &crate::gateway::Gateways,
+    path: &str,
+    carry: &Carry,
+) -> Option<(usize, usize)> {
+    if !carry.authorized {
+        if let Some(found) = gateways.authorizer_for(path) {
+            return Some(found);
+        }
+    }
+    gateways.route_for(path)
+}
+
+/// What the connection needs after [`rerun`]: what became of the request,
+/// and its body (still unread after an authorizer, spent after a redirect).
+pub struct Rerunning {
+    pub action: BodyAction,
+    pub body: Body,
+    /// The client sent `Expect`: it waits before sending the body.
+    pub expects_continue: bool,
+}
+
+/// Runs a request again inside glint once its backend's answer said so
+/// (`gw.rerun`): after an authorizer's 200 the same request goes on, with
+/// the authorizer's `docroot` and `Variable-`s; after a local redirect
+/// (RFC 3875 6.2.2) glint answers a GET (HEAD for a HEAD) for the new path
+/// and query, without the body the first backend already had. At most
+/// [`crate::gateway::MAX_RERUNS`] times per request, then 500.
+pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> Rerunning {
+    let Some(why) = gw.rerun.take() else {
+        return rerun_failed(conn, sh, &gw, 500, Body::None);
+    };
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    let Some(first) = crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX)
+        .ok()
+        .flatten()
+    else {
+        return rerun_failed(conn, sh, &gw, 500, Body::None);
+    };
+    // An authorizer's request kept its body unread; a redirected one spent it.
+    let body = match why {
+        Rerun::Authorized(_) => first.body,
+        Rerun::Redirect(_) => Body::None,
+    };
+    let mut carry = std::mem::take(&mut gw.carry);
+    carry
+        .orig_line
+        .get_or_insert_with(|| first.request_line.to_vec());
+    carry.reruns += 1;
+    // (A graceful restart may have removed the route since.)
+    let spec = sh
+        .gateways
+        .routes
+        .get(gw.route)
+        .and_then(|route| route.hosts.first())
+        .and_then(|&h| sh.gateways.hosts.get(h))
+        .map(|h| &h.spec);
+    let (label, addr) = spec.map_or((String::new(), String::new()), |s| {
+        (s.label.clone(), s.addr.to_string())
+    });
+    if carry.reruns > crate::gateway::MAX_RERUNS {
+        log::error!(
+            "backend {label} ({addr}): {:?} ran {} times inside glint (a redirect loop?); answering 500",
+            String::from_utf8_lossy(carry.orig_line.as_deref().unwrap_or(b"")),
+            crate::gateway::MAX_RERUNS
+        );
+        gw.carry = carry;
+        return rerun_failed(conn, sh, &gw, 500, body);
+    }
+    let head = match why {
+        Rerun::Authorized(vars) => {
+            carry.authorized = true;
+            carry.docroot = spec.and_then(|s| s.docroot.clone());
+            for (k, v) in vars {
+                carry.vars.retain(|(old, _)| *old != k);
+                carry.vars.push((k, v));
+            }
+            std::mem::take(&mut gw.log_head)
+        }
+        Rerun::Redirect(target) => {
+            log::debug!("backend {label}: local redirect to {target}");
+            // The new path meets its own authorizer, if it has one.
+            carry.authorized = false;
+            carry.docroot = None;
+            redirect_head(&first, &target)
+        }
+    };
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    let Some(req) = crate::http::request::parse(&head, &mut headers, usize::MAX)
+        .ok()
+        .flatten()
+    else {
+        log::error!(
+            "backend {label} ({addr}): the request to run again does not parse (a bad Location?); answering 502"
+        );
+        gw.carry = carry;
+        return rerun_failed(conn, sh, &gw, 502, body);
+    };
+    let keep_alive = gw.keep_alive && !sh.shutting_down;
+    let action = respond_with(conn, sh, &req, keep_alive, carry);
+    Rerunning {
+        action,
+        body: req.body,
+        expects_continue: req.header("expect").is_some(),
+    }
+}
+
+/// The head of the request a local redirect makes: GET (HEAD for HEAD)
+/// for `target`, with the client's headers but those of the body.
+fn redirect_head(first: &Request<'_, '_>, target: &str) -> Vec<u8> {
+    let method = if first.method == Method::Head {
+        "HEAD"
+    } else {
+        "GET"
+    };
+    let mut head = format!("{method} {target} HTTP/1.{}\r\n", first.minor).into_bytes();
+    if first.header("host").is_none() && !first.host.is_empty() {
+        // It came in the absolute-form target, which the new one is not.
+        head.extend_from_slice(b"Host: ");
+        head.extend_from_slice(first.host);
+        head.extend_from_slice(b"\r\n");
+    }
+    const BODY_HEADERS: [&str; 4] = [
+        "content-length",
+        "transfer-encoding",
+        "content-type",
+        "expect",
+    ];
+    for h in first.headers {
+        if BODY_HEADERS.iter().any(|b| h.name.eq_ignore_ascii_case(b)) {
+            continue;
+        }
+        head.extend_from_slice(h.name.as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(h.value);
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
+}
+
+/// Answers a request glint could not run again with an error page.
+fn rerun_failed(
+    conn: &mut Connection,
+    sh: &mut Shared,
+    gw: &GwClient,
+    status: u16,
+    body: Body,
+) -> Rerunning {
+    conn.prepare_output(sh);
+    let settings = std::rc::Rc::clone(&gw.settings);
+    let mut r = Responder::new(
+        &mut conn.out,
+        &sh.clock.http_date,
+        &settings,
+        gw.head_only,
+        gw.keep_alive,
+        gw.minor,
+    );
+    r.error(status);
+    let body_len = r.body_len;
+    sh.stats.requests += 1;
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    let parsed = crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX)
+        .ok()
+        .flatten();
+    let shown = parsed.as_ref().map(|p| Request {
+        request_line: gw.carry.orig_line.as_deref().unwrap_or(p.request_line),
+        ..clone_request(p)
+    });
+    log_access(
+        sh,
+        &settings,
+        conn,
+        shown.as_ref(),
+        b"",
+        status,
+        body_len,
+        0,
+    );
+    Rerunning {
+        action: BodyAction::Discard,
+        body,
+        expects_continue: parsed.is_some_and(|p| p.header("expect").is_some()),
+    }
+}
+
+/// The body framing of the request behind `gw`, and whether the client
+/// sent `Expect` (an authorizer's request leaves its body unread).
+pub fn unread_body(gw: &GwClient) -> (Body, bool) {
+    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
+    match crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX) {
+        Ok(Some(req)) => (req.body, req.header("expect").is_some()),
+        // It parsed when it arrived; if it no longer does, close.
+        _ => (Body::Chunked, false),
+    }
 }
 
 /// What a gateway request needs besides the request itself.
@@ -268,11 +507,14 @@ fn start_gateway(
     gateways: &crate::gateway::Gateways,
     peer: Option<std::net::IpAddr>,
     settings: &std::rc::Rc<Settings>,
+    carry: Carry,
 ) -> Result<Box<crate::gateway::GwClient>, u16> {
     let route = &gateways.routes[g.route];
     let Some(spec) = route.hosts.first().map(|&h| &gateways.hosts[h].spec) else {
         return Err(503);
     };
+    // An authorizer is not a script below the docroot, and never sees the body.
+    let authorizer = route.authorizer;
     let protocol = match route.protocol {
         Protocol::FastCgi => Protocol::FastCgi,
         Protocol::Scgi | Protocol::Uwsgi => Protocol::of_scgi_server(settings),
@@ -283,7 +525,7 @@ fn start_gateway(
         script_name = "";
         path_info = path;
     }
-    if spec.check_local {
+    if spec.check_local && !authorizer {
         let file = format!("{}{}", g.docroot.trim_end_matches('/'), script_name);
         if !std::fs::metadata(&file).is_ok_and(|m| m.is_file()) {
             return Err(404);
@@ -295,6 +537,7 @@ fn start_gateway(
         crate::gateway::MAX_BODY
     };
     let (body_remaining, chunked) = match req.body {
+        _ if authorizer => (0, None),
         Body::None => (0, None),
         Body::Length(n) if n > limit => return Err(413),
         Body::Length(n) => (n, None),
@@ -316,7 +559,7 @@ fn start_gateway(
         .server_addr
         .map(|a| a.ip().to_string())
         .unwrap_or_default();
-    let env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
+    let mut env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
         req: &shown,
         path,
         query: g.query,
@@ -331,11 +574,16 @@ fn start_gateway(
         server_name,
         server_software: &settings.tag,
         scgi: protocol == Protocol::Scgi,
+        authorizer,
     });
+    for (k, v) in &carry.vars {
+        env.set(k.as_bytes(), v);
+    }
     if protocol == Protocol::Uwsgi {
         // uwsgi describes its variables with a 16-bit size: check it now, with
         // the longest CONTENT_LENGTH the body may reach, so encoding cannot fail.
         let most = match req.body {
+            _ if authorizer => 0,
             Body::None => 0,
             Body::Length(n) => n,
             Body::Chunked => limit,
@@ -350,6 +598,23 @@ fn start_gateway(
             );
             return Err(431);
         }
+    }
+    // An authorizer's request is complete now: it has no body to wait for.
+    let mut request = Vec::new();
+    if authorizer {
+        match protocol {
+            Protocol::FastCgi => crate::gateway::fastcgi::encode_authorizer(&env, &mut request),
+            // SCGI and uwsgi have no roles: the request with CONTENT_LENGTH 0
+            // (SCGI's header must start with it).
+            Protocol::Scgi => crate::gateway::scgi::encode_head(0, &env, &mut request),
+            Protocol::Uwsgi => {
+                // The size was checked above.
+                if crate::gateway::uwsgi::encode_head(0, &env, &mut request).is_err() {
+                    return Err(431);
+                }
+            }
+        }
+        env = crate::gateway::cgi::Env::default();
     }
     let mut log_head = req.request_line.to_vec();
     log_head.extend_from_slice(b"\r\n");
@@ -368,7 +633,7 @@ fn start_gateway(
         body_remaining,
         body_limit: limit,
         chunked,
-        request: std::rc::Rc::new(Vec::new()),
+        request: std::rc::Rc::new(request),
         backend: None,
         waiting: false,
         since: g.now,
@@ -386,6 +651,10 @@ fn start_gateway(
         log_head,
         hash_path: crate::gateway::fnv(path.as_bytes()),
         hash_ip: peer.map_or(0, |ip| crate::gateway::fnv(ip.to_string().as_bytes())),
+        authorizer,
+        local_redir: spec.local_redir,
+        carry,
+        rerun: None,
     }))
 }
 
@@ -413,12 +682,17 @@ pub fn log_gateway(conn: &Connection, sh: &mut Shared, gw: &crate::gateway::GwCl
     let parsed = crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX)
         .ok()
         .flatten();
+    // A request run again is logged with the line the client sent.
+    let shown = parsed.as_ref().map(|p| Request {
+        request_line: gw.carry.orig_line.as_deref().unwrap_or(p.request_line),
+        ..clone_request(p)
+    });
     let settings = std::rc::Rc::clone(&gw.settings);
     log_access(
         sh,
         &settings,
         conn,
-        parsed.as_ref(),
+        shown.as_ref(),
         b"",
         gw.status,
         gw.body_sent,

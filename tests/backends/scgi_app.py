@@ -2,7 +2,9 @@
 
 usage: scgi_app.py tcp            -> listens on 127.0.0.1, a free port
        scgi_app.py unix PATH      -> listens on a unix socket
-Prints "ready PORT-or-PATH" once listening.
+Prints "ready PORT-or-PATH" once listening. Most paths echo the environment
+as NAME=value lines; /redirect?TARGET answers a bare "Location: TARGET",
+/redirect-302?TARGET the same with "Status: 302", /loop redirects to itself.
 """
 import hashlib
 import os
@@ -34,6 +36,26 @@ class Handler(scgi_server.SCGIHandler):
             # Let the web server send a file: X-Sendfile with its path.
             target = env.get("QUERY_STRING", "")
             output.write(("Status: 200 OK\r\nContent-Type: text/plain\r\nX-Sendfile: %s\r\n\r\nignored body" % target).encode())
+            return
+        if path == "/xsend-late":
+            # The X-Sendfile head now, the body 0.3 s later.
+            target = env.get("QUERY_STRING", "")
+            output.write(("Status: 200 OK\r\nX-Sendfile: %s\r\n\r\n" % target).encode())
+            output.flush()
+            time.sleep(0.3)
+            output.write(b"late body")
+            return
+        if path == "/redirect":
+            # A local redirect (RFC 3875 6.2.2): a path in Location, no Status, no body.
+            output.write(("Location: %s\r\n\r\n" % env.get("QUERY_STRING", "/")).encode())
+            return
+        if path == "/redirect-302":
+            # The same Location with a Status: a redirect for the client.
+            output.write(("Status: 302 Found\r\nLocation: %s\r\n\r\n" % env.get("QUERY_STRING", "/")).encode())
+            return
+        if path == "/loop":
+            # A local redirect to itself, for ever.
+            output.write(b"Location: /app/loop\r\n\r\n")
             return
         if path in ("/chunked", "/chunked-cut"):
             # The body chunk-encoded by the application itself, as Quixote does;
