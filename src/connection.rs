@@ -130,9 +130,11 @@ pub enum Phase {
     ReadingHead,
     /// Reading and dropping the rest of a request body already answered.
     DiscardingBody { remaining: u64 },
-    /// Collecting a request body for a backend (see `gw`).
+    /// Collecting a chunked request body for a backend (see `gw`): the
+    /// backend needs its length first.
     ReadingBody,
-    /// Waiting for a backend and passing its answer on (see `gw`).
+    /// Waiting for a backend, streaming a `Content-Length` body to it as
+    /// the window allows, and passing its answer on (see `gw`).
     Gateway,
     /// Writing queued responses; `then` says what follows.
     Writing { then: AfterWrite },
@@ -325,9 +327,24 @@ impl Connection {
                     if !self.out.is_empty() {
                         match self.flush(sh) {
                             Flushed::Done => {}
+                            Flushed::Blocked if self.reads_body() => {}
                             Flushed::Blocked => break,
                             Flushed::Closed => continue,
                         }
+                    }
+                    if self.reads_body() {
+                        // Body bytes already buffered go first; the socket is
+                        // read only once they are taken, and only while the
+                        // window has room, so a full window leaves `readable`
+                        // set for when the backend drains it.
+                        if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
+                            self.on_input(sh);
+                        } else if self.readable {
+                            self.read_some(sh);
+                        } else {
+                            break;
+                        }
+                        continue;
                     }
                     let done = self.gw.as_ref().is_none_or(|g| g.done);
                     if !(done && self.out.is_empty()) {
@@ -449,21 +466,33 @@ impl Connection {
                         break;
                     }
                 }
-                Phase::ReadingBody => {
+                Phase::ReadingBody | Phase::Gateway => {
                     let Some(gw) = self.gw.as_mut() else {
-                        self.phase = Phase::Idle;
-                        continue;
+                        if self.phase == Phase::ReadingBody {
+                            self.phase = Phase::Idle;
+                            continue;
+                        }
+                        break;
                     };
-                    match gw.take_body(input.pending()) {
+                    if !gw.takes_body() || input.is_empty() {
+                        break;
+                    }
+                    match gw.feed(input.pending()) {
                         Ok((used, done)) => {
                             input.consume(used);
                             if done {
-                                gw.encode();
+                                // A collected chunked body is complete: now a backend.
                                 self.phase = Phase::Gateway;
                             }
                             break;
                         }
                         Err(status) => {
+                            if status == 413 {
+                                log::warn!(
+                                    "a chunked request body for a backend is over {} bytes; answering 413",
+                                    gw.upload.received
+                                );
+                            }
                             input.consume(input.pending().len());
                             self.gw = None;
                             crate::handler::respond_error(self, sh, status, b"");
@@ -555,10 +584,18 @@ impl Connection {
                 let body_here = pending.len() - req.head_len;
                 let action = respond(self, sh, &req, keep_alive);
                 if action == BodyAction::Gateway {
-                    // The body (if any) goes to the backend: collect it next.
+                    // A chunked body is collected before a backend is asked;
+                    // any other goes to the backend as it arrives.
                     let head_len = req.head_len;
                     input.consume(head_len);
-                    self.phase = Phase::ReadingBody;
+                    // The body's idle time-out counts from the head.
+                    self.last_active = sh.clock.mono_secs;
+                    let collect = self.gw.as_ref().is_some_and(|g| g.upload.collecting());
+                    self.phase = if collect {
+                        Phase::ReadingBody
+                    } else {
+                        Phase::Gateway
+                    };
                     return true;
                 }
                 let (then, body_consumed) = match (action, req.body) {
@@ -608,11 +645,25 @@ impl Connection {
             return AfterWrite::Close;
         };
         crate::handler::log_gateway(self, sh, &gw);
-        if gw.keep_alive && !sh.shutting_down {
+        let rest = gw.upload.remaining();
+        if !gw.keep_alive || sh.shutting_down {
+            // Body bytes the client may still send must not reset the close.
+            self.linger |= rest > 0;
+            AfterWrite::Close
+        } else if rest == 0 {
             AfterWrite::NextRequest
+        } else if rest <= MAX_DISCARD {
+            // The backend answered before the whole body came: drop the rest.
+            AfterWrite::DiscardBody(rest)
         } else {
+            self.linger = true;
             AfterWrite::Close
         }
+    }
+
+    /// A gateway request wants body bytes from the socket now.
+    fn reads_body(&self) -> bool {
+        self.gw.as_ref().is_some_and(|g| g.takes_body())
     }
 
     /// A complete gateway request waits for a backend connection.
@@ -698,8 +749,15 @@ impl Connection {
             Phase::ReadingHead | Phase::DiscardingBody { .. } | Phase::ReadingBody => {
                 g.max_read_idle as u64
             }
-            // The backend's time-outs apply; only a client that stopped reading is ours.
-            Phase::Gateway if self.out.is_empty() => return,
+            // Body bytes are due from the client: its read time-out.
+            Phase::Gateway if self.reads_body() => g.max_read_idle as u64,
+            // Waiting on the backend, whose time-outs apply: the client is
+            // idle through no fault of its own.
+            Phase::Gateway if self.out.is_empty() => {
+                self.last_active = now;
+                return;
+            }
+            // Only a client that stopped reading its answer is ours.
             Phase::Gateway => g.max_write_idle as u64,
             Phase::Writing { .. } => g.max_write_idle as u64,
             Phase::Lingering { until } => {

@@ -289,16 +289,20 @@ fn start_gateway(
             return Err(404);
         }
     }
-    let limit = if settings.max_request_size_kb > 0 {
-        settings.max_request_size_kb.saturating_mul(1024)
-    } else {
-        crate::gateway::MAX_BODY
+    // `server.max-request-size` bounds every body (413 before any backend
+    // is asked); a chunked one is collected in memory, so also MAX_BODY.
+    let limit = match settings.max_request_size_kb {
+        0 => u64::MAX,
+        kb => kb.saturating_mul(1024),
     };
-    let (body_remaining, chunked) = match req.body {
-        Body::None => (0, None),
+    let chunked_limit = limit.min(crate::gateway::MAX_BODY);
+    let framing = match req.body {
+        Body::None => crate::gateway::BodyFraming::Length(0),
         Body::Length(n) if n > limit => return Err(413),
-        Body::Length(n) => (n, None),
-        Body::Chunked => (0, Some(crate::http::chunked::Decoder::default())),
+        Body::Length(n) => crate::gateway::BodyFraming::Length(n),
+        Body::Chunked => crate::gateway::BodyFraming::Chunked {
+            limit: chunked_limit,
+        },
     };
     let server_name = std::str::from_utf8(req.host).unwrap_or("");
     let server_name = server_name.rsplit_once(':').map_or(server_name, |(h, _)| h);
@@ -338,7 +342,7 @@ fn start_gateway(
         let most = match req.body {
             Body::None => 0,
             Body::Length(n) => n,
-            Body::Chunked => limit,
+            Body::Chunked => chunked_limit,
         };
         let size = crate::gateway::uwsgi::vars_len(most, &env);
         if size > crate::gateway::uwsgi::MAX_VARS {
@@ -363,12 +367,7 @@ fn start_gateway(
     Ok(Box::new(crate::gateway::GwClient {
         route: g.route,
         protocol,
-        env,
-        body: Vec::new(),
-        body_remaining,
-        body_limit: limit,
-        chunked,
-        request: std::rc::Rc::new(Vec::new()),
+        upload: crate::gateway::Upload::new(protocol, env, framing),
         backend: None,
         waiting: false,
         since: g.now,
