@@ -354,6 +354,12 @@ impl Connection {
                     self.after_write(then, sh);
                 }
                 phase if phase.reads() => {
+                    if phase == Phase::ReadingBody && !self.out.is_empty() {
+                        // A `100 Continue` the client waits for before its body.
+                        if let Flushed::Closed = self.flush(sh) {
+                            continue;
+                        }
+                    }
                     if !self.readable {
                         break;
                     }
@@ -584,10 +590,24 @@ impl Connection {
                 let body_here = pending.len() - req.head_len;
                 let action = respond(self, sh, &req, keep_alive);
                 if action == BodyAction::Gateway {
+                    // The client waits for a go-ahead before the body (curl
+                    // does for uploads over 1 MB): the backend takes the
+                    // body as it comes, so say so at once.
+                    let continue_100 = req.minor >= 1
+                        && !matches!(req.body, Body::None | Body::Length(0))
+                        && req
+                            .header("expect")
+                            .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
                     // A chunked body is collected before a backend is asked;
                     // any other goes to the backend as it arrives.
                     let head_len = req.head_len;
                     input.consume(head_len);
+                    if continue_100 {
+                        self.prepare_output(sh);
+                        self.out
+                            .mem
+                            .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    }
                     // The body's idle time-out counts from the head.
                     self.last_active = sh.clock.mono_secs;
                     let collect = self.gw.as_ref().is_some_and(|g| g.upload.collecting());

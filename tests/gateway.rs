@@ -1765,3 +1765,57 @@ fn a_backend_may_answer_before_reading_the_body() {
         }
     }
 }
+
+#[test]
+fn expect_100_continue_gets_a_go_ahead_before_the_body() {
+    let d = Docroot::new();
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    let body = pseudo_random(2_000_000, 12);
+    let mut chunked = Vec::new();
+    for part in body.chunks(100_000) {
+        chunked.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+        chunked.extend_from_slice(part);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    for (framing, payload) in [
+        (format!("Content-Length: {}", body.len()), &body),
+        ("Transfer-Encoding: chunked".to_string(), &chunked),
+    ] {
+        let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        // The client waits for the go-ahead at most 2 s (curl waits 1 s).
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        c.write_all(
+            format!(
+                "POST /app/up HTTP/1.1\r\nHost: t\r\n{framing}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let mut interim = Vec::new();
+        let mut byte = [0u8; 1];
+        while !interim.ends_with(b"\r\n\r\n") && interim.len() < 200 {
+            match c.read(&mut byte) {
+                Ok(1) => interim.push(byte[0]),
+                other => panic!("{framing}: no 100 Continue: {other:?} after {interim:?}"),
+            }
+        }
+        assert_eq!(interim, b"HTTP/1.1 100 Continue\r\n\r\n", "{framing}");
+        c.write_all(payload).unwrap();
+        c.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).unwrap();
+        let text = String::from_utf8_lossy(&all);
+        assert!(text.starts_with("HTTP/1.1 200"), "{framing}: {text}");
+        assert!(
+            text.contains(&format!("\nBODY-MD5={}\n", md5_hex(&body))),
+            "{framing}: {text}"
+        );
+    }
+}
