@@ -36,6 +36,15 @@ const PIPELINE_MAX_FILES: usize = 4;
 /// beyond it the connection is closed after the response.
 const MAX_DISCARD: u64 = 16 * 1024 * 1024;
 
+/// The client asked for `100 Continue` before a body it has yet to send.
+fn wants_continue(req: &crate::http::request::Request<'_, '_>) -> bool {
+    req.minor >= 1
+        && !matches!(req.body, Body::None | Body::Length(0))
+        && req
+            .header("expect")
+            .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"))
+}
+
 /// How long a closing connection keeps reading what the client still sends,
 /// so that closing does not reset the connection under the last response.
 const LINGER_SECS: u64 = 2;
@@ -130,9 +139,11 @@ pub enum Phase {
     ReadingHead,
     /// Reading and dropping the rest of a request body already answered.
     DiscardingBody { remaining: u64 },
-    /// Collecting a request body for a backend (see `gw`).
+    /// Collecting a chunked request body for a backend (see `gw`): the
+    /// backend needs its length first.
     ReadingBody,
-    /// Waiting for a backend and passing its answer on (see `gw`).
+    /// Waiting for a backend, streaming a `Content-Length` body to it as
+    /// the window allows, and passing its answer on (see `gw`).
     Gateway,
     /// Writing queued responses; `then` says what follows.
     Writing { then: AfterWrite },
@@ -348,9 +359,24 @@ impl Connection {
                     if !self.out.is_empty() {
                         match self.flush(sh) {
                             Flushed::Done => {}
+                            Flushed::Blocked if self.reads_body() => {}
                             Flushed::Blocked => break,
                             Flushed::Closed => continue,
                         }
+                    }
+                    if self.reads_body() {
+                        // Body bytes already buffered go first; the socket is
+                        // read only once they are taken, and only while the
+                        // window has room, so a full window leaves `readable`
+                        // set for when the backend drains it.
+                        if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
+                            self.on_input(sh);
+                        } else if self.readable {
+                            self.read_some(sh);
+                        } else {
+                            break;
+                        }
+                        continue;
                     }
                     let done = self.gw.as_ref().is_none_or(|g| g.done);
                     if !(done && self.out.is_empty()) {
@@ -364,6 +390,12 @@ impl Connection {
                     self.after_write(then, sh);
                 }
                 phase if phase.reads() => {
+                    if phase == Phase::ReadingBody && !self.out.is_empty() {
+                        // A `100 Continue` the client waits for before its body.
+                        if let Flushed::Closed = self.flush(sh) {
+                            continue;
+                        }
+                    }
                     if !self.readable {
                         break;
                     }
@@ -476,21 +508,33 @@ impl Connection {
                         break;
                     }
                 }
-                Phase::ReadingBody => {
+                Phase::ReadingBody | Phase::Gateway => {
                     let Some(gw) = self.gw.as_mut() else {
-                        self.phase = Phase::Idle;
-                        continue;
+                        if self.phase == Phase::ReadingBody {
+                            self.phase = Phase::Idle;
+                            continue;
+                        }
+                        break;
                     };
-                    match gw.take_body(input.pending()) {
+                    if !gw.takes_body() || input.is_empty() {
+                        break;
+                    }
+                    match gw.feed(input.pending()) {
                         Ok((used, done)) => {
                             input.consume(used);
                             if done {
-                                gw.encode();
+                                // A collected chunked body is complete: now a backend.
                                 self.phase = Phase::Gateway;
                             }
                             break;
                         }
                         Err(status) => {
+                            if status == 413 {
+                                log::warn!(
+                                    "a chunked request body for a backend is over {} bytes; answering 413",
+                                    gw.upload.received
+                                );
+                            }
                             input.consume(input.pending().len());
                             self.gw = None;
                             crate::handler::respond_error(self, sh, status, b"");
@@ -583,9 +627,11 @@ impl Connection {
                 let action = respond(self, sh, &req, keep_alive);
                 match action {
                     BodyAction::Gateway => {
-                        // The body (if any) goes to the backend: collect it next.
+                        // A chunked body is collected before a backend is
+                        // asked; any other goes to the backend as it arrives.
+                        let continue_100 = wants_continue(&req);
                         input.consume(req.head_len);
-                        self.phase = Phase::ReadingBody;
+                        self.start_gateway_body(sh, continue_100);
                         return true;
                     }
                     BodyAction::Authorize => {
@@ -635,9 +681,18 @@ impl Connection {
             let (body, expect) = crate::handler::unread_body(&gw);
             return self.skip_unread_body(BodyAction::Discard, body, expect, keep_alive);
         }
-        if keep_alive {
+        let rest = gw.upload.remaining();
+        if !keep_alive {
+            // Body bytes the client may still send must not reset the close.
+            self.linger |= rest > 0;
+            AfterWrite::Close
+        } else if rest == 0 {
             AfterWrite::NextRequest
+        } else if rest <= MAX_DISCARD {
+            // The backend answered before the whole body came: drop the rest.
+            AfterWrite::DiscardBody(rest)
         } else {
+            self.linger = true;
             AfterWrite::Close
         }
     }
@@ -646,13 +701,21 @@ impl Connection {
     /// allowed it, or a local redirect): run it, and go on as for a new one.
     fn rerun(&mut self, sh: &mut Shared) {
         let Some(gw) = self.gw.take() else { return };
-        let keep_alive = gw.keep_alive && !sh.shutting_down;
+        // A backend that redirected before the whole body came: the rest of
+        // it is still on its way, and must not be read as a new request.
+        let leftover = gw.upload.remaining() > 0;
+        let keep_alive = gw.keep_alive && !sh.shutting_down && !leftover;
+        let minor = gw.minor;
         let r = crate::handler::rerun(self, sh, gw);
+        self.linger |= leftover;
         match r.action {
             BodyAction::Gateway => {
-                // Its body, if any, is buffered or still to come: collect it.
+                // Its body, if any, is buffered or still to come.
+                let continue_100 = minor >= 1
+                    && r.expects_continue
+                    && !matches!(r.body, Body::None | Body::Length(0));
+                self.start_gateway_body(sh, continue_100);
                 self.input.get_or_insert_with(|| sh.pool.take_in());
-                self.phase = Phase::ReadingBody;
                 self.on_input(sh);
             }
             BodyAction::Authorize => self.phase = Phase::Gateway,
@@ -690,6 +753,32 @@ impl Connection {
         };
         self.linger |= then == AfterWrite::Close && unread;
         then
+    }
+
+    /// The head of a gateway request was taken: its body (if any) follows,
+    /// collected first when chunked, else streamed to the backend as it comes.
+    fn start_gateway_body(&mut self, sh: &mut Shared, continue_100: bool) {
+        if continue_100 {
+            // The client waits for a go-ahead before the body (curl does
+            // for uploads over 1 MB): the backend takes it as it comes.
+            self.prepare_output(sh);
+            self.out
+                .mem
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        // The body's idle time-out counts from the head.
+        self.last_active = sh.clock.mono_secs;
+        let collect = self.gw.as_ref().is_some_and(|g| g.upload.collecting());
+        self.phase = if collect {
+            Phase::ReadingBody
+        } else {
+            Phase::Gateway
+        };
+    }
+
+    /// A gateway request wants body bytes from the socket now.
+    fn reads_body(&self) -> bool {
+        self.gw.as_ref().is_some_and(|g| g.takes_body())
     }
 
     /// A complete gateway request waits for a backend connection.
@@ -775,8 +864,15 @@ impl Connection {
             Phase::ReadingHead | Phase::DiscardingBody { .. } | Phase::ReadingBody => {
                 g.max_read_idle as u64
             }
-            // The backend's time-outs apply; only a client that stopped reading is ours.
-            Phase::Gateway if self.out.is_empty() => return,
+            // Body bytes are due from the client: its read time-out.
+            Phase::Gateway if self.reads_body() => g.max_read_idle as u64,
+            // Waiting on the backend, whose time-outs apply: the client is
+            // idle through no fault of its own.
+            Phase::Gateway if self.out.is_empty() => {
+                self.last_active = now;
+                return;
+            }
+            // Only a client that stopped reading its answer is ours.
             Phase::Gateway => g.max_write_idle as u64,
             Phase::Writing { .. } => g.max_write_idle as u64,
             Phase::Lingering { until } => {

@@ -34,6 +34,10 @@ const SIGNAL: Token = Token(LISTENER_BASE - 2);
 /// fast client must not keep the loop from signals, time-outs and others.
 const ACCEPT_BATCH: usize = 64;
 
+/// Most rounds of an upload (the client fills the body window, the backend
+/// drains it) per event: 16 windows of 64 KiB, 1 MiB, before others get a turn.
+const PUMP_ROUNDS: usize = 16;
+
 /// `listen(2)` backlog, lighttpd's `server.listen-backlog` default: room for
 /// bursts while the loop is busy or at `server.max-connections`.
 pub const LISTEN_BACKLOG: i32 = 1024;
@@ -224,6 +228,9 @@ pub struct Server {
     accept_paused: bool,
     /// A listener stopped at [`ACCEPT_BATCH`] with connections still waiting.
     accept_more: bool,
+    /// Gateway requests that stopped at [`PUMP_ROUNDS`] with body bytes
+    /// still moving: no new edge will come for them, so go on next turn.
+    pump_more: Vec<usize>,
     stop: Arc<AtomicU8>,
     waker: Arc<Waker>,
     /// Whether this server reacts to process signals (the binary), or only to its StopHandle.
@@ -396,6 +403,7 @@ impl Server {
             max_connections,
             accept_paused: false,
             accept_more: false,
+            pump_more: Vec::new(),
             stop: Arc::new(AtomicU8::new(RUN)),
             waker,
             use_signals: false,
@@ -671,7 +679,7 @@ impl Server {
         loop {
             let to_next_second = 1_000_000 - self.sh.clock.mono_us % 1_000_000;
             // A backend said "busy": look again in 10 ms rather than at the next tick.
-            let wait = if self.accept_more {
+            let wait = if self.accept_more || !self.pump_more.is_empty() {
                 Duration::ZERO
             } else if self.sh.gateways.retry_soon {
                 Duration::from_millis(10)
@@ -706,6 +714,9 @@ impl Server {
                     closed_any |= self.after_drive(t);
                 }
             }
+            for key in std::mem::take(&mut self.pump_more) {
+                closed_any |= self.after_drive(key);
+            }
             if new_second {
                 closed_any |= self.tick();
             }
@@ -733,17 +744,35 @@ impl Server {
             return false;
         };
         // Dispatching may answer at once (503), and the next pipelined request
-        // may be another gateway request: loop until the connection rests.
-        for _ in 0..4 {
+        // may be another gateway request; an upload moves in rounds (the
+        // client fills the window, the backend drains it): loop until the
+        // connection rests, or a bounded number of rounds for fairness.
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            if rounds > PUMP_ROUNDS {
+                self.pump_more.push(key);
+                break;
+            }
             if conn.wants_backend() {
                 sh.gateways
                     .dispatch(key, conn, sh.clock.mono_secs, registry, &sh.clock.http_date);
                 conn.drive(sh);
             } else if conn.phase == Phase::Gateway {
+                let before = conn
+                    .gw
+                    .as_ref()
+                    .map(|g| (g.upload.received, g.upload.written));
                 sh.gateways
-                    .resume(conn, sh.clock.mono_secs, &sh.clock.http_date, registry);
+                    .pump(conn, sh.clock.mono_secs, &sh.clock.http_date, registry);
                 conn.drive(sh);
-                break;
+                let after = conn
+                    .gw
+                    .as_ref()
+                    .map(|g| (g.upload.received, g.upload.written));
+                if before == after || after.is_none() {
+                    break;
+                }
             } else {
                 break;
             }

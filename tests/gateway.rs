@@ -1432,6 +1432,280 @@ fn fastcgi_authorizer_down_answers_like_a_responder() {
     );
 }
 
+/// A field of `/proc/PID/status` in KiB (VmRSS, VmHWM).
+fn proc_kib(pid: i32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// Waits (bounded) until the backend's log has a line for which `pred` holds.
+fn wait_for_log(log: &Path, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let seen = std::fs::read_to_string(log).unwrap_or_default();
+        if seen.lines().any(&pred) {
+            return seen;
+        }
+        assert!(Instant::now() < deadline, "{what}; backend log:\n{seen}");
+        // The backend writes its log from another process: poll it briefly.
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A large body made on the fly: `blocks` copies of a 1 MiB pseudo-random
+/// block, each stamped with its index, so a lost, doubled or reordered
+/// piece changes the MD5. Returns the block and the MD5 of the whole body
+/// (computed by Python from the block written to `dir`).
+fn big_body(dir: &Path, blocks: usize) -> (Vec<u8>, String) {
+    let block = pseudo_random(1 << 20, 11);
+    let file = dir.join("block.bin");
+    std::fs::write(&file, &block).unwrap();
+    let script = format!(
+        "import hashlib,struct\nb=open({:?},'rb').read()\nm=hashlib.md5()\n\
+         for i in range({blocks}):\n    m.update(struct.pack('<Q',i)+b[8:])\nprint(m.hexdigest())",
+        file.display().to_string()
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3");
+    (
+        block,
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+    )
+}
+
+/// Writes the blocks of [`big_body`] to `w`, one at a time.
+fn write_big_body(w: &mut impl Write, block: &[u8], blocks: usize) -> std::io::Result<()> {
+    let mut buf = block.to_vec();
+    for i in 0..blocks {
+        buf[..8].copy_from_slice(&(i as u64).to_le_bytes());
+        w.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_large_upload_streams_through_a_queue_in_bounded_memory() {
+    const BLOCKS: usize = 100; // 100 MiB
+    let d = Docroot::new();
+    let sock = d.base.join("up.socket");
+    let log = d.base.join("app.log");
+    let (_b, _) = scgi_backend_logging(&["unix", sock.to_str().unwrap()], Some(&log));
+    // One backend connection: the upload starts while its request waits in
+    // glint's queue, which must not read more than the window meanwhile.
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/app\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\", \"max-connections\" => 1 ) ) )\n",
+        d.root.display(),
+        sock.display()
+    );
+    let s = start_conf(&d, &conf);
+    let (block, want_md5) = big_body(&d.base, BLOCKS);
+    let mut busy = s.connect();
+    busy.send(b"GET /app/slow?1 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    wait_for_log(&log, "the slow request never reached the backend", |l| {
+        l == "start /slow"
+    });
+
+    let port = s.port;
+    let started = Instant::now();
+    let uploader = std::thread::spawn(move || -> Result<String, String> {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        c.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let head = format!(
+            "POST /app/upload HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            BLOCKS << 20
+        );
+        c.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
+        write_big_body(&mut c, &block, BLOCKS).map_err(|e| format!("upload: {e}"))?;
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(&all).into_owned())
+    });
+    let r = busy.read_response(false).unwrap();
+    assert_eq!(r.status, 200, "{}", r.describe());
+    let answer = uploader.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
+    let took = started.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let line = |k: &str| {
+        answer
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        line("BODY-LEN"),
+        Some((BLOCKS << 20).to_string()),
+        "{answer}"
+    );
+    assert_eq!(line("BODY-MD5"), Some(want_md5), "the body arrived altered");
+    let hwm = proc_kib(s.pid(), "VmHWM");
+    let rss = proc_kib(s.pid(), "VmRSS");
+    eprintln!("100 MiB upload in {took:?}; glint VmHWM {hwm} KiB, VmRSS {rss} KiB");
+    assert!(
+        hwm < 30 * 1024,
+        "glint's memory grew with the body: VmHWM {hwm} KiB for a {BLOCKS} MiB upload"
+    );
+}
+
+#[test]
+fn the_backend_gets_the_request_before_the_body_is_complete() {
+    let d = Docroot::new();
+    let log = d.base.join("app.log");
+    let (_b, port) = scgi_backend_logging(&["tcp"], Some(&log));
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    let body = pseudo_random(300_000, 5);
+    let mut c = s.connect();
+    c.send(
+        format!(
+            "POST /app/trickle HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    // Half the body: the backend already has the request and is reading it.
+    c.send(&body[..150_000]).unwrap();
+    wait_for_log(&log, "the backend never saw a partly sent request", |l| {
+        l == "start /trickle"
+    });
+    // The rest slowly: 30 pieces, 10 ms apart.
+    for piece in body[150_000..].chunks(5_000) {
+        c.send(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let r = c.read_response(false).unwrap();
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(env_of(&r, "BODY-LEN").as_deref(), Some("300000"));
+    assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
+
+    // A backend that reads slowly (64 KiB per 20 ms): the body arrives
+    // whole, and glint serves others meanwhile.
+    let body = pseudo_random(2_000_000, 6);
+    let mut req = format!(
+        "POST /app/slowread?0.02 HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    let port = s.port;
+    let slow = std::thread::spawn(move || {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(TIMEOUT)).unwrap();
+        c.write_all(&req).unwrap();
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).unwrap();
+        String::from_utf8_lossy(&all).into_owned()
+    });
+    wait_for_log(&log, "the slow reader never started", |l| {
+        l == "start /slowread"
+    });
+    d.file("ping.txt", b"pong");
+    let t = Instant::now();
+    let r = fetch(&s, &get("/ping.txt", &[]));
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "pong"));
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "a static file waited {:?} behind an upload",
+        t.elapsed()
+    );
+    let answer = slow.join().unwrap();
+    assert!(answer.contains("\nBODY-LEN=2000000\n"), "{answer}");
+    assert!(
+        answer.contains(&format!("\nBODY-MD5={}\n", md5_hex(&body))),
+        "{answer}"
+    );
+}
+
+#[test]
+fn a_client_that_hangs_up_mid_upload_frees_the_backend() {
+    let d = Docroot::new();
+    let log = d.base.join("app.log");
+    let (_b, port) = scgi_backend_logging(&["tcp"], Some(&log));
+    // One backend connection: the next request is served only if the
+    // abandoned upload gave it back.
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/q\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"max-connections\" => 1 ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    {
+        let mut c = s.connect();
+        c.send(b"POST /q/upload HTTP/1.1\r\nHost: t\r\nContent-Length: 10000000\r\n\r\n")
+            .unwrap();
+        c.send(&pseudo_random(500_000, 8)).unwrap();
+        wait_for_log(&log, "the upload never reached the backend", |l| {
+            l == "start /upload"
+        });
+        // Dropped here: the client hangs up 9.5 MB short.
+    }
+    let seen = wait_for_log(&log, "the backend never saw the upload end", |l| {
+        l.starts_with("/upload ")
+    });
+    let got: u64 = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("/upload "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX);
+    assert!(got < 10_000_000, "the backend got {got} bytes\n{seen}");
+    let r = fetch(&s, &get("/q/after", &[]));
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
+}
+
+#[test]
+fn a_backend_that_takes_no_body_times_out_on_write() {
+    let d = Docroot::new();
+    let sock = d.base.join("slow.socket");
+    let (_b, _) = scgi_backend(&["unix", sock.to_str().unwrap()]);
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/app\" => ( \"sleepy\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\", \"write-timeout\" => 1 ) ) )\n",
+        d.root.display(),
+        sock.display()
+    );
+    let s = start_conf(&d, &conf);
+    // The backend sleeps 5 s before reading: 4 MB fill every buffer on the
+    // way, and glint's write time-out answers first.
+    let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    c.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut w = c.try_clone().unwrap();
+    let t = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(
+            b"POST /app/noread?5 HTTP/1.1\r\nHost: t\r\nContent-Length: 4000000\r\n\r\n",
+        );
+        // glint may close once it answered: the rest may not go through.
+        let _ = w.write_all(&vec![b'x'; 4_000_000]);
+    });
+    let mut head = [0u8; 12];
+    c.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 504", "{}", s.stderr_tail());
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "answered after {:?}: not the write time-out",
+        t.elapsed()
+    );
+    let _ = writer.join();
+    assert!(
+        logged(&s, "backend sleepy") && logged(&s, "write time-out"),
+        "no log line names the backend:\n{}",
+        s.stderr_tail()
+    );
+}
+
 #[test]
 fn local_redirects_are_served_inside() {
     let (_b, port) = scgi_backend(&["tcp"]);
@@ -1524,5 +1798,281 @@ fn local_redirects_are_served_inside() {
         );
         // glint flushes its access log once a second; there is nothing to wait on.
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_failed_backend_is_retried_only_while_glint_holds_the_body() {
+    let d = Docroot::new();
+    let mute_log = d.base.join("mute.log");
+    let ok_log = d.base.join("ok.log");
+    let (_m, mute) = scgi_backend_logging(&["tcp", "--mute"], Some(&mute_log));
+    let (_o, ok) = scgi_backend_logging(&["tcp"], Some(&ok_log));
+    // Each route tries the mute backend first (least busy, first listed).
+    let conf = format!(
+        "server.document-root = \"{root}\"\n\
+         scgi.server = (\n\
+           \"/small\" => ( \"mute-small\" => ( \"host\" => \"127.0.0.1\", \"port\" => {mute}, \"check-local\" => \"disable\" ),\n\
+                          \"ok-small\" => ( \"host\" => \"127.0.0.1\", \"port\" => {ok}, \"check-local\" => \"disable\" ) ),\n\
+           \"/big\" => ( \"mute-big\" => ( \"host\" => \"127.0.0.1\", \"port\" => {mute}, \"check-local\" => \"disable\" ),\n\
+                        \"ok-big\" => ( \"host\" => \"127.0.0.1\", \"port\" => {ok}, \"check-local\" => \"disable\" ) )\n\
+         )\n",
+        root = d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    let post = |path: &str, body: &[u8]| {
+        let mut req = format!(
+            "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(body);
+        fetch(&s, &req)
+    };
+
+    // 40 KB fit the window: the mute backend read them and closed, glint
+    // still has them all and sends them to the other backend.
+    let small = pseudo_random(40_000, 1);
+    let r = post("/small/x", &small);
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
+    assert_eq!(env_of(&r, "BACKEND"), Some(ok.clone()));
+    assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&small)));
+    let muted = std::fs::read_to_string(&mute_log).unwrap_or_default();
+    assert!(muted.contains("/x 40000"), "{muted}");
+
+    // 1 MB do not: once the mute backend took them, glint no longer has
+    // the start of the body, and a retry would send the other backend a
+    // mangled request. 502, and the log says which backend failed.
+    let big = pseudo_random(1_000_000, 2);
+    let r = post("/big/y", &big);
+    assert_eq!(r.status, 502, "{}", r.describe());
+    assert!(
+        logged(&s, "mute-big") && logged(&s, "instead of retrying"),
+        "no log line names the backend that failed:\n{}",
+        s.stderr_tail()
+    );
+    let okd = std::fs::read_to_string(&ok_log).unwrap_or_default();
+    assert!(!okd.contains("/y"), "the big request was retried:\n{okd}");
+}
+
+#[test]
+fn request_size_limits_answer_413_before_the_backend() {
+    let d = Docroot::new();
+    let log = d.base.join("app.log");
+    let (_b, port) = scgi_backend_logging(&["tcp"], Some(&log));
+    let conf = format!(
+        "server.document-root = \"{}\"\nserver.max-request-size = 100\n\
+         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    // Content-Length over 100 KB: refused from the head alone.
+    let r = fetch(
+        &s,
+        b"POST /app/too-big HTTP/1.1\r\nHost: t\r\nContent-Length: 200000\r\n\r\n",
+    );
+    assert_eq!(r.status, 413, "{}", r.describe());
+    // Chunked over 100 KB: refused once it passes the limit.
+    let mut req =
+        b"POST /app/too-big-chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            .to_vec();
+    for _ in 0..15 {
+        req.extend_from_slice(format!("{:x}\r\n", 10_000).as_bytes());
+        req.extend_from_slice(&[b'c'; 10_000]);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    let r = fetch(&s, &req);
+    assert_eq!(r.status, 413, "{}", r.describe());
+    // Under the limit, both pass.
+    let body = pseudo_random(90_000, 4);
+    let mut req = format!(
+        "POST /app/fits HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    let r = fetch(&s, &req);
+    assert_eq!(
+        env_of(&r, "BODY-MD5"),
+        Some(md5_hex(&body)),
+        "{}",
+        r.describe()
+    );
+    let mut req =
+        b"POST /app/fits-chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            .to_vec();
+    for part in body.chunks(7_000) {
+        req.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+        req.extend_from_slice(part);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    let r = fetch(&s, &req);
+    assert_eq!(env_of(&r, "CONTENT_LENGTH").as_deref(), Some("90000"));
+    assert_eq!(
+        env_of(&r, "BODY-MD5"),
+        Some(md5_hex(&body)),
+        "{}",
+        r.describe()
+    );
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !seen.contains("too-big"),
+        "a refused request reached the backend:\n{seen}"
+    );
+}
+
+#[test]
+fn fastcgi_uploads_stream_as_stdin_records() {
+    let d = Docroot::new();
+    let sock = d.base.join("fcgi.socket");
+    let _b = flup_backend(&sock);
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         fastcgi.server = ( \"/wsgi\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display(),
+        sock.display()
+    );
+    let s = start_conf(&d, &conf);
+    for len in [65_535, 65_536 * 3 + 1, 3_000_000] {
+        let body = pseudo_random(len, len as u64);
+        let mut req = format!(
+            "PUT /wsgi/put HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        let r = fetch(&s, &req);
+        assert_eq!(
+            env_of(&r, "BODY-LEN"),
+            Some(len.to_string()),
+            "{}",
+            r.describe()
+        );
+        assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
+    }
+    // Keep-alive: a request pipelined right behind a streamed body is the
+    // next request, not more body.
+    let body = pseudo_random(500_000, 13);
+    let mut req = format!(
+        "PUT /wsgi/one HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    req.extend_from_slice(b"GET /wsgi/two HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut c = s.connect();
+    c.send(&req).unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!(env_of(&r, "PATH_INFO").as_deref(), Some("/one"));
+    assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
+    let r = c.read_response(false).unwrap();
+    assert_eq!(
+        env_of(&r, "PATH_INFO").as_deref(),
+        Some("/two"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(env_of(&r, "BODY-LEN").as_deref(), Some("0"));
+}
+
+#[test]
+fn a_backend_may_answer_before_reading_the_body() {
+    let d = Docroot::new();
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    d.file("after.txt", b"after");
+    for len in [1_000_000usize, 30_000_000] {
+        // The backend answers 403 at once and closes; glint passes the
+        // answer on and drops the body as it comes (or closes after the
+        // answer when too much of it is left).
+        let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        c.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut w = c.try_clone().unwrap();
+        let writer = std::thread::spawn(move || {
+            let head =
+                format!("POST /app/early HTTP/1.1\r\nHost: t\r\nContent-Length: {len}\r\n\r\n");
+            w.write_all(head.as_bytes())?;
+            for _ in 0..len / 100_000 {
+                w.write_all(&[b'u'; 100_000])?;
+            }
+            w.write_all(b"GET /after.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        });
+        let mut all = Vec::new();
+        let _ = c.read_to_end(&mut all);
+        let sent = writer.join().unwrap();
+        let text = String::from_utf8_lossy(&all);
+        assert!(
+            text.starts_with("HTTP/1.1 403") && text.contains("\r\n\r\nearly"),
+            "{len}: {text:?}\n{}",
+            s.stderr_tail()
+        );
+        if len < 16_000_000 {
+            assert!(sent.is_ok(), "{len}: {sent:?}");
+            assert!(
+                text.ends_with("\r\n\r\nafter"),
+                "{len}: the body was not skipped on a kept connection: {text:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn expect_100_continue_gets_a_go_ahead_before_the_body() {
+    let d = Docroot::new();
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
+        d.root.display()
+    );
+    let s = start_conf(&d, &conf);
+    let body = pseudo_random(2_000_000, 12);
+    let mut chunked = Vec::new();
+    for part in body.chunks(100_000) {
+        chunked.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+        chunked.extend_from_slice(part);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    for (framing, payload) in [
+        (format!("Content-Length: {}", body.len()), &body),
+        ("Transfer-Encoding: chunked".to_string(), &chunked),
+    ] {
+        let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        // The client waits for the go-ahead at most 2 s (curl waits 1 s).
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        c.write_all(
+            format!(
+                "POST /app/up HTTP/1.1\r\nHost: t\r\n{framing}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let mut interim = Vec::new();
+        let mut byte = [0u8; 1];
+        while !interim.ends_with(b"\r\n\r\n") && interim.len() < 200 {
+            match c.read(&mut byte) {
+                Ok(1) => interim.push(byte[0]),
+                other => panic!("{framing}: no 100 Continue: {other:?} after {interim:?}"),
+            }
+        }
+        assert_eq!(interim, b"HTTP/1.1 100 Continue\r\n\r\n", "{framing}");
+        c.write_all(payload).unwrap();
+        c.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).unwrap();
+        let text = String::from_utf8_lossy(&all);
+        assert!(text.starts_with("HTTP/1.1 200"), "{framing}: {text}");
+        assert!(
+            text.contains(&format!("\nBODY-MD5={}\n", md5_hex(&body))),
+            "{framing}: {text}"
+        );
     }
 }

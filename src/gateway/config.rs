@@ -86,8 +86,11 @@ pub struct HostSpec {
     pub max_conns: usize,
     /// `disable-time` in seconds after a failure (default 1).
     pub disable_time: u64,
-    /// `connect-timeout` (default 8 s) and `read-timeout` (default 60 s).
+    /// `connect-timeout` (default 8 s), `write-timeout` (default 60 s: the
+    /// backend takes no request bytes while glint has some), and
+    /// `read-timeout` (default 60 s).
     pub connect_timeout: u64,
+    pub write_timeout: u64,
     pub read_timeout: u64,
     /// `x-sendfile`: the backend may answer with `X-Sendfile: path`.
     pub x_sendfile: bool,
@@ -198,6 +201,7 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
         max_conns: 16,
         disable_time: 1,
         connect_timeout: 8,
+        write_timeout: 60,
         read_timeout: 60,
         x_sendfile: false,
         x_sendfile_docroot: Vec::new(),
@@ -232,8 +236,7 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
                 }
             }
             "max-procs" => max_procs = number(v, k)?.clamp(1, 256),
-            "min-procs" | "idle-timeout" | "max-load-per-proc" | "write-timeout"
-            | "tcp-fin-propagate" | "proto" => {}
+            "min-procs" | "idle-timeout" | "max-load-per-proc" | "tcp-fin-propagate" | "proto" => {}
             "kill-signal" => kill_signal = number(v, k)? as i32,
             "check-local" => spec.check_local = flag(v, k)?,
             "docroot" => spec.docroot = Some(text(v, k)?),
@@ -242,6 +245,7 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
             "max-connections" => spec.max_conns = number(v, k)?.clamp(1, 65_536) as usize,
             "disable-time" => spec.disable_time = number(v, k)?,
             "connect-timeout" => spec.connect_timeout = number(v, k)?.max(1),
+            "write-timeout" => spec.write_timeout = number(v, k)?.max(1),
             "read-timeout" => spec.read_timeout = number(v, k)?.max(1),
             // `allow-x-send-file` is the option's older name.
             "x-sendfile" | "allow-x-send-file" => spec.x_sendfile = flag(v, k)?,

@@ -49,8 +49,9 @@ fn stream(out: &mut Vec<u8>, kind: u8, data: &[u8]) {
     }
 }
 
-/// Appends BEGIN_REQUEST, the PARAMS stream and the whole STDIN stream for one request.
-pub fn encode_request(content_length: u64, env: &Env, body: &[u8], out: &mut Vec<u8>) {
+/// Appends BEGIN_REQUEST and the whole PARAMS stream for one request; the
+/// body follows as [`stdin`] records, closed by [`end_stdin`].
+pub fn encode_head(content_length: u64, env: &Env, out: &mut Vec<u8>) {
     header(out, BEGIN_REQUEST, 8);
     out.extend_from_slice(&[(RESPONDER >> 8) as u8, RESPONDER as u8, 0, 0, 0, 0, 0, 0]);
     let mut params = Vec::with_capacity(env.as_bytes().len() + 64);
@@ -64,7 +65,21 @@ pub fn encode_request(content_length: u64, env: &Env, body: &[u8], out: &mut Vec
     }
     stream(out, PARAMS, &params);
     header(out, PARAMS, 0);
-    stream(out, STDIN, body);
+}
+
+/// Appends body bytes as STDIN records (none for an empty slice: an empty
+/// record would end the stream).
+pub fn stdin(data: &[u8], out: &mut Vec<u8>) {
+    stream(out, STDIN, data);
+}
+
+/// Bytes [`stdin`] adds around `n` body bytes.
+pub fn stdin_overhead(n: usize) -> usize {
+    n.div_ceil(MAX_CONTENT) * 8
+}
+
+/// Appends the empty STDIN record that ends the body.
+pub fn end_stdin(out: &mut Vec<u8>) {
     header(out, STDIN, 0);
 }
 
@@ -134,7 +149,10 @@ mod tests {
     fn request_records() {
         let env = Env::from_pairs(&[("A", &"x".repeat(200))]);
         let mut out = Vec::new();
-        encode_request(0, &env, b"hi", &mut out);
+        encode_head(0, &env, &mut out);
+        stdin(b"", &mut out);
+        stdin(b"hi", &mut out);
+        end_stdin(&mut out);
         // BEGIN_REQUEST
         assert_eq!(&out[..8], &[1, 1, 0, 1, 0, 8, 0, 0]);
         // PARAMS: CONTENT_LENGTH first (17 bytes), then A with a
@@ -164,6 +182,20 @@ mod tests {
             1, 5, 0, 1, 0, 0, 0, 0, // empty STDIN
         ];
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn stdin_records_split_at_the_record_limit() {
+        let body = vec![7u8; MAX_CONTENT + 10];
+        let mut out = Vec::new();
+        stdin(&body, &mut out);
+        assert_eq!(out.len(), body.len() + stdin_overhead(body.len()));
+        assert_eq!(&out[..8], &[1, 5, 0, 1, 0xff, 0xff, 0, 0]);
+        assert_eq!(
+            &out[8 + MAX_CONTENT..16 + MAX_CONTENT],
+            &[1, 5, 0, 1, 0, 10, 0, 0]
+        );
+        assert_eq!(stdin_overhead(0), 0);
     }
 
     #[test]

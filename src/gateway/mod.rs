@@ -1,13 +1,21 @@
 //! Gateways to SCGI, uwsgi and FastCGI backends (mod_scgi, mod_fastcgi), in
 //! the same event loop as the clients.
 //!
-//! A request for a gateway route is answered in three steps: its body is
-//! collected (Content-Length or chunked, bounded), then it waits for a
-//! backend connection — glint caps how many it opens to each backend and
-//! queues the rest instead of failing them — and finally the backend's CGI
-//! answer is streamed to the client, framed with Content-Length when the
-//! backend gave one and chunked otherwise. Reading from the backend pauses
-//! while the client is slow, so no whole body sits in memory.
+//! A request for a gateway route goes to a backend as soon as its head is
+//! parsed: it gets a backend connection — glint caps how many it opens to
+//! each backend and queues the rest instead of failing them — and its body
+//! follows as the client sends it ([`upload`]): at most [`BODY_WINDOW`]
+//! bytes wait for the backend, and the client is not read while the window
+//! is full (a slow backend, or a request still in the queue). A chunked body
+//! is collected first (bounded), because the backend needs CONTENT_LENGTH
+//! up front. The backend's CGI answer is streamed to the client, framed with
+//! Content-Length when the backend gave one and chunked otherwise; reading
+//! from the backend pauses while the client is slow. No whole body, in
+//! either direction, sits in memory.
+//!
+//! A backend that closes before answering gets the request again on another
+//! try while glint still holds all of it (bodies within the window); after
+//! that the client gets 502.
 //!
 //! Two answers are not passed on: an authorizer's 200 (FastCGI's Authorizer
 //! role: the request goes on, with its `Variable-`s) and a local redirect
@@ -18,6 +26,7 @@ pub mod cgi;
 pub mod config;
 pub mod fastcgi;
 pub mod scgi;
+pub mod upload;
 pub mod uwsgi;
 
 use std::collections::VecDeque;
@@ -34,6 +43,7 @@ use crate::connection::{Connection, Stream};
 use crate::http::chunked;
 use crate::http::response::Responder;
 pub use config::{BackendAddr, HostSpec, Protocol, RouteSpec};
+pub use upload::{BodyFraming, Upload, BODY_WINDOW};
 
 /// Backend connection tokens start here (client connections are below, listeners above).
 pub const BACKEND_BASE: usize = 1 << 29;
@@ -44,8 +54,10 @@ pub const MAX_WAITING: usize = 4096;
 pub const MAX_WAIT_SECS: u64 = 30;
 /// Stop reading from a backend while the client has this much unsent.
 pub const CLIENT_HIGH_WATER: usize = 256 * 1024;
-/// Request bodies for backends are collected in memory up to this size
-/// (or `server.max-request-size` when set); larger ones get 413.
+/// Chunked request bodies for backends are collected in memory up to this
+/// size (or `server.max-request-size` when smaller); larger ones get 413.
+/// `Content-Length` bodies are streamed instead, and only
+/// `server.max-request-size` bounds them.
 pub const MAX_BODY: u64 = 64 * 1024 * 1024;
 /// A request the backend closed before answering a single byte is sent again this often.
 const MAX_ATTEMPTS: u8 = 3;
@@ -123,15 +135,8 @@ impl Balance {
 pub struct GwClient {
     pub route: usize,
     pub protocol: Protocol,
-    /// The CGI environment, encoded once the body length is known.
-    pub env: cgi::Env,
-    pub body: Vec<u8>,
-    /// Body bytes still to come (Content-Length).
-    pub body_remaining: u64,
-    pub body_limit: u64,
-    pub chunked: Option<chunked::Decoder>,
-    /// The encoded request; kept until the backend took all of it, for a retry.
-    pub request: Rc<Vec<u8>>,
+    /// What goes to the backend: the environment, then the body as it arrives.
+    pub upload: Upload,
     pub backend: Option<usize>,
     pub waiting: bool,
     pub since: u64,
@@ -202,47 +207,22 @@ pub fn fnv(bytes: &[u8]) -> u64 {
 }
 
 impl GwClient {
-    /// Feeds request body bytes; returns how many of `input` were body.
-    /// `Ok(true)` in the second place once the body is complete.
-    pub fn take_body(&mut self, input: &[u8]) -> Result<(usize, bool), u16> {
-        let (used, done) = match self.chunked.as_mut() {
-            Some(d) => {
-                let used = d.decode(input, &mut self.body).map_err(|_| 400u16)?;
-                (used, d.is_done())
-            }
-            None => {
-                let take = (input.len() as u64).min(self.body_remaining) as usize;
-                self.body.extend_from_slice(&input[..take]);
-                self.body_remaining -= take as u64;
-                (take, self.body_remaining == 0)
-            }
-        };
-        if self.body.len() as u64 > self.body_limit {
-            return Err(413);
-        }
-        Ok((used, done))
+    /// The client's socket should be read for this request now: body bytes
+    /// are due and the window has room (or the backend is finished with the
+    /// request, and the rest of the body is dropped as it comes).
+    pub fn takes_body(&self) -> bool {
+        self.upload.wants_body() && (self.done || self.upload.room() > 0)
     }
 
-    /// Encodes the request for the backend once the body is complete.
-    pub fn encode(&mut self) {
-        let len = self.body.len() as u64;
-        let mut out = Vec::with_capacity(self.env.as_bytes().len() + 128 + self.body.len());
-        match self.protocol {
-            Protocol::Scgi => {
-                scgi::encode_head(len, &self.env, &mut out);
-                out.extend_from_slice(&self.body);
-            }
-            Protocol::FastCgi => fastcgi::encode_request(len, &self.env, &self.body, &mut out),
-            Protocol::Uwsgi => {
-                // start_gateway refused variables too large for uwsgi's 16-bit size.
-                if uwsgi::encode_head(len, &self.env, &mut out).is_ok() {
-                    out.extend_from_slice(&self.body);
-                }
-            }
+    /// Feeds body bytes from the client: to the backend's window, or
+    /// nowhere once the answer no longer needs them. Returns how many of
+    /// `input` were used and whether the body is complete.
+    pub fn feed(&mut self, input: &[u8]) -> Result<(usize, bool), u16> {
+        if self.done && !self.upload.collecting() {
+            let used = self.upload.discard(input);
+            return Ok((used, !self.upload.wants_body()));
         }
-        self.request = Rc::new(out);
-        self.body = Vec::new();
-        self.env = cgi::Env::default();
+        self.upload.take(input)
     }
 }
 
@@ -252,14 +232,15 @@ pub struct BackendConn {
     pub client: usize,
     pub host: usize,
     protocol: Protocol,
-    request: Rc<Vec<u8>>,
-    sent: usize,
     connected: bool,
     readable: bool,
     writable: bool,
     /// The backend closed its side: the end of stream is still to be read,
     /// and no new edge will announce it.
     peer_closed: bool,
+    /// Writing to the backend failed: it stopped reading. Its answer, if
+    /// any, is still read; whether it answered decides the outcome.
+    write_shut: bool,
     /// Undecoded FastCGI record bytes.
     records: Vec<u8>,
     /// The CGI header block while it is being collected.
@@ -846,12 +827,11 @@ impl Gateways {
             host: h,
             // The request's protocol: `scgi.protocol` may differ per request.
             protocol: gw.protocol,
-            request: Rc::clone(&gw.request),
-            sent: 0,
             connected: unix,
             readable: false,
             writable: unix,
             peer_closed: false,
+            write_shut: false,
             records: Vec::new(),
             head: Vec::new(),
             dechunk: None,
@@ -905,12 +885,19 @@ impl Gateways {
                 if !b.answered {
                     host.disabled_until = now + host.spec.disable_time;
                 }
+                let name = format!("{} ({})", host.spec.label, host.spec.addr);
                 if let Some(gw) = conn.gw.as_mut() {
                     gw.backend = None;
                     if gw.attempts < MAX_ATTEMPTS && !gw.head_sent {
-                        // Nothing reached the client yet and glint still holds the body.
-                        self.dispatch(b.client, conn, now, registry, date);
-                        return;
+                        if gw.upload.rewind() {
+                            // Nothing reached the client yet and glint still holds the whole request.
+                            self.dispatch(b.client, conn, now, registry, date);
+                            return;
+                        }
+                        log::error!(
+                            "backend {name}: it already took part of the request body, \
+                             which glint no longer holds; answering 502 instead of retrying"
+                        );
                     }
                 }
                 fail_client(conn, 502, date);
@@ -946,15 +933,24 @@ impl Gateways {
             b.connected = true;
             b.last_active = now;
         }
-        while b.writable && b.sent < b.request.len() {
-            match b.stream.write(&b.request[b.sent..]) {
-                Ok(n) => {
-                    b.sent += n;
-                    b.last_active = now;
+        // The request: what the client's upload has ready, while the socket takes it.
+        if let Some(up) = conn.gw.as_mut().map(|g| &mut g.upload) {
+            while b.writable && !b.write_shut && !up.pending().is_empty() {
+                match b.stream.write(up.pending()) {
+                    Ok(n) => {
+                        up.advance(n);
+                        b.last_active = now;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.writable = false,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        // It stopped reading (it may have answered without
+                        // wanting the whole body): the read side tells.
+                        log::debug!("backend write: {e}; reading its answer");
+                        b.write_shut = true;
+                        b.readable = true;
+                    }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.writable = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Failure::of(b.answered, "write", &e)),
             }
         }
         let buf = &mut self.scratch;
@@ -1046,17 +1042,23 @@ impl Gateways {
         Ok(false)
     }
 
-    /// Resumes reading from a paused backend once its client caught up.
-    pub fn resume(&mut self, conn: &mut Connection, now: u64, date: &[u8], registry: &Registry) {
-        let Some(bkey) = conn.gw.as_ref().and_then(|g| g.backend) else {
-            return;
-        };
+    /// Moves a gateway request on after its client was driven: resumes
+    /// reading from a paused backend once the client caught up, and writes
+    /// body bytes the client sent since to a backend whose socket has room.
+    pub fn pump(&mut self, conn: &mut Connection, now: u64, date: &[u8], registry: &Registry) {
+        let Some(gw) = conn.gw.as_ref() else { return };
+        let Some(bkey) = gw.backend else { return };
+        let has_bytes = !gw.upload.pending().is_empty();
         let Some(b) = self.conns.get_mut(bkey) else {
             return;
         };
+        let mut go = b.connected && b.writable && !b.write_shut && has_bytes;
         if b.paused && conn.out.pending_mem() < CLIENT_HIGH_WATER / 2 {
             b.paused = false;
             b.readable = true;
+            go = true;
+        }
+        if go {
             self.drive(bkey, conn, now, date, registry);
         }
     }
@@ -1112,32 +1114,42 @@ impl Gateways {
         }
     }
 
-    /// Time-outs: connect and read time-outs answer 504, a long wait in the queue 503.
+    /// Time-outs: connect, write and read time-outs answer 504, a long wait in the queue 503.
     /// Returns the clients that were answered (to be driven by the caller).
     pub fn on_tick(&mut self, now: u64, conns: &mut Slab<Connection>, date: &[u8]) -> Vec<usize> {
         let mut touched = Vec::new();
         let mut expired = Vec::new();
         for (bkey, b) in self.conns.iter() {
             let h = &self.hosts[b.host].spec;
-            let (limit, since) = if b.connected {
-                (h.read_timeout, b.last_active)
+            let up = conns
+                .get(b.client)
+                .and_then(|c| c.gw.as_ref())
+                .map(|g| &g.upload);
+            let (what, limit, since) = if !b.connected {
+                ("connect", h.connect_timeout, b.started)
+            } else if !b.write_shut && up.is_some_and(|u| !u.pending().is_empty()) {
+                // Glint has request bytes the backend does not take.
+                ("write", h.write_timeout, b.last_active)
+            } else if b.write_shut || up.is_none_or(|u| u.all_sent()) {
+                ("read", h.read_timeout, b.last_active)
             } else {
-                (h.connect_timeout, b.started)
+                // The rest of the body is still to come from the client,
+                // whose own idle time-out applies.
+                continue;
             };
             if now.saturating_sub(since) >= limit {
-                expired.push((bkey, b.client, b.connected));
+                expired.push((bkey, b.client, what));
             }
         }
-        for (bkey, client, connected) in expired {
+        for (bkey, client, what) in expired {
             if let Some(b) = self.remove_conn(bkey) {
                 let h = &mut self.hosts[b.host];
                 log::error!(
-                    "backend {} ({}): {} time-out",
+                    "backend {} ({}): {what} time-out",
                     h.spec.label,
-                    h.spec.addr,
-                    if connected { "read" } else { "connect" }
+                    h.spec.addr
                 );
-                if !connected {
+                if what == "connect" {
                     h.disabled_until = now + h.spec.disable_time;
                 }
             }

@@ -384,7 +384,9 @@ pub fn rerun(conn: &mut Connection, sh: &mut Shared, mut gw: Box<GwClient>) -> R
         gw.carry = carry;
         return rerun_failed(conn, sh, &gw, 502, body);
     };
-    let keep_alive = gw.keep_alive && !sh.shutting_down;
+    // The rest of a body the redirecting backend did not wait for is still
+    // on its way: the connection closes after this answer.
+    let keep_alive = gw.keep_alive && !sh.shutting_down && gw.upload.remaining() == 0;
     let action = respond_with(conn, sh, &req, keep_alive, carry);
     Rerunning {
         action,
@@ -531,17 +533,22 @@ fn start_gateway(
             return Err(404);
         }
     }
-    let limit = if settings.max_request_size_kb > 0 {
-        settings.max_request_size_kb.saturating_mul(1024)
-    } else {
-        crate::gateway::MAX_BODY
+    // `server.max-request-size` bounds every body (413 before any backend
+    // is asked); a chunked one is collected in memory, so also MAX_BODY.
+    let limit = match settings.max_request_size_kb {
+        0 => u64::MAX,
+        kb => kb.saturating_mul(1024),
     };
-    let (body_remaining, chunked) = match req.body {
-        _ if authorizer => (0, None),
-        Body::None => (0, None),
+    let chunked_limit = limit.min(crate::gateway::MAX_BODY);
+    let framing = match req.body {
+        // An authorizer never sees the body: it stays unread until it decides.
+        _ if authorizer => crate::gateway::BodyFraming::Length(0),
+        Body::None => crate::gateway::BodyFraming::Length(0),
         Body::Length(n) if n > limit => return Err(413),
-        Body::Length(n) => (n, None),
-        Body::Chunked => (0, Some(crate::http::chunked::Decoder::default())),
+        Body::Length(n) => crate::gateway::BodyFraming::Length(n),
+        Body::Chunked => crate::gateway::BodyFraming::Chunked {
+            limit: chunked_limit,
+        },
     };
     let server_name = std::str::from_utf8(req.host).unwrap_or("");
     let server_name = server_name.rsplit_once(':').map_or(server_name, |(h, _)| h);
@@ -586,7 +593,7 @@ fn start_gateway(
             _ if authorizer => 0,
             Body::None => 0,
             Body::Length(n) => n,
-            Body::Chunked => limit,
+            Body::Chunked => chunked_limit,
         };
         let size = crate::gateway::uwsgi::vars_len(most, &env);
         if size > crate::gateway::uwsgi::MAX_VARS {
@@ -614,7 +621,6 @@ fn start_gateway(
                 }
             }
         }
-        env = crate::gateway::cgi::Env::default();
     }
     let mut log_head = req.request_line.to_vec();
     log_head.extend_from_slice(b"\r\n");
@@ -628,12 +634,11 @@ fn start_gateway(
     Ok(Box::new(crate::gateway::GwClient {
         route: g.route,
         protocol,
-        env,
-        body: Vec::new(),
-        body_remaining,
-        body_limit: limit,
-        chunked,
-        request: std::rc::Rc::new(request),
+        upload: if authorizer {
+            crate::gateway::Upload::fixed(protocol, request)
+        } else {
+            crate::gateway::Upload::new(protocol, env, framing)
+        },
         backend: None,
         waiting: false,
         since: g.now,

@@ -1,10 +1,17 @@
 """An SCGI application on the scgi package (the stack of seed 000), for glint's tests.
 
-usage: scgi_app.py tcp            -> listens on 127.0.0.1, a free port
-       scgi_app.py unix PATH      -> listens on a unix socket
+usage: scgi_app.py tcp [--mute]         -> listens on 127.0.0.1, a free port
+       scgi_app.py unix PATH [--mute]   -> listens on a unix socket
 Prints "ready PORT-or-PATH" once listening. Most paths echo the environment
 as NAME=value lines; /redirect?TARGET answers a bare "Location: TARGET",
 /redirect-302?TARGET the same with "Status: 302", /loop redirects to itself.
+With --mute it reads each request whole and closes the connection without
+answering (a backend that breaks before answering). SCGI_APP_LOG names a
+file that gets one line per request (see below).
+
+Each request is logged as "start PATH" when it arrives and "PATH BYTES"
+once its body was read. The body is read in pieces and hashed as it comes
+(BODY-LEN, BODY-MD5), so a test can send hundreds of megabytes.
 """
 import hashlib
 import os
@@ -17,16 +24,52 @@ from scgi import scgi_server
 
 # Which listener this process is (its port or socket path), for the balancing tests.
 WHERE = ""
+MUTE = "--mute" in sys.argv
+
+
+def read_body(input, bodysize, pause=0.0):
+    """Reads up to bodysize bytes in 64 KiB pieces (fewer if the peer
+    closes first), sleeping `pause` seconds after each piece."""
+    md5 = hashlib.md5()
+    n = 0
+    while n < bodysize:
+        piece = input.read(min(65536, bodysize - n))
+        if not piece:
+            break
+        md5.update(piece)
+        n += len(piece)
+        if pause:
+            time.sleep(pause)
+    return n, md5.hexdigest()
+
+
+def log(line):
+    """Which requests reached the application, and how much of their
+    bodies, for the tests."""
+    if os.environ.get("SCGI_APP_LOG"):
+        with open(os.environ["SCGI_APP_LOG"], "a") as f:
+            f.write(line + "\n")
 
 
 class Handler(scgi_server.SCGIHandler):
     def produce(self, env, bodysize, input, output):
-        body = input.read(bodysize) if bodysize else b""
         path = env.get("PATH_INFO", "")
-        if os.environ.get("SCGI_APP_LOG"):
-            # Which requests reached the application, for the tests.
-            with open(os.environ["SCGI_APP_LOG"], "a") as f:
-                f.write(path + "\n")
+        query = env.get("QUERY_STRING", "")
+        log("start " + path)
+        if path == "/early":
+            # Refuses the upload without reading it, as an application
+            # checking a quota would, and closes.
+            output.write(b"Status: 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nearly")
+            return
+        if path == "/noread":
+            # Takes nothing for a while: glint must stop at its window.
+            time.sleep(float(query or "3"))
+        pause = float(query or "0.01") if path == "/slowread" else 0.0
+        got, md5 = read_body(input, bodysize, pause)
+        log("%s %d" % (path, got))
+        if MUTE or got < bodysize:
+            # Muted, or the client left mid-body: no answer.
+            return
         if path == "/die":
             # Promise 100 bytes, send 7, die: the client must be able to tell.
             output.write(b"Status: 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\npartial")
@@ -78,8 +121,8 @@ class Handler(scgi_server.SCGIHandler):
             return
         lines = ["%s=%s" % (k, env[k]) for k in sorted(env)]
         lines.append("BACKEND=%s" % WHERE)
-        lines.append("BODY-LEN=%d" % len(body))
-        lines.append("BODY-MD5=%s" % hashlib.md5(body).hexdigest())
+        lines.append("BODY-LEN=%d" % got)
+        lines.append("BODY-MD5=%s" % md5)
         out = ("\n".join(lines) + "\n").encode()
         output.write(b"Status: 200 OK\r\nContent-Type: text/plain\r\nX-Backend: scgi\r\n\r\n" + out)
 

@@ -1,0 +1,405 @@
+//! The request side of a gateway request: what glint sends the backend.
+//!
+//! The CGI environment goes first (an SCGI netstring, a uwsgi variable
+//! block, or FastCGI BEGIN_REQUEST and PARAMS records), then the body as the
+//! client sends it (raw after SCGI's and uwsgi's heads, STDIN records for
+//! FastCGI). All need CONTENT_LENGTH up front, so:
+//!
+//! - a `Content-Length` body is streamed: the head is encoded at once and
+//!   body bytes are appended as they arrive, at most [`BODY_WINDOW`] of them
+//!   waiting for the backend. While the window is full the client is not
+//!   read, so memory does not grow with the body, however large.
+//! - a chunked body is decoded and collected first (up to a bound), then
+//!   sent with its length.
+//!
+//! A request is sent again to another backend (a backend that closed
+//! before answering) only while glint still holds all of it: bytes the
+//! backend took are kept until the request outgrows the window, and
+//! dropped after that.
+
+use super::cgi::Env;
+use super::{fastcgi, scgi, uwsgi, Protocol};
+use crate::http::chunked;
+
+/// Most body bytes glint holds for one request that the backend has not
+/// taken yet; with the client's 16 KiB input buffer, an upload costs glint
+/// about 80 KiB whatever its size. 64 KiB is what a backend's socket
+/// usually takes in one go, so a fast backend never waits on the window.
+pub const BODY_WINDOW: usize = 64 * 1024;
+
+/// Room for FastCGI record headers on top of the window, so that a body
+/// that fits the window stays whole (one 8-byte header per client read).
+const FRAMING_SLACK: usize = 4 * 1024;
+
+/// How the client frames the body.
+#[derive(Debug)]
+pub enum BodyFraming {
+    /// No body, or a `Content-Length` one.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`: collected up to `limit` bytes (then 413).
+    Chunked { limit: u64 },
+}
+
+/// The bytes of one request on their way to the backend.
+#[derive(Debug)]
+pub struct Upload {
+    protocol: Protocol,
+    /// Encoded request bytes: from the request's first byte while `whole`,
+    /// else from some later point.
+    buf: Vec<u8>,
+    /// How much of `buf` the current backend connection has taken.
+    sent: usize,
+    /// `buf` starts at the request's first byte: it can be sent again.
+    whole: bool,
+    /// Length of the encoded head (the environment), for the hold limit.
+    head_len: usize,
+    /// Body bytes still to come from the client (`Content-Length`).
+    remaining: u64,
+    /// Chunked body being collected, with the environment to encode once it is complete.
+    collecting: Option<Collect>,
+    /// Body bytes taken from the client so far (kept or discarded).
+    pub received: u64,
+    /// Request bytes written to backends so far (retries included).
+    pub written: u64,
+}
+
+#[derive(Debug)]
+struct Collect {
+    decoder: chunked::Decoder,
+    body: Vec<u8>,
+    limit: u64,
+    env: Env,
+}
+
+impl Upload {
+    /// Starts a request: a `Content-Length` one has its head encoded now.
+    pub fn new(protocol: Protocol, env: Env, framing: BodyFraming) -> Upload {
+        let mut u = Upload {
+            protocol,
+            buf: Vec::new(),
+            sent: 0,
+            whole: true,
+            head_len: 0,
+            remaining: 0,
+            collecting: None,
+            received: 0,
+            written: 0,
+        };
+        match framing {
+            BodyFraming::Length(n) => {
+                u.start(n, &env);
+                u.remaining = n;
+                if n == 0 {
+                    u.end_body();
+                }
+            }
+            BodyFraming::Chunked { limit } => {
+                u.collecting = Some(Collect {
+                    decoder: chunked::Decoder::default(),
+                    body: Vec::new(),
+                    limit,
+                    env,
+                })
+            }
+        }
+        u
+    }
+
+    /// A request encoded whole by the caller, without a body (an authorizer's).
+    pub fn fixed(protocol: Protocol, request: Vec<u8>) -> Upload {
+        Upload {
+            protocol,
+            head_len: request.len(),
+            buf: request,
+            sent: 0,
+            whole: true,
+            remaining: 0,
+            collecting: None,
+            received: 0,
+            written: 0,
+        }
+    }
+
+    /// Encodes the head: everything before the body.
+    fn start(&mut self, content_length: u64, env: &Env) {
+        let mut out = Vec::with_capacity(env.as_bytes().len() + 128);
+        match self.protocol {
+            Protocol::Scgi => scgi::encode_head(content_length, env, &mut out),
+            Protocol::FastCgi => fastcgi::encode_head(content_length, env, &mut out),
+            Protocol::Uwsgi => {
+                // start_gateway refused variables too large for uwsgi's
+                // 16-bit size, with the longest length the body may reach.
+                let _ = uwsgi::encode_head(content_length, env, &mut out);
+            }
+        }
+        self.head_len = out.len();
+        self.buf = out;
+    }
+
+    /// Appends body bytes in the protocol's framing.
+    fn frame(&mut self, data: &[u8]) {
+        match self.protocol {
+            Protocol::Scgi | Protocol::Uwsgi => self.buf.extend_from_slice(data),
+            Protocol::FastCgi => fastcgi::stdin(data, &mut self.buf),
+        }
+    }
+
+    /// Appends what ends the body.
+    fn end_body(&mut self) {
+        match self.protocol {
+            Protocol::Scgi | Protocol::Uwsgi => {}
+            Protocol::FastCgi => fastcgi::end_stdin(&mut self.buf),
+        }
+    }
+
+    fn encoded_len(&self, n: usize) -> usize {
+        match self.protocol {
+            Protocol::Scgi | Protocol::Uwsgi => n,
+            Protocol::FastCgi => n + fastcgi::stdin_overhead(n),
+        }
+    }
+
+    /// The client still has body bytes to send.
+    pub fn wants_body(&self) -> bool {
+        self.remaining > 0 || self.collecting.is_some()
+    }
+
+    /// A chunked body is still being collected (no backend before it is complete).
+    pub fn collecting(&self) -> bool {
+        self.collecting.is_some()
+    }
+
+    /// How many more body bytes glint takes from the client now.
+    pub fn room(&self) -> usize {
+        if self.collecting.is_some() {
+            return usize::MAX;
+        }
+        let unsent = self.buf.len() - self.sent;
+        BODY_WINDOW
+            .saturating_sub(unsent)
+            .min(self.remaining_usize())
+    }
+
+    fn remaining_usize(&self) -> usize {
+        usize::try_from(self.remaining).unwrap_or(usize::MAX)
+    }
+
+    /// Takes body bytes from `input` (as many as the window allows); returns
+    /// how many were used and whether the body is now complete. A chunked
+    /// body over its limit is 413, a malformed one 400.
+    pub fn take(&mut self, input: &[u8]) -> Result<(usize, bool), u16> {
+        if let Some(c) = self.collecting.as_mut() {
+            let used = c.decoder.decode(input, &mut c.body).map_err(|_| 400u16)?;
+            if c.body.len() as u64 > c.limit {
+                return Err(413);
+            }
+            self.received += used as u64;
+            if !c.decoder.is_done() {
+                return Ok((used, false));
+            }
+            if let Some(c) = self.collecting.take() {
+                self.start(c.body.len() as u64, &c.env);
+                self.frame(&c.body);
+                self.end_body();
+            }
+            return Ok((used, true));
+        }
+        let take = input.len().min(self.room());
+        if take == 0 {
+            return Ok((0, self.remaining == 0));
+        }
+        let data = &input[..take];
+        let encoded = self.encoded_len(take);
+        if self.sent > 0 && self.buf.len() + encoded > self.head_len + BODY_WINDOW + FRAMING_SLACK {
+            // The request outgrows the window: let go of what the backend
+            // has taken. From here on a failed backend cannot be retried.
+            self.buf.drain(..self.sent);
+            self.sent = 0;
+            self.whole = false;
+        }
+        self.frame(data);
+        self.remaining -= take as u64;
+        self.received += take as u64;
+        if self.remaining == 0 {
+            self.end_body();
+        }
+        Ok((take, self.remaining == 0))
+    }
+
+    /// Drops body bytes the backend will never get (it answered, or failed);
+    /// returns how many of `input` were body.
+    pub fn discard(&mut self, input: &[u8]) -> usize {
+        if self.collecting.is_some() {
+            return 0;
+        }
+        let n = input.len().min(self.remaining_usize());
+        self.remaining -= n as u64;
+        self.received += n as u64;
+        n
+    }
+
+    /// Body bytes the client has yet to send (`Content-Length`).
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Bytes ready for the backend.
+    pub fn pending(&self) -> &[u8] {
+        &self.buf[self.sent..]
+    }
+
+    /// The backend took `n` bytes of [`Upload::pending`].
+    pub fn advance(&mut self, n: usize) {
+        self.sent = (self.sent + n).min(self.buf.len());
+        self.written += n as u64;
+    }
+
+    /// The whole request has been written to the backend.
+    pub fn all_sent(&self) -> bool {
+        !self.wants_body() && self.sent == self.buf.len()
+    }
+
+    /// Glint still holds the whole request.
+    pub fn is_whole(&self) -> bool {
+        self.whole
+    }
+
+    /// Prepares to send the request again from its first byte, to another
+    /// backend connection; false when part of it is gone.
+    pub fn rewind(&mut self) -> bool {
+        if self.whole {
+            self.sent = 0;
+        }
+        self.whole
+    }
+
+    /// Bytes held in memory (for tests of the bound).
+    pub fn held(&self) -> usize {
+        self.buf.len() + self.collecting.as_ref().map_or(0, |c| c.body.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Env {
+        Env::from_pairs(&[("REQUEST_METHOD", "POST")])
+    }
+
+    /// Feeds `body` in `step`-sized reads, letting a backend take `drain`
+    /// bytes after each; returns everything the backend got.
+    fn run(u: &mut Upload, body: &[u8], step: usize, drain: usize) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut at = 0;
+        for _ in 0..body.len() * 2 + 10 {
+            if at < body.len() {
+                let end = (at + step).min(body.len());
+                let (used, _) = u.take(&body[at..end]).unwrap();
+                at += used;
+            }
+            assert!(u.held() <= 200 + BODY_WINDOW + FRAMING_SLACK + step);
+            let n = u.pending().len().min(drain);
+            got.extend_from_slice(&u.pending()[..n]);
+            u.advance(n);
+            if u.all_sent() {
+                break;
+            }
+        }
+        assert!(u.all_sent(), "the request never completed");
+        got
+    }
+
+    #[test]
+    fn scgi_content_length_streams_within_the_window() {
+        let body: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        let mut u = Upload::new(
+            Protocol::Scgi,
+            env(),
+            BodyFraming::Length(body.len() as u64),
+        );
+        let mut want = Vec::new();
+        scgi::encode_head(body.len() as u64, &env(), &mut want);
+        want.extend_from_slice(&body);
+        assert_eq!(run(&mut u, &body, 16 * 1024, 5000), want);
+        assert!(!u.is_whole(), "a large body is let go as it is sent");
+        assert!(!u.rewind());
+    }
+
+    #[test]
+    fn the_window_stops_taking_until_the_backend_drains() {
+        let mut u = Upload::new(Protocol::Scgi, env(), BodyFraming::Length(1 << 20));
+        let chunk = vec![1u8; 16 * 1024];
+        let mut taken = 0;
+        for _ in 0..100 {
+            taken += u.take(&chunk).unwrap().0;
+        }
+        assert_eq!(
+            taken + u.head_len,
+            BODY_WINDOW,
+            "no backend: only the window is read"
+        );
+        assert_eq!(u.room(), 0);
+        let n = u.pending().len();
+        u.advance(n);
+        assert_eq!(u.room(), BODY_WINDOW);
+    }
+
+    #[test]
+    fn fastcgi_small_body_stays_whole_for_a_retry() {
+        let body = vec![9u8; 50_000];
+        let mut u = Upload::new(
+            Protocol::FastCgi,
+            env(),
+            BodyFraming::Length(body.len() as u64),
+        );
+        let mut want = Vec::new();
+        fastcgi::encode_head(body.len() as u64, &env(), &mut want);
+        for part in body.chunks(1000) {
+            fastcgi::stdin(part, &mut want);
+        }
+        fastcgi::end_stdin(&mut want);
+        let got = run(&mut u, &body, 1000, 700);
+        assert_eq!(got, want);
+        assert!(u.rewind(), "a body within the window can be sent again");
+        assert_eq!(u.pending(), &want[..]);
+    }
+
+    #[test]
+    fn empty_body_is_complete_at_once() {
+        let u = Upload::new(Protocol::FastCgi, env(), BodyFraming::Length(0));
+        assert!(!u.wants_body());
+        assert!(u.pending().ends_with(&[1, 5, 0, 1, 0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn chunked_is_collected_then_sent_with_its_length() {
+        let mut u = Upload::new(Protocol::Scgi, env(), BodyFraming::Chunked { limit: 100 });
+        assert!(u.pending().is_empty(), "nothing before the length is known");
+        let (used, done) = u.take(b"5\r\nhello\r\n").unwrap();
+        assert_eq!((used, done), (10, false));
+        let (used, done) = u.take(b"0\r\n\r\nGET /next").unwrap();
+        assert_eq!((used, done), (5, true));
+        let mut want = Vec::new();
+        scgi::encode_head(5, &env(), &mut want);
+        want.extend_from_slice(b"hello");
+        assert_eq!(u.pending(), &want[..]);
+        assert!(u.is_whole());
+    }
+
+    #[test]
+    fn chunked_over_the_limit_is_413_and_garbage_400() {
+        let mut u = Upload::new(Protocol::Scgi, env(), BodyFraming::Chunked { limit: 4 });
+        assert_eq!(u.take(b"5\r\nhello\r\n"), Err(413));
+        let mut u = Upload::new(Protocol::Scgi, env(), BodyFraming::Chunked { limit: 4 });
+        assert_eq!(u.take(b"zz\r\n"), Err(400));
+    }
+
+    #[test]
+    fn discard_counts_down_what_is_left() {
+        let mut u = Upload::new(Protocol::Scgi, env(), BodyFraming::Length(10));
+        assert_eq!(u.discard(b"abcdefgh"), 8);
+        assert_eq!(u.discard(b"ijklmnop"), 2);
+        assert!(!u.wants_body());
+    }
+}
