@@ -364,6 +364,16 @@ impl Connection {
                             Flushed::Closed => continue,
                         }
                     }
+                    // An answer to run again (an authorizer's 200, a local
+                    // redirect) does not wait for the rest of the body.
+                    let rerun = self
+                        .gw
+                        .as_ref()
+                        .is_some_and(|g| g.done && g.rerun.is_some());
+                    if rerun && self.out.is_empty() {
+                        self.rerun(sh);
+                        continue;
+                    }
                     if self.reads_body() {
                         // Body bytes already buffered go first; the socket is
                         // read only once they are taken, and only while the
@@ -381,10 +391,6 @@ impl Connection {
                     let done = self.gw.as_ref().is_none_or(|g| g.done);
                     if !(done && self.out.is_empty()) {
                         break;
-                    }
-                    if self.gw.as_ref().is_some_and(|g| g.rerun.is_some()) {
-                        self.rerun(sh);
-                        continue;
                     }
                     let then = self.end_gateway(sh);
                     self.after_write(then, sh);

@@ -1764,6 +1764,38 @@ fn local_redirects_are_served_inside() {
     assert_eq!(r.status, 302, "{}", r.describe());
     assert_eq!(r.header("location"), Some("/static.txt"));
 
+    // Redirected before the backend read the body: the rest of the body is
+    // dropped (or, if it is still coming, the connection closes after the
+    // answer); it is never taken for a next request.
+    let mut c = s.connect();
+    c.send(b"POST /app/early-redirect?/static.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n")
+        .unwrap();
+    let chunk = [b'G'; 10_000];
+    for _ in 0..100 {
+        if c.send(&chunk).is_err() {
+            break;
+        }
+    }
+    let _ = c.send(b"GET /static.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.read_response(false).unwrap();
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
+    if r.has_token("connection", "close") {
+        let rest = c.read_to_close(TIMEOUT).unwrap_or_default();
+        assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+    } else {
+        let r = c.read_response(false).unwrap();
+        assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
+    }
+
+    // The same with the body still on its way: the answer comes now, and
+    // the connection closes after it.
+    let mut c = s.connect();
+    c.send(b"POST /app/early-redirect?/static.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+        .unwrap();
+    let r = c.read_response(false).unwrap();
+    assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
+    assert!(r.has_token("connection", "close"), "{}", r.describe());
+
     // A redirect loop ends in 500 and a log line, and the connection goes on.
     let mut c = s.connect();
     c.send(b"GET /app/loop HTTP/1.1\r\nHost: t\r\n\r\n")

@@ -61,6 +61,10 @@ class Handler(scgi_server.SCGIHandler):
             # checking a quota would, and closes.
             output.write(b"Status: 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nearly")
             return
+        if path == "/early-redirect":
+            # A local redirect before reading the body it was sent.
+            output.write(("Location: %s\r\n\r\n" % query).encode())
+            return
         if path == "/noread":
             # Takes nothing for a while: glint must stop at its window.
             time.sleep(float(query or "3"))
