@@ -1,9 +1,10 @@
 //! One client connection: a state enum, its buffers, and the function that
 //! drives it after a readiness event.
 //!
-//! The socket is registered once for both directions (edge-triggered); the
-//! connection remembers which directions are ready (`readable`, `writable`)
-//! and acts only on what its phase needs, so a spurious event costs nothing.
+//! The socket is registered for reads (edge-triggered), and for writes too
+//! once a write has blocked; the connection remembers which directions are
+//! ready (`readable`, `writable`) and acts only on what its phase needs, so a
+//! spurious event costs nothing.
 
 use std::io::{self, Read};
 use std::net::{IpAddr, Shutdown, SocketAddr};
@@ -297,6 +298,8 @@ pub struct Connection {
     pub gw: Option<Box<crate::gateway::GwClient>>,
     /// Registered with epoll (only once the connection has had to wait).
     pub registered: bool,
+    /// Registered for writability too (only once a write has blocked).
+    pub watches_writes: bool,
 }
 
 impl Connection {
@@ -320,6 +323,7 @@ impl Connection {
             linger: false,
             gw: None,
             registered: false,
+            watches_writes: false,
         }
     }
 
@@ -417,6 +421,11 @@ impl Connection {
 
     /// Writes queued output while the socket takes it. A write error closes
     /// the connection (logged unless the peer simply went away).
+    /// A write blocked: the socket's writability must be watched.
+    pub fn waits_to_write(&self) -> bool {
+        !self.writable
+    }
+
     fn flush(&mut self, sh: &mut Shared) -> Flushed {
         if !self.writable {
             return Flushed::Blocked;

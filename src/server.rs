@@ -115,6 +115,8 @@ pub struct Shared {
     pub stats: Stats,
     /// Port of each listener (0 for unix sockets), for the access log.
     pub ports: Vec<u16>,
+    /// Per listener: its one bound address, if it has one.
+    pub bound_ips: Vec<Option<std::net::IpAddr>>,
     /// Stop accepting and close connections after their current response.
     pub shutting_down: bool,
 }
@@ -140,6 +142,19 @@ impl Listener {
         match self {
             Listener::Tcp(t) => t,
             Listener::Unix(u, _, _) => u,
+        }
+    }
+
+    /// The address it is bound to, when that is one address (not 0.0.0.0 or
+    /// ::): the SERVER_ADDR of its connections without asking the socket.
+    fn bound_ip(&self) -> Option<std::net::IpAddr> {
+        match self {
+            Listener::Tcp(t) => t
+                .local_addr()
+                .ok()
+                .map(|a| a.ip())
+                .filter(|ip| !ip.is_unspecified()),
+            Listener::Unix(..) => None,
         }
     }
 
@@ -375,10 +390,12 @@ impl Server {
         }
         listeners.extend(pool.into_iter().flatten().map(Some));
         let mut ports = Vec::new();
+        let mut bound_ips = Vec::new();
         for (i, lst) in listeners.iter_mut().flatten().enumerate() {
             poll.registry()
                 .register(lst.source(), Token(LISTENER_BASE + i), Interest::READABLE)?;
             ports.push(lst.port());
+            bound_ips.push(lst.bound_ip());
         }
         let max_connections = config.global.max_connections.max(1) as usize;
         let gateways = crate::gateway::Gateways::from_settings(&config.global)
@@ -398,6 +415,7 @@ impl Server {
                 files: Default::default(),
                 stats: Stats::default(),
                 ports,
+                bound_ips,
                 shutting_down: false,
             },
             max_connections,
@@ -569,6 +587,7 @@ impl Server {
         }
         drop(old);
         let mut ports = Vec::with_capacity(next.len());
+        let mut bound_ips = Vec::with_capacity(next.len());
         for (i, lst) in next.iter_mut().enumerate() {
             match lst {
                 Some(l) => {
@@ -581,8 +600,12 @@ impl Server {
                         log::error!("graceful restart: listener {}: {e}", describe(l));
                     }
                     ports.push(l.port());
+                    bound_ips.push(l.bound_ip());
                 }
-                None => ports.push(0),
+                None => {
+                    ports.push(0);
+                    bound_ips.push(None);
+                }
             }
         }
         for (_, conn) in self.conns.iter_mut() {
@@ -599,6 +622,7 @@ impl Server {
         }
         self.listeners = next;
         self.sh.ports = ports;
+        self.sh.bound_ips = bound_ips;
         self.max_connections = config.global.max_connections.max(1) as usize;
         self.sh.config = config;
         if let Err(e) = self.open_logs() {
@@ -782,18 +806,26 @@ impl Server {
             self.conns.remove(key);
             return true;
         }
-        if !conn.registered {
-            if let Err(e) = registry.register(
-                &mut conn.stream,
-                Token(key),
-                Interest::READABLE | Interest::WRITABLE,
-            ) {
+        // Writability is watched only once a write has blocked: a socket
+        // registered for it reports "writable" at once, one more turn of the
+        // loop for nothing on every connection that never fills its buffer.
+        let want_writes = conn.waits_to_write();
+        let watch = if !conn.registered {
+            Some(registry.register(&mut conn.stream, Token(key), interest(want_writes)))
+        } else if want_writes && !conn.watches_writes {
+            Some(registry.reregister(&mut conn.stream, Token(key), interest(true)))
+        } else {
+            None
+        };
+        if let Some(result) = watch {
+            if let Err(e) = result {
                 log::error!("cannot register a connection: {e}");
                 sh.gateways.client_gone(key, conn);
                 self.conns.remove(key);
                 return true;
             }
             conn.registered = true;
+            conn.watches_writes |= want_writes;
         }
         false
     }
@@ -1048,5 +1080,14 @@ impl Server {
             "graceful shutdown: finishing {} connections",
             self.conns.len()
         );
+    }
+}
+
+/// Readiness a socket is registered for: reads always, writes once they block.
+pub fn interest(writes: bool) -> Interest {
+    if writes {
+        Interest::READABLE | Interest::WRITABLE
+    } else {
+        Interest::READABLE
     }
 }

@@ -1777,7 +1777,9 @@ fn local_redirects_are_served_inside() {
         }
     }
     let _ = c.send(b"GET /static.txt HTTP/1.1\r\nHost: t\r\n\r\n");
-    let r = c.read_response(false).unwrap();
+    let r = c
+        .read_response(false)
+        .unwrap_or_else(|e| panic!("{e}\n{}", s.stderr_tail()));
     assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
     if r.has_token("connection", "close") {
         let rest = c.read_to_close(TIMEOUT).unwrap_or_default();

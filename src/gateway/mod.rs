@@ -35,7 +35,7 @@ use std::os::fd::OwnedFd;
 use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 
-use mio::{Interest, Registry, Token};
+use mio::{Registry, Token};
 use slab::Slab;
 
 use crate::config::Settings;
@@ -238,6 +238,11 @@ pub struct BackendConn {
     /// The backend closed its side: the end of stream is still to be read,
     /// and no new edge will announce it.
     peer_closed: bool,
+    /// That close was an orderly end of stream (FIN): once a read comes
+    /// up short, nothing but the end is left to read.
+    fin_seen: bool,
+    /// Registered for writability too (once a write blocked).
+    watches_writes: bool,
     /// Writing to the backend failed: it stopped reading. Its answer, if
     /// any, is still read; whether it answered decides the outcome.
     write_shut: bool,
@@ -257,6 +262,54 @@ pub struct BackendConn {
     last_active: u64,
 }
 
+impl BackendConn {
+    /// The backend closed its side: whether its answer was complete.
+    fn at_end(&self) -> Result<bool, Failure> {
+        match (self.protocol, self.answered) {
+            (_, false) => Err(Failure::Retry(
+                "closed the connection without an answer".into(),
+            )),
+            (Protocol::Scgi | Protocol::Uwsgi, true)
+                if self.dechunk.as_ref().is_some_and(|d| !d.is_done()) =>
+            {
+                Err(Failure::Broken(
+                    "closed the connection inside its chunked answer".into(),
+                ))
+            }
+            (Protocol::Scgi | Protocol::Uwsgi, true) => Ok(true),
+            (Protocol::FastCgi, true) if self.ended => Ok(true),
+            (Protocol::FastCgi, true) => Err(Failure::Broken(
+                "closed the connection before END_REQUEST".into(),
+            )),
+        }
+    }
+}
+
+/// Scripts `check-local` found to be files, with the second they were
+/// seen: a second's worth of requests for one script costs one stat.
+#[derive(Default)]
+pub struct LocalScripts(std::collections::HashMap<String, u64>);
+
+impl LocalScripts {
+    /// Whether `file` (docroot and script name) is a file. A yes is
+    /// remembered for a second, like the open-file cache's entries; a no
+    /// is asked again each time.
+    pub fn check(&mut self, file: &str, now: u64) -> bool {
+        if self.0.get(file).is_some_and(|&t| now <= t + 1) {
+            return true;
+        }
+        let yes = std::fs::metadata(file).is_ok_and(|m| m.is_file());
+        if yes && self.0.len() < 1024 {
+            self.0.insert(file.to_string(), now);
+        }
+        yes
+    }
+
+    fn purge(&mut self, now: u64) {
+        self.0.retain(|_, t| now <= *t + 1);
+    }
+}
+
 /// All routes, backends and backend connections.
 #[derive(Default)]
 pub struct Gateways {
@@ -269,6 +322,9 @@ pub struct Gateways {
     /// Backend connections closed since the queue was last looked at.
     pub freed: usize,
     scratch: Vec<u8>,
+    /// Scripts `check-local` found to be files, with the second they were
+    /// seen: a second's worth of requests for one script costs one stat.
+    pub local_scripts: LocalScripts,
 }
 
 impl Gateways {
@@ -807,10 +863,11 @@ impl Gateways {
         };
         let entry = self.conns.vacant_entry();
         let bkey = entry.key();
+        // Writability is watched only once a write blocks (see `drive`).
         if let Err(e) = registry.register(
             &mut stream,
             Token(BACKEND_BASE + bkey),
-            Interest::READABLE | Interest::WRITABLE,
+            crate::server::interest(false),
         ) {
             log::error!("cannot register a backend connection: {e}");
             fail_client(conn, 502, date);
@@ -818,8 +875,9 @@ impl Gateways {
         }
         host.active += 1;
         gw.backend = Some(bkey);
-        // A unix socket connects at once (or said EAGAIN above): the request
-        // can go out now instead of after an epoll round trip.
+        // A unix socket connects at once (or said EAGAIN above), and a TCP
+        // connect to a near backend is usually done too: the request goes out
+        // now instead of after an epoll round trip.
         let unix = matches!(host.spec.addr, BackendAddr::Unix(_));
         entry.insert(BackendConn {
             stream,
@@ -829,8 +887,10 @@ impl Gateways {
             protocol: gw.protocol,
             connected: unix,
             readable: false,
-            writable: unix,
+            writable: true,
             peer_closed: false,
+            fin_seen: false,
+            watches_writes: false,
             write_shut: false,
             records: Vec::new(),
             head: Vec::new(),
@@ -841,9 +901,7 @@ impl Gateways {
             started: now,
             last_active: now,
         });
-        if unix {
-            self.drive(bkey, conn, now, date, registry);
-        }
+        self.drive(bkey, conn, now, date, registry);
     }
 
     /// Records readiness of backend connection `bkey`; returns its client.
@@ -857,6 +915,10 @@ impl Gateways {
         }
         if ev.is_read_closed() || ev.is_error() {
             b.peer_closed = true;
+        }
+        // An orderly end of stream (FIN), not a reset.
+        if ev.is_read_closed() && !ev.is_error() {
+            b.fin_seen = true;
         }
         Some(b.client)
     }
@@ -873,7 +935,21 @@ impl Gateways {
     ) {
         let result = self.progress(bkey, conn, now, date);
         match result {
-            Ok(false) => {}
+            Ok(false) => {
+                // A write blocked (a TCP connect under way, or a full socket):
+                // from now on the socket's writability is watched.
+                if let Some(b) = self.conns.get_mut(bkey) {
+                    if !b.writable && !b.watches_writes {
+                        b.watches_writes = true;
+                        let t = Token(BACKEND_BASE + bkey);
+                        if let Err(e) =
+                            registry.reregister(&mut b.stream, t, crate::server::interest(true))
+                        {
+                            log::error!("cannot watch a backend connection: {e}");
+                        }
+                    }
+                }
+            }
             Ok(true) => {
                 self.finish(bkey, conn, date);
             }
@@ -923,15 +999,26 @@ impl Gateways {
         let Some(b) = self.conns.get_mut(bkey) else {
             return Ok(false);
         };
+        let pending = conn
+            .gw
+            .as_ref()
+            .is_some_and(|g| !g.upload.pending().is_empty());
         if !b.connected {
             if !b.writable {
                 return Ok(false);
             }
-            if let Ok(Some(e)) | Err(e) = b.stream.take_error() {
-                return Err(Failure::Retry(format!("connect: {e}")));
+            // A TCP connect still under way: the first write tells. On
+            // loopback the handshake is done within connect(), so the request
+            // goes out now rather than after a wake-up for writability; a
+            // write into a connect still pending says EAGAIN, one into a
+            // refused connect gives its error.
+            if !pending {
+                if let Ok(Some(e)) | Err(e) = b.stream.take_error() {
+                    return Err(Failure::Retry(format!("connect: {e}")));
+                }
+                b.connected = true;
+                b.last_active = now;
             }
-            b.connected = true;
-            b.last_active = now;
         }
         // The request: what the client's upload has ready, while the socket takes it.
         if let Some(up) = conn.gw.as_mut().map(|g| &mut g.upload) {
@@ -939,10 +1026,14 @@ impl Gateways {
                 match b.stream.write(up.pending()) {
                     Ok(n) => {
                         up.advance(n);
+                        b.connected = true;
                         b.last_active = now;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.writable = false,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if !b.connected => {
+                        return Err(Failure::Retry(format!("connect: {e}")));
+                    }
                     Err(e) => {
                         // It stopped reading (it may have answered without
                         // wanting the whole body): the read side tells.
@@ -963,23 +1054,7 @@ impl Gateways {
             match b.stream.read(buf) {
                 Ok(0) => {
                     b.readable = false;
-                    return match (b.protocol, b.answered) {
-                        (_, false) => Err(Failure::Retry(
-                            "closed the connection without an answer".into(),
-                        )),
-                        (Protocol::Scgi | Protocol::Uwsgi, true)
-                            if b.dechunk.as_ref().is_some_and(|d| !d.is_done()) =>
-                        {
-                            Err(Failure::Broken(
-                                "closed the connection inside its chunked answer".into(),
-                            ))
-                        }
-                        (Protocol::Scgi | Protocol::Uwsgi, true) => Ok(true),
-                        (Protocol::FastCgi, true) if b.ended => Ok(true),
-                        (Protocol::FastCgi, true) => Err(Failure::Broken(
-                            "closed the connection before END_REQUEST".into(),
-                        )),
-                    };
+                    return b.at_end();
                 }
                 Ok(n) => {
                     b.last_active = now;
@@ -1029,9 +1104,19 @@ impl Gateways {
                     if conn.out.pending_mem() >= CLIENT_HIGH_WATER {
                         b.paused = true;
                     }
-                    // A short read drained the socket, unless the end of stream is pending.
-                    if n < buf.len() && !b.peer_closed {
-                        b.readable = false;
+                    // A short read drained the socket. If the backend had
+                    // closed before it, the end of stream is all that is left:
+                    // no need to read it (SCGI answers end that way).
+                    if n < buf.len() {
+                        if b.fin_seen {
+                            b.readable = false;
+                            return b.at_end();
+                        }
+                        // After a reset the error is still to be read: no
+                        // new edge will announce it.
+                        if !b.peer_closed {
+                            b.readable = false;
+                        }
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.readable = false,
@@ -1117,6 +1202,7 @@ impl Gateways {
     /// Time-outs: connect, write and read time-outs answer 504, a long wait in the queue 503.
     /// Returns the clients that were answered (to be driven by the caller).
     pub fn on_tick(&mut self, now: u64, conns: &mut Slab<Connection>, date: &[u8]) -> Vec<usize> {
+        self.local_scripts.purge(now);
         let mut touched = Vec::new();
         let mut expired = Vec::new();
         for (bkey, b) in self.conns.iter() {

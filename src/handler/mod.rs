@@ -190,14 +190,18 @@ fn respond_with(
             keep_alive,
             now: sh.clock.mono_secs,
             server_port: sh.ports.get(conn.listener).copied().unwrap_or(0),
-            server_addr: conn.stream.local_addr(),
+            // The listener's own address, or (bound to all) the socket's.
+            server_addr: match sh.bound_ips.get(conn.listener).copied().flatten() {
+                Some(ip) => Some(ip),
+                None => conn.stream.local_addr().map(|a| a.ip()),
+            },
             remote_port: conn.peer_port,
         };
         match start_gateway(
             &g,
             req,
             &sh.scratch.path,
-            &sh.gateways,
+            &mut sh.gateways,
             conn.peer,
             &settings,
             std::mem::take(&mut carry),
@@ -497,7 +501,7 @@ struct GatewayStart<'a> {
     now: u64,
     server_port: u16,
     /// Where the client connected to (`SERVER_ADDR`), and its own port.
-    server_addr: Option<std::net::SocketAddr>,
+    server_addr: Option<std::net::IpAddr>,
     remote_port: u16,
 }
 
@@ -506,7 +510,7 @@ fn start_gateway(
     g: &GatewayStart<'_>,
     req: &Request<'_, '_>,
     path: &str,
-    gateways: &crate::gateway::Gateways,
+    gateways: &mut crate::gateway::Gateways,
     peer: Option<std::net::IpAddr>,
     settings: &std::rc::Rc<Settings>,
     carry: Carry,
@@ -529,7 +533,7 @@ fn start_gateway(
     }
     if spec.check_local && !authorizer {
         let file = format!("{}{}", g.docroot.trim_end_matches('/'), script_name);
-        if !std::fs::metadata(&file).is_ok_and(|m| m.is_file()) {
+        if !gateways.local_scripts.check(&file, g.now) {
             return Err(404);
         }
     }
@@ -562,10 +566,7 @@ fn start_gateway(
         target,
         ..clone_request(req)
     };
-    let server_addr = g
-        .server_addr
-        .map(|a| a.ip().to_string())
-        .unwrap_or_default();
+    let server_addr = g.server_addr.map(|a| a.to_string()).unwrap_or_default();
     let mut env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
         req: &shown,
         path,
