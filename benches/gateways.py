@@ -17,7 +17,7 @@ Workloads (field reports in /work/shared/seeds):
        unix socket: ab -n 1000 -c 5 and -c 50 on /scgi-app/hello (/scgi-sock/hello)
   002  flup WSGI app over FastCGI on a unix socket: ab -n 10000 -c 100 /wsgi/hello
   004  php-cgi spawned by the server (bin-path, max-procs 1, PHP_FCGI_CHILDREN 4):
-       ab -n 1000 -c 1 and -c 50 /hello.php
+       ab -n 1000 -c 1 and -c 50 /hello.php, ab -n 1000 -c 1 /phpinfo.php (the seed's page)
 --quick divides every request count by 10.  See benches/README.md.
 """
 from __future__ import annotations
@@ -77,6 +77,8 @@ def workloads(quick: bool) -> list[dict]:
         dict(id="flup-fcgi-c100", seed="002", path="/wsgi/hello", n=10000, c=100, what="flup WSGI over FastCGI (unix)"),
         dict(id="php-c1", seed="004", path="/hello.php", n=1000, c=1, what="php-cgi via bin-path"),
         dict(id="php-c50", seed="004", path="/hello.php", n=1000, c=50, what="php-cgi via bin-path"),
+        # the seed's own page: phpinfo(), ~70 KB of HTML streamed through the gateway
+        dict(id="phpinfo-c1", seed="004", path="/phpinfo.php", n=1000, c=1, what="php-cgi phpinfo()"),
     ]
     for x in w:
         x["n"] = max(100, x["n"] // div)
@@ -642,6 +644,7 @@ def main() -> int:
     docroot.mkdir()
     (docroot / "index.html").write_text("<html><body>gateway bench</body></html>\n")
     (docroot / "hello.php").write_text('<?php echo "Hello\\n";\n')
+    (docroot / "phpinfo.php").write_text('<?php phpinfo();\n')
     for p in [docroot, *docroot.iterdir()]:
         p.chmod(0o755 if p.is_dir() else 0o644)
     backends: list[Backend] = []
