@@ -17,6 +17,35 @@
 //! try while glint still holds all of it (bodies within the window); after
 //! that the client gets 502.
 //!
+//! FastCGI keep-conn: a connection may carry one request after another
+//! (FCGI_KEEP_CONN), sparing the connect and close on both sides. But an
+//! idle kept connection holds one of the backend's workers (php-cgi serves
+//! one connection per child): holding more of them than the backend has
+//! workers leaves further connections in its listen queue for good. So
+//! glint keeps connections only when it knows how many the backend serves
+//! at once, and never holds more: a probe connection of its own ([`Keep`],
+//! `Use::Probe`) asks FCGI_GET_VALUES — for spawned backends at start and
+//! after each respawn, for others when first needed — and FCGI_MAX_CONNS
+//! = N (and FCGI_MAX_REQS) makes the host's cap min(`max-connections`, N),
+//! counting idle connections. Requests meanwhile go one connection each;
+//! a backend that does not answer, answers garbage or closes keeps it so.
+//! `"keep-conn" => "enable" | "disable"` overrides the probe. After
+//! END_REQUEST a connection goes to its host's idle list, still registered
+//! for reads (data or an end of stream closes it); [`Gateways::dispatch`]
+//! takes the most recent idle one first. Idle ones close after
+//! [`IDLE_KEEP_SECS`], at shutdown, and when their host is retired. Where
+//! glint cannot count every connection held to a backend, it keeps none
+//! unless configured: two hosts on one address, worker processes.
+//!
+//! The backend may close a kept connection just as a request goes out on it
+//! (php-cgi's child exits after `PHP_FCGI_MAX_REQUESTS`, right after its
+//! last END_REQUEST): a close before any answer on a reused connection is
+//! not a backend failure, and the request goes again on a new connection.
+//! That needs glint to hold the whole request, so only requests whose body
+//! cannot outgrow the window ([`Upload::stays_whole`]) are sent on kept
+//! connections; a larger upload always gets a new one (closing an idle one
+//! when at the cap) and cannot lose that race.
+//!
 //! Two answers are not passed on: an authorizer's 200 (FastCGI's Authorizer
 //! role: the request goes on, with its `Variable-`s) and a local redirect
 //! (`Location: /path` alone). For both the connection runs the request again
@@ -305,7 +334,7 @@ pub struct BackendConn {
     stream: Stream,
     /// What it is for now.
     state: Use,
-    /// The client whose request it carries (while [`Use::Busy`]).
+    /// The client whose request it carries (while `Use::Busy`).
     pub client: usize,
     pub host: usize,
     protocol: Protocol,
