@@ -2152,3 +2152,74 @@ pub fn fail_client(conn: &mut Connection, status: u16, date: &[u8]) {
         gw.body_sent = sent;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gateways(text: &str) -> Gateways {
+        let c = crate::config::Config::parse_str(text, "test.conf", std::path::Path::new("/"))
+            .expect("configuration");
+        Gateways::from_settings(&c.global).expect("gateways")
+    }
+
+    fn keeps(g: &Gateways) -> Vec<(String, Keep)> {
+        g.hosts
+            .iter()
+            .map(|h| (h.spec.label.clone(), h.keep))
+            .collect()
+    }
+
+    #[test]
+    fn keep_conn_is_asked_only_where_glint_counts_every_connection() {
+        let g = gateways(
+            r#"fastcgi.server = (
+                 "/a" => ( "a" => ( "socket" => "/tmp/a.sock" ) ),
+                 "/on" => ( "on" => ( "socket" => "/tmp/on.sock", "keep-conn" => "enable" ) ),
+                 "/off" => ( "off" => ( "socket" => "/tmp/off.sock", "keep-conn" => "disable" ) ),
+                 "/s1" => ( "s1" => ( "socket" => "/tmp/shared.sock" ) ),
+                 "/s2" => ( "s2" => ( "socket" => "/tmp/shared.sock" ) ) )
+               scgi.server = ( "/scgi" => ( "scgi" => ( "socket" => "/tmp/scgi.sock" ) ) )"#,
+        );
+        let want = [
+            ("scgi", Keep::Off),
+            ("a", Keep::Unknown),
+            ("on", Keep::On),
+            ("off", Keep::Off),
+            ("s1", Keep::Off),
+            ("s2", Keep::Off),
+        ];
+        let want: Vec<(String, Keep)> = want.iter().map(|(l, k)| (l.to_string(), *k)).collect();
+        assert_eq!(keeps(&g), want);
+        assert!(g.hosts.iter().all(|h| h.limit == 16 && h.cap == 16));
+
+        // Worker processes each hold their own: only a configured "enable" stays.
+        let mut g = g;
+        g.set_workers();
+        let on: Vec<_> = keeps(&g)
+            .into_iter()
+            .filter(|(_, k)| *k != Keep::Off)
+            .collect();
+        assert_eq!(on, [("on".to_string(), Keep::On)]);
+    }
+
+    #[test]
+    fn a_retired_backend_keeps_nothing() {
+        let mut g = gateways(
+            r#"fastcgi.server = ( "/a" => ( "a" => ( "socket" => "/tmp/a.sock", "keep-conn" => "enable" ) ) )"#,
+        );
+        // A request under way keeps the old host until it is done.
+        g.hosts[0].active = 1;
+        let c = crate::config::Config::parse_str(
+            r#"fastcgi.server = ( "/a" => ( "a" => ( "socket" => "/tmp/a.sock", "max-connections" => 4 ) ) )"#,
+            "test.conf",
+            std::path::Path::new("/"),
+        )
+        .expect("configuration");
+        g.reconfigure(&c.global, 0).expect("reconfigure");
+        let old = g.hosts.iter().find(|h| h.retired).expect("retired host");
+        assert_eq!(old.keep, Keep::Off);
+        let new = g.hosts.iter().find(|h| !h.retired).expect("new host");
+        assert_eq!((new.keep, new.limit), (Keep::Unknown, 4));
+    }
+}
