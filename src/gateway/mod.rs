@@ -878,8 +878,10 @@ impl Gateways {
     }
 
     /// Opens a probe connection to host `h` and sends it FCGI_GET_VALUES.
-    /// It is no client's, is not counted in `active`, and closes once the
-    /// answer is read; requests meanwhile go one connection each.
+    /// It is no client's, is not counted in `active`, and glint closes it
+    /// once the answer is read (php-cgi 8.2 and flup answer and then wait
+    /// for more records on it, holding a worker); requests meanwhile go one
+    /// connection each.
     fn start_probe(&mut self, h: usize, now: u64, registry: &Registry) {
         let Some(host) = self.hosts.get_mut(h) else {
             return;
