@@ -85,6 +85,10 @@ pub struct Stats {
     pub connections: u64,
     /// Connections open now.
     pub active: u64,
+    /// Backend connections opened for gateway requests, and gateway
+    /// requests sent on a kept FastCGI connection instead, since start.
+    pub backend_opened: u64,
+    pub backend_reused: u64,
 }
 
 /// Reusable buffers for the request path.
@@ -667,6 +671,8 @@ impl Server {
         }
         self.poll = poll;
         self.waker = waker;
+        // Each worker would keep its own backend connections.
+        self.sh.gateways.set_workers();
         if self.use_signals {
             self.signal_wake_up()?;
         }
@@ -693,6 +699,11 @@ impl Server {
     /// Runs the loop until stopped.
     pub fn run(&mut self) -> io::Result<()> {
         self.sh.gateways.spawn_all().map_err(io::Error::other)?;
+        // Spawned FastCGI backends are asked at once how many connections
+        // they serve (keep-conn); the others when first needed.
+        self.sh
+            .gateways
+            .start_probes(self.sh.clock.mono_secs, self.poll.registry());
         let result = self.run_loop();
         self.sh.gateways.shutdown();
         result
@@ -832,7 +843,8 @@ impl Server {
 
     /// Readiness of a backend connection: progress it, then its client.
     fn backend_event(&mut self, bkey: usize, ev: &mio::event::Event) -> bool {
-        let Some(client) = self.sh.gateways.on_event(bkey, ev) else {
+        let now = self.sh.clock.mono_secs;
+        let Some(client) = self.sh.gateways.on_event(bkey, ev, now) else {
             return false;
         };
         let registry = self.poll.registry();
@@ -978,6 +990,8 @@ impl Server {
             .sh
             .gateways
             .on_tick(now, &mut self.conns, &self.sh.clock.http_date);
+        // Backends started again are asked again.
+        self.sh.gateways.start_probes(now, self.poll.registry());
         let mut any_closed = false;
         for key in touched {
             if let Some(conn) = self.conns.get_mut(key) {
@@ -1076,6 +1090,8 @@ impl Server {
         for k in idle {
             self.conns.remove(k);
         }
+        // Kept backend connections too; none is kept from here on.
+        self.sh.gateways.close_all_idle();
         log::info!(
             "graceful shutdown: finishing {} connections",
             self.conns.len()

@@ -2110,3 +2110,394 @@ fn expect_100_continue_gets_a_go_ahead_before_the_body() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// FastCGI keep-conn
+// ---------------------------------------------------------------------------
+
+/// A PHP script naming the php-cgi child that ran it, the FastCGI
+/// connection the request came on, as the kernel names it
+/// (`socket:[inode]`: fd 0 is the listening socket glint handed the
+/// backend, the other socket is the connection it accepted), and the
+/// length of the request body it read.
+const CONN_PHP: &[u8] = br#"<?php
+$socks = [];
+foreach (scandir('/proc/self/fd') as $f) {
+    if ($f === '.' || $f === '..' || $f === '0') continue;
+    $l = @readlink("/proc/self/fd/$f");
+    if ($l !== false && strncmp($l, 'socket:', 7) === 0) $socks[] = $l;
+}
+echo getmypid(), ' ', implode(',', $socks), ' ', strlen(file_get_contents('php://input')), "\n";
+"#;
+
+fn php_cgi() -> &'static str {
+    ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("php-cgi (apt-get install php-cgi)")
+}
+
+/// php-cgi spawned by glint with `children` children that each exit after
+/// `max_requests` requests, serving CONN_PHP; `opts` are more host options.
+fn php_keep_conf(d: &Docroot, children: u32, max_requests: u32, opts: &str) -> String {
+    d.file("conn.php", CONN_PHP);
+    format!(
+        "server.document-root = \"{root}\"\n\
+         fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{php}\", \"socket\" => \"{sock}\",\n\
+           \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"{children}\", \"PHP_FCGI_MAX_REQUESTS\" => \"{max_requests}\" ),\n\
+           \"bin-copy-environment\" => ( \"PATH\" ){opts} )))\n",
+        root = d.root.display(),
+        php = php_cgi(),
+        sock = d.base.join("php.socket").display(),
+    )
+}
+
+/// The (php-cgi pid, FastCGI connection, body length) of a CONN_PHP answer.
+fn php_answer(r: &Response) -> (String, String, usize) {
+    let text = body_text(r);
+    let f: Vec<&str> = text.split_whitespace().collect();
+    assert!(
+        r.status == 200 && f.len() == 3 && f[1].starts_with("socket:["),
+        "{}",
+        r.describe()
+    );
+    (
+        f[0].to_string(),
+        f[1].to_string(),
+        f[2].parse().unwrap_or(0),
+    )
+}
+
+/// The FastCGI connection of a CONN_PHP answer.
+fn php_conn(r: &Response) -> String {
+    php_answer(r).1
+}
+
+/// How many distinct connections, and a few of them, for a failure message.
+fn some<T: std::fmt::Debug>(set: impl IntoIterator<Item = T>) -> String {
+    let all: Vec<T> = set.into_iter().collect();
+    format!(
+        "{} connections, e.g. {:?}",
+        all.len(),
+        &all[..all.len().min(5)]
+    )
+}
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: i32) -> Vec<String> {
+    let out = Command::new("pgrep")
+        .args(["-P", &pid.to_string()])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `n` requests for `path` at once, each on its own client connection,
+/// each bounded by the harness's read deadline.
+fn concurrently(addr: std::net::SocketAddr, path: &str, n: usize) -> Vec<Result<Response, String>> {
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..n)
+            .map(|_| {
+                sc.spawn(move || {
+                    let mut c = Conn::open(addr).map_err(|e| e.to_string())?;
+                    c.send(&get(path, &[])).map_err(|e| e.to_string())?;
+                    c.read_response(false)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("thread panicked".into())))
+            .collect()
+    })
+}
+
+#[test]
+fn php_cgi_connections_are_kept_but_never_more_than_its_children() {
+    let d = Docroot::new();
+    let s = start_conf(&d, &php_keep_conf(&d, 2, 10_000, ""));
+    // Spawned backends are asked at start; php-cgi says PHP_FCGI_CHILDREN.
+    assert!(
+        logged(&s, "keep-conn on, at most 2 connections"),
+        "{}",
+        s.stderr_tail()
+    );
+    let mut seen = std::collections::HashSet::new();
+    let mut c = s.connect();
+    for i in 0..200 {
+        c.send(b"GET /conn.php HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let r = c
+            .read_response(false)
+            .unwrap_or_else(|e| panic!("request {i}: {e}\n{}", s.stderr_tail()));
+        seen.insert(php_conn(&r));
+    }
+    assert!(
+        seen.len() <= 2,
+        "200 requests one after the other came on {}",
+        some(&seen)
+    );
+    // 40 at once against 2 children: glint holds at most 2 connections, so
+    // none waits in php's listen queue behind an idle kept one.
+    let start = Instant::now();
+    for (i, r) in concurrently(s.addr(), "/conn.php", 40)
+        .into_iter()
+        .enumerate()
+    {
+        let r = r.unwrap_or_else(|e| panic!("request {i} of 40: {e}\n{}", s.stderr_tail()));
+        seen.insert(php_conn(&r));
+    }
+    assert!(start.elapsed() < TIMEOUT, "{:?}", start.elapsed());
+    assert!(seen.len() <= 2, "240 requests came on {}", some(&seen));
+
+    // A graceful restart that changes the backend: the old php-cgi's kept
+    // connections are closed, so it finishes and is stopped.
+    let old = children_of(s.pid());
+    assert_eq!(old.len(), 1, "one php-cgi: {old:?}");
+    std::fs::write(d.base.join("glint.conf"), php_keep_conf(&d, 2, 9_999, "")).unwrap();
+    s.signal(SIGUSR1);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let r = fetch(&s, &get("/conn.php", &[]));
+        let now = children_of(s.pid());
+        if r.status == 200 && !now.contains(&old[0]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "old php-cgi {old:?} still there ({now:?}): {}\n{}",
+            r.describe(),
+            s.stderr_tail()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn php_cgi_children_that_exit_after_max_requests_close_kept_connections() {
+    let d = Docroot::new();
+    let s = start_conf(&d, &php_keep_conf(&d, 2, 3, ""));
+    assert!(logged(&s, "keep-conn on"), "{}", s.stderr_tail());
+    let mut per_conn: std::collections::HashMap<String, u32> = Default::default();
+    let mut c = s.connect();
+    for i in 0..50 {
+        let r = exchange(&s, &get("/conn.php", &[]))
+            .unwrap_or_else(|e| panic!("request {i}: {e}\n{}", s.stderr_tail()))
+            .0;
+        *per_conn.entry(php_conn(&r)).or_default() += 1;
+        // Bodies too, on a keep-alive client connection: a small one may
+        // go on a kept connection (glint holds it whole, to send again),
+        // one larger than glint's window goes on a new connection.
+        let len = if i % 2 == 0 { 1_000 } else { 300_000 };
+        let body = pseudo_random(len, i);
+        let mut req = format!(
+            "POST /conn.php HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nContent-Length: {len}\r\n\r\n"
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        c.send(&req).unwrap();
+        let r = c
+            .read_response(false)
+            .unwrap_or_else(|e| panic!("POST {i}: {e}\n{}", s.stderr_tail()));
+        let (_, conn, got) = php_answer(&r);
+        assert_eq!(got, len, "POST {i}");
+        *per_conn.entry(conn).or_default() += 1;
+    }
+    // Each child serves 3 requests, on the connection glint kept, then
+    // exits and closes it: the next request goes on a new connection (or
+    // is sent again on one, had it found the kept one closed).
+    assert!(
+        per_conn.values().all(|&n| n <= 3),
+        "a php-cgi child served more than PHP_FCGI_MAX_REQUESTS: {per_conn:?}"
+    );
+    assert!(
+        per_conn.len() < 70,
+        "100 requests came on {}",
+        some(&per_conn)
+    );
+}
+
+#[test]
+fn keep_conn_disable_opens_a_connection_per_request() {
+    let d = Docroot::new();
+    let s = start_conf(
+        &d,
+        &php_keep_conf(&d, 2, 10_000, ", \"keep-conn\" => \"disable\""),
+    );
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..20 {
+        seen.insert(php_conn(&fetch(&s, &get("/conn.php", &[]))));
+    }
+    for r in concurrently(s.addr(), "/conn.php", 10) {
+        seen.insert(php_conn(&r.unwrap()));
+    }
+    assert_eq!(seen.len(), 30, "30 requests on {}", some(&seen));
+    assert!(
+        !s.stderr_tail().contains("keep-conn"),
+        "the backend is not asked: {}",
+        s.stderr_tail()
+    );
+}
+
+#[test]
+fn flup_connections_are_kept_when_enabled() {
+    let d = Docroot::new();
+    let auto_sock = d.base.join("auto.socket");
+    let on_sock = d.base.join("on.socket");
+    let _auto = flup_backend(&auto_sock);
+    let _on = flup_backend(&on_sock);
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         fastcgi.server = ( \"/auto\" => ( \"auto\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ),\n\
+           \"/on\" => ( \"on\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\",\n\
+             \"keep-conn\" => \"enable\", \"max-connections\" => 4 ) ) )\n",
+        d.root.display(),
+        auto_sock.display(),
+        on_sock.display()
+    );
+    let s = start_conf(&d, &conf);
+    let conn_of = |r: &Response| {
+        assert_eq!(r.status, 200, "{}", r.describe());
+        env_of(r, "FCGI_CONN").unwrap_or_else(|| panic!("{}", body_text(r)))
+    };
+    // flup 1.0.3 on Python 3 answers FCGI_GET_VALUES without values: glint
+    // keeps nothing unless told.
+    fetch(&s, &get("/auto/x", &[]));
+    assert!(logged(&s, "has no FCGI_MAX_CONNS"), "{}", s.stderr_tail());
+    let mut auto = std::collections::HashSet::new();
+    for _ in 0..10 {
+        auto.insert(conn_of(&fetch(&s, &get("/auto/x", &[]))));
+    }
+    assert_eq!(auto.len(), 10, "{auto:?}");
+    // Enabled: 40 at once stay within max-connections, and the connections
+    // are used again. (flup's thread pool starts a thread per connection
+    // only while it has fewer than one idle: of a burst of new connections,
+    // those beyond its 5 idle threads wait for a thread to finish one, which
+    // a kept connection never does. Hence 4, not the default 16.)
+    let mut on = std::collections::HashSet::new();
+    for (i, r) in concurrently(s.addr(), "/on/slow?0.05", 40)
+        .into_iter()
+        .enumerate()
+    {
+        let r = r.unwrap_or_else(|e| panic!("request {i} of 40: {e}\n{}", s.stderr_tail()));
+        on.insert(conn_of(&r));
+    }
+    for _ in 0..20 {
+        on.insert(conn_of(&fetch(&s, &get("/on/x", &[]))));
+    }
+    assert!(on.len() <= 4, "60 requests on {} connections", on.len());
+}
+
+/// Starts fcgi_plain.py in `mode` on `sock`, once it listens.
+fn plain_backend(sock: &Path, mode: &str) -> Backend {
+    let mut child = Command::new("python3")
+        .arg(backends_dir().join("fcgi_plain.py"))
+        .arg(sock)
+        .arg(mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    let out = child.stdout.take().expect("stdout");
+    BufReader::new(out)
+        .read_line(&mut line)
+        .expect("ready line");
+    assert_eq!(line.trim(), "ready", "fcgi_plain.py did not start");
+    Backend { child }
+}
+
+/// `conn=C served=S open=O most=M` of a fcgi_plain.py answer.
+fn plain_field(r: &Response, name: &str) -> u32 {
+    assert_eq!(r.status, 200, "{}", r.describe());
+    body_text(r)
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {}", body_text(r)))
+}
+
+#[test]
+fn backends_that_do_not_answer_get_values_get_a_connection_per_request() {
+    let d = Docroot::new();
+    let mut backends = Vec::new();
+    let mut routes = Vec::new();
+    for mode in ["close", "ignore", "garbage"] {
+        let sock = d.base.join(format!("{mode}.socket"));
+        backends.push(plain_backend(&sock, mode));
+        routes.push(format!(
+            "\"/{mode}\" => ( \"{mode}\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\", \"read-timeout\" => 2 ) )",
+            sock.display()
+        ));
+    }
+    let conf = format!(
+        "server.document-root = \"{}\"\nfastcgi.server = ( {} )\n",
+        d.root.display(),
+        routes.join(",\n")
+    );
+    let s = start_conf(&d, &conf);
+    let mut conns: std::collections::HashMap<&str, Vec<u32>> = Default::default();
+    // The first requests go while the backends are being asked (the one
+    // that ignores the question is for 2 s): they do not wait for it.
+    for round in 0..3 {
+        for mode in ["close", "ignore", "garbage"] {
+            let t = Instant::now();
+            let r = fetch(&s, &get(&format!("/{mode}/x"), &[]));
+            assert!(
+                t.elapsed() < Duration::from_secs(1),
+                "{mode} round {round} took {:?}",
+                t.elapsed()
+            );
+            conns.entry(mode).or_default().push(plain_field(&r, "conn"));
+        }
+    }
+    for needle in [
+        "closed the connection without answering",
+        "did not answer within 2 s",
+        "not a FastCGI record",
+    ] {
+        assert!(logged(&s, needle), "{needle}: {}", s.stderr_tail());
+    }
+    for _ in 0..5 {
+        for mode in ["close", "ignore", "garbage"] {
+            let r = fetch(&s, &get(&format!("/{mode}/x"), &[]));
+            assert_eq!(plain_field(&r, "served"), 1, "{mode}: {}", body_text(&r));
+            conns.entry(mode).or_default().push(plain_field(&r, "conn"));
+        }
+    }
+    // fcgi_plain.py keeps a connection when asked to: every request on its
+    // own connection means glint never asked.
+    for (mode, ids) in &conns {
+        let distinct: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "{mode}: {ids:?}");
+    }
+}
+
+#[test]
+fn keep_conn_enable_without_an_answer_stays_within_max_connections() {
+    let d = Docroot::new();
+    let sock = d.base.join("plain.socket");
+    let _b = plain_backend(&sock, "close");
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         fastcgi.server = ( \"/p\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\",\n\
+           \"keep-conn\" => \"enable\", \"max-connections\" => 3 ) ) )\n",
+        d.root.display(),
+        sock.display()
+    );
+    let s = start_conf(&d, &conf);
+    let mut most = 0;
+    let mut ids = std::collections::HashSet::new();
+    for (i, r) in concurrently(s.addr(), "/p/x?sleep=0.05", 30)
+        .into_iter()
+        .enumerate()
+    {
+        let r = r.unwrap_or_else(|e| panic!("request {i} of 30: {e}\n{}", s.stderr_tail()));
+        most = most.max(plain_field(&r, "most"));
+        ids.insert(plain_field(&r, "conn"));
+    }
+    assert!(most <= 3, "the backend saw {most} connections open at once");
+    assert!(ids.len() <= 3, "30 requests on {} connections", ids.len());
+}

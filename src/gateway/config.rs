@@ -102,6 +102,12 @@ pub struct HostSpec {
     /// `Location: /path` (CGI/1.1's local redirect) makes glint serve that
     /// path itself instead of passing a 302 on.
     pub local_redir: bool,
+    /// glint's own `keep-conn` (FastCGI only): `Some(true)` keeps backend
+    /// connections for further requests without asking the backend,
+    /// `Some(false)` never does; `None` (the default) asks the backend
+    /// how many connections it serves (FCGI_GET_VALUES) and keeps them
+    /// only when it says.
+    pub keep_conn: Option<bool>,
 }
 
 /// One mapping from a URL prefix or an extension to backends.
@@ -207,6 +213,7 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
         x_sendfile_docroot: Vec::new(),
         authorizer: false,
         local_redir: true,
+        keep_conn: None,
     };
     let mut kill_signal = 15;
     for (k, v) in items {
@@ -267,6 +274,10 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
                 }
             }
             "local-redir" => spec.local_redir = flag(v, k)?,
+            "keep-conn" if protocol == Protocol::FastCgi => spec.keep_conn = Some(flag(v, k)?),
+            "keep-conn" => {
+                log::warn!("{label}: keep-conn is a FastCGI option; SCGI closes every connection")
+            }
             "x-sendfile-docroot" => {
                 if let Value::Array(list) = v {
                     for (_, d) in list {
@@ -427,5 +438,30 @@ mod tests {
             (Some("local-redir"), s("disable")),
         ]);
         assert!(auth.authorizer && !auth.local_redir);
+        assert_eq!(
+            plain.keep_conn, None,
+            "keep-conn: decided by the backend's answer"
+        );
+        let on = host(vec![
+            (Some("socket"), s("/tmp/a")),
+            (Some("keep-conn"), s("enable")),
+        ]);
+        assert_eq!(on.keep_conn, Some(true));
+        let off = host(vec![
+            (Some("socket"), s("/tmp/a")),
+            (Some("keep-conn"), s("disable")),
+        ]);
+        assert_eq!(off.keep_conn, Some(false));
+        let v = arr(vec![(
+            Some("/x"),
+            arr(vec![(
+                None,
+                arr(vec![
+                    (Some("socket"), s("/tmp/a")),
+                    (Some("keep-conn"), s("sometimes")),
+                ]),
+            )]),
+        )]);
+        assert!(parse_servers(&v, Protocol::FastCgi).is_err());
     }
 }

@@ -1,6 +1,8 @@
 //! FastCGI records (fastcgi-archives.github.io spec): the request as
 //! BEGIN_REQUEST, PARAMS and STDIN streams; the answer as STDOUT and STDERR
-//! streams closed by END_REQUEST.
+//! streams closed by END_REQUEST. And the one management exchange glint
+//! uses: GET_VALUES, answered by GET_VALUES_RESULT, which tells how many
+//! connections the backend serves at once (see [`super`] on keep-conn).
 
 use super::cgi::Env;
 use crate::http::status::itoa_u64;
@@ -12,19 +14,32 @@ const PARAMS: u8 = 4;
 const STDIN: u8 = 5;
 const STDOUT: u8 = 6;
 const STDERR: u8 = 7;
+const GET_VALUES: u8 = 9;
+const GET_VALUES_RESULT: u8 = 10;
+const UNKNOWN_TYPE: u8 = 11;
+/// BEGIN_REQUEST's flag: the backend keeps the connection open after
+/// END_REQUEST, for the next request.
+const KEEP_CONN: u8 = 1;
+/// The request id of management records.
+const NULL_REQUEST_ID: u16 = 0;
 const RESPONDER: u16 = 1;
 const AUTHORIZER: u16 = 2;
-/// glint sends one request per backend connection.
+/// glint sends one request at a time on a backend connection (it does not
+/// multiplex), so every request has the same id.
 pub const REQUEST_ID: u16 = 1;
 /// Largest record content; the length field is 16 bits.
 const MAX_CONTENT: usize = 65_535;
 
 fn header(out: &mut Vec<u8>, kind: u8, len: usize) {
+    header_for(out, kind, REQUEST_ID, len);
+}
+
+fn header_for(out: &mut Vec<u8>, kind: u8, id: u16, len: usize) {
     out.extend_from_slice(&[
         VERSION,
         kind,
-        (REQUEST_ID >> 8) as u8,
-        REQUEST_ID as u8,
+        (id >> 8) as u8,
+        id as u8,
         (len >> 8) as u8,
         len as u8,
         0,
@@ -99,6 +114,100 @@ pub fn encode_authorizer(env: &Env, out: &mut Vec<u8>) {
     stream(out, PARAMS, &params);
     header(out, PARAMS, 0);
     header(out, STDIN, 0);
+}
+
+/// Sets or clears FCGI_KEEP_CONN in the BEGIN_REQUEST record `request`
+/// starts with (one from [`encode_head`] or [`encode_authorizer`]); other
+/// bytes are left alone.
+pub fn set_keep_conn(request: &mut [u8], keep: bool) {
+    if request.len() >= 16 && request[0] == VERSION && request[1] == BEGIN_REQUEST {
+        request[10] = if keep { KEEP_CONN } else { 0 };
+    }
+}
+
+/// Appends a GET_VALUES record asking FCGI_MAX_CONNS, FCGI_MAX_REQS and
+/// FCGI_MPXS_CONNS (names with empty values, request id 0).
+pub fn encode_get_values(out: &mut Vec<u8>) {
+    let mut body = Vec::with_capacity(64);
+    for name in [&b"FCGI_MAX_CONNS"[..], b"FCGI_MAX_REQS", b"FCGI_MPXS_CONNS"] {
+        push_len(&mut body, name.len());
+        push_len(&mut body, 0);
+        body.extend_from_slice(name);
+    }
+    header_for(out, GET_VALUES, NULL_REQUEST_ID, body.len());
+    out.extend_from_slice(&body);
+}
+
+/// What a backend said in its GET_VALUES_RESULT (`None`: not said).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Values {
+    /// FCGI_MAX_CONNS: the most connections it serves at once.
+    pub max_conns: Option<u64>,
+    /// FCGI_MAX_REQS: the most requests it serves at once.
+    pub max_reqs: Option<u64>,
+    /// FCGI_MPXS_CONNS: whether it multiplexes requests on a connection.
+    pub mpxs_conns: Option<u64>,
+}
+
+/// Reads one name-value length (1 byte, or 4 with the high bit set).
+fn pull_len(buf: &[u8], at: &mut usize) -> Option<usize> {
+    let first = *buf.get(*at)?;
+    if first < 0x80 {
+        *at += 1;
+        return Some(first as usize);
+    }
+    let b = buf.get(*at..*at + 4)?;
+    *at += 4;
+    Some((u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff) as usize)
+}
+
+/// Decodes the answer to [`encode_get_values`] at the start of `buf`:
+/// `Ok(None)` while the record is incomplete. An UNKNOWN_TYPE record, any
+/// other record, malformed pairs or a value that is not a number are errors
+/// (the backend is not asked again); names glint did not ask are ignored.
+pub fn decode_values(buf: &[u8]) -> Result<Option<Values>, &'static str> {
+    if buf.len() < 8 {
+        return Ok(None);
+    }
+    if buf[0] != VERSION {
+        return Err("not a FastCGI record");
+    }
+    let len = u16::from_be_bytes([buf[4], buf[5]]) as usize;
+    let total = 8 + len + buf[6] as usize;
+    if buf.len() < total {
+        return Ok(None);
+    }
+    match buf[1] {
+        GET_VALUES_RESULT => {}
+        UNKNOWN_TYPE => return Err("it does not know GET_VALUES (UNKNOWN_TYPE)"),
+        _ => return Err("another record than GET_VALUES_RESULT"),
+    }
+    if u16::from_be_bytes([buf[2], buf[3]]) != NULL_REQUEST_ID {
+        return Err("GET_VALUES_RESULT with a request id");
+    }
+    let content = &buf[8..8 + len];
+    let mut v = Values::default();
+    let mut at = 0;
+    while at < content.len() {
+        let bad = "malformed GET_VALUES_RESULT";
+        let n = pull_len(content, &mut at).ok_or(bad)?;
+        let m = pull_len(content, &mut at).ok_or(bad)?;
+        let name = content.get(at..at + n).ok_or(bad)?;
+        let value = content.get(at + n..at + n + m).ok_or(bad)?;
+        at += n + m;
+        let slot = match name {
+            b"FCGI_MAX_CONNS" => &mut v.max_conns,
+            b"FCGI_MAX_REQS" => &mut v.max_reqs,
+            b"FCGI_MPXS_CONNS" => &mut v.mpxs_conns,
+            _ => continue,
+        };
+        let num = std::str::from_utf8(value)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .ok_or("a value in GET_VALUES_RESULT is not a number")?;
+        *slot = Some(num);
+    }
+    Ok(Some(v))
 }
 
 /// One decoded piece of a backend's answer.
@@ -208,5 +317,88 @@ mod tests {
         assert_eq!((p, n), (Piece::End(7), 16));
         assert_eq!(decode(&buf[..10]), Ok(None));
         assert!(decode(&[9, 6, 0, 1, 0, 0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn keep_conn_flag_in_begin_request() {
+        let env = Env::from_pairs(&[("A", "b")]);
+        let mut out = Vec::new();
+        encode_head(0, &env, &mut out);
+        set_keep_conn(&mut out, true);
+        assert_eq!(
+            &out[..16],
+            &[1, 1, 0, 1, 0, 8, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0]
+        );
+        set_keep_conn(&mut out, false);
+        assert_eq!(out[10], 0);
+        let mut auth = Vec::new();
+        encode_authorizer(&env, &mut auth);
+        set_keep_conn(&mut auth, true);
+        assert_eq!(&auth[8..11], &[0, 2, 1], "role kept, flag set");
+        // Not a BEGIN_REQUEST: untouched.
+        let mut other = vec![1, 5, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        set_keep_conn(&mut other, true);
+        assert_eq!(other[10], 0);
+    }
+
+    #[test]
+    fn get_values_record() {
+        let mut out = Vec::new();
+        encode_get_values(&mut out);
+        assert_eq!(&out[..8], &[1, 9, 0, 0, 0, 48, 0, 0]);
+        assert_eq!(&out[8..24], b"\x0e\x00FCGI_MAX_CONNS");
+        assert_eq!(&out[24..39], b"\x0d\x00FCGI_MAX_REQS");
+        assert_eq!(&out[39..], b"\x0f\x00FCGI_MPXS_CONNS");
+    }
+
+    #[test]
+    fn get_values_result_as_php_cgi_sends_it() {
+        // php-cgi 8.2 with PHP_FCGI_CHILDREN=2, padding included.
+        let mut buf = vec![1, 10, 0, 0, 0, 51, 5, 0];
+        buf.extend_from_slice(
+            b"\x0f\x01FCGI_MPXS_CONNS0\x0d\x01FCGI_MAX_REQS2\x0e\x01FCGI_MAX_CONNS2",
+        );
+        buf.extend_from_slice(&[0; 5]);
+        let want = Values {
+            max_conns: Some(2),
+            max_reqs: Some(2),
+            mpxs_conns: Some(0),
+        };
+        assert_eq!(decode_values(&buf), Ok(Some(want)));
+        assert_eq!(
+            decode_values(&buf[..buf.len() - 1]),
+            Ok(None),
+            "padding is awaited"
+        );
+        assert_eq!(decode_values(&buf[..7]), Ok(None));
+    }
+
+    #[test]
+    fn get_values_result_empty_long_and_bad() {
+        // flup 1.0.3 on Python 3 answers with no pairs at all.
+        assert_eq!(
+            decode_values(&[1, 10, 0, 0, 0, 0, 0, 0]),
+            Ok(Some(Values::default()))
+        );
+        // A 4-byte value length and a name glint did not ask.
+        let mut rec = vec![1, 10, 0, 0, 0, 0, 0, 0];
+        let mut body = vec![3, 0x80, 0, 0, 1];
+        body.extend_from_slice(b"FOO1");
+        body.extend_from_slice(b"\x0e\x03FCGI_MAX_CONNS100");
+        rec[5] = body.len() as u8;
+        rec.extend_from_slice(&body);
+        let v = decode_values(&rec).unwrap().unwrap();
+        assert_eq!(v.max_conns, Some(100));
+        assert_eq!(v.max_reqs, None);
+        // UNKNOWN_TYPE, another record, a request id, a pair past the end,
+        // a value that is not a number, not FastCGI at all.
+        assert!(decode_values(&[1, 11, 0, 0, 0, 8, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        assert!(decode_values(&[1, 6, 0, 1, 0, 0, 0, 0]).is_err());
+        assert!(decode_values(&[1, 10, 0, 1, 0, 0, 0, 0]).is_err());
+        assert!(decode_values(&[1, 10, 0, 0, 0, 3, 0, 0, 5, 1, b'A']).is_err());
+        let mut nan = vec![1, 10, 0, 0, 0, 17, 0, 0, 14, 1];
+        nan.extend_from_slice(b"FCGI_MAX_CONNSx");
+        assert!(decode_values(&nan).is_err());
+        assert!(decode_values(b"HTTP/1.1 200 OK\r\n").is_err());
     }
 }

@@ -17,6 +17,35 @@
 //! try while glint still holds all of it (bodies within the window); after
 //! that the client gets 502.
 //!
+//! FastCGI keep-conn: a connection may carry one request after another
+//! (FCGI_KEEP_CONN), sparing the connect and close on both sides. But an
+//! idle kept connection holds one of the backend's workers (php-cgi serves
+//! one connection per child): holding more of them than the backend has
+//! workers leaves further connections in its listen queue for good. So
+//! glint keeps connections only when it knows how many the backend serves
+//! at once, and never holds more: a probe connection of its own ([`Keep`],
+//! `Use::Probe`) asks FCGI_GET_VALUES — for spawned backends at start and
+//! after each respawn, for others when first needed — and FCGI_MAX_CONNS
+//! = N (and FCGI_MAX_REQS) makes the host's cap min(`max-connections`, N),
+//! counting idle connections. Requests meanwhile go one connection each;
+//! a backend that does not answer, answers garbage or closes keeps it so.
+//! `"keep-conn" => "enable" | "disable"` overrides the probe. After
+//! END_REQUEST a connection goes to its host's idle list, still registered
+//! for reads (data or an end of stream closes it); [`Gateways::dispatch`]
+//! takes the most recent idle one first. Idle ones close after
+//! [`IDLE_KEEP_SECS`], at shutdown, and when their host is retired. Where
+//! glint cannot count every connection held to a backend, it keeps none
+//! unless configured: two hosts on one address, worker processes.
+//!
+//! The backend may close a kept connection just as a request goes out on it
+//! (php-cgi's child exits after `PHP_FCGI_MAX_REQUESTS`, right after its
+//! last END_REQUEST): a close before any answer on a reused connection is
+//! not a backend failure, and the request goes again on a new connection.
+//! That needs glint to hold the whole request, so only requests whose body
+//! cannot outgrow the window ([`Upload::stays_whole`]) are sent on kept
+//! connections; a larger upload always gets a new one (closing an idle one
+//! when at the cap) and cannot lose that race.
+//!
 //! Two answers are not passed on: an authorizer's 200 (FastCGI's Authorizer
 //! role: the request goes on, with its `Variable-`s) and a local redirect
 //! (`Location: /path` alone). For both the connection runs the request again
@@ -61,6 +90,15 @@ pub const CLIENT_HIGH_WATER: usize = 256 * 1024;
 pub const MAX_BODY: u64 = 64 * 1024 * 1024;
 /// A request the backend closed before answering a single byte is sent again this often.
 const MAX_ATTEMPTS: u8 = 3;
+/// A kept FastCGI connection that no request used for this long is closed.
+/// (lighttpd's host option `idle-timeout` is about stopping idle spawned
+/// processes, not connections: glint ignores it.)
+pub const IDLE_KEEP_SECS: u64 = 30;
+/// Longest wait for the answer to FCGI_GET_VALUES (or `read-timeout` when
+/// shorter): a backend that does not answer keeps one connection per request.
+pub const PROBE_WAIT_SECS: u64 = 10;
+/// `BackendConn::client` of a connection that serves no client (idle, probe).
+const NO_CLIENT: usize = usize::MAX;
 /// Most times one client request is run again inside glint (an authorizer
 /// allowed it, a backend redirected it locally); past it the client gets 500.
 pub const MAX_RERUNS: u8 = 5;
@@ -81,6 +119,67 @@ pub struct Host {
     retired: bool,
     /// Its process was sent the kill signal.
     stopping: bool,
+    /// Whether connections to it are kept for further requests (FastCGI).
+    pub keep: Keep,
+    /// Kept connections waiting for a request, oldest first; they count in
+    /// `active`.
+    pub idle: Vec<usize>,
+    /// Most connections glint holds to it: `max-connections`, or fewer when
+    /// the backend said it serves fewer at once (FCGI_MAX_CONNS).
+    pub limit: usize,
+    /// The backend is not asked FCGI_GET_VALUES before this second.
+    probe_at: u64,
+}
+
+/// Keep-conn for one FastCGI backend. A kept connection holds one of the
+/// backend's workers while idle (php-cgi serves one connection per child),
+/// so connections are kept only when glint knows how many the backend
+/// serves at once, and glint then never holds more than that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// One connection per request: SCGI and uwsgi, `"keep-conn" =>
+    /// "disable"`, or the backend did not say how many it serves.
+    Off,
+    /// To be asked (FCGI_GET_VALUES) when next needed.
+    Unknown,
+    /// Being asked on the probe connection with this key; meanwhile
+    /// requests go one connection each, never waiting for the answer.
+    Probing(usize),
+    /// Connections are kept, at most `Host::limit` of them.
+    On,
+}
+
+impl Host {
+    fn new(spec: HostSpec) -> Host {
+        let keep = match (spec.protocol, spec.keep_conn) {
+            (Protocol::FastCgi, Some(true)) => Keep::On,
+            (Protocol::FastCgi, None) => Keep::Unknown,
+            _ => Keep::Off,
+        };
+        Host {
+            cap: spec.max_conns,
+            limit: spec.max_conns,
+            spec,
+            active: 0,
+            disabled_until: 0,
+            child: None,
+            respawn_at: None,
+            retired: false,
+            stopping: false,
+            keep,
+            idle: Vec::new(),
+            probe_at: 0,
+        }
+    }
+
+    /// Connections carrying a request now.
+    fn busy(&self) -> usize {
+        self.active.saturating_sub(self.idle.len())
+    }
+
+    fn name(&self) -> String {
+        format!("{} ({})", self.spec.label, self.spec.addr)
+    }
 }
 
 /// One `"<prefix or extension>" => ( backends )` entry.
@@ -141,6 +240,9 @@ pub struct GwClient {
     pub waiting: bool,
     pub since: u64,
     pub attempts: u8,
+    /// The next attempt opens a new backend connection, not a kept one (a
+    /// kept one was found closed).
+    pub fresh_conn: bool,
     pub settings: Rc<Settings>,
     pub head_only: bool,
     pub minor: u8,
@@ -226,9 +328,13 @@ impl GwClient {
     }
 }
 
-/// A connection to a backend, serving one client request.
+/// A connection to a backend: serving one client request, kept open
+/// between two (FastCGI keep-conn), or asking the backend FCGI_GET_VALUES.
 pub struct BackendConn {
     stream: Stream,
+    /// What it is for now.
+    state: Use,
+    /// The client whose request it carries (while `Use::Busy`).
     pub client: usize,
     pub host: usize,
     protocol: Protocol,
@@ -260,9 +366,149 @@ pub struct BackendConn {
     pub paused: bool,
     started: u64,
     last_active: u64,
+    /// The request on it asked the backend to keep the connection
+    /// (FCGI_KEEP_CONN).
+    keep: bool,
+    /// It carried a request before this one: a close before any answer
+    /// may just mean the backend let the kept connection go.
+    reused: bool,
+}
+
+/// What a backend connection is for.
+enum Use {
+    /// Carries the request of its client.
+    Busy,
+    /// Kept after END_REQUEST, since this second, for the next request.
+    Idle(u64),
+    /// Asks FCGI_GET_VALUES; the bytes of the question still to send.
+    Probe(Vec<u8>),
+}
+
+/// How asking a backend FCGI_GET_VALUES ended.
+enum ProbeEnd {
+    /// Its answer.
+    Answer(fastcgi::Values),
+    /// It could not be reached: asked again when next needed.
+    Unreachable(String),
+    /// No usable answer: keep-conn stays off.
+    Failed(String),
 }
 
 impl BackendConn {
+    fn new(stream: Stream, state: Use, client: usize, host: usize, protocol: Protocol) -> Self {
+        // A unix socket connects at once (or says EAGAIN), and a TCP
+        // connect to a near backend is usually done too: the first write
+        // goes out now instead of after an epoll round trip.
+        let connected = matches!(stream, Stream::Unix(_));
+        BackendConn {
+            stream,
+            state,
+            client,
+            host,
+            protocol,
+            connected,
+            readable: false,
+            writable: true,
+            peer_closed: false,
+            fin_seen: false,
+            watches_writes: false,
+            write_shut: false,
+            records: Vec::new(),
+            head: Vec::new(),
+            dechunk: None,
+            answered: false,
+            ended: false,
+            paused: false,
+            started: 0,
+            last_active: 0,
+            keep: false,
+            reused: false,
+        }
+    }
+
+    /// Ready for another request: the state one request leaves is cleared.
+    fn reset(&mut self, now: u64) {
+        self.records.clear();
+        self.head.clear();
+        self.dechunk = None;
+        self.answered = false;
+        self.ended = false;
+        self.paused = false;
+        self.started = now;
+        self.last_active = now;
+    }
+
+    /// An idle kept connection stirred: whether it is still good. Data, an
+    /// end of stream or an error from a backend that has no request of
+    /// ours all end it; only "nothing to read" (a spurious or writability
+    /// wake-up) keeps it.
+    fn still_idle(&mut self) -> bool {
+        if !self.readable && !self.peer_closed {
+            return true;
+        }
+        let mut buf = [0u8; 64];
+        loop {
+            match self.stream.read(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.readable = false;
+                    return !self.peer_closed;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                _ => return false,
+            }
+        }
+    }
+
+    /// Moves a probe on: sends GET_VALUES and reads the answer; `Some` once
+    /// the exchange is over.
+    fn probe_step(&mut self) -> Option<ProbeEnd> {
+        let Use::Probe(out) = &mut self.state else {
+            return None;
+        };
+        while self.writable && !out.is_empty() {
+            match self.stream.write(out) {
+                Ok(n) => {
+                    out.drain(..n);
+                    self.connected = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if !self.connected => {
+                    return Some(ProbeEnd::Unreachable(format!("connect: {e}")))
+                }
+                Err(e) => return Some(ProbeEnd::Failed(format!("write: {e}"))),
+            }
+        }
+        let mut buf = [0u8; 1024];
+        while self.readable {
+            match self.stream.read(&mut buf) {
+                Ok(0) if !self.connected => {
+                    return Some(ProbeEnd::Unreachable("connect: closed".into()))
+                }
+                Ok(0) => {
+                    return Some(ProbeEnd::Failed(
+                        "it closed the connection without answering".into(),
+                    ))
+                }
+                Ok(n) => {
+                    self.records.extend_from_slice(&buf[..n]);
+                    match fastcgi::decode_values(&self.records) {
+                        Ok(Some(v)) => return Some(ProbeEnd::Answer(v)),
+                        Ok(None) => {}
+                        Err(e) => return Some(ProbeEnd::Failed(e.into())),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if !self.connected => {
+                    return Some(ProbeEnd::Unreachable(format!("connect: {e}")))
+                }
+                Err(e) => return Some(ProbeEnd::Failed(format!("read: {e}"))),
+            }
+        }
+        None
+    }
+
     /// The backend closed its side: whether its answer was complete.
     fn at_end(&self) -> Result<bool, Failure> {
         match (self.protocol, self.answered) {
@@ -325,6 +571,15 @@ pub struct Gateways {
     /// Scripts `check-local` found to be files, with the second they were
     /// seen: a second's worth of requests for one script costs one stat.
     pub local_scripts: LocalScripts,
+    /// This is one of several worker processes (`server.max-worker`): each
+    /// would keep its own connections, so none are kept unless configured.
+    workers: bool,
+    /// A graceful shutdown is under way: no connection is kept any more.
+    closing: bool,
+    /// Backend connections opened for requests, and requests sent on a
+    /// kept one, since start.
+    pub opened: u64,
+    pub reused: u64,
 }
 
 impl Gateways {
@@ -355,16 +610,7 @@ impl Gateways {
                     let mut ids = Vec::new();
                     for h in r.hosts.iter().filter(|h| h.authorizer == authorizer) {
                         ids.push(g.hosts.len());
-                        g.hosts.push(Host {
-                            cap: h.max_conns,
-                            spec: h.clone(),
-                            active: 0,
-                            disabled_until: 0,
-                            child: None,
-                            respawn_at: None,
-                            retired: false,
-                            stopping: false,
-                        });
+                        g.hosts.push(Host::new(h.clone()));
                     }
                     if ids.is_empty() {
                         continue;
@@ -381,6 +627,7 @@ impl Gateways {
                 }
             }
         }
+        g.settle_keep();
         Ok(g)
     }
 
@@ -482,7 +729,8 @@ impl Gateways {
     /// Once a second: reaps spawned backends that died and starts them again
     /// (after a second, so a backend that cannot start does not spin).
     pub fn reap(&mut self, now: u64) {
-        for h in &mut self.hosts {
+        let mut exited = Vec::new();
+        for (i, h) in self.hosts.iter_mut().enumerate() {
             if h.retired {
                 retire_step(h);
                 continue;
@@ -502,6 +750,7 @@ impl Gateways {
                     );
                     h.child = None;
                     h.respawn_at = Some(now + 1);
+                    exited.push(i);
                 }
             }
             if h.respawn_at.is_some_and(|t| now >= t) {
@@ -518,6 +767,236 @@ impl Gateways {
                 }
             }
         }
+        if !exited.is_empty() {
+            for i in exited {
+                self.forget_keep(i);
+            }
+            self.settle_keep();
+        }
+    }
+
+    /// A spawned backend died: its kept connections went with it, and its
+    /// next process is asked again how many connections it serves.
+    fn forget_keep(&mut self, h: usize) {
+        self.close_idle(h);
+        let Some(host) = self.hosts.get_mut(h) else {
+            return;
+        };
+        if let Keep::Probing(k) = host.keep {
+            self.conns.try_remove(k);
+        }
+        if host.spec.protocol == Protocol::FastCgi && host.spec.keep_conn.is_none() {
+            host.keep = Keep::Unknown;
+            host.limit = host.spec.max_conns;
+            host.probe_at = 0;
+        }
+    }
+
+    /// Closes the idle kept connections of host `h`.
+    fn close_idle(&mut self, h: usize) {
+        let Some(host) = self.hosts.get_mut(h) else {
+            return;
+        };
+        for k in std::mem::take(&mut host.idle) {
+            self.remove_conn(k);
+        }
+    }
+
+    /// Closes every idle kept connection (a graceful shutdown: none is
+    /// kept from now on).
+    pub fn close_all_idle(&mut self) {
+        self.closing = true;
+        for h in 0..self.hosts.len() {
+            self.close_idle(h);
+        }
+    }
+
+    /// This is a worker process (`server.max-worker`).
+    pub fn set_workers(&mut self) {
+        self.workers = true;
+        self.settle_keep();
+    }
+
+    /// Keep-conn off (unless configured on) where glint cannot know the
+    /// backend's whole load, so that kept connections could hold every
+    /// worker of the backend while more connections wait: another backend
+    /// entry on the same address (each would keep its own), or several
+    /// glint worker processes. And off for a backend retired by a graceful
+    /// restart. Closes the idle connections of those.
+    fn settle_keep(&mut self) {
+        for i in 0..self.hosts.len() {
+            let h = &self.hosts[i];
+            if h.keep == Keep::Off {
+                continue;
+            }
+            let why = if h.retired {
+                None
+            } else if h.spec.keep_conn == Some(true) {
+                continue;
+            } else if self.workers {
+                Some("server.max-worker runs several processes".to_string())
+            } else if let Some(o) = self
+                .hosts
+                .iter()
+                .enumerate()
+                .find(|&(j, o)| j != i && !o.retired && o.spec.addr == h.spec.addr)
+            {
+                Some(format!("backend {} has the same address", o.1.spec.label))
+            } else {
+                continue;
+            };
+            if let Some(why) = why {
+                log::info!(
+                    "backend {}: keep-conn off ({why}): one connection per request",
+                    h.name()
+                );
+            }
+            let h = &mut self.hosts[i];
+            if let Keep::Probing(k) = h.keep {
+                self.conns.try_remove(k);
+            }
+            h.keep = Keep::Off;
+            h.limit = h.spec.max_conns;
+            self.close_idle(i);
+        }
+    }
+
+    /// Asks the spawned backends that are due how many connections they
+    /// serve: at start, and after one was started again.
+    pub fn start_probes(&mut self, now: u64, registry: &Registry) {
+        for h in 0..self.hosts.len() {
+            let host = &self.hosts[h];
+            if host.keep == Keep::Unknown
+                && host.spec.spawn.is_some()
+                && host.child.is_some()
+                && !host.retired
+                && now >= host.probe_at
+            {
+                self.start_probe(h, now, registry);
+            }
+        }
+    }
+
+    /// Opens a probe connection to host `h` and sends it FCGI_GET_VALUES.
+    /// It is no client's, is not counted in `active`, and glint closes it
+    /// once the answer is read (php-cgi 8.2 and flup answer and then wait
+    /// for more records on it, holding a worker); requests meanwhile go one
+    /// connection each.
+    fn start_probe(&mut self, h: usize, now: u64, registry: &Registry) {
+        let Some(host) = self.hosts.get_mut(h) else {
+            return;
+        };
+        let mut stream = match connect(&host.spec.addr) {
+            Ok(s) => s,
+            Err(e) => {
+                log::debug!(
+                    "backend {}: cannot ask FCGI_GET_VALUES yet: {e}",
+                    host.name()
+                );
+                host.probe_at = now + host.spec.disable_time.max(1);
+                return;
+            }
+        };
+        let entry = self.conns.vacant_entry();
+        let bkey = entry.key();
+        if let Err(e) = registry.register(
+            &mut stream,
+            Token(BACKEND_BASE + bkey),
+            crate::server::interest(true),
+        ) {
+            log::error!("cannot register a backend connection: {e}");
+            host.probe_at = now + 1;
+            return;
+        }
+        let mut question = Vec::with_capacity(56);
+        fastcgi::encode_get_values(&mut question);
+        let mut b = BackendConn::new(
+            stream,
+            Use::Probe(question),
+            NO_CLIENT,
+            h,
+            Protocol::FastCgi,
+        );
+        b.watches_writes = true;
+        b.started = now;
+        b.last_active = now;
+        entry.insert(b);
+        host.keep = Keep::Probing(bkey);
+        self.probe_event(bkey, now);
+    }
+
+    /// Readiness of a probe connection.
+    fn probe_event(&mut self, bkey: usize, now: u64) {
+        let Some(end) = self.conns.get_mut(bkey).and_then(|b| b.probe_step()) else {
+            return;
+        };
+        self.end_probe(bkey, end, now);
+    }
+
+    /// A probe is over: keep-conn is decided for its backend.
+    fn end_probe(&mut self, bkey: usize, end: ProbeEnd, now: u64) {
+        // Not in `active`: removed directly.
+        let Some(b) = self.conns.try_remove(bkey) else {
+            return;
+        };
+        drop(b.stream);
+        let Some(host) = self.hosts.get_mut(b.host) else {
+            return;
+        };
+        if host.keep != Keep::Probing(bkey) {
+            // Its backend was restarted or retired meanwhile.
+            return;
+        }
+        let name = host.name();
+        match end {
+            ProbeEnd::Answer(v) => {
+                // glint sends one request at a time per connection: both
+                // limits bound the connections it may hold.
+                let most = match (v.max_conns, v.max_reqs) {
+                    (Some(c), Some(r)) if r > 0 => Some(c.min(r)),
+                    (c, _) => c,
+                };
+                match most.filter(|&n| n > 0) {
+                    Some(n) => {
+                        let n = usize::try_from(n).unwrap_or(usize::MAX);
+                        host.limit = host.spec.max_conns.min(n);
+                        host.cap = host.cap.min(host.limit);
+                        host.keep = Keep::On;
+                        log::info!(
+                            "backend {name}: serves {n} connections at once (FCGI_MAX_CONNS); \
+                             keep-conn on, at most {} connections",
+                            host.limit
+                        );
+                    }
+                    None => {
+                        host.keep = Keep::Off;
+                        log::info!(
+                            "backend {name}: its FCGI_GET_VALUES answer has no FCGI_MAX_CONNS; \
+                             keep-conn off: one connection per request"
+                        );
+                    }
+                }
+            }
+            ProbeEnd::Unreachable(why) => {
+                log::debug!("backend {name}: cannot ask FCGI_GET_VALUES yet: {why}");
+                host.keep = Keep::Unknown;
+                host.probe_at = now + host.spec.disable_time.max(1);
+            }
+            ProbeEnd::Failed(why) => {
+                host.keep = Keep::Off;
+                log::info!(
+                    "backend {name}: asked FCGI_GET_VALUES, {why}; \
+                     keep-conn off: one connection per request"
+                );
+            }
+        }
+    }
+}
+
+fn connect(addr: &BackendAddr) -> io::Result<Stream> {
+    match addr {
+        BackendAddr::Tcp(a) => mio::net::TcpStream::connect(*a).map(Stream::Tcp),
+        BackendAddr::Unix(p) => mio::net::UnixStream::connect(p).map(Stream::Unix),
     }
 }
 
@@ -622,6 +1101,10 @@ impl Gateways {
                 nh.disabled_until = old.disabled_until;
                 nh.child = old.child.take();
                 nh.respawn_at = old.respawn_at.take();
+                nh.keep = old.keep;
+                nh.idle = std::mem::take(&mut old.idle);
+                nh.limit = old.limit;
+                nh.probe_at = old.probe_at;
                 map[i] = Some(j);
             }
         }
@@ -653,7 +1136,14 @@ impl Gateways {
         next.waiting = std::mem::take(&mut self.waiting);
         next.retry_soon = true;
         next.freed = self.freed;
+        next.workers = self.workers;
+        next.closing = self.closing;
+        next.opened = self.opened;
+        next.reused = self.reused;
         *self = next;
+        // Retired backends keep no connection; nor do ones that now share
+        // their address with another.
+        self.settle_keep();
         let now_retired = self.hosts.iter_mut().filter(|h| h.retired);
         for h in now_retired {
             retire_step(h);
@@ -777,15 +1267,18 @@ impl Gateways {
             return;
         };
         let hosts = &self.hosts;
-        let usable =
-            |h: &usize| hosts[*h].disabled_until <= now && hosts[*h].active < hosts[*h].cap;
+        // Under its cap, or with a kept connection waiting for a request.
+        let usable = |h: &usize| {
+            let h = &hosts[*h];
+            h.disabled_until <= now && (h.active < h.cap || !h.idle.is_empty())
+        };
         let candidate = match route.balance {
             Balance::LeastBusy => route
                 .hosts
                 .iter()
                 .copied()
                 .filter(usable)
-                .min_by_key(|&h| hosts[h].active),
+                .min_by_key(|&h| hosts[h].busy()),
             Balance::RoundRobin => {
                 let n = route.hosts.len();
                 let pick = (0..n)
@@ -831,12 +1324,50 @@ impl Gateways {
         };
         gw.waiting = false;
         gw.attempts += 1;
+        if self.hosts[h].keep == Keep::Unknown && now >= self.hosts[h].probe_at {
+            // First needed: ask how many connections it serves. This
+            // request does not wait for the answer.
+            self.start_probe(h, now, registry);
+        }
         let host = &mut self.hosts[h];
-        let stream = match &host.spec.addr {
-            BackendAddr::Tcp(a) => mio::net::TcpStream::connect(*a).map(Stream::Tcp),
-            BackendAddr::Unix(p) => mio::net::UnixStream::connect(p).map(Stream::Unix),
-        };
-        let mut stream = match stream {
+        let keep = host.keep == Keep::On && gw.protocol == Protocol::FastCgi;
+        // A kept connection may have been closed by the backend a moment
+        // ago (php-cgi's child exits after PHP_FCGI_MAX_REQUESTS): only a
+        // request glint can always send again goes on one. Another gets a
+        // new connection, in the place of an idle one when at the cap.
+        let fresh = gw.fresh_conn || !gw.upload.stays_whole();
+        if keep && !fresh {
+            if let Some(bkey) = host.idle.pop() {
+                if let Some(b) = self.conns.get_mut(bkey) {
+                    b.state = Use::Busy;
+                    b.client = key;
+                    b.protocol = gw.protocol;
+                    b.reused = true;
+                    b.writable = true;
+                    b.reset(now);
+                    gw.upload.set_keep_conn(true);
+                    gw.backend = Some(bkey);
+                    self.reused += 1;
+                    self.drive(bkey, conn, now, date, registry);
+                    return;
+                }
+            }
+        }
+        if host.active >= host.cap {
+            match host.idle.first().copied() {
+                Some(oldest) => {
+                    self.remove_conn(oldest);
+                }
+                None => {
+                    gw.attempts -= 1;
+                    gw.waiting = true;
+                    self.waiting.push_front(key);
+                    return;
+                }
+            }
+        }
+        let host = &mut self.hosts[h];
+        let mut stream = match connect(&host.spec.addr) {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 // A unix socket's listen queue is full: the backend is busy, not
@@ -875,37 +1406,21 @@ impl Gateways {
         }
         host.active += 1;
         gw.backend = Some(bkey);
-        // A unix socket connects at once (or said EAGAIN above), and a TCP
-        // connect to a near backend is usually done too: the request goes out
-        // now instead of after an epoll round trip.
-        let unix = matches!(host.spec.addr, BackendAddr::Unix(_));
-        entry.insert(BackendConn {
-            stream,
-            client: key,
-            host: h,
-            // The request's protocol: `scgi.protocol` may differ per request.
-            protocol: gw.protocol,
-            connected: unix,
-            readable: false,
-            writable: true,
-            peer_closed: false,
-            fin_seen: false,
-            watches_writes: false,
-            write_shut: false,
-            records: Vec::new(),
-            head: Vec::new(),
-            dechunk: None,
-            answered: false,
-            ended: false,
-            paused: false,
-            started: now,
-            last_active: now,
-        });
+        gw.upload.set_keep_conn(keep);
+        self.opened += 1;
+        // The request's protocol: `scgi.protocol` may differ per request.
+        let mut b = BackendConn::new(stream, Use::Busy, key, h, gw.protocol);
+        b.keep = keep;
+        b.started = now;
+        b.last_active = now;
+        entry.insert(b);
         self.drive(bkey, conn, now, date, registry);
     }
 
-    /// Records readiness of backend connection `bkey`; returns its client.
-    pub fn on_event(&mut self, bkey: usize, ev: &mio::event::Event) -> Option<usize> {
+    /// Records readiness of backend connection `bkey`; returns its client,
+    /// or `None` when it has none (a kept idle connection or a probe,
+    /// handled here).
+    pub fn on_event(&mut self, bkey: usize, ev: &mio::event::Event, now: u64) -> Option<usize> {
         let b = self.conns.get_mut(bkey)?;
         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
             b.readable = true;
@@ -920,7 +1435,24 @@ impl Gateways {
         if ev.is_read_closed() && !ev.is_error() {
             b.fin_seen = true;
         }
-        Some(b.client)
+        match b.state {
+            Use::Busy => Some(b.client),
+            Use::Idle(_) => {
+                if !b.still_idle() {
+                    let host = b.host;
+                    log::debug!(
+                        "backend {}: closed a kept connection",
+                        self.hosts.get(host).map(Host::name).unwrap_or_default()
+                    );
+                    self.remove_conn(bkey);
+                }
+                None
+            }
+            Use::Probe(_) => {
+                self.probe_event(bkey, now);
+                None
+            }
+        }
     }
 
     /// Makes what progress the backend's readiness allows: connect, send the
@@ -951,19 +1483,31 @@ impl Gateways {
                 }
             }
             Ok(true) => {
-                self.finish(bkey, conn, date);
+                self.finish(bkey, conn, now, date);
             }
             Err(Failure::Retry(why)) => {
                 let b = self.remove_conn(bkey);
                 let Some(b) = b else { return };
                 let host = &mut self.hosts[b.host];
-                log::error!("backend {} ({}): {why}", host.spec.label, host.spec.addr);
-                if !b.answered {
-                    host.disabled_until = now + host.spec.disable_time;
+                let name = host.name();
+                // A kept connection closed before any answer: the backend
+                // let it go (a worker exited, say) while the request was on
+                // its way. Not a failure of the backend, nor an attempt.
+                let stale = b.reused && !b.answered;
+                if stale {
+                    log::debug!("backend {name}: a kept connection was closed ({why}); sending the request on a new one");
+                } else {
+                    log::error!("backend {name}: {why}");
+                    if !b.answered {
+                        host.disabled_until = now + host.spec.disable_time;
+                    }
                 }
-                let name = format!("{} ({})", host.spec.label, host.spec.addr);
                 if let Some(gw) = conn.gw.as_mut() {
                     gw.backend = None;
+                    if stale {
+                        gw.attempts = gw.attempts.saturating_sub(1);
+                        gw.fresh_conn = true;
+                    }
                     if gw.attempts < MAX_ATTEMPTS && !gw.head_sent {
                         if gw.upload.rewind() {
                             // Nothing reached the client yet and glint still holds the whole request.
@@ -1149,8 +1693,9 @@ impl Gateways {
     }
 
     /// The backend's answer is complete: end the client's response.
-    fn finish(&mut self, bkey: usize, conn: &mut Connection, date: &[u8]) {
-        self.remove_conn(bkey);
+    fn finish(&mut self, bkey: usize, conn: &mut Connection, now: u64, date: &[u8]) {
+        let all_sent = conn.gw.as_ref().is_some_and(|g| g.upload.all_sent());
+        self.release(bkey, all_sent, now);
         let Some(gw) = conn.gw.as_mut() else { return };
         gw.backend = None;
         if gw.rerun.is_some() {
@@ -1173,14 +1718,50 @@ impl Gateways {
         gw.done = true;
     }
 
+    /// A request is over on backend connection `bkey` (the whole request
+    /// was written when `all_sent`): the connection is kept for the next
+    /// request when the request asked for it and it ended cleanly — END_REQUEST
+    /// read and nothing after it, the backend's side still open, its backend
+    /// still keeping connections; else it is closed. Either way its slot
+    /// goes to a waiting client.
+    fn release(&mut self, bkey: usize, all_sent: bool, now: u64) {
+        let Some(b) = self.conns.get_mut(bkey) else {
+            return;
+        };
+        let clean = b.keep
+            && b.ended
+            && all_sent
+            && b.records.is_empty()
+            && !b.peer_closed
+            && !b.write_shut
+            && matches!(b.state, Use::Busy);
+        let host = self.hosts.get_mut(b.host);
+        let Some(h) = host.filter(|h| clean && !self.closing && h.keep == Keep::On && !h.retired)
+        else {
+            self.remove_conn(bkey);
+            return;
+        };
+        if b.answered && h.cap < h.limit {
+            h.cap += 1;
+        }
+        b.state = Use::Idle(now);
+        b.client = NO_CLIENT;
+        b.reset(now);
+        h.idle.push(bkey);
+        self.freed += 1;
+    }
+
     /// Drops a backend connection and frees its slot for a waiting client.
     fn remove_conn(&mut self, bkey: usize) -> Option<BackendConn> {
         let b = self.conns.try_remove(bkey)?;
         self.freed += 1;
         if let Some(h) = self.hosts.get_mut(b.host) {
             h.active = h.active.saturating_sub(1);
+            if matches!(b.state, Use::Idle(_)) {
+                h.idle.retain(|&k| k != bkey);
+            }
             // A backend that answered may take one more again.
-            if b.answered && h.cap < h.spec.max_conns {
+            if b.answered && h.cap < h.limit {
                 h.cap += 1;
             }
         }
@@ -1205,7 +1786,42 @@ impl Gateways {
         self.local_scripts.purge(now);
         let mut touched = Vec::new();
         let mut expired = Vec::new();
+        let mut idle_over = Vec::new();
+        let mut probes_over = Vec::new();
         for (bkey, b) in self.conns.iter() {
+            let since = match b.state {
+                Use::Busy => continue,
+                Use::Idle(since) => {
+                    if now.saturating_sub(since) >= IDLE_KEEP_SECS {
+                        idle_over.push(bkey);
+                    }
+                    continue;
+                }
+                Use::Probe(_) => b.started,
+            };
+            let Some(h) = self.hosts.get(b.host) else {
+                probes_over.push((bkey, ProbeEnd::Failed("its backend is gone".into())));
+                continue;
+            };
+            let waited = now.saturating_sub(since);
+            let answer_wait = h.spec.read_timeout.min(PROBE_WAIT_SECS);
+            if !b.connected && waited >= h.spec.connect_timeout {
+                probes_over.push((bkey, ProbeEnd::Unreachable("connect time-out".into())));
+            } else if b.connected && waited >= answer_wait {
+                let why = format!("it did not answer within {answer_wait} s");
+                probes_over.push((bkey, ProbeEnd::Failed(why)));
+            }
+        }
+        for bkey in idle_over {
+            self.remove_conn(bkey);
+        }
+        for (bkey, end) in probes_over {
+            self.end_probe(bkey, end, now);
+        }
+        for (bkey, b) in self.conns.iter() {
+            if !matches!(b.state, Use::Busy) {
+                continue;
+            }
             let h = &self.hosts[b.host].spec;
             let up = conns
                 .get(b.client)
@@ -1536,5 +2152,76 @@ pub fn fail_client(conn: &mut Connection, status: u16, date: &[u8]) {
     let sent = r.body_len;
     if let Some(gw) = conn.gw.as_mut() {
         gw.body_sent = sent;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gateways(text: &str) -> Gateways {
+        let c = crate::config::Config::parse_str(text, "test.conf", std::path::Path::new("/"))
+            .expect("configuration");
+        Gateways::from_settings(&c.global).expect("gateways")
+    }
+
+    fn keeps(g: &Gateways) -> Vec<(String, Keep)> {
+        g.hosts
+            .iter()
+            .map(|h| (h.spec.label.clone(), h.keep))
+            .collect()
+    }
+
+    #[test]
+    fn keep_conn_is_asked_only_where_glint_counts_every_connection() {
+        let g = gateways(
+            r#"fastcgi.server = (
+                 "/a" => ( "a" => ( "socket" => "/tmp/a.sock" ) ),
+                 "/on" => ( "on" => ( "socket" => "/tmp/on.sock", "keep-conn" => "enable" ) ),
+                 "/off" => ( "off" => ( "socket" => "/tmp/off.sock", "keep-conn" => "disable" ) ),
+                 "/s1" => ( "s1" => ( "socket" => "/tmp/shared.sock" ) ),
+                 "/s2" => ( "s2" => ( "socket" => "/tmp/shared.sock" ) ) )
+               scgi.server = ( "/scgi" => ( "scgi" => ( "socket" => "/tmp/scgi.sock" ) ) )"#,
+        );
+        let want = [
+            ("scgi", Keep::Off),
+            ("a", Keep::Unknown),
+            ("on", Keep::On),
+            ("off", Keep::Off),
+            ("s1", Keep::Off),
+            ("s2", Keep::Off),
+        ];
+        let want: Vec<(String, Keep)> = want.iter().map(|(l, k)| (l.to_string(), *k)).collect();
+        assert_eq!(keeps(&g), want);
+        assert!(g.hosts.iter().all(|h| h.limit == 16 && h.cap == 16));
+
+        // Worker processes each hold their own: only a configured "enable" stays.
+        let mut g = g;
+        g.set_workers();
+        let on: Vec<_> = keeps(&g)
+            .into_iter()
+            .filter(|(_, k)| *k != Keep::Off)
+            .collect();
+        assert_eq!(on, [("on".to_string(), Keep::On)]);
+    }
+
+    #[test]
+    fn a_retired_backend_keeps_nothing() {
+        let mut g = gateways(
+            r#"fastcgi.server = ( "/a" => ( "a" => ( "socket" => "/tmp/a.sock", "keep-conn" => "enable" ) ) )"#,
+        );
+        // A request under way keeps the old host until it is done.
+        g.hosts[0].active = 1;
+        let c = crate::config::Config::parse_str(
+            r#"fastcgi.server = ( "/a" => ( "a" => ( "socket" => "/tmp/a.sock", "max-connections" => 4 ) ) )"#,
+            "test.conf",
+            std::path::Path::new("/"),
+        )
+        .expect("configuration");
+        g.reconfigure(&c.global, 0).expect("reconfigure");
+        let old = g.hosts.iter().find(|h| h.retired).expect("retired host");
+        assert_eq!(old.keep, Keep::Off);
+        let new = g.hosts.iter().find(|h| !h.retired).expect("new host");
+        assert_eq!((new.keep, new.limit), (Keep::Unknown, 4));
     }
 }

@@ -273,6 +273,35 @@ impl Upload {
         self.whole
     }
 
+    /// Glint will hold the whole request until it is sent, whatever the
+    /// client does: a chunked body (collected first), or a `Content-Length`
+    /// one so small that even framed a byte per record it fits the window.
+    /// Only such a request can be sent on a kept connection the backend may
+    /// have closed meanwhile: it can always be sent again on a new one.
+    pub fn stays_whole(&self) -> bool {
+        if !self.whole {
+            return false;
+        }
+        if self.collecting.is_some() || self.remaining == 0 {
+            return true;
+        }
+        let body_so_far = self.buf.len() - self.head_len;
+        // Each client read becomes at least one record: at worst a header per byte.
+        let worst = self
+            .remaining_usize()
+            .saturating_mul(1 + fastcgi::stdin_overhead(1))
+            .saturating_add(fastcgi::stdin_overhead(1));
+        body_so_far.saturating_add(worst) <= BODY_WINDOW + FRAMING_SLACK
+    }
+
+    /// FastCGI: sets FCGI_KEEP_CONN in the request's BEGIN_REQUEST (for the
+    /// connection it is about to be sent on); only before any of it is sent.
+    pub fn set_keep_conn(&mut self, keep: bool) {
+        if self.protocol == Protocol::FastCgi && self.whole && self.sent == 0 {
+            fastcgi::set_keep_conn(&mut self.buf, keep);
+        }
+    }
+
     /// Bytes held in memory (for tests of the bound).
     pub fn held(&self) -> usize {
         self.buf.len() + self.collecting.as_ref().map_or(0, |c| c.body.len())
@@ -363,6 +392,51 @@ mod tests {
         assert_eq!(got, want);
         assert!(u.rewind(), "a body within the window can be sent again");
         assert_eq!(u.pending(), &want[..]);
+    }
+
+    #[test]
+    fn only_a_request_that_cannot_outgrow_the_window_stays_whole() {
+        let small = 7 * 1024;
+        let mut u = Upload::new(Protocol::FastCgi, env(), BodyFraming::Length(small));
+        assert!(u.stays_whole());
+        // The worst a client can do: one byte per read, the backend taking each.
+        for _ in 0..small {
+            u.take(&[1]).unwrap();
+            let n = u.pending().len();
+            u.advance(n);
+        }
+        assert!(u.all_sent() && u.is_whole() && u.rewind());
+        let big = Upload::new(Protocol::FastCgi, env(), BodyFraming::Length(8 * 1024));
+        assert!(
+            !big.stays_whole(),
+            "a byte per read would outgrow the window"
+        );
+        let none = Upload::new(Protocol::FastCgi, env(), BodyFraming::Length(0));
+        assert!(none.stays_whole());
+        let chunked = Upload::new(
+            Protocol::FastCgi,
+            env(),
+            BodyFraming::Chunked { limit: 1 << 20 },
+        );
+        assert!(chunked.stays_whole());
+    }
+
+    #[test]
+    fn keep_conn_is_set_before_sending_only() {
+        let mut u = Upload::new(Protocol::FastCgi, env(), BodyFraming::Length(0));
+        u.set_keep_conn(true);
+        assert_eq!(u.pending()[10], 1);
+        u.advance(3);
+        u.set_keep_conn(false);
+        assert!(u.rewind());
+        assert_eq!(
+            u.pending()[10],
+            1,
+            "not changed under a connection that has some of it"
+        );
+        u.sent = 0;
+        u.set_keep_conn(false);
+        assert_eq!(u.pending()[10], 0);
     }
 
     #[test]

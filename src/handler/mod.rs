@@ -19,7 +19,7 @@ use crate::gateway::{Carry, GwClient, Protocol, Rerun};
 use crate::http::request::{Body, Method, Request};
 use crate::http::response::Responder;
 use crate::path::normalize;
-use crate::server::Shared;
+use crate::server::{Shared, Stats};
 
 /// What to do with a request body after the response is queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +160,11 @@ fn respond_with(
         &sh.scratch.path,
         query,
         &mut r,
-        &sh.stats,
+        &Stats {
+            backend_opened: sh.gateways.opened,
+            backend_reused: sh.gateways.reused,
+            ..sh.stats
+        },
         &sh.clock,
         &sh.config,
     ) {
@@ -644,6 +648,7 @@ fn start_gateway(
         waiting: false,
         since: g.now,
         attempts: 0,
+        fresh_conn: false,
         settings: std::rc::Rc::clone(settings),
         head_only: req.method == Method::Head,
         minor: req.minor,

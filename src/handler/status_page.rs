@@ -64,8 +64,15 @@ pub fn serve(
     }
     if is(&s.status_statistics_url) {
         let body = format!(
-            "glint.requests: {}\nglint.bytes-out: {}\nglint.connections: {}\nglint.connections-open: {}\nglint.uptime: {}\n",
-            stats.requests, stats.bytes_out, stats.connections, stats.active, clock.mono_secs
+            "glint.requests: {}\nglint.bytes-out: {}\nglint.connections: {}\nglint.connections-open: {}\nglint.uptime: {}\n\
+             glint.backend-connections-opened: {}\nglint.backend-connections-reused: {}\n",
+            stats.requests,
+            stats.bytes_out,
+            stats.connections,
+            stats.active,
+            clock.mono_secs,
+            stats.backend_opened,
+            stats.backend_reused
         );
         r.start(200);
         r.header("Cache-Control", b"no-cache");
