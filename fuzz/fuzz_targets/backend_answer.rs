@@ -1,11 +1,12 @@
 //! What a backend sends never panics glint: FastCGI records decode to pieces
 //! inside the bytes they came in, the CGI head parser answers with a status
 //! a client may see (or asks for more), and the chunked decoder gives the
-//! same body whether the bytes arrive whole or split in two.
+//! same body whether the bytes arrive whole or split in two; the answer to
+//! FCGI_GET_VALUES decodes or is refused.
 #![no_main]
 
 use glint::gateway::cgi::parse_head;
-use glint::gateway::fastcgi::{decode, Piece};
+use glint::gateway::fastcgi::{decode, decode_values, Piece};
 use glint::http::chunked::Decoder;
 use libfuzzer_sys::fuzz_target;
 
@@ -13,7 +14,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    match which % 3 {
+    match which % 4 {
+        3 => {
+            // GET_VALUES_RESULT: any answer, or none, never a panic.
+            let _ = decode_values(rest);
+        }
         0 => {
             let mut used = 0;
             while let Ok(Some((piece, n))) = decode(&rest[used..]) {
