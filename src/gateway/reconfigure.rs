@@ -1,0 +1,134 @@
+//! A graceful restart of the gateways: the new configuration's routes and
+//! backends take over from the running ones.
+
+use std::process::Child;
+
+use super::process::{retire_step, spawn};
+use super::{Gateways, Host};
+use crate::config::Settings;
+
+impl Gateways {
+    /// A graceful restart: the routes and backends of `s` take over. A
+    /// backend whose options did not change is kept as it is (its process,
+    /// its connections and its state); a new one is started; one that is no
+    /// longer configured finishes its requests and is then stopped. Nothing
+    /// changes when a new backend cannot be started.
+    ///
+    /// Returns, for each old route, the index of the new route with the same
+    /// pattern and protocol (requests under way are moved there).
+    pub fn reconfigure(&mut self, s: &Settings, now: u64) -> Result<Vec<Option<usize>>, String> {
+        let mut next = Gateways::from_settings(s)?;
+        // Which running backend each new one is.
+        let mut taken = vec![false; self.hosts.len()];
+        let mut same: Vec<Option<usize>> = Vec::with_capacity(next.hosts.len());
+        for nh in &next.hosts {
+            let found = (0..self.hosts.len())
+                .find(|&i| !taken[i] && !self.hosts[i].retired && self.hosts[i].spec == nh.spec);
+            if let Some(i) = found {
+                taken[i] = true;
+            }
+            same.push(found);
+        }
+        // Start the new spawned backends first: a failure leaves everything as it was.
+        let mut started: Vec<(usize, Child)> = Vec::new();
+        for (j, nh) in next.hosts.iter().enumerate() {
+            if nh.spec.spawn.is_none() || same[j].is_some() {
+                continue;
+            }
+            match spawn(&nh.spec) {
+                Ok(c) => started.push((j, c)),
+                Err(e) => {
+                    let why = format!(
+                        "{}: cannot start backend on {}: {e}",
+                        nh.spec.label, nh.spec.addr
+                    );
+                    for (j, c) in started {
+                        let _ = nix::sys::signal::killpg(
+                            nix::unistd::Pid::from_raw(c.id() as i32),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                        // A running backend whose socket path was taken over
+                        // must listen there again.
+                        for h in &mut self.hosts {
+                            if h.spec.addr == next.hosts[j].spec.addr && h.child.is_some() {
+                                if let Some(mut old) = h.child.take() {
+                                    let _ = nix::sys::signal::killpg(
+                                        nix::unistd::Pid::from_raw(old.id() as i32),
+                                        nix::sys::signal::Signal::SIGKILL,
+                                    );
+                                    let _ = old.wait();
+                                }
+                                h.respawn_at = Some(now);
+                            }
+                        }
+                        let mut c = c;
+                        let _ = c.wait();
+                    }
+                    return Err(why);
+                }
+            }
+        }
+        for (j, c) in started {
+            next.hosts[j].child = Some(c);
+        }
+        // Carry the running state over; the rest retires.
+        let mut map: Vec<Option<usize>> = vec![None; self.hosts.len()];
+        for (j, found) in same.iter().enumerate() {
+            if let Some(i) = *found {
+                let old = &mut self.hosts[i];
+                let nh = &mut next.hosts[j];
+                nh.active = old.active;
+                nh.cap = old.cap;
+                nh.disabled_until = old.disabled_until;
+                nh.child = old.child.take();
+                nh.respawn_at = old.respawn_at.take();
+                nh.keep = old.keep;
+                nh.idle = std::mem::take(&mut old.idle);
+                nh.limit = old.limit;
+                nh.probe_at = old.probe_at;
+                map[i] = Some(j);
+            }
+        }
+        for (i, old) in std::mem::take(&mut self.hosts).into_iter().enumerate() {
+            if map[i].is_some() || (old.active == 0 && old.child.is_none()) {
+                continue;
+            }
+            map[i] = Some(next.hosts.len());
+            next.hosts.push(Host {
+                retired: true,
+                ..old
+            });
+        }
+        let routes: Vec<Option<usize>> = self
+            .routes
+            .iter()
+            .map(|r| {
+                next.routes.iter().position(|n| {
+                    n.pattern == r.pattern
+                        && n.protocol == r.protocol
+                        && n.authorizer == r.authorizer
+                })
+            })
+            .collect();
+        next.conns = std::mem::take(&mut self.conns);
+        for (_, b) in next.conns.iter_mut() {
+            b.host = map.get(b.host).copied().flatten().unwrap_or(usize::MAX);
+        }
+        next.waiting = std::mem::take(&mut self.waiting);
+        next.retry_soon = true;
+        next.freed = self.freed;
+        next.workers = self.workers;
+        next.closing = self.closing;
+        next.opened = self.opened;
+        next.reused = self.reused;
+        *self = next;
+        // Retired backends keep no connection; nor do ones that now share
+        // their address with another.
+        self.settle_keep();
+        let now_retired = self.hosts.iter_mut().filter(|h| h.retired);
+        for h in now_retired {
+            retire_step(h);
+        }
+        Ok(routes)
+    }
+}
