@@ -142,14 +142,6 @@ fn run(mut cli: Cli) -> Result<(), String> {
     let mut server = Server::bind_inherited(config, inherited).map_err(|e| e.to_string())?;
     server.open_logs().map_err(|e| e.to_string())?;
     check_error_log(&g, cli.test == 0)?;
-    if g.max_worker > 0 && server.spawns_backends() {
-        // Each worker would start its own copy of every backend on the same socket.
-        return Err(
-            "server.max-worker with bin-path backends is not supported: \
-                    start the backends separately, or use one process"
-                .into(),
-        );
-    }
     if cli.test >= 2 {
         println!("Syntax OK");
         return Ok(());

@@ -440,15 +440,6 @@ impl Server {
         self.listeners.iter().flatten().map(describe).collect()
     }
 
-    /// Whether `run` starts backend processes (`bin-path`).
-    pub fn spawns_backends(&self) -> bool {
-        self.sh
-            .gateways
-            .hosts
-            .iter()
-            .any(|h| h.spec.spawn.is_some())
-    }
-
     /// A handle that stops `run` from another thread.
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
@@ -673,10 +664,32 @@ impl Server {
         self.waker = waker;
         // Each worker would keep its own backend connections.
         self.sh.gateways.set_workers();
+        // The supervisor runs the `bin-path` backends for all workers.
+        self.sh.gateways.leave_backends_to_supervisor();
         if self.use_signals {
             self.signal_wake_up()?;
         }
         Ok(())
+    }
+
+    /// The supervisor of worker processes, before it forks the first one:
+    /// starts the `bin-path` backends, once for all workers.
+    pub fn start_backends(&mut self) -> io::Result<()> {
+        self.sh.gateways.spawn_all().map_err(io::Error::other)
+    }
+
+    /// The supervisor, often: restarts `bin-path` backends that died and
+    /// stops retired ones once `hold_retired` is false (no worker of an
+    /// older configuration left to use them).
+    pub fn tend_backends(&mut self, hold_retired: bool) {
+        self.sh.clock.update();
+        self.sh.gateways.hold_retired(hold_retired);
+        self.sh.gateways.reap(self.sh.clock.mono_secs);
+    }
+
+    /// The supervisor, once its workers are gone: stops the `bin-path` backends.
+    pub fn stop_backends(&mut self) {
+        self.sh.gateways.shutdown();
     }
 
     /// Opens the access logs named by the global settings now, so that a

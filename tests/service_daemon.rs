@@ -425,3 +425,243 @@ fn workers_take_a_new_configuration_on_sigusr1() {
         .expect("glint exited")
         .success());
 }
+
+/// `(command name, process group)` of a live process.
+fn comm_and_group(pid: i32) -> Option<(String, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, rest) = stat.rsplit_once(')')?;
+    let name = head.split_once('(')?.1.to_string();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    if f.first().is_some_and(|s| *s == "Z" || *s == "X") {
+        return None;
+    }
+    Some((name, f.get(2)?.parse().ok()?))
+}
+
+/// Live processes in process group `pgid`.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|&p| comm_and_group(p).is_some_and(|(_, g)| g == pgid))
+        .collect()
+}
+
+/// The supervisor's children, split into (glint workers, php-cgi processes).
+fn workers_and_php(sup: i32) -> (Vec<i32>, Vec<i32>) {
+    let mut w = Vec::new();
+    let mut php = Vec::new();
+    for p in children(sup) {
+        match comm_and_group(p) {
+            Some((name, _)) if name.starts_with("php") => php.push(p),
+            Some(_) => w.push(p),
+            None => {}
+        }
+    }
+    (w, php)
+}
+
+/// `n` GETs of `/hello.php?x=i` from four clients at once: each must be 200
+/// with the script's answer.
+fn php_requests(addr: std::net::SocketAddr, n: usize) {
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in (t..n).step_by(4) {
+                    let r = get_at(addr, &format!("/hello.php?x={i}"))
+                        .unwrap_or_else(|e| panic!("request {i}: {e}"));
+                    assert_eq!(r.status, 200, "request {i}: {}", r.describe());
+                    assert_eq!(r.body, format!("php {i}\n").into_bytes());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("client thread");
+    }
+}
+
+/// A document root with `hello.php` (echoes `x`) and `slow.php` (sleeps 2 s).
+fn php_docroot(dir: &TempDir) -> std::path::PathBuf {
+    let root = docroot(dir, "www", "x");
+    std::fs::write(
+        root.join("hello.php"),
+        "<?php echo 'php ', $_GET['x'] ?? '', \"\\n\";",
+    )
+    .unwrap();
+    // Says whether it was cut short (php-cgi's sleep ends early on a signal).
+    std::fs::write(
+        root.join("slow.php"),
+        "<?php $t = microtime(true); sleep(2); echo microtime(true) - $t >= 1.9 ? \"slow\\n\" : \"cut short\\n\";",
+    )
+    .unwrap();
+    root
+}
+
+/// Two workers, and php-cgi spawned with `bin-path` on `sock` with `children`.
+fn php_workers_conf(sock: &std::path::Path, children: u32) -> String {
+    let php = ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("php-cgi (apt-get install php-cgi)");
+    format!(
+        "server.max-worker = 2\n\
+         fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{php}\", \"socket\" => \"{sock}\", \"max-procs\" => 1,\n\
+           \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"{children}\", \"PHP_FCGI_MAX_REQUESTS\" => \"10000\" ),\n\
+           \"bin-copy-environment\" => ( \"PATH\" ), \"broken-scriptfilename\" => \"enable\" )))",
+        sock = sock.display()
+    )
+}
+
+#[test]
+fn workers_share_the_backends_their_supervisor_spawns() {
+    let dir = TempDir::new("workers-php");
+    let root = php_docroot(&dir);
+    let sock = dir.join("php.socket");
+    let conf = write_conf(&dir, &root, free_port(), &php_workers_conf(&sock, 2));
+    let mut g = Launch::new().config_file(&conf).start();
+    let sup = g.pid();
+    // One php-cgi, the supervisor's: the workers start none.
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let (w, php) = workers_and_php(sup);
+            w.len() == 2 && php.len() == 1
+        }),
+        "children of the supervisor: {:?}\n{}",
+        workers_and_php(sup),
+        g.stderr_tail()
+    );
+    let (workers, first) = workers_and_php(sup);
+    for w in &workers {
+        assert_eq!(children(*w), Vec::<i32>::new(), "children of worker {w}");
+    }
+    php_requests(g.addr(), 40);
+
+    // Killed: the supervisor reaps it, ends its group and starts another.
+    let old = first[0];
+    signal(old, SIGKILL);
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, php) = workers_and_php(sup);
+        let served = php.len() == 1
+            && php[0] != old
+            && get_at(g.addr(), "/hello.php?x=1").is_ok_and(|r| r.status == 200);
+        if served {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "php-cgi was not restarted: {php:?}\n{}",
+            g.stderr_tail()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        wait_for(Duration::from_secs(5), || group_members(old).is_empty()),
+        "the old php-cgi group lives on: {:?}",
+        group_members(old)
+    );
+    let (workers, php) = workers_and_php(sup);
+    assert_eq!(workers.len(), 2);
+    for w in &workers {
+        assert_eq!(children(*w), Vec::<i32>::new(), "children of worker {w}");
+    }
+    php_requests(g.addr(), 40);
+
+    // SIGTERM: the workers go, then the backend, its whole group.
+    let group = php[0];
+    assert!(!group_members(group).is_empty());
+    g.signal(SIGTERM);
+    assert!(g
+        .wait_exit(Duration::from_secs(10))
+        .expect("glint exited")
+        .success());
+    assert!(
+        wait_for(Duration::from_secs(5), || group_members(group).is_empty()),
+        "php-cgi left behind: {:?}",
+        group_members(group)
+    );
+    for w in workers {
+        assert!(wait_for(Duration::from_secs(5), || !alive(w)));
+    }
+    let sock0 = format!("{}-0", sock.display());
+    assert!(
+        !std::path::Path::new(&sock0).exists(),
+        "{sock0} left behind"
+    );
+}
+
+#[test]
+fn workers_sigusr1_keeps_retired_backends_until_the_old_workers_exit() {
+    let dir = TempDir::new("workers-php-reload");
+    let root = php_docroot(&dir);
+    let sock = dir.join("php.socket");
+    let port = free_port();
+    let conf = write_conf(&dir, &root, port, &php_workers_conf(&sock, 2));
+    let mut g = Launch::new().config_file(&conf).start();
+    let sup = g.pid();
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let (w, php) = workers_and_php(sup);
+            w.len() == 2 && php.len() == 1
+        }),
+        "children of the supervisor: {:?}\n{}",
+        workers_and_php(sup),
+        g.stderr_tail()
+    );
+    let (old_workers, first) = workers_and_php(sup);
+    let old_php = first[0];
+    php_requests(g.addr(), 8);
+
+    // Unchanged options: the same php-cgi serves the new workers.
+    g.signal(SIGUSR1);
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let (w, php) = workers_and_php(sup);
+            w.len() == 2 && w.iter().all(|p| !old_workers.contains(p)) && php == [old_php]
+        }),
+        "after the first SIGUSR1: {:?} (old workers {old_workers:?}, php {old_php})\n{}",
+        workers_and_php(sup),
+        g.stderr_tail()
+    );
+    php_requests(g.addr(), 8);
+
+    // Changed options: a new php-cgi; the old one finishes the old workers'
+    // request under way before it is stopped.
+    let (old_workers, _) = workers_and_php(sup);
+    let addr = g.addr();
+    let slow = std::thread::spawn(move || get_at(addr, "/slow.php"));
+    std::thread::sleep(Duration::from_millis(500));
+    write_conf(&dir, &root, port, &php_workers_conf(&sock, 1));
+    g.signal(SIGUSR1);
+    let r = slow.join().expect("slow client").expect("slow request");
+    let body = String::from_utf8_lossy(&r.body);
+    assert_eq!((r.status, body.as_ref()), (200, "slow\n"));
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let (w, php) = workers_and_php(sup);
+            w.len() == 2
+                && w.iter().all(|p| !old_workers.contains(p))
+                && php.len() == 1
+                && php[0] != old_php
+                && group_members(old_php).is_empty()
+        }),
+        "after the second SIGUSR1: {:?} (old php {old_php}: {:?})\n{}",
+        workers_and_php(sup),
+        group_members(old_php),
+        g.stderr_tail()
+    );
+    php_requests(g.addr(), 8);
+    let (_, php) = workers_and_php(sup);
+    g.signal(SIGTERM);
+    assert!(g
+        .wait_exit(Duration::from_secs(10))
+        .expect("glint exited")
+        .success());
+    assert!(
+        wait_for(Duration::from_secs(5), || group_members(php[0]).is_empty()),
+        "php-cgi left behind"
+    );
+}

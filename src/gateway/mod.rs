@@ -490,6 +490,18 @@ impl LocalScripts {
     }
 }
 
+/// Which process starts, restarts and stops the `bin-path` backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Spawner {
+    /// This one: glint in one process, or the supervisor of
+    /// `server.max-worker` processes (which starts them before its workers).
+    #[default]
+    Here,
+    /// The supervisor of this worker process: the worker connects to them
+    /// and never starts, restarts or stops one.
+    Supervisor,
+}
+
 /// All routes, backends and backend connections.
 #[derive(Default)]
 pub struct Gateways {
@@ -510,6 +522,12 @@ pub struct Gateways {
     workers: bool,
     /// A graceful shutdown is under way: no connection is kept any more.
     closing: bool,
+    /// Who runs the `bin-path` backends' processes.
+    spawner: Spawner,
+    /// Retired backends are not stopped yet: worker processes of the older
+    /// configuration may still send them requests (the supervisor of
+    /// `server.max-worker` processes, after a graceful restart).
+    retire_held: bool,
     /// Backend connections opened for requests, and requests sent on a
     /// kept one, since start.
     pub opened: u64,

@@ -6,11 +6,36 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::process::{Child, Command, Stdio};
 
-use super::{BackendAddr, Gateways, Host, HostSpec};
+use super::{BackendAddr, Gateways, Host, HostSpec, Spawner};
 
 impl Gateways {
+    /// In a worker process forked by the supervisor: the `bin-path` backends
+    /// are the supervisor's (it started them before forking, restarts them
+    /// and stops them). This process only connects to them: it forgets the
+    /// processes its copy of the supervisor's state names.
+    pub fn leave_backends_to_supervisor(&mut self) {
+        self.spawner = Spawner::Supervisor;
+        for h in &mut self.hosts {
+            // Dropping a `Child` neither waits for nor signals the process.
+            h.child = None;
+            h.respawn_at = None;
+            h.stopping = false;
+        }
+    }
+
+    /// Whether backends retired by a graceful restart wait to be stopped
+    /// (the supervisor holds them while the workers of the older
+    /// configuration, which may still send them requests, are running).
+    pub fn hold_retired(&mut self, hold: bool) {
+        self.retire_held = hold;
+    }
+
     /// Starts every `bin-path` backend; a failure is an error at start.
+    /// Nothing in a worker process, whose supervisor starts them.
     pub fn spawn_all(&mut self) -> Result<(), String> {
+        if self.spawner == Spawner::Supervisor {
+            return Ok(());
+        }
         for h in &mut self.hosts {
             if h.spec.spawn.is_some() {
                 h.child = Some(spawn(&h.spec).map_err(|e| {
@@ -67,12 +92,20 @@ impl Gateways {
     }
 
     /// Once a second: reaps spawned backends that died and starts them again
-    /// (after a second, so a backend that cannot start does not spin).
+    /// (after a second, so a backend that cannot start does not spin), and
+    /// stops retired ones once they are done. Nothing in a worker process,
+    /// whose supervisor does it. Each backend is waited for by its own pid,
+    /// so that this never takes the exit status of another child (the
+    /// supervisor's workers).
     pub fn reap(&mut self, now: u64) {
+        if self.spawner == Spawner::Supervisor {
+            return;
+        }
+        let stop_retired = !self.retire_held;
         let mut exited = Vec::new();
         for (i, h) in self.hosts.iter_mut().enumerate() {
             if h.retired {
-                retire_step(h);
+                retire_step(h, stop_retired);
                 continue;
             }
             if let Some(c) = &mut h.child {
@@ -116,16 +149,18 @@ impl Gateways {
     }
 }
 
-/// A retired backend: once its last request is done, its process group gets
-/// the kill signal; once the process has exited, it is reaped and forgotten.
-pub(super) fn retire_step(h: &mut Host) {
+/// A retired backend: once its last request is done (and `stop`: no
+/// process of the older configuration may still use it), its process group
+/// gets the kill signal; once the process has exited, it is reaped and
+/// forgotten.
+pub(super) fn retire_step(h: &mut Host, stop: bool) {
     h.respawn_at = None;
     let Some(c) = &mut h.child else { return };
     if !matches!(c.try_wait(), Ok(None)) {
         h.child = None;
         return;
     }
-    if h.active == 0 && !h.stopping {
+    if stop && h.active == 0 && !h.stopping {
         let sig = h
             .spec
             .spawn

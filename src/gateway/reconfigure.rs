@@ -4,7 +4,7 @@
 use std::process::Child;
 
 use super::process::{retire_step, spawn};
-use super::{Gateways, Host};
+use super::{Gateways, Host, Spawner};
 use crate::config::Settings;
 
 impl Gateways {
@@ -32,7 +32,8 @@ impl Gateways {
         // Start the new spawned backends first: a failure leaves everything as it was.
         let mut started: Vec<(usize, Child)> = Vec::new();
         for (j, nh) in next.hosts.iter().enumerate() {
-            if nh.spec.spawn.is_none() || same[j].is_some() {
+            // A worker process leaves them to its supervisor.
+            if nh.spec.spawn.is_none() || same[j].is_some() || self.spawner == Spawner::Supervisor {
                 continue;
             }
             match spawn(&nh.spec) {
@@ -119,15 +120,18 @@ impl Gateways {
         next.freed = self.freed;
         next.workers = self.workers;
         next.closing = self.closing;
+        next.spawner = self.spawner;
+        next.retire_held = self.retire_held;
         next.opened = self.opened;
         next.reused = self.reused;
         *self = next;
         // Retired backends keep no connection; nor do ones that now share
         // their address with another.
         self.settle_keep();
+        let stop = !self.retire_held;
         let now_retired = self.hosts.iter_mut().filter(|h| h.retired);
         for h in now_retired {
-            retire_step(h);
+            retire_step(h, stop);
         }
         Ok(routes)
     }

@@ -11,6 +11,14 @@
 //! ones), starts a new set of workers with the new configuration and sends
 //! SIGINT to the old set, which finishes its responses and exits.
 //!
+//! The supervisor also runs the `bin-path` gateway backends, once for all
+//! workers: it starts them before the first worker, restarts those that
+//! die, and stops them once its workers are gone. A graceful restart keeps
+//! the unchanged ones, starts the new ones before the new workers, and
+//! stops the retired ones once the old workers have exited. Workers only
+//! connect to them. Every child, worker or backend, is waited for by its own
+//! pid, so neither takes the other's exit status.
+//!
 //! Workers have their own process group, so a Ctrl-C at the terminal reaches
 //! the supervisor only (which passes it on once), and on Linux they get
 //! SIGTERM if the supervisor dies.
@@ -60,6 +68,11 @@ pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
     // Workers of an older configuration, finishing their responses.
     let mut retiring: Vec<Pid> = Vec::new();
     let mut stopping: Option<Signal> = None;
+    if let Err(e) = server.start_backends() {
+        // Those that started before the failure.
+        server.stop_backends();
+        return Err(e);
+    }
     log::info!("supervisor {me}: starting {} workers", slots.len());
     loop {
         // Reap.
@@ -111,6 +124,11 @@ pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
             }
             send(&live, Signal::SIGHUP);
         }
+        // Backends a graceful restart retires serve the old workers until
+        // they have exited.
+        if s.reload && stopping.is_none() {
+            server.tend_backends(true);
+        }
         if s.reload && stopping.is_none() && server.reload_from_source() {
             let old: Vec<Pid> = slots.iter_mut().filter_map(|s| s.pid.take()).collect();
             send(&old, Signal::SIGINT);
@@ -122,9 +140,14 @@ pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
             }
         }
 
+        // Backends that died are started again, also while the workers
+        // finish their last responses.
+        server.tend_backends(!retiring.is_empty());
+
         if stopping.is_some() {
             if slots.iter().all(|s| s.pid.is_none()) && retiring.is_empty() {
                 log::info!("supervisor: all workers have exited");
+                server.stop_backends();
                 return Ok(());
             }
         } else {
