@@ -259,9 +259,8 @@ def group_pids(pgid: int) -> list[int]:
     return sorted(out)
 
 
-def cpu_ns_by_task(pids: list[int]) -> dict[tuple[int, int], int]:
-    """On-CPU time of every thread, in ns: first field of /proc/PID/task/TID/schedstat
-    (falls back to utime+stime from /proc/PID/task/TID/stat, in clock ticks)."""
+def by_task(pids: list[int], read) -> dict[tuple[int, int], int]:
+    """`read("/proc/PID/task/TID")` for every thread of `pids` (None: skipped)."""
     out = {}
     for pid in pids:
         try:
@@ -269,22 +268,32 @@ def cpu_ns_by_task(pids: list[int]) -> dict[tuple[int, int], int]:
         except OSError:
             continue
         for tid in tids:
-            base = f"/proc/{pid}/task/{tid}"
-            try:
-                with open(base + "/schedstat") as f:
-                    out[(pid, int(tid))] = int(f.read().split()[0])
-                    continue
-            except (OSError, ValueError, IndexError):
-                pass
-            try:
-                with open(base + "/stat") as f:
-                    s = f.read()
-                fields = s[s.rindex(")") + 2:].split()
-                ticks = int(fields[11]) + int(fields[12])  # fields 14 and 15
-                out[(pid, int(tid))] = ticks * 1_000_000_000 // CLK_TCK
-            except (OSError, ValueError, IndexError):
-                pass
+            v = read(f"/proc/{pid}/task/{tid}")
+            if v is not None:
+                out[(pid, int(tid))] = v
     return out
+
+
+def _task_cpu_ns(base: str) -> int | None:
+    try:
+        with open(base + "/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(base + "/stat") as f:
+            s = f.read()
+        fields = s[s.rindex(")") + 2:].split()
+        ticks = int(fields[11]) + int(fields[12])  # fields 14 and 15
+        return ticks * 1_000_000_000 // CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_ns_by_task(pids: list[int]) -> dict[tuple[int, int], int]:
+    """On-CPU time of every thread, in ns: first field of /proc/PID/task/TID/schedstat
+    (falls back to utime+stime from /proc/PID/task/TID/stat, in clock ticks)."""
+    return by_task(pids, _task_cpu_ns)
 
 
 def cpu_delta_ns(before: dict, after: dict) -> int:

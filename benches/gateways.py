@@ -421,25 +421,22 @@ def run_ab_repeated(path: str, n: int, c: int, port: int, tmp: Path, repeat: int
     return r
 
 
+def _task_sleeps(base: str) -> int | None:
+    try:
+        with open(base + "/status") as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def sleeps_by_task(pids: list[int]) -> dict[tuple[int, int], int]:
     """voluntary_ctxt_switches of every thread: how often it went to sleep
     (each sleep is a wake-up later, and wake-ups cost most of a gateway
     request's server CPU on this machine)."""
-    out = {}
-    for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/status") as f:
-                    for line in f:
-                        if line.startswith("voluntary_ctxt_switches:"):
-                            out[(pid, int(tid))] = int(line.split()[1])
-            except (OSError, ValueError):
-                pass
-    return out
+    return cmp.by_task(pids, _task_sleeps)
 
 
 def measure(srv: GwServer, wl: dict, tmp: Path) -> dict:

@@ -166,26 +166,18 @@ fn pull_len(buf: &[u8], at: &mut usize) -> Option<usize> {
 /// other record, malformed pairs or a value that is not a number are errors
 /// (the backend is not asked again); names glint did not ask are ignored.
 pub fn decode_values(buf: &[u8]) -> Result<Option<Values>, &'static str> {
-    if buf.len() < 8 {
+    let Some(r) = record(buf)? else {
         return Ok(None);
-    }
-    if buf[0] != VERSION {
-        return Err("not a FastCGI record");
-    }
-    let len = u16::from_be_bytes([buf[4], buf[5]]) as usize;
-    let total = 8 + len + buf[6] as usize;
-    if buf.len() < total {
-        return Ok(None);
-    }
-    match buf[1] {
+    };
+    match r.kind {
         GET_VALUES_RESULT => {}
         UNKNOWN_TYPE => return Err("it does not know GET_VALUES (UNKNOWN_TYPE)"),
         _ => return Err("another record than GET_VALUES_RESULT"),
     }
-    if u16::from_be_bytes([buf[2], buf[3]]) != NULL_REQUEST_ID {
+    if r.id != NULL_REQUEST_ID {
         return Err("GET_VALUES_RESULT with a request id");
     }
-    let content = &buf[8..8 + len];
+    let content = r.content;
     let mut v = Values::default();
     let mut at = 0;
     while at < content.len() {
@@ -224,6 +216,34 @@ pub enum Piece<'a> {
 /// Decodes the first complete record of `buf`: the piece and the bytes it
 /// took, `Ok(None)` when more bytes are needed.
 pub fn decode(buf: &[u8]) -> Result<Option<(Piece<'_>, usize)>, &'static str> {
+    let Some(r) = record(buf)? else {
+        return Ok(None);
+    };
+    let content = r.content;
+    let piece = match r.kind {
+        _ if r.id != REQUEST_ID => Piece::Skip,
+        STDOUT => Piece::Stdout(content),
+        STDERR => Piece::Stderr(content),
+        END_REQUEST if content.len() >= 4 => Piece::End(u32::from_be_bytes([
+            content[0], content[1], content[2], content[3],
+        ])),
+        END_REQUEST => return Err("a short END_REQUEST"),
+        _ => Piece::Skip,
+    };
+    Ok(Some((piece, r.total)))
+}
+
+/// One record as it came: its type, request id and content, and the bytes
+/// it takes with its padding.
+struct Record<'a> {
+    kind: u8,
+    id: u16,
+    content: &'a [u8],
+    total: usize,
+}
+
+/// The first complete record of `buf`, `Ok(None)` while more bytes are needed.
+fn record(buf: &[u8]) -> Result<Option<Record<'_>>, &'static str> {
     if buf.len() < 8 {
         return Ok(None);
     }
@@ -235,19 +255,12 @@ pub fn decode(buf: &[u8]) -> Result<Option<(Piece<'_>, usize)>, &'static str> {
     if buf.len() < total {
         return Ok(None);
     }
-    let content = &buf[8..8 + len];
-    let id = u16::from_be_bytes([buf[2], buf[3]]);
-    let piece = match buf[1] {
-        _ if id != REQUEST_ID => Piece::Skip,
-        STDOUT => Piece::Stdout(content),
-        STDERR => Piece::Stderr(content),
-        END_REQUEST if len >= 4 => Piece::End(u32::from_be_bytes([
-            content[0], content[1], content[2], content[3],
-        ])),
-        END_REQUEST => return Err("a short END_REQUEST"),
-        _ => Piece::Skip,
-    };
-    Ok(Some((piece, total)))
+    Ok(Some(Record {
+        kind: buf[1],
+        id: u16::from_be_bytes([buf[2], buf[3]]),
+        content: &buf[8..8 + len],
+        total,
+    }))
 }
 
 #[cfg(test)]

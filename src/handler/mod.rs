@@ -458,28 +458,11 @@ fn rerun_failed(
     r.error(status);
     let body_len = r.body_len;
     sh.stats.requests += 1;
-    let mut headers = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
-    let parsed = crate::http::request::parse(&gw.log_head, &mut headers, usize::MAX)
-        .ok()
-        .flatten();
-    let shown = parsed.as_ref().map(|p| Request {
-        request_line: gw.carry.orig_line.as_deref().unwrap_or(p.request_line),
-        ..clone_request(p)
-    });
-    log_access(
-        sh,
-        &settings,
-        conn,
-        shown.as_ref(),
-        b"",
-        status,
-        body_len,
-        0,
-    );
+    log_gateway_as(conn, sh, gw, status, body_len);
     Rerunning {
         action: BodyAction::Discard,
         body,
-        expects_continue: parsed.is_some_and(|p| p.header("expect").is_some()),
+        expects_continue: unread_body(gw).1,
     }
 }
 
@@ -686,6 +669,11 @@ fn clone_request<'h, 'b>(r: &Request<'h, 'b>) -> Request<'h, 'b> {
 
 /// Logs a finished gateway request from the head kept for it.
 pub fn log_gateway(conn: &Connection, sh: &mut Shared, gw: &crate::gateway::GwClient) {
+    log_gateway_as(conn, sh, gw, gw.status, gw.body_sent);
+}
+
+/// Logs a gateway request with the status and body length it ended with.
+fn log_gateway_as(conn: &Connection, sh: &mut Shared, gw: &GwClient, status: u16, body: u64) {
     if gw.settings.accesslog_filename.is_none() {
         return;
     }
@@ -699,16 +687,7 @@ pub fn log_gateway(conn: &Connection, sh: &mut Shared, gw: &crate::gateway::GwCl
         ..clone_request(p)
     });
     let settings = std::rc::Rc::clone(&gw.settings);
-    log_access(
-        sh,
-        &settings,
-        conn,
-        shown.as_ref(),
-        b"",
-        gw.status,
-        gw.body_sent,
-        0,
-    );
+    log_access(sh, &settings, conn, shown.as_ref(), b"", status, body, 0);
 }
 
 /// `server.error-handler-404`: the configured page replaces the 404's body;
