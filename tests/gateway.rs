@@ -74,16 +74,11 @@ fn flup_script(script: &str, sock: &Path) -> Backend {
         .spawn()
         .expect("python3 with flup (pip install flup)");
     let b = Backend { child };
-    let deadline = Instant::now() + TIMEOUT;
-    while std::os::unix::net::UnixStream::connect(sock).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "flup did not listen on {}",
-            sock.display()
-        );
-        // The backend gives no readiness signal; poll its socket briefly.
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The backend gives no readiness signal; poll its socket briefly.
+    retry(TIMEOUT, Duration::from_millis(20), || {
+        std::os::unix::net::UnixStream::connect(sock)
+            .map_err(|_| format!("flup did not listen on {}", sock.display()))
+    });
     b
 }
 
@@ -115,17 +110,120 @@ fn md5_hex(data: &[u8]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The options of a backend at 127.0.0.1:`port`, with check-local off.
+fn tcp_host(port: impl std::fmt::Display) -> String {
+    format!("\"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\"")
+}
+
+/// The options of a backend on the unix socket `sock`, with check-local off.
+fn unix_host(sock: &Path) -> String {
+    format!(
+        "\"socket\" => \"{}\", \"check-local\" => \"disable\"",
+        sock.display()
+    )
+}
+
+/// A configuration serving `d`'s docroot, with `rest` after that line.
+fn conf_for(d: &Docroot, rest: &str) -> String {
+    format!("server.document-root = \"{}\"\n{rest}", d.root.display())
+}
+
+/// A configuration serving `d` whose `server` (`scgi.server`,
+/// `fastcgi.server`) sends `prefix` to one unnamed backend with the
+/// options `host`.
+fn one_route(d: &Docroot, server: &str, prefix: &str, host: &str) -> String {
+    conf_for(
+        d,
+        &format!("{server} = ( \"{prefix}\" => ( ( {host} ) ) )\n"),
+    )
+}
+
+/// A request: `head` (request line and headers, no blank line), a
+/// Content-Length for `body`, then `body`.
+fn with_body(head: &str, body: &[u8]) -> Vec<u8> {
+    let mut req = format!("{head}\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    req.extend_from_slice(body);
+    req
+}
+
+/// Runs `attempt` every `pause` until it gives `Ok`, for at most `limit`;
+/// fails with its last `Err`. For what has no notification to wait on (a
+/// backend's log or socket, a process going away).
+fn retry<T>(limit: Duration, pause: Duration, mut attempt: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        match attempt() {
+            Ok(v) => return v,
+            Err(e) => assert!(Instant::now() < deadline, "{e}"),
+        }
+        std::thread::sleep(pause);
+    }
+}
+
+/// Waits (bounded) until the log file `log` has a line for which `pred`
+/// holds, and returns the whole log; fails saying `what`.
+fn wait_for_log(log: &Path, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    retry(TIMEOUT, Duration::from_millis(10), || {
+        let seen = std::fs::read_to_string(log).unwrap_or_default();
+        if seen.lines().any(&pred) {
+            Ok(seen)
+        } else {
+            Err(format!("{what}; {}:\n{seen}", log.display()))
+        }
+    })
+}
+
+/// The php-cgi binary.
+fn php_cgi() -> &'static str {
+    ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("php-cgi (apt-get install php-cgi)")
+}
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: i32) -> Vec<String> {
+    let out = Command::new("pgrep")
+        .args(["-P", &pid.to_string()])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// After a graceful restart that changed a spawned backend: waits
+/// (bounded) until glint's child `old` is gone and `path` is answered as
+/// `answered` wants.
+fn wait_for_replacement(s: &Server, old: &str, path: &str, answered: impl Fn(&Response) -> bool) {
+    retry(TIMEOUT, Duration::from_millis(100), || {
+        let r = fetch(s, &get(path, &[]));
+        let now = children_of(s.pid());
+        if answered(&r) && !now.iter().any(|p| p == old) {
+            return Ok(());
+        }
+        Err(format!(
+            "old backend {old} still there ({now:?}) or the new one not answering: {}\n{}",
+            r.describe(),
+            s.stderr_tail()
+        ))
+    })
+}
+
 #[test]
 fn scgi_over_tcp_sees_the_cgi_environment() {
     let (_b, port) = scgi_backend(&["tcp"]);
     let d = Docroot::new();
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         server.modules += ( \"mod_scgi\" )\n\
-         scgi.server = ( \"/scgi-test\" => ( \"localhost\" => ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ),\n\
-           \"/broken\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"broken-scriptfilename\" => \"enable\" ) ),\n\
-           \"/remote\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"docroot\" => \"/srv/app\" ) ) )\n",
-        d.root.display()
+    let host = tcp_host(&port);
+    let conf = conf_for(
+        &d,
+        &format!(
+            "server.modules += ( \"mod_scgi\" )\n\
+             scgi.server = ( \"/scgi-test\" => ( \"localhost\" => ( {host} ) ),\n\
+               \"/broken\" => ( ( {host}, \"broken-scriptfilename\" => \"enable\" ) ),\n\
+               \"/remote\" => ( ( {host}, \"docroot\" => \"/srv/app\" ) ) )\n"
+        ),
     );
     let s = start_conf(&d, &conf);
     let r = fetch(
@@ -199,23 +297,17 @@ fn scgi_over_unix_socket_with_bodies() {
     let d = Docroot::new();
     let sock = d.base.join("scgi.socket");
     let (_b, _) = scgi_backend(&["unix", sock.to_str().unwrap()]);
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/app\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display(),
-        sock.display()
-    );
-    let s = start_conf(&d, &conf);
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/app", &unix_host(&sock)));
 
     // A large body with Content-Length.
     let body = pseudo_random(300_000, 7);
-    let mut req = format!(
-        "POST /app/upload HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
-    let r = fetch(&s, &req);
+    let r = fetch(
+        &s,
+        &with_body(
+            "POST /app/upload HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nConnection: close",
+            &body,
+        ),
+    );
     assert_eq!(r.status, 200, "{}", r.describe());
     assert_eq!(env_of(&r, "BODY-LEN").as_deref(), Some("300000"));
     assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
@@ -263,11 +355,12 @@ fn fastcgi_flup_answers_stream_and_statuses() {
     let d = Docroot::new();
     let sock = d.base.join("fcgi.socket");
     let _b = flup_backend(&sock);
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         fastcgi.server = ( \"/wsgi\" => ( \"flup\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display(),
-        sock.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "fastcgi.server = ( \"/wsgi\" => ( \"flup\" => ( {} ) ) )\n",
+            unix_host(&sock)
+        ),
     );
     let s = start_conf(&d, &conf);
     let r = fetch(&s, &get("/wsgi/hello?q=1", &[]));
@@ -284,13 +377,13 @@ fn fastcgi_flup_answers_stream_and_statuses() {
     assert_eq!(r.status, 404, "the backend's status passes through");
 
     let body = pseudo_random(200_000, 3);
-    let mut req = format!(
-        "PUT /wsgi/put HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
-    let r = fetch(&s, &req);
+    let r = fetch(
+        &s,
+        &with_body(
+            "PUT /wsgi/put HTTP/1.1\r\nHost: t\r\nConnection: close",
+            &body,
+        ),
+    );
     assert_eq!(env_of(&r, "BODY-MD5"), Some(md5_hex(&body)));
 }
 
@@ -300,13 +393,8 @@ fn overload_waits_in_the_queue_instead_of_failing() {
     let sock = d.base.join("q.socket");
     let _b = flup_backend(&sock);
     // Two backend connections at most: 40 concurrent slow-ish requests must all succeed.
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         fastcgi.server = ( \"/q\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\", \"max-connections\" => 2 ) ) )\n",
-        d.root.display(),
-        sock.display()
-    );
-    let s = start_conf(&d, &conf);
+    let host = format!("{}, \"max-connections\" => 2", unix_host(&sock));
+    let s = start_conf(&d, &one_route(&d, "fastcgi.server", "/q", &host));
     let port = s.port;
     let threads: Vec<_> = (0..40)
         .map(|_| {
@@ -334,27 +422,15 @@ fn a_client_that_hangs_up_leaves_the_queue() {
     let log = d.base.join("app.log");
     let (_b, port) = scgi_backend_logging(&["tcp"], Some(&log));
     // One backend connection at a time: the second request waits in glint's queue.
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/q\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"max-connections\" => 1 ) ) )\n",
-        d.root.display()
-    );
-    let s = start_conf(&d, &conf);
+    let host = format!("{}, \"max-connections\" => 1", tcp_host(&port));
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/q", &host));
     let mut busy = s.connect();
     busy.send(b"GET /q/slow?1 HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
     // Let the slow request reach the backend before the next one queues.
-    let deadline = Instant::now() + TIMEOUT;
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("/slow")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the slow request never reached the backend"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_log(&log, "the slow request never reached the backend", |l| {
+        l.contains("/slow")
+    });
     {
         let mut gone = s.connect();
         gone.send(b"GET /q/abandoned HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -375,20 +451,17 @@ fn a_client_that_hangs_up_leaves_the_queue() {
 
 /// Waits (bounded) until `path` is answered 200 with `BACKEND=want`.
 fn wait_for_backend(s: &Server, path: &str, want: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    retry(TIMEOUT, Duration::from_millis(50), || {
         let r = fetch(s, &get(path, &[]));
         if r.status == 200 && env_of(&r, "BACKEND").as_deref() == Some(want) {
-            return;
+            return Ok(());
         }
-        assert!(
-            Instant::now() < deadline,
+        Err(format!(
             "{path} still not served by {want}: {}\n{}",
             r.describe(),
             s.stderr_tail()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        ))
+    })
 }
 
 #[test]
@@ -397,10 +470,12 @@ fn sigusr1_moves_routes_to_new_backends_and_finishes_old_requests() {
     let (_a, port_a) = scgi_backend(&["tcp"]);
     let (_b, port_b) = scgi_backend(&["tcp"]);
     let conf = |port: &str, extra: &str| {
-        format!(
-            "server.document-root = \"{root}\"\n\
-             scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ){extra} )\n",
-            root = d.root.display(),
+        conf_for(
+            &d,
+            &format!(
+                "scgi.server = ( \"/app\" => ( ( {} ) ){extra} )\n",
+                tcp_host(port)
+            ),
         )
     };
     let s = start_conf(&d, &conf(&port_a, ""));
@@ -411,9 +486,7 @@ fn sigusr1_moves_routes_to_new_backends_and_finishes_old_requests() {
     slow.send(b"GET /app/slow?1 HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let extra = format!(
-        ",\n  \"/added\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port_a}, \"check-local\" => \"disable\" ) )"
-    );
+    let extra = format!(",\n  \"/added\" => ( ( {} ) )", tcp_host(&port_a));
     std::fs::write(d.base.join("glint.conf"), conf(&port_b, &extra)).unwrap();
     s.signal(SIGUSR1);
     wait_for_backend(&s, "/app/x", &port_b);
@@ -450,20 +523,18 @@ fn sigusr1_moves_routes_to_new_backends_and_finishes_old_requests() {
 
 #[test]
 fn sigusr1_restarts_a_changed_spawned_backend() {
-    let php = ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("php-cgi (apt-get install php-cgi)");
+    let php = php_cgi();
     let d = Docroot::new();
     d.file("v.php", b"<?php echo getenv('GEN'), \"\\n\";");
     let sock = d.base.join("php.socket");
     let conf = |bin: &str, generation: &str| {
-        format!(
-            "server.document-root = \"{root}\"\n\
-             fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{bin}\", \"socket\" => \"{sock}\",\n\
-               \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"1\", \"GEN\" => \"{generation}\" ) )))\n",
-            root = d.root.display(),
-            sock = sock.display()
+        conf_for(
+            &d,
+            &format!(
+                "fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{bin}\", \"socket\" => \"{sock}\",\n\
+                   \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"1\", \"GEN\" => \"{generation}\" ) )))\n",
+                sock = sock.display()
+            ),
         )
     };
     let s = start_conf(&d, &conf(php, "one"));
@@ -475,36 +546,12 @@ fn sigusr1_restarts_a_changed_spawned_backend() {
         r.describe(),
         s.stderr_tail()
     );
-    let children = |pid: i32| {
-        let out = Command::new("pgrep")
-            .args(["-P", &pid.to_string()])
-            .output()
-            .expect("pgrep");
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
-    let before = children(s.pid());
+    let before = children_of(s.pid());
     assert_eq!(before.len(), 1, "one php-cgi: {before:?}");
 
     std::fs::write(d.base.join("glint.conf"), conf(php, "two")).unwrap();
     s.signal(SIGUSR1);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = fetch(&s, &get("/v.php", &[]));
-        let now = children(s.pid());
-        if body_text(&r) == "two\n" && !now.contains(&before[0]) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "old php-cgi {before:?} still there ({now:?}) or new one not answering: {}\n{}",
-            r.describe(),
-            s.stderr_tail()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_replacement(&s, &before[0], "/v.php", |r| body_text(r) == "two\n");
     // A backend that cannot start: the running configuration stays.
     std::fs::write(
         d.base.join("glint.conf"),
@@ -528,14 +575,16 @@ fn failures_become_502_503_504() {
     let d = Docroot::new();
     let (_b, port) = scgi_backend(&["tcp"]);
     let missing = d.base.join("nobody.socket");
-    let conf = format!(
-        "server.document-root = \"{root}\"\n\
-         scgi.server = (\n\
-           \"/down\" => ( ( \"socket\" => \"{missing}\", \"check-local\" => \"disable\" ) ),\n\
-           \"/up\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"read-timeout\" => 1 ) )\n\
-         )\n",
-        root = d.root.display(),
-        missing = missing.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "scgi.server = (\n\
+               \"/down\" => ( ( {} ) ),\n\
+               \"/up\" => ( ( {}, \"read-timeout\" => 1 ) )\n\
+             )\n",
+            unix_host(&missing),
+            tcp_host(&port)
+        ),
     );
     let s = start_conf(&d, &conf);
     let r = fetch(&s, &get("/down/x", &[]));
@@ -572,12 +621,16 @@ fn balance_round_robin_and_sticky() {
     let (_b, pb) = scgi_backend(&["tcp"]);
     let d = Docroot::new();
     let start = |mode: &str| {
-        let conf = format!(
-            "server.document-root = \"{root}\"\nscgi.balance = \"{mode}\"\n\
-             scgi.server = ( \"/b\" => (\n\
-               \"a\" => ( \"host\" => \"127.0.0.1\", \"port\" => {pa}, \"check-local\" => \"disable\" ),\n\
-               \"b\" => ( \"host\" => \"127.0.0.1\", \"port\" => {pb}, \"check-local\" => \"disable\" ) ) )\n",
-            root = d.root.display()
+        let conf = conf_for(
+            &d,
+            &format!(
+                "scgi.balance = \"{mode}\"\n\
+                 scgi.server = ( \"/b\" => (\n\
+                   \"a\" => ( {} ),\n\
+                   \"b\" => ( {} ) ) )\n",
+                tcp_host(&pa),
+                tcp_host(&pb)
+            ),
         );
         start_conf(&d, &conf)
     };
@@ -677,14 +730,12 @@ fn x_sendfile_serves_files_the_backend_names() {
     std::fs::create_dir_all(&files).unwrap();
     let content = pseudo_random(100_000, 9);
     std::fs::write(files.join("report.bin"), &content).unwrap();
-    let conf = format!(
-        "server.document-root = \"{root}\"\n\
-         scgi.server = ( \"/x\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\",\n\
-           \"x-sendfile\" => \"enable\", \"x-sendfile-docroot\" => ( \"{files}\" ) ) ) )\n",
-        root = d.root.display(),
-        files = files.display()
+    let host = format!(
+        "{}, \"x-sendfile\" => \"enable\", \"x-sendfile-docroot\" => ( \"{}\" )",
+        tcp_host(&port),
+        files.display()
     );
-    let s = start_conf(&d, &conf);
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/x", &host));
     let r = fetch(
         &s,
         &get(&format!("/x/xsend?{}/report.bin", files.display()), &[]),
@@ -747,23 +798,21 @@ fn x_sendfile_serves_files_the_backend_names() {
 
 #[test]
 fn php_cgi_spawned_by_glint_and_respawned() {
-    let php = ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("php-cgi (apt-get install php-cgi)");
     let d = Docroot::new();
     d.file(
         "hello.php",
         b"<?php header('X-Test: php'); echo 'Hello from PHP ', $_SERVER['SCRIPT_NAME'], ' ', $_GET['x'] ?? '', \"\\n\";",
     );
     let sock = d.base.join("php.socket");
-    let conf = format!(
-        "server.document-root = \"{root}\"\n\
-         fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{php}\", \"socket\" => \"{sock}\", \"max-procs\" => 1,\n\
-           \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"2\", \"PHP_FCGI_MAX_REQUESTS\" => \"10000\" ),\n\
-           \"bin-copy-environment\" => ( \"PATH\" ), \"broken-scriptfilename\" => \"enable\" )))\n",
-        root = d.root.display(),
-        sock = sock.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{php}\", \"socket\" => \"{sock}\", \"max-procs\" => 1,\n\
+               \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"2\", \"PHP_FCGI_MAX_REQUESTS\" => \"10000\" ),\n\
+               \"bin-copy-environment\" => ( \"PATH\" ), \"broken-scriptfilename\" => \"enable\" )))\n",
+            php = php_cgi(),
+            sock = sock.display()
+        ),
     );
     let s = start_conf(&d, &conf);
     let r = fetch(&s, &get("/hello.php?x=42", &[]));
@@ -775,31 +824,23 @@ fn php_cgi_spawned_by_glint_and_respawned() {
 
     // Kill the php-cgi process: glint starts it again.
     let sock0 = format!("{}-0", sock.display());
-    let pids = Command::new("pgrep")
-        .args(["-P", &s.pid().to_string()])
-        .output()
-        .expect("pgrep");
-    let pids = String::from_utf8_lossy(&pids.stdout).to_string();
-    assert!(!pids.trim().is_empty(), "php-cgi runs as glint's child");
-    for p in pids.split_whitespace() {
+    let pids = children_of(s.pid());
+    assert!(!pids.is_empty(), "php-cgi runs as glint's child");
+    for p in &pids {
         let _ = Command::new("kill").args(["-9", p]).status();
     }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let r = exchange(&s, &get("/hello.php", &[]));
-        if let Ok((r, _)) = &r {
-            if r.status == 200 {
-                break;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "php-cgi was not restarted: {:?}\n{}",
-            r.map(|x| x.0.describe()),
-            s.stderr_tail()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    retry(
+        Duration::from_secs(15),
+        Duration::from_millis(200),
+        || match exchange(&s, &get("/hello.php", &[])) {
+            Ok((r, _)) if r.status == 200 => Ok(()),
+            r => Err(format!(
+                "php-cgi was not restarted: {:?}\n{}",
+                r.map(|x| x.0.describe()),
+                s.stderr_tail()
+            )),
+        },
+    );
     assert!(Path::new(&sock0).exists(), "socket {sock0}");
 }
 
@@ -807,12 +848,7 @@ fn php_cgi_spawned_by_glint_and_respawned() {
 fn answers_the_backend_chunk_encoded() {
     let (_b, port) = scgi_backend(&["tcp"]);
     let d = Docroot::new();
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/c\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display()
-    );
-    let s = start_conf(&d, &conf);
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/c", &tcp_host(&port)));
     let mut c = s.connect();
     // Decoded and framed anew; a HEAD answer without the chunks is whole too,
     // so the connection stays open for the next request.
@@ -861,49 +897,38 @@ impl Group {
     /// Waits until `file` has a line containing `needle` and returns it;
     /// fails with the file's text if the process exits or time runs out.
     fn wait_for_line(&mut self, file: &Path, needle: &str, what: &str) -> String {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
+        // The backend's only readiness signal is its log; poll it briefly.
+        retry(TIMEOUT, Duration::from_millis(20), || {
             let text = std::fs::read_to_string(file).unwrap_or_default();
             if let Some(line) = text.lines().find(|l| l.contains(needle)) {
-                return line.to_string();
+                return Ok(line.to_string());
             }
             if let Ok(Some(st)) = self.child.try_wait() {
                 panic!("{what} exited ({st}) before {needle:?}:\n{text}");
             }
-            assert!(
-                Instant::now() < deadline,
-                "{what}: no {needle:?} within {TIMEOUT:?}:\n{text}"
-            );
-            // The backend's only readiness signal is its log; poll it briefly.
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            Err(format!("{what}: no {needle:?} within {TIMEOUT:?}:\n{text}"))
+        })
     }
 
     /// Waits until something listens on 127.0.0.1:`port`, without connecting
     /// (an empty connection costs an SCGI server a child).
     fn wait_listening(&mut self, port: u16, log: &Path, what: &str) {
         let want = format!("0100007F:{port:04X}");
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
+        retry(TIMEOUT, Duration::from_millis(20), || {
             let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
             let listening = tcp.lines().any(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
                 f.len() > 3 && f[1] == want && f[3] == "0A"
             });
             if listening {
-                return;
+                return Ok(());
             }
-            let text = || std::fs::read_to_string(log).unwrap_or_default();
+            let text = std::fs::read_to_string(log).unwrap_or_default();
             if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("{what} exited ({st}):\n{}", text());
+                panic!("{what} exited ({st}):\n{text}");
             }
-            assert!(
-                Instant::now() < deadline,
-                "{what} did not listen on port {port}:\n{}",
-                text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            Err(format!("{what} did not listen on port {port}:\n{text}"))
+        })
     }
 }
 
@@ -926,16 +951,7 @@ impl Drop for Group {
 /// Whether glint logged `needle`: its stderr is read by a thread, so a log
 /// line may land just after the response it explains.
 fn logged(s: &Server, needle: &str) -> bool {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if s.stderr_tail().contains(needle) {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for(TIMEOUT, || s.stderr_tail().contains(needle))
 }
 
 /// A port nobody listens on now (the kernel's pick for port 0).
@@ -982,12 +998,14 @@ fn uwsgi_backend(d: &Docroot, socket: &str) -> (Group, String) {
 fn uwsgi_over_tcp_sees_the_cgi_environment() {
     let d = Docroot::new();
     let (backend, port) = uwsgi_backend(&d, "127.0.0.1:0");
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         server.modules += ( \"mod_scgi\" )\n\
-         scgi.protocol = \"uwsgi\"\n\
-         scgi.server = ( \"/uw\" => ( \"uwsgi\" => ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "server.modules += ( \"mod_scgi\" )\n\
+             scgi.protocol = \"uwsgi\"\n\
+             scgi.server = ( \"/uw\" => ( \"uwsgi\" => ( {} ) ) )\n",
+            tcp_host(&port)
+        ),
     );
     let s = start_conf(&d, &conf);
     let r = fetch(
@@ -1061,16 +1079,18 @@ fn uwsgi_over_unix_socket_with_bodies() {
     let (_scgi, scgi_port) = scgi_backend(&["tcp"]);
     // One backend list per protocol; scgi.protocol set for /uw alone, as a
     // conditional may.
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         url.rewrite-once = ( \"^/(uw|sc)/amp/(.*)$\" => \"/$1/amp/$2$2$2$2$2$2$2$2$2$2\" )\n\
-         scgi.server = (\n\
-           \"/uw\" => ( \"uw\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ),\n\
-           \"/sc\" => ( \"sc\" => ( \"host\" => \"127.0.0.1\", \"port\" => {scgi_port}, \"check-local\" => \"disable\" ) )\n\
-         )\n\
-         $HTTP[\"url\"] =^ \"/uw/\" {{\n  scgi.protocol = \"uwsgi\"\n}}\n",
-        d.root.display(),
-        sock.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "url.rewrite-once = ( \"^/(uw|sc)/amp/(.*)$\" => \"/$1/amp/$2$2$2$2$2$2$2$2$2$2\" )\n\
+             scgi.server = (\n\
+               \"/uw\" => ( \"uw\" => ( {} ) ),\n\
+               \"/sc\" => ( \"sc\" => ( {} ) )\n\
+             )\n\
+             $HTTP[\"url\"] =^ \"/uw/\" {{\n  scgi.protocol = \"uwsgi\"\n}}\n",
+            unix_host(&sock),
+            tcp_host(&scgi_port)
+        ),
     );
     let s = start_conf(&d, &conf);
     let r = fetch(&s, &get("/sc/plain", &[]));
@@ -1083,13 +1103,13 @@ fn uwsgi_over_unix_socket_with_bodies() {
 
     // A 300 KB body with Content-Length.
     let body = pseudo_random(300_000, 11);
-    let mut req = format!(
-        "POST /uw/upload HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
-    let r = fetch(&s, &req);
+    let r = fetch(
+        &s,
+        &with_body(
+            "POST /uw/upload HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nConnection: close",
+            &body,
+        ),
+    );
     assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
     assert_eq!(env_of(&r, "SCGI"), None, "uwsgi under /uw/");
     assert_eq!(env_of(&r, "BODY-LEN").as_deref(), Some("300000"));
@@ -1276,13 +1296,13 @@ fn quixote_demo_over_scgi() {
         );
         body.extend_from_slice(&upload);
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-        let mut req = format!(
-            "POST {prefix}/extras/form HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        req.extend_from_slice(&body);
-        let r = fetch(&s, &req);
+        let r = fetch(
+            &s,
+            &with_body(
+                &format!("POST {prefix}/extras/form HTTP/1.1\r\nHost: t\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nConnection: close"),
+                &body,
+            ),
+        );
         let page = body_text(&r);
         assert_eq!(r.status, 200, "{prefix}: {}", r.describe());
         assert!(
@@ -1314,15 +1334,17 @@ fn fastcgi_authorizer_guards_files_and_responders() {
     let auth_sock = d.base.join("auth.socket");
     let _auth = flup_script("fcgi_authorizer.py", &auth_sock);
     let (_app, port) = scgi_backend(&["tcp"]);
-    let conf = format!(
-        "server.document-root = \"{root}\"\n\
-         fastcgi.server = (\n\
-           \"/private\" => ( \"auth\" => ( \"socket\" => \"{sock}\", \"mode\" => \"authorizer\", \"check-local\" => \"disable\" ) ),\n\
-           \"/vault\" => ( \"auth\" => ( \"socket\" => \"{sock}\", \"mode\" => \"authorizer\", \"docroot\" => \"{alt}\" ) ) )\n\
-         scgi.server = ( \"/private/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
-        root = d.root.display(),
-        sock = auth_sock.display(),
-        alt = alt.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "fastcgi.server = (\n\
+               \"/private\" => ( \"auth\" => ( \"socket\" => \"{sock}\", \"mode\" => \"authorizer\", \"check-local\" => \"disable\" ) ),\n\
+               \"/vault\" => ( \"auth\" => ( \"socket\" => \"{sock}\", \"mode\" => \"authorizer\", \"docroot\" => \"{alt}\" ) ) )\n\
+             scgi.server = ( \"/private/app\" => ( ( {app} ) ) )\n",
+            sock = auth_sock.display(),
+            alt = alt.display(),
+            app = tcp_host(&port)
+        ),
     );
     let s = start_conf(&d, &conf);
     let good = ["X-Token: good"];
@@ -1383,13 +1405,8 @@ fn fastcgi_authorizer_guards_files_and_responders() {
     let mut c = s.connect();
     let body = pseudo_random(100_000, 11);
     for (token, want) in [("good", 200), ("bad", 401), ("good", 200)] {
-        let mut req = format!(
-            "POST /private/app/upload HTTP/1.1\r\nHost: t\r\nX-Token: {token}\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        req.extend_from_slice(&body);
-        c.send(&req).unwrap();
+        let head = format!("POST /private/app/upload HTTP/1.1\r\nHost: t\r\nX-Token: {token}");
+        c.send(&with_body(&head, &body)).unwrap();
         let r = c.read_response(false).unwrap();
         assert_eq!(r.status, want, "{}\n{}", r.describe(), s.stderr_tail());
         if want == 200 {
@@ -1415,13 +1432,11 @@ fn fastcgi_authorizer_down_answers_like_a_responder() {
     let d = Docroot::new();
     d.file("private/page.txt", b"private page\n");
     let missing = d.base.join("no-authorizer.socket");
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         fastcgi.server = ( \"/private\" => ( ( \"socket\" => \"{}\", \"mode\" => \"authorizer\" ) ) )\n",
-        d.root.display(),
+    let host = format!(
+        "\"socket\" => \"{}\", \"mode\" => \"authorizer\"",
         missing.display()
     );
-    let s = start_conf(&d, &conf);
+    let s = start_conf(&d, &one_route(&d, "fastcgi.server", "/private", &host));
     let r = fetch(&s, &get("/private/page.txt", &["X-Token: good"]));
     assert_eq!(r.status, 503, "{}", r.describe());
     assert!(!body_text(&r).contains("private page"));
@@ -1440,20 +1455,6 @@ fn proc_kib(pid: i32, field: &str) -> u64 {
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
-}
-
-/// Waits (bounded) until the backend's log has a line for which `pred` holds.
-fn wait_for_log(log: &Path, what: &str, pred: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let seen = std::fs::read_to_string(log).unwrap_or_default();
-        if seen.lines().any(&pred) {
-            return seen;
-        }
-        assert!(Instant::now() < deadline, "{what}; backend log:\n{seen}");
-        // The backend writes its log from another process: poll it briefly.
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// A large body made on the fly: `blocks` copies of a 1 MiB pseudo-random
@@ -1498,13 +1499,8 @@ fn a_large_upload_streams_through_a_queue_in_bounded_memory() {
     let (_b, _) = scgi_backend_logging(&["unix", sock.to_str().unwrap()], Some(&log));
     // One backend connection: the upload starts while its request waits in
     // glint's queue, which must not read more than the window meanwhile.
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/app\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\", \"max-connections\" => 1 ) ) )\n",
-        d.root.display(),
-        sock.display()
-    );
-    let s = start_conf(&d, &conf);
+    let host = format!("{}, \"max-connections\" => 1", unix_host(&sock));
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/app", &host));
     let (block, want_md5) = big_body(&d.base, BLOCKS);
     let mut busy = s.connect();
     busy.send(b"GET /app/slow?1 HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -1560,12 +1556,7 @@ fn the_backend_gets_the_request_before_the_body_is_complete() {
     let d = Docroot::new();
     let log = d.base.join("app.log");
     let (_b, port) = scgi_backend_logging(&["tcp"], Some(&log));
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display()
-    );
-    let s = start_conf(&d, &conf);
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/app", &tcp_host(&port)));
     let body = pseudo_random(300_000, 5);
     let mut c = s.connect();
     c.send(
@@ -1594,12 +1585,10 @@ fn the_backend_gets_the_request_before_the_body_is_complete() {
     // A backend that reads slowly (64 KiB per 20 ms): the body arrives
     // whole, and glint serves others meanwhile.
     let body = pseudo_random(2_000_000, 6);
-    let mut req = format!(
-        "POST /app/slowread?0.02 HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
+    let req = with_body(
+        "POST /app/slowread?0.02 HTTP/1.1\r\nHost: t\r\nConnection: close",
+        &body,
+    );
     let port = s.port;
     let slow = std::thread::spawn(move || {
         let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -1636,12 +1625,8 @@ fn a_client_that_hangs_up_mid_upload_frees_the_backend() {
     let (_b, port) = scgi_backend_logging(&["tcp"], Some(&log));
     // One backend connection: the next request is served only if the
     // abandoned upload gave it back.
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/q\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\", \"max-connections\" => 1 ) ) )\n",
-        d.root.display()
-    );
-    let s = start_conf(&d, &conf);
+    let host = format!("{}, \"max-connections\" => 1", tcp_host(&port));
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/q", &host));
     {
         let mut c = s.connect();
         c.send(b"POST /q/upload HTTP/1.1\r\nHost: t\r\nContent-Length: 10000000\r\n\r\n")
@@ -1670,11 +1655,12 @@ fn a_backend_that_takes_no_body_times_out_on_write() {
     let d = Docroot::new();
     let sock = d.base.join("slow.socket");
     let (_b, _) = scgi_backend(&["unix", sock.to_str().unwrap()]);
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/app\" => ( \"sleepy\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\", \"write-timeout\" => 1 ) ) )\n",
-        d.root.display(),
-        sock.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "scgi.server = ( \"/app\" => ( \"sleepy\" => ( {}, \"write-timeout\" => 1 ) ) )\n",
+            unix_host(&sock)
+        ),
     );
     let s = start_conf(&d, &conf);
     // The backend sleeps 5 s before reading: 4 MB fill every buffer on the
@@ -1711,16 +1697,16 @@ fn local_redirects_are_served_inside() {
     let (_b, port) = scgi_backend(&["tcp"]);
     let d = Docroot::new();
     d.file("static.txt", b"a static file\n");
-    let host =
-        format!("\"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\"");
+    let host = tcp_host(&port);
     let access = d.base.join("access.log");
-    let conf = format!(
-        "server.document-root = \"{root}\"\n\
-         accesslog.filename = \"{access}\"\n\
-         scgi.server = ( \"/app\" => ( ( {host} ) ),\n\
-                         \"/plain\" => ( ( {host}, \"local-redir\" => \"disable\" ) ) )\n",
-        root = d.root.display(),
-        access = access.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "accesslog.filename = \"{access}\"\n\
+             scgi.server = ( \"/app\" => ( ( {host} ) ),\n\
+                             \"/plain\" => ( ( {host}, \"local-redir\" => \"disable\" ) ) )\n",
+            access = access.display()
+        ),
     );
     let s = start_conf(&d, &conf);
 
@@ -1819,20 +1805,11 @@ fn local_redirects_are_served_inside() {
         s.stderr_tail()
     );
     // The access log shows the request the client sent, with the final status.
+    // glint flushes its access log once a second; there is nothing to wait on.
     let want = "\"GET /app/redirect?/static.txt HTTP/1.1\" 200 14";
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let log = std::fs::read_to_string(&access).unwrap_or_default();
-        if log.contains(want) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {want} in the access log:\n{log}"
-        );
-        // glint flushes its access log once a second; there is nothing to wait on.
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_log(&access, &format!("no {want} in the access log"), |l| {
+        l.contains(want)
+    });
 }
 
 #[test]
@@ -1843,25 +1820,21 @@ fn a_failed_backend_is_retried_only_while_glint_holds_the_body() {
     let (_m, mute) = scgi_backend_logging(&["tcp", "--mute"], Some(&mute_log));
     let (_o, ok) = scgi_backend_logging(&["tcp"], Some(&ok_log));
     // Each route tries the mute backend first (least busy, first listed).
-    let conf = format!(
-        "server.document-root = \"{root}\"\n\
-         scgi.server = (\n\
-           \"/small\" => ( \"mute-small\" => ( \"host\" => \"127.0.0.1\", \"port\" => {mute}, \"check-local\" => \"disable\" ),\n\
-                          \"ok-small\" => ( \"host\" => \"127.0.0.1\", \"port\" => {ok}, \"check-local\" => \"disable\" ) ),\n\
-           \"/big\" => ( \"mute-big\" => ( \"host\" => \"127.0.0.1\", \"port\" => {mute}, \"check-local\" => \"disable\" ),\n\
-                        \"ok-big\" => ( \"host\" => \"127.0.0.1\", \"port\" => {ok}, \"check-local\" => \"disable\" ) )\n\
-         )\n",
-        root = d.root.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "scgi.server = (\n\
+               \"/small\" => ( \"mute-small\" => ( {mute} ), \"ok-small\" => ( {ok} ) ),\n\
+               \"/big\" => ( \"mute-big\" => ( {mute} ), \"ok-big\" => ( {ok} ) )\n\
+             )\n",
+            mute = tcp_host(&mute),
+            ok = tcp_host(&ok)
+        ),
     );
     let s = start_conf(&d, &conf);
     let post = |path: &str, body: &[u8]| {
-        let mut req = format!(
-            "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        req.extend_from_slice(body);
-        fetch(&s, &req)
+        let head = format!("POST {path} HTTP/1.1\r\nHost: t\r\nConnection: close");
+        fetch(&s, &with_body(&head, body))
     };
 
     // 40 KB fit the window: the mute backend read them and closed, glint
@@ -1895,9 +1868,8 @@ fn request_size_limits_answer_413_before_the_backend() {
     let log = d.base.join("app.log");
     let (_b, port) = scgi_backend_logging(&["tcp"], Some(&log));
     let conf = format!(
-        "server.document-root = \"{}\"\nserver.max-request-size = 100\n\
-         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display()
+        "server.max-request-size = 100\n{}",
+        one_route(&d, "scgi.server", "/app", &tcp_host(&port))
     );
     let s = start_conf(&d, &conf);
     // Content-Length over 100 KB: refused from the head alone.
@@ -1920,13 +1892,13 @@ fn request_size_limits_answer_413_before_the_backend() {
     assert_eq!(r.status, 413, "{}", r.describe());
     // Under the limit, both pass.
     let body = pseudo_random(90_000, 4);
-    let mut req = format!(
-        "POST /app/fits HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
-    let r = fetch(&s, &req);
+    let r = fetch(
+        &s,
+        &with_body(
+            "POST /app/fits HTTP/1.1\r\nHost: t\r\nConnection: close",
+            &body,
+        ),
+    );
     assert_eq!(
         env_of(&r, "BODY-MD5"),
         Some(md5_hex(&body)),
@@ -1962,22 +1934,19 @@ fn fastcgi_uploads_stream_as_stdin_records() {
     let d = Docroot::new();
     let sock = d.base.join("fcgi.socket");
     let _b = flup_backend(&sock);
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         fastcgi.server = ( \"/wsgi\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display(),
-        sock.display()
+    let s = start_conf(
+        &d,
+        &one_route(&d, "fastcgi.server", "/wsgi", &unix_host(&sock)),
     );
-    let s = start_conf(&d, &conf);
     for len in [65_535, 65_536 * 3 + 1, 3_000_000] {
         let body = pseudo_random(len, len as u64);
-        let mut req = format!(
-            "PUT /wsgi/put HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        req.extend_from_slice(&body);
-        let r = fetch(&s, &req);
+        let r = fetch(
+            &s,
+            &with_body(
+                "PUT /wsgi/put HTTP/1.1\r\nHost: t\r\nConnection: close",
+                &body,
+            ),
+        );
         assert_eq!(
             env_of(&r, "BODY-LEN"),
             Some(len.to_string()),
@@ -1989,12 +1958,7 @@ fn fastcgi_uploads_stream_as_stdin_records() {
     // Keep-alive: a request pipelined right behind a streamed body is the
     // next request, not more body.
     let body = pseudo_random(500_000, 13);
-    let mut req = format!(
-        "PUT /wsgi/one HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
+    let mut req = with_body("PUT /wsgi/one HTTP/1.1\r\nHost: t", &body);
     req.extend_from_slice(b"GET /wsgi/two HTTP/1.1\r\nHost: t\r\n\r\n");
     let mut c = s.connect();
     c.send(&req).unwrap();
@@ -2015,12 +1979,7 @@ fn fastcgi_uploads_stream_as_stdin_records() {
 fn a_backend_may_answer_before_reading_the_body() {
     let d = Docroot::new();
     let (_b, port) = scgi_backend(&["tcp"]);
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display()
-    );
-    let s = start_conf(&d, &conf);
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/app", &tcp_host(&port)));
     d.file("after.txt", b"after");
     for len in [1_000_000usize, 30_000_000] {
         // The backend answers 403 at once and closes; glint passes the
@@ -2061,12 +2020,7 @@ fn a_backend_may_answer_before_reading_the_body() {
 fn expect_100_continue_gets_a_go_ahead_before_the_body() {
     let d = Docroot::new();
     let (_b, port) = scgi_backend(&["tcp"]);
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         scgi.server = ( \"/app\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {port}, \"check-local\" => \"disable\" ) ) )\n",
-        d.root.display()
-    );
-    let s = start_conf(&d, &conf);
+    let s = start_conf(&d, &one_route(&d, "scgi.server", "/app", &tcp_host(&port)));
     let body = pseudo_random(2_000_000, 12);
     let mut chunked = Vec::new();
     for part in body.chunks(100_000) {
@@ -2130,25 +2084,19 @@ foreach (scandir('/proc/self/fd') as $f) {
 echo getmypid(), ' ', implode(',', $socks), ' ', strlen(file_get_contents('php://input')), "\n";
 "#;
 
-fn php_cgi() -> &'static str {
-    ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("php-cgi (apt-get install php-cgi)")
-}
-
 /// php-cgi spawned by glint with `children` children that each exit after
 /// `max_requests` requests, serving CONN_PHP; `opts` are more host options.
 fn php_keep_conf(d: &Docroot, children: u32, max_requests: u32, opts: &str) -> String {
     d.file("conn.php", CONN_PHP);
-    format!(
-        "server.document-root = \"{root}\"\n\
-         fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{php}\", \"socket\" => \"{sock}\",\n\
-           \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"{children}\", \"PHP_FCGI_MAX_REQUESTS\" => \"{max_requests}\" ),\n\
-           \"bin-copy-environment\" => ( \"PATH\" ){opts} )))\n",
-        root = d.root.display(),
-        php = php_cgi(),
-        sock = d.base.join("php.socket").display(),
+    conf_for(
+        d,
+        &format!(
+            "fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{php}\", \"socket\" => \"{sock}\",\n\
+               \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"{children}\", \"PHP_FCGI_MAX_REQUESTS\" => \"{max_requests}\" ),\n\
+               \"bin-copy-environment\" => ( \"PATH\" ){opts} )))\n",
+            php = php_cgi(),
+            sock = d.base.join("php.socket").display(),
+        ),
     )
 }
 
@@ -2181,18 +2129,6 @@ fn some<T: std::fmt::Debug>(set: impl IntoIterator<Item = T>) -> String {
         all.len(),
         &all[..all.len().min(5)]
     )
-}
-
-/// The processes whose parent is `pid`.
-fn children_of(pid: i32) -> Vec<String> {
-    let out = Command::new("pgrep")
-        .args(["-P", &pid.to_string()])
-        .output()
-        .expect("pgrep");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_string)
-        .collect()
 }
 
 /// `n` requests for `path` at once, each on its own client connection,
@@ -2259,21 +2195,7 @@ fn php_cgi_connections_are_kept_but_never_more_than_its_children() {
     assert_eq!(old.len(), 1, "one php-cgi: {old:?}");
     std::fs::write(d.base.join("glint.conf"), php_keep_conf(&d, 2, 9_999, "")).unwrap();
     s.signal(SIGUSR1);
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let r = fetch(&s, &get("/conn.php", &[]));
-        let now = children_of(s.pid());
-        if r.status == 200 && !now.contains(&old[0]) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "old php-cgi {old:?} still there ({now:?}): {}\n{}",
-            r.describe(),
-            s.stderr_tail()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_replacement(&s, &old[0], "/conn.php", |r| r.status == 200);
 }
 
 #[test]
@@ -2293,12 +2215,11 @@ fn php_cgi_children_that_exit_after_max_requests_close_kept_connections() {
         // one larger than glint's window goes on a new connection.
         let len = if i % 2 == 0 { 1_000 } else { 300_000 };
         let body = pseudo_random(len, i);
-        let mut req = format!(
-            "POST /conn.php HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\nContent-Length: {len}\r\n\r\n"
-        )
-        .into_bytes();
-        req.extend_from_slice(&body);
-        c.send(&req).unwrap();
+        c.send(&with_body(
+            "POST /conn.php HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream",
+            &body,
+        ))
+        .unwrap();
         let r = c
             .read_response(false)
             .unwrap_or_else(|e| panic!("POST {i}: {e}\n{}", s.stderr_tail()));
@@ -2349,14 +2270,14 @@ fn flup_connections_are_kept_when_enabled() {
     let on_sock = d.base.join("on.socket");
     let _auto = flup_backend(&auto_sock);
     let _on = flup_backend(&on_sock);
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         fastcgi.server = ( \"/auto\" => ( \"auto\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\" ) ),\n\
-           \"/on\" => ( \"on\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\",\n\
-             \"keep-conn\" => \"enable\", \"max-connections\" => 4 ) ) )\n",
-        d.root.display(),
-        auto_sock.display(),
-        on_sock.display()
+    let conf = conf_for(
+        &d,
+        &format!(
+            "fastcgi.server = ( \"/auto\" => ( \"auto\" => ( {} ) ),\n\
+               \"/on\" => ( \"on\" => ( {}, \"keep-conn\" => \"enable\", \"max-connections\" => 4 ) ) )\n",
+            unix_host(&auto_sock),
+            unix_host(&on_sock)
+        ),
     );
     let s = start_conf(&d, &conf);
     let conn_of = |r: &Response| {
@@ -2428,14 +2349,13 @@ fn backends_that_do_not_answer_get_values_get_a_connection_per_request() {
         let sock = d.base.join(format!("{mode}.socket"));
         backends.push(plain_backend(&sock, mode));
         routes.push(format!(
-            "\"/{mode}\" => ( \"{mode}\" => ( \"socket\" => \"{}\", \"check-local\" => \"disable\", \"read-timeout\" => 2 ) )",
-            sock.display()
+            "\"/{mode}\" => ( \"{mode}\" => ( {}, \"read-timeout\" => 2 ) )",
+            unix_host(&sock)
         ));
     }
-    let conf = format!(
-        "server.document-root = \"{}\"\nfastcgi.server = ( {} )\n",
-        d.root.display(),
-        routes.join(",\n")
+    let conf = conf_for(
+        &d,
+        &format!("fastcgi.server = ( {} )\n", routes.join(",\n")),
     );
     let s = start_conf(&d, &conf);
     let mut conns: std::collections::HashMap<&str, Vec<u32>> = Default::default();
@@ -2480,14 +2400,11 @@ fn keep_conn_enable_without_an_answer_stays_within_max_connections() {
     let d = Docroot::new();
     let sock = d.base.join("plain.socket");
     let _b = plain_backend(&sock, "close");
-    let conf = format!(
-        "server.document-root = \"{}\"\n\
-         fastcgi.server = ( \"/p\" => ( ( \"socket\" => \"{}\", \"check-local\" => \"disable\",\n\
-           \"keep-conn\" => \"enable\", \"max-connections\" => 3 ) ) )\n",
-        d.root.display(),
-        sock.display()
+    let host = format!(
+        "{}, \"keep-conn\" => \"enable\", \"max-connections\" => 3",
+        unix_host(&sock)
     );
-    let s = start_conf(&d, &conf);
+    let s = start_conf(&d, &one_route(&d, "fastcgi.server", "/p", &host));
     let mut most = 0;
     let mut ids = std::collections::HashSet::new();
     for (i, r) in concurrently(s.addr(), "/p/x?sleep=0.05", 30)
