@@ -291,13 +291,17 @@ fn a_file_replaced_by_rename_is_served_whole_old_or_whole_new() {
         );
         std::thread::spawn(move || {
             let mut swaps = 0u64;
+            // Pauses of random length: glint reopens the file on whole
+            // seconds, and a steady rhythm of versions can meet those
+            // moments at the same version again and again.
+            let mut rng = Rng(0x5eed);
             while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
                 let tmp = dir.join(".live.tmp");
-                std::fs::write(&tmp, &versions[(swaps as usize + 1) % versions.len()])
-                    .expect("write tmp");
+                let v = rng.below(versions.len() as u64) as usize;
+                std::fs::write(&tmp, &versions[v]).expect("write tmp");
                 std::fs::rename(&tmp, dir.join("live.bin")).expect("rename");
                 swaps += 1;
-                std::thread::sleep(Duration::from_millis(1));
+                std::thread::sleep(Duration::from_micros(500 + rng.below(3000)));
             }
             swaps
         })
