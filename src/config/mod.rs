@@ -110,6 +110,13 @@ pub struct Config {
     chains: Vec<Vec<CondBlock>>,
     /// The options each block sets, indexed by block id.
     assigns: Vec<Vec<Assign>>,
+    /// Every distinct value `scgi.server` has in some scope: the global
+    /// scope's first, then those conditional blocks set, in order. Each is
+    /// one table of gateway routes; [`Settings::scgi_scope`] says which
+    /// applies to a request.
+    pub scgi_servers: Vec<Option<Value>>,
+    /// The same for `fastcgi.server` ([`Settings::fastcgi_scope`]).
+    pub fastcgi_servers: Vec<Option<Value>>,
 }
 
 /// One option a conditional block sets (already checked to apply cleanly).
@@ -137,7 +144,12 @@ impl Config {
     /// A configuration with no conditionals: one listener from `bind` and `port`.
     pub fn from_settings(settings: Settings) -> Config {
         let listeners = vec![listen_from_settings(&settings)];
+        let mut settings = settings;
+        settings.scgi_scope = 0;
+        settings.fastcgi_scope = 0;
         Config {
+            scgi_servers: vec![settings.scgi_server.clone()],
+            fastcgi_servers: vec![settings.fastcgi_server.clone()],
             global: Rc::new(settings),
             listeners,
             warnings: Vec::new(),
@@ -212,6 +224,27 @@ impl Config {
         }
         let mut assigns = Vec::new();
         let chains = compile_chains(parsed.chains, &socket_map, &mut assigns, &mut warnings)?;
+        let mut scgi_servers = vec![global.scgi_server.clone()];
+        let mut fastcgi_servers = vec![global.fastcgi_server.clone()];
+        for a in assigns.iter().flatten() {
+            let list = match a.key.as_str() {
+                "scgi.server" => &mut scgi_servers,
+                "fastcgi.server" => &mut fastcgi_servers,
+                _ => continue,
+            };
+            // As the option stores it (the assignment was checked already).
+            let mut s = Settings::default();
+            let _ = options::apply(&mut s, &a.key, &a.value, &a.origin);
+            let v = match a.key.as_str() {
+                "scgi.server" => s.scgi_server,
+                _ => s.fastcgi_server,
+            };
+            if !list.contains(&v) {
+                list.push(v);
+            }
+        }
+        global.scgi_scope = 0;
+        global.fastcgi_scope = 0;
         Ok(Config {
             global: Rc::new(global),
             listeners,
@@ -219,6 +252,8 @@ impl Config {
             cache: RefCell::new(HashMap::new()),
             chains,
             assigns,
+            scgi_servers,
+            fastcgi_servers,
         })
     }
 
@@ -269,6 +304,9 @@ impl Config {
                 let _ = options::apply(&mut s, &a.key, &a.value, &a.origin);
             }
         }
+        // Once per combination: which gateway route tables apply.
+        s.scgi_scope = scope_of(&self.scgi_servers, &s.scgi_server);
+        s.fastcgi_scope = scope_of(&self.fastcgi_servers, &s.fastcgi_server);
         let s = Rc::new(s);
         self.cache.borrow_mut().insert(ids.to_vec(), Rc::clone(&s));
         s
@@ -314,6 +352,11 @@ impl Config {
             }
         }
     }
+}
+
+/// The index of `v` in `values` (every value was collected while loading).
+fn scope_of(values: &[Option<Value>], v: &Option<Value>) -> u32 {
+    values.iter().position(|x| x == v).unwrap_or(0) as u32
 }
 
 /// Applies one entry to `s`: `Ok(true)` when glint knows the option,

@@ -136,6 +136,12 @@ pub struct Settings {
     pub scgi_server: Option<Value>,
     /// `fastcgi.server`: the parsed array, read by the FastCGI gateway.
     pub fastcgi_server: Option<Value>,
+    /// Which of [`crate::config::Config::scgi_servers`] `scgi_server` is
+    /// (0: the global scope's): picks the gateway routes of a request
+    /// without comparing the values.
+    pub scgi_scope: u32,
+    /// Which of [`crate::config::Config::fastcgi_servers`] `fastcgi_server` is.
+    pub fastcgi_scope: u32,
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
@@ -204,6 +210,8 @@ impl Default for Settings {
             status_config_url: None,
             scgi_server: None,
             fastcgi_server: None,
+            scgi_scope: 0,
+            fastcgi_scope: 0,
             raw: Vec::new(),
         }
     }

@@ -1158,3 +1158,52 @@ fn nesting_limits() {
         "huge digit string"
     );
 }
+
+#[test]
+fn gateway_scopes_name_the_innermost_server_value() {
+    let c = match load(
+        r#"scgi.server = ( "/a" => ( ( "host" => "127.0.0.1", "port" => 1 ) ) )
+$HTTP["host"] == "b" {
+  scgi.server = ( "/a" => ( ( "host" => "127.0.0.1", "port" => 2 ) ) )
+  $HTTP["url"] =~ "^/deep" {
+    scgi.server = ( "/a" => ( ( "host" => "127.0.0.1", "port" => 3 ) ) )
+  }
+}
+$HTTP["host"] == "c" { server.tag = "c" }
+$HTTP["host"] == "d" {
+  scgi.server = ( "/a" => ( ( "host" => "127.0.0.1", "port" => 2 ) ) )
+  fastcgi.server = ( ".php" => ( ( "socket" => "/tmp/php.sock" ) ) )
+}"#,
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    // The global value, then each distinct one a block sets.
+    assert_eq!(c.scgi_servers.len(), 3);
+    assert_eq!(c.fastcgi_servers, vec![None, c.fastcgi_servers[1].clone()]);
+    assert_eq!((c.global.scgi_scope, c.global.fastcgi_scope), (0, 0));
+    let scopes = |host: &'static str, url: &'static str| {
+        let r = Req {
+            host,
+            url,
+            ..Req::default()
+        }
+        .resolve(&c);
+        let s = &r.settings;
+        assert_eq!(
+            c.scgi_servers[s.scgi_scope as usize], s.scgi_server,
+            "{host}{url}"
+        );
+        assert_eq!(
+            c.fastcgi_servers[s.fastcgi_scope as usize], s.fastcgi_server,
+            "{host}{url}"
+        );
+        (s.scgi_scope, s.fastcgi_scope)
+    };
+    assert_eq!(scopes("a", "/x"), (0, 0));
+    assert_eq!(scopes("b", "/x"), (1, 0));
+    assert_eq!(scopes("b", "/deep"), (2, 0));
+    assert_eq!(scopes("c", "/x"), (0, 0));
+    // The same value in two blocks is one scope.
+    assert_eq!(scopes("d", "/x"), (1, 1));
+}
