@@ -402,7 +402,7 @@ impl Server {
             bound_ips.push(lst.bound_ip());
         }
         let max_connections = config.global.max_connections.max(1) as usize;
-        let gateways = crate::gateway::Gateways::from_settings(&config.global)
+        let gateways = crate::gateway::Gateways::from_config(&config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         Ok(Server {
             poll,
@@ -552,7 +552,7 @@ impl Server {
         let route_map = self
             .sh
             .gateways
-            .reconfigure(&config.global, self.sh.clock.mono_secs)
+            .reconfigure(&config, self.sh.clock.mono_secs)
             .map_err(io::Error::other)?;
         // Inherited sockets no listener names stay, after the configured ones.
         let extras: Vec<usize> = (old_n..self.listeners.len())

@@ -91,7 +91,7 @@ fn uwsgi_example() {
         glint::gateway::Protocol::of_scgi_server(&c.global),
         glint::gateway::Protocol::Uwsgi
     );
-    let g = match glint::gateway::Gateways::from_settings(&c.global) {
+    let g = match glint::gateway::Gateways::from_config(&c) {
         Ok(g) => g,
         Err(e) => panic!("examples/uwsgi.conf: {e}"),
     };

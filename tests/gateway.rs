@@ -2418,3 +2418,149 @@ fn keep_conn_enable_without_an_answer_stays_within_max_connections() {
     assert!(most <= 3, "the backend saw {most} connections open at once");
     assert!(ids.len() <= 3, "30 requests on {} connections", ids.len());
 }
+
+/// `GET path` with `Host: host` (and `Connection: close`).
+fn get_on(host: &str, path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").into_bytes()
+}
+
+/// Which backend answered `path` on `host` (its `BACKEND=` line), or the status.
+fn answered_by(s: &Server, host: &str, path: &str) -> String {
+    let r = fetch(s, &get_on(host, path));
+    if r.status != 200 {
+        return format!("status {}", r.status);
+    }
+    env_of(&r, "BACKEND").unwrap_or_else(|| format!("no BACKEND line: {}", r.describe()))
+}
+
+/// `scgi.server` in conditional blocks: the backends of the configuration
+/// at `ports` (global, vhost b, url block, vhost d).
+fn scoped_conf(d: &Docroot, ports: [&str; 4]) -> String {
+    let route = |prefix: &str, port: &str| {
+        format!(
+            "scgi.server = ( \"{prefix}\" => ( ( {} ) ) )",
+            tcp_host(port)
+        )
+    };
+    conf_for(
+        d,
+        &format!(
+            "{}\n\
+             $HTTP[\"host\"] == \"b.test\" {{ {} }}\n\
+             $HTTP[\"host\"] == \"c.test\" {{ server.tag = \"c\" }}\n\
+             $HTTP[\"url\"] =~ \"^/app/special\" {{ {} }}\n\
+             $HTTP[\"host\"] == \"d.test\" {{ {} }}\n",
+            route("/app", ports[0]),
+            route("/app", ports[1]),
+            route("/app", ports[2]),
+            route("/other", ports[3]),
+        ),
+    )
+}
+
+#[test]
+fn scgi_server_in_conditional_blocks_picks_the_backend() {
+    let d = Docroot::new();
+    let (_a, a) = scgi_backend(&["tcp"]);
+    let (_b, b) = scgi_backend(&["tcp"]);
+    let (_c, c) = scgi_backend(&["tcp"]);
+    let s = start_conf(&d, &scoped_conf(&d, [&a, &b, &c, &c]));
+    let cases = [
+        // The global route.
+        ("test", "/app/x", a.clone()),
+        // A virtual host's own scgi.server replaces the global one.
+        ("b.test", "/app/x", b.clone()),
+        // A block that does not set scgi.server keeps the global routes.
+        ("c.test", "/app/x", a.clone()),
+        // A `$HTTP["url"]` block overrides the global route...
+        ("test", "/app/special", c.clone()),
+        // ...and, coming later, the virtual host's.
+        ("b.test", "/app/special", c.clone()),
+        // Replaced, not merged: /app is not a route of d.test.
+        ("d.test", "/app/x", "status 404".to_string()),
+        ("d.test", "/other/y", c.clone()),
+        ("test", "/other/y", "status 404".to_string()),
+    ];
+    for (host, path, want) in cases {
+        assert_eq!(
+            answered_by(&s, host, path),
+            want,
+            "{host}{path}\n{}",
+            s.stderr_tail()
+        );
+    }
+}
+
+#[test]
+fn sigusr1_switches_a_virtual_hosts_backend() {
+    let d = Docroot::new();
+    let (_a, a) = scgi_backend(&["tcp"]);
+    let (_b, b) = scgi_backend(&["tcp"]);
+    let (_c, c) = scgi_backend(&["tcp"]);
+    let s = start_conf(&d, &scoped_conf(&d, [&a, &b, &c, &c]));
+    assert_eq!(
+        answered_by(&s, "b.test", "/app/x"),
+        b,
+        "{}",
+        s.stderr_tail()
+    );
+    // A slow request under way on vhost b's backend when it is replaced.
+    let mut slow = s.connect();
+    slow.send(b"GET /app/slow?1 HTTP/1.1\r\nHost: b.test\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(d.base.join("glint.conf"), scoped_conf(&d, [&a, &c, &c, &b])).unwrap();
+    s.signal(SIGUSR1);
+    retry(TIMEOUT, Duration::from_millis(50), || {
+        match answered_by(&s, "b.test", "/app/x") {
+            x if x == c => Ok(()),
+            x => Err(format!("b.test still answered by {x}\n{}", s.stderr_tail())),
+        }
+    });
+    assert_eq!(answered_by(&s, "test", "/app/x"), a);
+    assert_eq!(answered_by(&s, "d.test", "/other/y"), b);
+    let r = slow.read_response(false).unwrap();
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(env_of(&r, "BACKEND"), Some(b.clone()));
+}
+
+#[test]
+fn a_spawned_backend_in_two_virtual_hosts_runs_once() {
+    let d = Docroot::new();
+    d.file(
+        "v.php",
+        b"<?php echo 'php ', $_SERVER['HTTP_HOST'], \"\\n\";",
+    );
+    let sock = d.base.join("php.socket");
+    let php = format!(
+        "\".php\" => (( \"bin-path\" => \"{}\", \"socket\" => \"{}\", \"max-procs\" => 1,\n\
+           \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"1\" ) ))",
+        php_cgi(),
+        sock.display()
+    );
+    // Two different fastcgi.server values that share the php-cgi backend.
+    let unused = unix_host(&d.base.join("unused.socket"));
+    let conf = conf_for(
+        &d,
+        &format!(
+            "$HTTP[\"host\"] == \"a.test\" {{ fastcgi.server = ( {php} ) }}\n\
+             $HTTP[\"host\"] == \"b.test\" {{ fastcgi.server = ( \"/unused\" => ( ( {unused} ) ), {php} ) }}\n"
+        ),
+    );
+    let s = start_conf(&d, &conf);
+    for host in ["a.test", "b.test"] {
+        let r = fetch(&s, &get_on(host, "/v.php"));
+        assert_eq!(
+            body_text(&r),
+            format!("php {host}\n"),
+            "{}\n{}",
+            r.describe(),
+            s.stderr_tail()
+        );
+    }
+    // Not a route outside the two virtual hosts.
+    let r = fetch(&s, &get_on("test", "/v.php"));
+    assert_ne!(body_text(&r), "php test\n", "{}", r.describe());
+    let children = children_of(s.pid());
+    assert_eq!(children.len(), 1, "one php-cgi: {children:?}");
+}

@@ -319,7 +319,7 @@ mod tests {
     fn gateways(text: &str) -> Gateways {
         let c = crate::config::Config::parse_str(text, "test.conf", std::path::Path::new("/"))
             .expect("configuration");
-        Gateways::from_settings(&c.global).expect("gateways")
+        Gateways::from_config(&c).expect("gateways")
     }
 
     fn keeps(g: &Gateways) -> Vec<(String, Keep)> {
@@ -375,10 +375,33 @@ mod tests {
             std::path::Path::new("/"),
         )
         .expect("configuration");
-        g.reconfigure(&c.global, 0).expect("reconfigure");
+        g.reconfigure(&c, 0).expect("reconfigure");
         let old = g.hosts.iter().find(|h| h.retired).expect("retired host");
         assert_eq!(old.keep, Keep::Off);
         let new = g.hosts.iter().find(|h| !h.retired).expect("new host");
         assert_eq!((new.keep, new.limit), (Keep::Unknown, 4));
+    }
+
+    #[test]
+    fn a_backend_in_two_scopes_is_one_host() {
+        let g = gateways(
+            r#"fastcgi.server = ( "/g" => ( "g" => ( "socket" => "/tmp/g.sock" ) ) )
+               $HTTP["host"] == "a" {
+                 fastcgi.server = ( ".php" => ( "php" => ( "socket" => "/tmp/php.sock" ) ) )
+               }
+               $HTTP["host"] == "b" {
+                 fastcgi.server = (
+                   "/b" => ( "b" => ( "socket" => "/tmp/b.sock" ) ),
+                   ".php" => ( "php" => ( "socket" => "/tmp/php.sock" ) ) )
+               }"#,
+        );
+        let labels: Vec<&str> = g.hosts.iter().map(|h| h.spec.label.as_str()).collect();
+        assert_eq!(labels, ["g", "php", "b"]);
+        let php: Vec<&super::super::Route> =
+            g.routes.iter().filter(|r| r.pattern == ".php").collect();
+        assert_eq!(php.len(), 2);
+        assert!(php.iter().all(|r| r.hosts == [1]));
+        // Its only host: keep-conn is asked, as for a backend in one scope.
+        assert_eq!(g.hosts[1].keep, Keep::Unknown);
     }
 }

@@ -17,6 +17,12 @@
 //! try while glint still holds all of it (bodies within the window); after
 //! that the client gets 502.
 //!
+//! Routes come in tables, one for each value `scgi.server` and
+//! `fastcgi.server` take in some scope of the configuration (global, or a
+//! conditional block); a request's settings name the table of each
+//! ([`Settings::scgi_scope`], [`Settings::fastcgi_scope`]). A backend that
+//! several tables configure alike is one [`Host`].
+//!
 //! FastCGI keep-conn: a connection may carry one request after another
 //! (FCGI_KEEP_CONN), sparing the connect and close on both sides. But an
 //! idle kept connection holds one of the backend's workers (php-cgi serves
@@ -80,7 +86,7 @@ use std::rc::Rc;
 use mio::{Registry, Token};
 use slab::Slab;
 
-use crate::config::Settings;
+use crate::config::{Config, Settings};
 use crate::connection::{Connection, Stream};
 use crate::http::chunked;
 use answer::deliver;
@@ -205,7 +211,9 @@ pub struct Route {
     /// Its backends are authorizers (`"mode" => "authorizer"`).
     pub authorizer: bool,
     pub hosts: Vec<usize>,
-    pub balance: Balance,
+    /// Which value of `scgi.server` / `fastcgi.server` it comes from
+    /// (the index of its table).
+    pub scope: usize,
     /// Next host for round-robin.
     next: usize,
 }
@@ -225,20 +233,29 @@ pub enum Balance {
 }
 
 impl Balance {
-    fn from_setting(s: &Settings, key: &str) -> Balance {
-        let v = s
-            .raw
-            .iter()
-            .find(|(k, _)| k == key)
-            .and_then(|(_, v)| v.as_str().map(str::to_string));
-        match v.as_deref() {
+    /// The balancing `s` asks for the routes of `protocol`.
+    pub fn of(s: &Settings, protocol: Protocol) -> Balance {
+        let key = match protocol {
+            Protocol::FastCgi => "fastcgi.balance",
+            Protocol::Scgi | Protocol::Uwsgi => "scgi.balance",
+        };
+        let v = s.raw.iter().rev().find(|(k, _)| k == key);
+        match v.and_then(|(_, v)| v.as_str()) {
             Some("round-robin") => Balance::RoundRobin,
             Some("hash") => Balance::Hash,
             Some("sticky") => Balance::Sticky,
-            Some("fair") | Some("least-connection") | None => Balance::LeastBusy,
+            _ => Balance::LeastBusy,
+        }
+    }
+
+    /// Logs a `scgi.balance` / `fastcgi.balance` value in `s` that glint
+    /// does not know (requests then get least-connection).
+    fn check(s: &Settings, key: &str) {
+        let v = s.raw.iter().find(|(k, _)| k == key);
+        match v.and_then(|(_, v)| v.as_str()) {
+            Some("round-robin" | "hash" | "sticky" | "fair" | "least-connection") | None => {}
             Some(other) => {
-                log::warn!("{key} = \"{other}\" is not known; using least-connection");
-                Balance::LeastBusy
+                log::warn!("{key} = \"{other}\" is not known; using least-connection")
             }
         }
     }
@@ -505,7 +522,13 @@ pub enum Spawner {
 /// All routes, backends and backend connections.
 #[derive(Default)]
 pub struct Gateways {
+    /// The routes of every table.
     pub routes: Vec<Route>,
+    /// The route tables of each `scgi.server` value
+    /// ([`crate::config::Config::scgi_servers`]), routes in lookup order.
+    scgi_tables: Vec<Vec<usize>>,
+    /// The same for `fastcgi.server`.
+    fastcgi_tables: Vec<Vec<usize>>,
     pub hosts: Vec<Host>,
     pub conns: Slab<BackendConn>,
     pub waiting: VecDeque<usize>,
@@ -535,70 +558,129 @@ pub struct Gateways {
 }
 
 impl Gateways {
-    /// The routes of `scgi.server` and `fastcgi.server` in the global settings.
-    pub fn from_settings(s: &Settings) -> Result<Gateways, String> {
+    /// The routes of `scgi.server` and `fastcgi.server`: one table for
+    /// each value they have in some scope of `c` (the global one and each
+    /// conditional block that sets them). A backend configured alike in
+    /// several tables is one [`Host`]: one cap, one process, one set of
+    /// kept connections.
+    pub fn from_config(c: &Config) -> Result<Gateways, String> {
         let mut g = Gateways::default();
-        for (v, p, name, balance_key) in [
+        for (values, p, name, balance_key) in [
             (
-                &s.scgi_server,
+                &c.scgi_servers,
                 Protocol::Scgi,
                 "scgi.server",
                 "scgi.balance",
             ),
             (
-                &s.fastcgi_server,
+                &c.fastcgi_servers,
                 Protocol::FastCgi,
                 "fastcgi.server",
                 "fastcgi.balance",
             ),
         ] {
-            let Some(v) = v else { continue };
-            let balance = Balance::from_setting(s, balance_key);
-            let routes = config::parse_servers(v, p).map_err(|e| format!("{name}: {e}"))?;
-            for r in routes {
-                // Authorizers and responders under one pattern are two
-                // routes: the authorizer's is looked up first.
-                for authorizer in [true, false] {
-                    let mut ids = Vec::new();
-                    for h in r.hosts.iter().filter(|h| h.authorizer == authorizer) {
-                        ids.push(g.hosts.len());
-                        g.hosts.push(Host::new(h.clone()));
-                    }
-                    if ids.is_empty() {
-                        continue;
-                    }
-                    g.routes.push(Route {
-                        extension: r.is_extension(),
-                        protocol: p,
-                        authorizer,
-                        balance,
-                        next: 0,
-                        pattern: r.pattern.clone(),
-                        hosts: ids,
-                    });
+            // Said once here; requests read it quietly from their settings.
+            Balance::check(&c.global, balance_key);
+            let mut tables = Vec::with_capacity(values.len());
+            for (scope, v) in values.iter().enumerate() {
+                let mut table = Vec::new();
+                if let Some(v) = v {
+                    g.add_table(v, p, scope, &mut table)
+                        .map_err(|e| format!("{name}: {e}"))?;
                 }
+                tables.push(table);
+            }
+            match p {
+                Protocol::FastCgi => g.fastcgi_tables = tables,
+                _ => g.scgi_tables = tables,
             }
         }
         g.settle_keep();
         Ok(g)
     }
 
+    /// Adds the routes of one `scgi.server` / `fastcgi.server` value; their
+    /// indexes go to `table`, in lookup order.
+    fn add_table(
+        &mut self,
+        v: &crate::config::Value,
+        p: Protocol,
+        scope: usize,
+        table: &mut Vec<usize>,
+    ) -> Result<(), String> {
+        // Hosts of earlier tables this one may share, each at most once
+        // (a backend named twice in one table stays two hosts).
+        let before = self.hosts.len();
+        let mut shared = vec![false; before];
+        for r in config::parse_servers(v, p)? {
+            // Authorizers and responders under one pattern are two
+            // routes: the authorizer's is looked up first.
+            for authorizer in [true, false] {
+                let mut ids = Vec::new();
+                for h in r.hosts.iter().filter(|h| h.authorizer == authorizer) {
+                    let same = (0..before).find(|&i| !shared[i] && self.hosts[i].spec == *h);
+                    match same {
+                        Some(i) => {
+                            shared[i] = true;
+                            ids.push(i);
+                        }
+                        None => {
+                            ids.push(self.hosts.len());
+                            self.hosts.push(Host::new(h.clone()));
+                        }
+                    }
+                }
+                if ids.is_empty() {
+                    continue;
+                }
+                table.push(self.routes.len());
+                self.routes.push(Route {
+                    extension: r.is_extension(),
+                    protocol: p,
+                    authorizer,
+                    scope,
+                    next: 0,
+                    pattern: r.pattern.clone(),
+                    hosts: ids,
+                });
+            }
+        }
+        Ok(())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.routes.is_empty()
     }
 
-    /// The responder route for a path and where its script name ends.
-    pub fn route_for(&self, path: &str) -> Option<(usize, usize)> {
-        self.find_route(path, false)
+    /// The responder route for a path under settings `s` and where its
+    /// script name ends.
+    pub fn route_for(&self, s: &Settings, path: &str) -> Option<(usize, usize)> {
+        self.find_route(s, path, false)
     }
 
-    /// The authorizer route that guards a path, if any.
-    pub fn authorizer_for(&self, path: &str) -> Option<(usize, usize)> {
-        self.find_route(path, true)
+    /// The authorizer route that guards a path under settings `s`, if any.
+    pub fn authorizer_for(&self, s: &Settings, path: &str) -> Option<(usize, usize)> {
+        self.find_route(s, path, true)
     }
 
-    fn find_route(&self, path: &str, authorizer: bool) -> Option<(usize, usize)> {
-        for (i, r) in self.routes.iter().enumerate() {
+    /// Looks in the SCGI routes of the scope of `s`, then in its FastCGI ones.
+    fn find_route(&self, s: &Settings, path: &str, authorizer: bool) -> Option<(usize, usize)> {
+        let scgi = self.scgi_tables.get(s.scgi_scope as usize);
+        let fastcgi = self.fastcgi_tables.get(s.fastcgi_scope as usize);
+        let ids = scgi.into_iter().chain(fastcgi).flatten().copied();
+        self.match_route(ids, path, authorizer)
+    }
+
+    fn match_route(
+        &self,
+        ids: impl Iterator<Item = usize>,
+        path: &str,
+        authorizer: bool,
+    ) -> Option<(usize, usize)> {
+        for i in ids {
+            let Some(r) = self.routes.get(i) else {
+                continue;
+            };
             if r.authorizer != authorizer {
                 continue;
             }
@@ -674,7 +756,8 @@ impl Gateways {
             let h = &hosts[*h];
             h.disabled_until <= now && (h.active < h.cap || !h.idle.is_empty())
         };
-        let candidate = match route.balance {
+        let balance = Balance::of(&gw.settings, route.protocol);
+        let candidate = match balance {
             Balance::LeastBusy => route
                 .hosts
                 .iter()
@@ -691,7 +774,7 @@ impl Gateways {
             }
             Balance::Hash | Balance::Sticky => {
                 // Start at the key's backend and take the next usable one.
-                let key = if route.balance == Balance::Hash {
+                let key = if balance == Balance::Hash {
                     gw.hash_path
                 } else {
                     gw.hash_ip

@@ -5,19 +5,21 @@ use std::process::Child;
 
 use super::process::{retire_step, spawn};
 use super::{Gateways, Host, Spawner};
-use crate::config::Settings;
+use crate::config::Config;
 
 impl Gateways {
-    /// A graceful restart: the routes and backends of `s` take over. A
+    /// A graceful restart: the routes and backends of `c` take over. A
     /// backend whose options did not change is kept as it is (its process,
     /// its connections and its state); a new one is started; one that is no
     /// longer configured finishes its requests and is then stopped. Nothing
     /// changes when a new backend cannot be started.
     ///
-    /// Returns, for each old route, the index of the new route with the same
-    /// pattern and protocol (requests under way are moved there).
-    pub fn reconfigure(&mut self, s: &Settings, now: u64) -> Result<Vec<Option<usize>>, String> {
-        let mut next = Gateways::from_settings(s)?;
+    /// Returns, for each old route, the index of a new route with the same
+    /// pattern, protocol and role (requests under way are moved there):
+    /// the one with the same backends if there is one, else the one of the
+    /// table at the same place, else any.
+    pub fn reconfigure(&mut self, c: &Config, now: u64) -> Result<Vec<Option<usize>>, String> {
+        let mut next = Gateways::from_config(c)?;
         // Which running backend each new one is.
         let mut taken = vec![false; self.hosts.len()];
         let mut same: Vec<Option<usize>> = Vec::with_capacity(next.hosts.len());
@@ -104,11 +106,28 @@ impl Gateways {
             .routes
             .iter()
             .map(|r| {
-                next.routes.iter().position(|n| {
+                let alike = |n: &&super::Route| {
                     n.pattern == r.pattern
                         && n.protocol == r.protocol
                         && n.authorizer == r.authorizer
-                })
+                };
+                let same_hosts = |n: &&super::Route| {
+                    n.hosts.len() == r.hosts.len()
+                        && n.hosts
+                            .iter()
+                            .zip(&r.hosts)
+                            .all(|(&nh, &oh)| map.get(oh).copied().flatten() == Some(nh))
+                };
+                let pick = |f: &dyn Fn(&&super::Route) -> bool| {
+                    next.routes
+                        .iter()
+                        .enumerate()
+                        .find(|(_, n)| alike(n) && f(n))
+                        .map(|(i, _)| i)
+                };
+                pick(&same_hosts)
+                    .or_else(|| pick(&|n| n.scope == r.scope))
+                    .or_else(|| pick(&|_| true))
             })
             .collect();
         next.conns = std::mem::take(&mut self.conns);

@@ -180,7 +180,9 @@ fn respond_with(
             _ => 301,
         };
         r.error_with(code, &[("Location", loc.as_bytes())]);
-    } else if let Some((route, split)) = gateway_route(&sh.gateways, &sh.scratch.path, &carry) {
+    } else if let Some((route, split)) =
+        gateway_route(&sh.gateways, &settings, &sh.scratch.path, &carry)
+    {
         let docroot = match carry.docroot.clone() {
             Some(d) => Cow::Owned(d),
             None => document_root(&settings, &sh.scratch.host).unwrap_or_default(),
@@ -292,19 +294,22 @@ fn respond_with(
     action
 }
 
-/// The gateway route for a path: the authorizer that guards it, until one
+/// The gateway route for a path under the request's settings (the
+/// innermost scope that sets `scgi.server` / `fastcgi.server` decides the
+/// routes of each): the authorizer that guards it, until one
 /// allowed the request, then the responder.
 fn gateway_route(
     gateways: &crate::gateway::Gateways,
+    settings: &Settings,
     path: &str,
     carry: &Carry,
 ) -> Option<(usize, usize)> {
     if !carry.authorized {
-        if let Some(found) = gateways.authorizer_for(path) {
+        if let Some(found) = gateways.authorizer_for(settings, path) {
             return Some(found);
         }
     }
-    gateways.route_for(path)
+    gateways.route_for(settings, path)
 }
 
 /// What the connection needs after [`rerun`]: what became of the request,
