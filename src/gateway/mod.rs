@@ -198,6 +198,7 @@ impl Host {
 }
 
 /// One `"<prefix or extension>" => ( backends )` entry.
+#[derive(Clone)]
 pub struct Route {
     pub pattern: String,
     pub extension: bool,
@@ -554,6 +555,7 @@ impl Gateways {
         ] {
             let Some(v) = v else { continue };
             let balance = Balance::from_setting(s, balance_key);
+            let first = g.routes.len();
             let routes = config::parse_servers(v, p).map_err(|e| format!("{name}: {e}"))?;
             for r in routes {
                 // Authorizers and responders under one pattern are two
@@ -577,6 +579,24 @@ impl Gateways {
                         hosts: ids,
                     });
                 }
+            }
+            // `*.map-extensions = ( ".php3" => ".php" )`: the other extension
+            // goes to the same backends, after every extension of its own.
+            let map_key = balance_key.replace("balance", "map-extensions");
+            for (from, to) in map_extensions(s, &map_key)? {
+                let aliases: Vec<Route> = g.routes[first..]
+                    .iter()
+                    .filter(|r| r.extension && r.pattern == to)
+                    .map(|r| Route {
+                        pattern: from.clone(),
+                        next: 0,
+                        ..r.clone()
+                    })
+                    .collect();
+                if aliases.is_empty() {
+                    log::warn!("{map_key}: {name} has no \"{to}\" for \"{from}\"; ignored");
+                }
+                g.routes.extend(aliases);
             }
         }
         g.settle_keep();
@@ -620,6 +640,27 @@ impl Gateways {
         }
         None
     }
+}
+
+/// The pairs of `scgi.map-extensions` / `fastcgi.map-extensions`.
+fn map_extensions(s: &Settings, key: &str) -> Result<Vec<(String, String)>, String> {
+    let Some((_, v)) = s.raw.iter().rev().find(|(k, _)| k == key) else {
+        return Ok(Vec::new());
+    };
+    let crate::config::Value::Array(items) = v else {
+        return Err(format!("{key} expects ( \".ext\" => \".ext\", ... )"));
+    };
+    let mut pairs = Vec::new();
+    for (from, to) in items {
+        let (Some(from), Some(to)) = (from, to.as_str()) else {
+            return Err(format!("{key} expects ( \".ext\" => \".ext\", ... )"));
+        };
+        if from.is_empty() || to.is_empty() {
+            return Err(format!("{key}: an empty extension"));
+        }
+        pairs.push((from.clone(), to.to_string()));
+    }
+    Ok(pairs)
 }
 
 fn connect(addr: &BackendAddr) -> io::Result<Stream> {
