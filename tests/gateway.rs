@@ -293,6 +293,31 @@ fn scgi_over_tcp_sees_the_cgi_environment() {
 }
 
 #[test]
+fn map_extensions_send_another_extension_to_the_same_backend() {
+    let (_b, port) = scgi_backend(&["tcp"]);
+    let d = Docroot::new();
+    let conf = format!(
+        "{}scgi.map-extensions = ( \".cgi\" => \".py\", \".pl\" => \".nothere\" )\n",
+        one_route(&d, "scgi.server", ".py", &tcp_host(&port))
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(&s, &get("/dir/x.cgi/more?q=1", &[]));
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
+    assert_eq!(env_of(&r, "SCRIPT_NAME").as_deref(), Some("/dir/x.cgi"));
+    assert_eq!(env_of(&r, "PATH_INFO").as_deref(), Some("/more"));
+    // Its own extension still goes there; an unmapped one does not.
+    let r = fetch(&s, &get("/y.py", &[]));
+    assert_eq!(env_of(&r, "SCRIPT_NAME").as_deref(), Some("/y.py"));
+    let r = fetch(&s, &get("/z.pl", &[]));
+    assert_eq!(r.status, 404, "{}", r.describe());
+    assert!(
+        logged(&s, "scgi.map-extensions: scgi.server has no \".nothere\""),
+        "{}",
+        s.stderr_tail()
+    );
+}
+
+#[test]
 fn scgi_over_unix_socket_with_bodies() {
     let d = Docroot::new();
     let sock = d.base.join("scgi.socket");

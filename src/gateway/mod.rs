@@ -204,6 +204,7 @@ impl Host {
 }
 
 /// One `"<prefix or extension>" => ( backends )` entry.
+#[derive(Clone)]
 pub struct Route {
     pub pattern: String,
     pub extension: bool,
@@ -581,6 +582,16 @@ impl Gateways {
         ] {
             // Said once here; requests read it quietly from their settings.
             Balance::check(&c.global, balance_key);
+            // `*.map-extensions = ( ".php3" => ".php" )` (global): the other
+            // extension goes to the same backends, after every extension of
+            // its own, in each table.
+            let map_key = balance_key.replace("balance", "map-extensions");
+            let used = values.iter().any(Option::is_some);
+            let maps = match used {
+                true => map_extensions(&c.global, &map_key)?,
+                false => Vec::new(),
+            };
+            let mut mapped = vec![false; maps.len()];
             let mut tables = Vec::with_capacity(values.len());
             for (scope, v) in values.iter().enumerate() {
                 let mut table = Vec::new();
@@ -588,7 +599,29 @@ impl Gateways {
                     g.add_table(v, p, scope, &mut table)
                         .map_err(|e| format!("{name}: {e}"))?;
                 }
+                for ((from, to), done) in maps.iter().zip(&mut mapped) {
+                    let aliases: Vec<Route> = table
+                        .iter()
+                        .filter_map(|&i| g.routes.get(i))
+                        .filter(|r| r.extension && r.pattern == *to)
+                        .map(|r| Route {
+                            pattern: from.clone(),
+                            next: 0,
+                            ..r.clone()
+                        })
+                        .collect();
+                    *done |= !aliases.is_empty();
+                    for r in aliases {
+                        table.push(g.routes.len());
+                        g.routes.push(r);
+                    }
+                }
                 tables.push(table);
+            }
+            for ((from, to), done) in maps.iter().zip(&mapped) {
+                if !done {
+                    log::warn!("{map_key}: {name} has no \"{to}\" for \"{from}\"; ignored");
+                }
             }
             match p {
                 Protocol::FastCgi => g.fastcgi_tables = tables,
@@ -702,6 +735,27 @@ impl Gateways {
         }
         None
     }
+}
+
+/// The pairs of `scgi.map-extensions` / `fastcgi.map-extensions`.
+fn map_extensions(s: &Settings, key: &str) -> Result<Vec<(String, String)>, String> {
+    let Some((_, v)) = s.raw.iter().rev().find(|(k, _)| k == key) else {
+        return Ok(Vec::new());
+    };
+    let crate::config::Value::Array(items) = v else {
+        return Err(format!("{key} expects ( \".ext\" => \".ext\", ... )"));
+    };
+    let mut pairs = Vec::new();
+    for (from, to) in items {
+        let (Some(from), Some(to)) = (from, to.as_str()) else {
+            return Err(format!("{key} expects ( \".ext\" => \".ext\", ... )"));
+        };
+        if from.is_empty() || to.is_empty() {
+            return Err(format!("{key}: an empty extension"));
+        }
+        pairs.push((from.clone(), to.to_string()));
+    }
+    Ok(pairs)
 }
 
 fn connect(addr: &BackendAddr) -> io::Result<Stream> {
