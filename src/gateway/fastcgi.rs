@@ -67,18 +67,44 @@ fn stream(out: &mut Vec<u8>, kind: u8, data: &[u8]) {
 /// Appends BEGIN_REQUEST and the whole PARAMS stream for one request; the
 /// body follows as [`stdin`] records, closed by [`end_stdin`].
 pub fn encode_head(content_length: u64, env: &Env, out: &mut Vec<u8>) {
-    header(out, BEGIN_REQUEST, 8);
-    out.extend_from_slice(&[(RESPONDER >> 8) as u8, RESPONDER as u8, 0, 0, 0, 0, 0, 0]);
-    let mut params = Vec::with_capacity(env.as_bytes().len() + 64);
+    begin(out, RESPONDER);
     let cl = itoa_u64(content_length);
     let first = std::iter::once((&b"CONTENT_LENGTH"[..], cl.as_bytes()));
-    for (k, v) in first.chain(env.pairs()) {
-        push_len(&mut params, k.len());
-        push_len(&mut params, v.len());
-        params.extend_from_slice(k);
-        params.extend_from_slice(v);
+    params(out, first.chain(env.pairs()));
+}
+
+/// BEGIN_REQUEST for `role`, without FCGI_KEEP_CONN (see [`set_keep_conn`]).
+fn begin(out: &mut Vec<u8>, role: u16) {
+    header(out, BEGIN_REQUEST, 8);
+    out.extend_from_slice(&[(role >> 8) as u8, role as u8, 0, 0, 0, 0, 0, 0]);
+}
+
+fn push_pair(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    push_len(out, name.len());
+    push_len(out, value.len());
+    out.extend_from_slice(name);
+    out.extend_from_slice(value);
+}
+
+/// The whole PARAMS stream, ended by its empty record. The pairs are
+/// written straight into `out` behind a header whose length is filled in
+/// afterwards; only an environment over one record's 64 KiB is moved to be
+/// split.
+fn params<'a>(out: &mut Vec<u8>, pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+    let at = out.len();
+    header(out, PARAMS, 0);
+    for (k, v) in pairs {
+        push_pair(out, k, v);
     }
-    stream(out, PARAMS, &params);
+    let len = out.len() - at - 8;
+    if len <= MAX_CONTENT {
+        out[at + 4] = (len >> 8) as u8;
+        out[at + 5] = len as u8;
+    } else {
+        let data = out.split_off(at + 8);
+        out.truncate(at);
+        stream(out, PARAMS, &data);
+    }
     header(out, PARAMS, 0);
 }
 
@@ -102,17 +128,8 @@ pub fn end_stdin(out: &mut Vec<u8>) {
 /// role, the PARAMS stream without `CONTENT_LENGTH` (the spec, 6.3: an
 /// authorizer sees the request's head, never its body), and an empty STDIN.
 pub fn encode_authorizer(env: &Env, out: &mut Vec<u8>) {
-    header(out, BEGIN_REQUEST, 8);
-    out.extend_from_slice(&[(AUTHORIZER >> 8) as u8, AUTHORIZER as u8, 0, 0, 0, 0, 0, 0]);
-    let mut params = Vec::with_capacity(env.as_bytes().len() + 64);
-    for (k, v) in env.pairs() {
-        push_len(&mut params, k.len());
-        push_len(&mut params, v.len());
-        params.extend_from_slice(k);
-        params.extend_from_slice(v);
-    }
-    stream(out, PARAMS, &params);
-    header(out, PARAMS, 0);
+    begin(out, AUTHORIZER);
+    params(out, env.pairs());
     header(out, STDIN, 0);
 }
 
@@ -130,9 +147,7 @@ pub fn set_keep_conn(request: &mut [u8], keep: bool) {
 pub fn encode_get_values(out: &mut Vec<u8>) {
     let mut body = Vec::with_capacity(64);
     for name in [&b"FCGI_MAX_CONNS"[..], b"FCGI_MAX_REQS", b"FCGI_MPXS_CONNS"] {
-        push_len(&mut body, name.len());
-        push_len(&mut body, 0);
-        body.extend_from_slice(name);
+        push_pair(&mut body, name, b"");
     }
     header_for(out, GET_VALUES, NULL_REQUEST_ID, body.len());
     out.extend_from_slice(&body);
@@ -290,6 +305,34 @@ mod tests {
         );
         assert_eq!(&rest[8..18], &[1, 5, 0, 1, 0, 2, 0, 0, b'h', b'i']);
         assert_eq!(&rest[18..], &[1, 5, 0, 1, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn params_over_one_record_are_split() {
+        let env = Env::from_pairs(&[("BIG", &"v".repeat(70_000))]);
+        let mut out = Vec::new();
+        encode_head(5, &env, &mut out);
+        // BEGIN_REQUEST, then PARAMS records of at most 65,535 bytes.
+        let mut at = 16;
+        let mut params = Vec::new();
+        loop {
+            assert_eq!(&out[at..at + 4], &[1, 4, 0, 1]);
+            let len = u16::from_be_bytes([out[at + 4], out[at + 5]]) as usize;
+            if len == 0 {
+                break;
+            }
+            params.extend_from_slice(&out[at + 8..at + 8 + len]);
+            at += 8 + len;
+        }
+        assert_eq!(at + 8, out.len());
+        let mut want = Vec::new();
+        push_pair(&mut want, b"CONTENT_LENGTH", b"5");
+        push_pair(&mut want, b"BIG", "v".repeat(70_000).as_bytes());
+        assert_eq!(params, want);
+        assert!(
+            out[16 + 4..16 + 6] == [0xff, 0xff],
+            "the first record is full"
+        );
     }
 
     #[test]
