@@ -20,7 +20,8 @@ pub struct EnvInput<'a> {
     pub script_filename_whole_path: bool,
     pub remote: Option<IpAddr>,
     pub remote_port: u16,
-    pub server_addr: &'a str,
+    /// The address the client connected to (`SERVER_ADDR`; empty on a unix socket).
+    pub server_addr: Option<IpAddr>,
     pub server_port: u16,
     pub server_name: &'a str,
     pub server_software: &'a str,
@@ -42,10 +43,23 @@ pub struct Env {
 
 impl Env {
     fn put(&mut self, k: &[u8], v: &[u8]) {
+        self.put_with(k, |b| b.extend_from_slice(v));
+    }
+
+    /// A variable whose value `value` writes straight into the buffer.
+    fn put_with(&mut self, k: &[u8], value: impl FnOnce(&mut Vec<u8>)) {
         self.buf.extend_from_slice(k);
         self.buf.push(0);
-        self.buf.extend_from_slice(v);
+        value(&mut self.buf);
         self.buf.push(0);
+    }
+
+    fn put_ip(&mut self, k: &[u8], ip: IpAddr) {
+        use std::io::Write;
+        // Writing to a Vec cannot fail.
+        self.put_with(k, |b| {
+            let _ = write!(b, "{ip}");
+        });
     }
 
     fn put_num(&mut self, k: &[u8], n: u64) {
@@ -131,7 +145,10 @@ pub fn environment(e: &EnvInput<'_>) -> Env {
     env.put(b"GATEWAY_INTERFACE", b"CGI/1.1");
     env.put(b"SERVER_SOFTWARE", e.server_software.as_bytes());
     env.put(b"SERVER_NAME", e.server_name.as_bytes());
-    env.put(b"SERVER_ADDR", e.server_addr.as_bytes());
+    match e.server_addr {
+        Some(ip) => env.put_ip(b"SERVER_ADDR", ip),
+        None => env.put(b"SERVER_ADDR", b""),
+    }
     env.put_num(b"SERVER_PORT", e.server_port as u64);
     env.put(
         b"SERVER_PROTOCOL",
@@ -149,7 +166,10 @@ pub fn environment(e: &EnvInput<'_>) -> Env {
         env.put(b"SCRIPT_NAME", e.script_name.as_bytes());
         if !e.path_info.is_empty() {
             env.put(b"PATH_INFO", e.path_info.as_bytes());
-            env.put(b"PATH_TRANSLATED", &[root, e.path_info.as_bytes()].concat());
+            env.put_with(b"PATH_TRANSLATED", |b| {
+                b.extend_from_slice(root);
+                b.extend_from_slice(e.path_info.as_bytes());
+            });
         }
     }
     // An authorizer's request names no script: its file is the whole path.
@@ -158,10 +178,13 @@ pub fn environment(e: &EnvInput<'_>) -> Env {
     } else {
         e.script_name
     };
-    env.put(b"SCRIPT_FILENAME", &[root, script.as_bytes()].concat());
+    env.put_with(b"SCRIPT_FILENAME", |b| {
+        b.extend_from_slice(root);
+        b.extend_from_slice(script.as_bytes());
+    });
     env.put(b"DOCUMENT_ROOT", e.document_root.as_bytes());
     if let Some(ip) = e.remote {
-        env.put(b"REMOTE_ADDR", ip.to_string().as_bytes());
+        env.put_ip(b"REMOTE_ADDR", ip);
         env.put_num(b"REMOTE_PORT", e.remote_port as u64);
     }
     // php-cgi refuses to run without it (its force-redirect protection).
@@ -361,7 +384,7 @@ mod tests {
             script_filename_whole_path: false,
             remote: Some("127.0.0.1".parse().unwrap()),
             remote_port: 0,
-            server_addr: "",
+            server_addr: None,
             server_port: 80,
             server_name: "h",
             server_software: "glint",
@@ -396,7 +419,7 @@ mod tests {
             document_root: "/srv/",
             remote: None,
             remote_port: 0,
-            server_addr: "",
+            server_addr: None,
             server_port: 80,
             server_name: "h",
             server_software: "glint",

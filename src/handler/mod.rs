@@ -558,7 +558,6 @@ fn start_gateway(
         target,
         ..clone_request(req)
     };
-    let server_addr = g.server_addr.map(|a| a.to_string()).unwrap_or_default();
     let mut env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
         req: &shown,
         path,
@@ -569,7 +568,7 @@ fn start_gateway(
         script_filename_whole_path: spec.broken_scriptfilename || spec.docroot.is_some(),
         remote: peer,
         remote_port: g.remote_port,
-        server_addr: &server_addr,
+        server_addr: g.server_addr,
         server_port: g.server_port,
         server_name,
         server_software: &settings.tag,
@@ -649,7 +648,10 @@ fn start_gateway(
         done: false,
         log_head,
         hash_path: crate::gateway::fnv(path.as_bytes()),
-        hash_ip: peer.map_or(0, |ip| crate::gateway::fnv(ip.to_string().as_bytes())),
+        hash_ip: peer.map_or(0, |ip| match ip {
+            std::net::IpAddr::V4(a) => crate::gateway::fnv(&a.octets()),
+            std::net::IpAddr::V6(a) => crate::gateway::fnv(&a.octets()),
+        }),
         authorizer,
         local_redir: spec.local_redir,
         carry,
