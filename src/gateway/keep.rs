@@ -4,11 +4,9 @@
 
 use std::io;
 
-use mio::{Registry, Token};
+use mio::Registry;
 
-use super::{
-    connect, fastcgi, BackendConn, Gateways, Keep, Protocol, Use, BACKEND_BASE, NO_CLIENT,
-};
+use super::{connect, fastcgi, BackendConn, Gateways, Keep, Protocol, Use, NO_CLIENT};
 
 /// How asking a backend FCGI_GET_VALUES ended.
 pub(super) enum ProbeEnd {
@@ -205,7 +203,7 @@ impl Gateways {
         let Some(host) = self.hosts.get_mut(h) else {
             return;
         };
-        let mut stream = match connect(&host.spec.addr) {
+        let stream = match connect(&host.spec.addr) {
             Ok(s) => s,
             Err(e) => {
                 log::debug!(
@@ -216,17 +214,6 @@ impl Gateways {
                 return;
             }
         };
-        let entry = self.conns.vacant_entry();
-        let bkey = entry.key();
-        if let Err(e) = registry.register(
-            &mut stream,
-            Token(BACKEND_BASE + bkey),
-            crate::server::interest(true),
-        ) {
-            log::error!("cannot register a backend connection: {e}");
-            host.probe_at = now + 1;
-            return;
-        }
         let mut question = Vec::with_capacity(56);
         fastcgi::encode_get_values(&mut question);
         let mut b = BackendConn::new(
@@ -237,10 +224,11 @@ impl Gateways {
             Protocol::FastCgi,
         );
         b.watches_writes = true;
-        b.started = now;
-        b.last_active = now;
-        entry.insert(b);
-        host.keep = Keep::Probing(bkey);
+        let Some(bkey) = self.insert_conn(registry, b, now) else {
+            self.hosts[h].probe_at = now + 1;
+            return;
+        };
+        self.hosts[h].keep = Keep::Probing(bkey);
         self.probe_event(bkey, now);
     }
 

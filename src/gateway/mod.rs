@@ -906,7 +906,7 @@ impl Gateways {
             }
         }
         let host = &mut self.hosts[h];
-        let mut stream = match connect(&host.spec.addr) {
+        let stream = match connect(&host.spec.addr) {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 // A unix socket's listen queue is full: the backend is busy, not
@@ -931,29 +931,35 @@ impl Gateways {
                 return;
             }
         };
-        let entry = self.conns.vacant_entry();
-        let bkey = entry.key();
-        // Writability is watched only once a write blocks (see `drive`).
-        if let Err(e) = registry.register(
-            &mut stream,
-            Token(BACKEND_BASE + bkey),
-            crate::server::interest(false),
-        ) {
-            log::error!("cannot register a backend connection: {e}");
-            fail_client(conn, 502, date);
-            return;
-        }
-        host.active += 1;
-        gw.backend = Some(bkey);
-        gw.upload.set_keep_conn(keep);
-        self.opened += 1;
         // The request's protocol: `scgi.protocol` may differ per request.
         let mut b = BackendConn::new(stream, Use::Busy, key, h, gw.protocol);
         b.keep = keep;
+        let Some(bkey) = self.insert_conn(registry, b, now) else {
+            fail_client(conn, 502, date);
+            return;
+        };
+        self.hosts[h].active += 1;
+        gw.backend = Some(bkey);
+        gw.upload.set_keep_conn(keep);
+        self.opened += 1;
+        self.drive(bkey, conn, now, date, registry);
+    }
+
+    /// Registers a new backend connection with the poll (for writability
+    /// too only if `b.watches_writes`: see `drive`) and keeps it; its key,
+    /// or `None` (logged) when it cannot be registered.
+    fn insert_conn(&mut self, registry: &Registry, mut b: BackendConn, now: u64) -> Option<usize> {
+        let entry = self.conns.vacant_entry();
+        let bkey = entry.key();
+        let interest = crate::server::interest(b.watches_writes);
+        if let Err(e) = registry.register(&mut b.stream, Token(BACKEND_BASE + bkey), interest) {
+            log::error!("cannot register a backend connection: {e}");
+            return None;
+        }
         b.started = now;
         b.last_active = now;
         entry.insert(b);
-        self.drive(bkey, conn, now, date, registry);
+        Some(bkey)
     }
 
     /// Records readiness of backend connection `bkey`; returns its client,
