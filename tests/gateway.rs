@@ -834,7 +834,8 @@ fn php_cgi_spawned_by_glint_and_respawned() {
         &format!(
             "fastcgi.server = ( \".php\" => (( \"bin-path\" => \"{php}\", \"socket\" => \"{sock}\", \"max-procs\" => 1,\n\
                \"bin-environment\" => ( \"PHP_FCGI_CHILDREN\" => \"2\", \"PHP_FCGI_MAX_REQUESTS\" => \"10000\" ),\n\
-               \"bin-copy-environment\" => ( \"PATH\" ), \"broken-scriptfilename\" => \"enable\" )))\n",
+               \"bin-copy-environment\" => ( \"PATH\" ), \"broken-scriptfilename\" => \"enable\",\n\
+               \"listen-backlog\" => 77 )))\n",
             php = php_cgi(),
             sock = sock.display()
         ),
@@ -843,12 +844,32 @@ fn php_cgi_spawned_by_glint_and_respawned() {
     let r = fetch(&s, &get("/hello.php?x=42", &[]));
     assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.stderr_tail());
     assert_eq!(body_text(&r), "Hello from PHP /hello.php 42\n");
+    // listen-backlog: the queue of the socket glint made for php-cgi (for a
+    // listening socket, ss shows it as Send-Q; under the name it was bound
+    // to, beside its path, before glint renamed it there).
+    let listing = Command::new("ss")
+        .args(["-xl"])
+        .output()
+        .expect("ss (apt-get install iproute2)");
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    let sock0 = format!("{}-0", sock.display());
+    let line = listing
+        .lines()
+        .find(|l| {
+            l.split_whitespace()
+                .any(|w| w.strip_suffix(".glint-new").unwrap_or(w) == sock0)
+        })
+        .unwrap_or_else(|| panic!("{sock0} not listening:\n{listing}"));
+    assert_eq!(
+        line.split_whitespace().nth(3),
+        Some("77"),
+        "backlog of {sock0}: {line}"
+    );
     assert_eq!(r.header("x-test"), Some("php"));
     let r = fetch(&s, &get("/nothere.php", &[]));
     assert_eq!(r.status, 404, "check-local: {}", r.describe());
 
     // Kill the php-cgi process: glint starts it again.
-    let sock0 = format!("{}-0", sock.display());
     let pids = children_of(s.pid());
     assert!(!pids.is_empty(), "php-cgi runs as glint's child");
     for p in &pids {
