@@ -486,25 +486,32 @@ impl BackendConn {
 /// Scripts `check-local` found to be files, with the second they were
 /// seen: a second's worth of requests for one script costs one stat.
 #[derive(Default)]
-pub struct LocalScripts(std::collections::HashMap<String, u64>);
+pub struct LocalScripts {
+    seen: std::collections::HashMap<String, u64>,
+    /// The path being asked about, built here to spare an allocation.
+    path: String,
+}
 
 impl LocalScripts {
-    /// Whether `file` (docroot and script name) is a file. A yes is
-    /// remembered for a second, like the open-file cache's entries; a no
-    /// is asked again each time.
-    pub fn check(&mut self, file: &str, now: u64) -> bool {
-        if self.0.get(file).is_some_and(|&t| now <= t + 1) {
+    /// Whether `docroot` + `script` is a file. A yes is remembered for a
+    /// second, like the open-file cache's entries; a no is asked again each
+    /// time.
+    pub fn check(&mut self, docroot: &str, script: &str, now: u64) -> bool {
+        self.path.clear();
+        self.path.push_str(docroot.trim_end_matches('/'));
+        self.path.push_str(script);
+        if self.seen.get(&self.path).is_some_and(|&t| now <= t + 1) {
             return true;
         }
-        let yes = std::fs::metadata(file).is_ok_and(|m| m.is_file());
-        if yes && self.0.len() < 1024 {
-            self.0.insert(file.to_string(), now);
+        let yes = std::fs::metadata(&self.path).is_ok_and(|m| m.is_file());
+        if yes && self.seen.len() < 1024 {
+            self.seen.insert(self.path.clone(), now);
         }
         yes
     }
 
     fn purge(&mut self, now: u64) {
-        self.0.retain(|_, t| now <= *t + 1);
+        self.seen.retain(|_, t| now <= *t + 1);
     }
 }
 

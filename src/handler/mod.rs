@@ -523,11 +523,11 @@ fn start_gateway(
         script_name = "";
         path_info = path;
     }
-    if spec.check_local && !authorizer {
-        let file = format!("{}{}", g.docroot.trim_end_matches('/'), script_name);
-        if !gateways.local_scripts.check(&file, g.now) {
-            return Err(404);
-        }
+    if spec.check_local
+        && !authorizer
+        && !gateways.local_scripts.check(g.docroot, script_name, g.now)
+    {
+        return Err(404);
     }
     // `server.max-request-size` bounds every body (413 before any backend
     // is asked); a chunked one is collected in memory, so also MAX_BODY.
