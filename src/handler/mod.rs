@@ -275,7 +275,7 @@ fn respond_with(
         Some(line) => {
             shown = Request {
                 request_line: line,
-                ..clone_request(req)
+                ..*req
             };
             &shown
         }
@@ -554,10 +554,7 @@ fn start_gateway(
             target = if rest.starts_with('/') { rest } else { "/" };
         }
     }
-    let shown = Request {
-        target,
-        ..clone_request(req)
-    };
+    let shown = Request { target, ..*req };
     let mut env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
         req: &shown,
         path,
@@ -659,21 +656,6 @@ fn start_gateway(
     }))
 }
 
-fn clone_request<'h, 'b>(r: &Request<'h, 'b>) -> Request<'h, 'b> {
-    Request {
-        method: r.method,
-        method_str: r.method_str,
-        target: r.target,
-        minor: r.minor,
-        headers: r.headers,
-        head_len: r.head_len,
-        body: r.body,
-        keep_alive: r.keep_alive,
-        host: r.host,
-        request_line: r.request_line,
-    }
-}
-
 /// Logs a finished gateway request from the head kept for it.
 pub fn log_gateway(conn: &Connection, sh: &mut Shared, gw: &crate::gateway::GwClient) {
     log_gateway_as(conn, sh, gw, gw.status, gw.body_sent);
@@ -691,7 +673,7 @@ fn log_gateway_as(conn: &Connection, sh: &mut Shared, gw: &GwClient, status: u16
     // A request run again is logged with the line the client sent.
     let shown = parsed.as_ref().map(|p| Request {
         request_line: gw.carry.orig_line.as_deref().unwrap_or(p.request_line),
-        ..clone_request(p)
+        ..*p
     });
     let settings = std::rc::Rc::clone(&gw.settings);
     log_access(sh, &settings, conn, shown.as_ref(), b"", status, body, 0);

@@ -68,7 +68,7 @@ pub enum Body {
 }
 
 /// A complete, validated request head, borrowing from the read buffer.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Request<'h, 'b> {
     pub method: Method,
     pub method_str: &'b str,
