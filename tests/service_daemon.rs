@@ -515,15 +515,17 @@ fn php_workers_conf(sock: &std::path::Path, children: u32) -> String {
     )
 }
 
-#[test]
-fn workers_share_the_backends_their_supervisor_spawns() {
-    let dir = TempDir::new("workers-php");
-    let root = php_docroot(&dir);
-    let sock = dir.join("php.socket");
-    let conf = write_conf(&dir, &root, free_port(), &php_workers_conf(&sock, 2));
-    let mut g = Launch::new().config_file(&conf).start();
+/// Starts glint with two workers and php-cgi (two children) on `sock`, and
+/// waits until the supervisor has the two workers and its one php-cgi.
+fn start_php_workers(
+    dir: &TempDir,
+    root: &std::path::Path,
+    port: u16,
+    sock: &std::path::Path,
+) -> Server {
+    let conf = write_conf(dir, root, port, &php_workers_conf(sock, 2));
+    let g = Launch::new().config_file(&conf).start();
     let sup = g.pid();
-    // One php-cgi, the supervisor's: the workers start none.
     assert!(
         wait_for(Duration::from_secs(10), || {
             let (w, php) = workers_and_php(sup);
@@ -533,6 +535,17 @@ fn workers_share_the_backends_their_supervisor_spawns() {
         workers_and_php(sup),
         g.stderr_tail()
     );
+    g
+}
+
+#[test]
+fn workers_share_the_backends_their_supervisor_spawns() {
+    let dir = TempDir::new("workers-php");
+    let root = php_docroot(&dir);
+    let sock = dir.join("php.socket");
+    // One php-cgi, the supervisor's: the workers start none.
+    let mut g = start_php_workers(&dir, &root, free_port(), &sock);
+    let sup = g.pid();
     let (workers, first) = workers_and_php(sup);
     for w in &workers {
         assert_eq!(children(*w), Vec::<i32>::new(), "children of worker {w}");
@@ -599,18 +612,8 @@ fn workers_sigusr1_keeps_retired_backends_until_the_old_workers_exit() {
     let root = php_docroot(&dir);
     let sock = dir.join("php.socket");
     let port = free_port();
-    let conf = write_conf(&dir, &root, port, &php_workers_conf(&sock, 2));
-    let mut g = Launch::new().config_file(&conf).start();
+    let mut g = start_php_workers(&dir, &root, port, &sock);
     let sup = g.pid();
-    assert!(
-        wait_for(Duration::from_secs(10), || {
-            let (w, php) = workers_and_php(sup);
-            w.len() == 2 && php.len() == 1
-        }),
-        "children of the supervisor: {:?}\n{}",
-        workers_and_php(sup),
-        g.stderr_tail()
-    );
     let (old_workers, first) = workers_and_php(sup);
     let old_php = first[0];
     php_requests(g.addr(), 8);
