@@ -334,11 +334,7 @@ fn a_killed_worker_is_replaced() {
         assert_eq!(get_at(g.addr(), "/").unwrap().status, 200);
     }
     let workers = children(sup);
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
     for w in workers {
         assert!(wait_for(Duration::from_secs(5), || !alive(w)));
     }
@@ -419,11 +415,7 @@ fn workers_take_a_new_configuration_on_sigusr1() {
     }
     let seen = client.finish_without_failures();
     assert_eq!(seen.last().map(Vec::as_slice), Some(&b"B"[..]));
-    g.signal(SIGINT);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGINT, Duration::from_secs(10));
 }
 
 /// `(command name, process group)` of a live process.
@@ -586,11 +578,7 @@ fn workers_share_the_backends_their_supervisor_spawns() {
     // SIGTERM: the workers go, then the backend, its whole group.
     let group = php[0];
     assert!(!group_members(group).is_empty());
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
     assert!(
         wait_for(Duration::from_secs(5), || group_members(group).is_empty()),
         "php-cgi left behind: {:?}",
@@ -658,11 +646,7 @@ fn workers_sigusr1_keeps_retired_backends_until_the_old_workers_exit() {
     );
     php_requests(g.addr(), 8);
     let (_, php) = workers_and_php(sup);
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
     assert!(
         wait_for(Duration::from_secs(5), || group_members(php[0]).is_empty()),
         "php-cgi left behind"

@@ -42,11 +42,7 @@ fn sighup_reopens_the_access_and_error_logs() {
             200
         );
     }
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
 
     let old = std::fs::read_to_string(dir.join("access.log.1")).unwrap();
     let new = std::fs::read_to_string(&access).unwrap();
@@ -117,11 +113,7 @@ fn sigusr1_reloads_without_a_failed_request() {
     g.signal(SIGUSR1);
     assert!(wait_for(Duration::from_secs(5), || get_at(addr2, "/").is_err()));
     assert_eq!(get_at(addr, "/").unwrap().body, b"A");
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
 }
 
 /// glint serving `data` as /big.bin with a 60 s graceful-shutdown timeout,
@@ -194,9 +186,5 @@ fn a_second_sigint_stops_at_once() {
     g.signal(SIGINT);
     std::thread::sleep(Duration::from_millis(300));
     assert!(g.is_running(), "stopped before the download ended");
-    g.signal(SIGINT);
-    assert!(g
-        .wait_exit(Duration::from_secs(5))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGINT, Duration::from_secs(5));
 }
