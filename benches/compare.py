@@ -604,10 +604,18 @@ def run_load(wl: dict, port: int, tmp: Path) -> dict:
     else:
         argv = ["wrk", "-t1", f"-c{wl['c']}", f"-d{wl['d']}s", "--latency", "--timeout", "10s", url]
         timeout = wl["d"] + 30
+    if wl["tool"] == "ab":
+        return run_client(client_cmd(argv), timeout, lambda out: parse_ab(out, tmp / "ab-percentiles.csv"))
+    return run_client(client_cmd(argv), timeout, parse_wrk)
+
+
+def run_client(argv: list[str], timeout: float, parse) -> dict:
+    """Runs a load client; `parse(stdout)` makes the result, to which this adds
+    the client's CPU seconds, the wall time, the exit code and any error."""
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     try:
-        p = subprocess.run(client_cmd(argv), capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         out, rc = p.stdout, p.returncode
         err = p.stderr.strip()
     except subprocess.TimeoutExpired as e:
@@ -615,7 +623,7 @@ def run_load(wl: dict, port: int, tmp: Path) -> dict:
         rc, err = -1, f"timed out after {timeout:.0f}s"
     wall = time.monotonic() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = parse_ab(out, tmp / "ab-percentiles.csv") if wl["tool"] == "ab" else parse_wrk(out)
+    r = parse(out)
     r["client_cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     r["wall_s"] = wall
     r["rc"] = rc
@@ -1053,24 +1061,17 @@ def main() -> int:
                 run_load(dict(tool="ab", path=path, n=500, c=10, k=False), servs[name].port, tmp)
 
         for rnd in range(args.rounds):
-            order = live[rnd % len(live):] + live[:rnd % len(live)]
-            raw["order"].append(order)
-            log(f"== round {rnd + 1}/{args.rounds}: {', '.join(order)}")
-            for wl in wls:
-                for name in order:
-                    srv = servs[name]
-                    if not srv.alive():
-                        raw["errors"].setdefault(name, f"died: {srv.tail_logs()}")
-                        continue
-                    r = measure(srv, wl, tmp)
-                    r["round"] = rnd + 1
-                    raw["runs"].setdefault(name, {}).setdefault(wl["id"], []).append(r)
-                    log(f"  {wl['title']:<36} {name:<9} {r.get('rps', 0):>10,.0f} req/s  "
-                        f"{r.get('cpu_us_per_req') or 0:7.1f} µs/req  p99 {r.get('p99_ms') or 0:7.2f} ms  "
-                        f"err {r.get('errors_total', '?')}  srv {r.get('server_busy_pct') or 0:3.0f}%  "
-                        f"cli {r.get('client_busy_pct') or 0:3.0f}%" + (f"  ! {r['error']}" if r.get("error") else "")
-                        + (f"  ! {r['warning']}" if r.get("warning") else ""))
-                    time.sleep(0.3)
+            order = start_round(raw, live, rnd, args.rounds)
+            for wl, name, srv in live_runs(raw, servs, order, wls):
+                r = measure(srv, wl, tmp)
+                r["round"] = rnd + 1
+                raw["runs"].setdefault(name, {}).setdefault(wl["id"], []).append(r)
+                log(f"  {wl['title']:<36} {name:<9} {r.get('rps', 0):>10,.0f} req/s  "
+                    f"{r.get('cpu_us_per_req') or 0:7.1f} µs/req  p99 {r.get('p99_ms') or 0:7.2f} ms  "
+                    f"err {r.get('errors_total', '?')}  srv {r.get('server_busy_pct') or 0:3.0f}%  "
+                    f"cli {r.get('client_busy_pct') or 0:3.0f}%" + (f"  ! {r['error']}" if r.get("error") else "")
+                    + (f"  ! {r['warning']}" if r.get("warning") else ""))
+                time.sleep(0.3)
             if idle_n:
                 for name in order:
                     srv = servs[name]
@@ -1100,6 +1101,27 @@ def main() -> int:
 
     write_reports(raw, Path(args.out))
     return 0 if not raw["errors"] else 3
+
+
+def start_round(raw: dict, live: list[str], rnd: int, rounds: int) -> list[str]:
+    """The servers' order in round `rnd` (rotated, so that each goes first in
+    turn), recorded in `raw` and logged."""
+    order = live[rnd % len(live):] + live[:rnd % len(live)]
+    raw["order"].append(order)
+    log(f"== round {rnd + 1}/{rounds}: {', '.join(order)}")
+    return order
+
+
+def live_runs(raw: dict, servs: dict, order: list[str], wls: list[dict]):
+    """Each (workload, server name, server) of a round, workload by workload;
+    a server that has died is passed over and its death recorded in `raw`."""
+    for wl in wls:
+        for name in order:
+            srv = servs[name]
+            if not srv.alive():
+                raw["errors"].setdefault(name, f"died: {srv.tail_logs()}")
+                continue
+            yield wl, name, srv
 
 
 def write_reports(raw: dict, out: Path, write_json: bool = True) -> None:

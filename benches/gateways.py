@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import re
-import resource
 import select
 import shutil
 import signal
@@ -377,23 +376,7 @@ def run_ab(path: str, n: int, c: int, port: int, tmp: Path) -> dict:
     argv = ["taskset", "-c", CLIENT_CPU, "ab", "-q", "-r", "-l", "-s", "30", "-n", str(n), "-c", str(c),
             "-e", str(csv_path), url]
     timeout = 60 + n / 50
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        out, rc, err = p.stdout, p.returncode, p.stderr.strip()
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        rc, err = -1, f"timed out after {timeout:.0f}s"
-    wall = time.monotonic() - t0
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = parse_ab(out, csv_path)
-    r["client_cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    r["wall_s"] = wall
-    r["rc"] = rc
-    if rc != 0:
-        r["error"] = (err or out)[-400:]
-    return r
+    return cmp.run_client(argv, timeout, lambda out: parse_ab(out, csv_path))
 
 
 def run_ab_repeated(path: str, n: int, c: int, port: int, tmp: Path, repeat: int) -> dict:
@@ -775,26 +758,19 @@ def main() -> int:
                 run_ab(path, 50, 5, servs[name].port, tmp)
 
         for rnd in range(args.rounds):
-            order = live[rnd % len(live):] + live[:rnd % len(live)]
-            raw["order"].append(order)
-            log(f"== round {rnd + 1}/{args.rounds}: {', '.join(order)}")
-            for wl in wls:
-                for name in order:
-                    srv = servs[name]
-                    if not srv.alive():
-                        raw["errors"].setdefault(name, f"died: {srv.tail_logs()}")
-                        continue
-                    dead = [b.name for b in backends if not b.alive()]
-                    if dead:
-                        raise RuntimeError(f"backend(s) died: {dead}")
-                    r = measure(srv, wl, tmp)
-                    r["round"] = rnd + 1
-                    raw["runs"].setdefault(name, {}).setdefault(wl["id"], []).append(r)
-                    log(f"  {wl['id']:<15} {name:<9} {r.get('ok_rps', 0):>8,.0f} 2xx/s  "
-                        f"non2xx {r.get('non2xx')}  failed {r.get('failed')}  "
-                        f"{r.get('cpu_us_per_req') or 0:7.1f} µs/req  p99 {r.get('p99_ms') or 0:7.1f} ms  "
-                        f"srv {r.get('server_busy_pct') or 0:3.0f}%" + (f"  ! {r['error'][:150]}" if r.get("error") else ""))
-                    time.sleep(0.5)
+            order = cmp.start_round(raw, live, rnd, args.rounds)
+            for wl, name, srv in cmp.live_runs(raw, servs, order, wls):
+                dead = [b.name for b in backends if not b.alive()]
+                if dead:
+                    raise RuntimeError(f"backend(s) died: {dead}")
+                r = measure(srv, wl, tmp)
+                r["round"] = rnd + 1
+                raw["runs"].setdefault(name, {}).setdefault(wl["id"], []).append(r)
+                log(f"  {wl['id']:<15} {name:<9} {r.get('ok_rps', 0):>8,.0f} 2xx/s  "
+                    f"non2xx {r.get('non2xx')}  failed {r.get('failed')}  "
+                    f"{r.get('cpu_us_per_req') or 0:7.1f} µs/req  p99 {r.get('p99_ms') or 0:7.1f} ms  "
+                    f"srv {r.get('server_busy_pct') or 0:3.0f}%" + (f"  ! {r['error'][:150]}" if r.get("error") else ""))
+                time.sleep(0.5)
         raw["error_logs"] = {name: servs[name].tail_logs() for name in live}
         raw["error_log_kinds"] = {name: log_kinds(servs[name]) for name in live}
     finally:

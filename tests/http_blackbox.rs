@@ -93,31 +93,32 @@ fn static_files_and_directories() {
     let d = fixture();
     let s = Server::start(&d);
     let idx_len = INDEX.len().to_string();
+    // The representation headers that GET and HEAD of /index.html both carry.
+    let index_headers = |c: Case| {
+        c.hdr("Content-Type", "text/html; charset=utf-8")
+            .hdr("Content-Length", &idx_len)
+            .hdr("Last-Modified", MTIME_HTTP)
+            .hdr("Accept-Ranges", "bytes")
+            .check(etag_is_quoted)
+    };
+    // One case: GET `path` answers 200 with exactly `body`.
+    let serves =
+        |name: &str, path: &str, body: &[u8]| Case::new(name, get(path, &[]), &[200]).body(body);
     let cases = vec![
         Case::new("GET / serves index.html", get("/", &[]), &[200])
             .hdr("Content-Type", "text/html; charset=utf-8")
             .body(INDEX),
-        Case::new(
+        index_headers(Case::new(
             "GET /index.html with validators",
             get("/index.html", &[]),
             &[200],
-        )
-        .hdr("Content-Type", "text/html; charset=utf-8")
-        .hdr("Content-Length", &idx_len)
-        .hdr("Last-Modified", MTIME_HTTP)
-        .hdr("Accept-Ranges", "bytes")
-        .check(etag_is_quoted)
+        ))
         .body(INDEX),
-        Case::new(
+        index_headers(Case::new(
             "HEAD /index.html: same headers, no body",
             head("/index.html", &[]),
             &[200],
-        )
-        .hdr("Content-Type", "text/html; charset=utf-8")
-        .hdr("Content-Length", &idx_len)
-        .hdr("Last-Modified", MTIME_HTTP)
-        .hdr("Accept-Ranges", "bytes")
-        .check(etag_is_quoted)
+        ))
         .empty_body(),
         Case::new("HEAD / (directory index) no body", head("/", &[]), &[200])
             .hdr("Content-Length", &idx_len)
@@ -141,7 +142,7 @@ fn static_files_and_directories() {
         Case::new("empty file", get("/empty.txt", &[]), &[200])
             .hdr("Content-Length", "0")
             .empty_body(),
-        Case::new("file in subdirectory", get("/dir/file.txt", &[]), &[200]).body(IN_DIR),
+        serves("file in subdirectory", "/dir/file.txt", IN_DIR),
         Case::new("missing file -> 404", get("/missing.html", &[]), &[404]),
         Case::new("missing dir -> 404", get("/nodir/", &[]), &[404]),
         Case::new(
@@ -169,20 +170,14 @@ fn static_files_and_directories() {
         Case::new("directory with index.html", get("/idx/", &[]), &[200])
             .hdr("Content-Type", "text/html; charset=utf-8")
             .body(IDX_HTML),
-        Case::new("directory with index.htm", get("/idxhtm/", &[]), &[200]).body(IDX_HTM),
-        Case::new("query string ignored", get("/index.html?x=1", &[]), &[200]).body(INDEX),
-        Case::new(
+        serves("directory with index.htm", "/idxhtm/", IDX_HTM),
+        serves("query string ignored", "/index.html?x=1", INDEX),
+        serves(
             "query string with escapes ignored",
-            get("/index.html?a=b&c=%20d&e=/../x", &[]),
-            &[200],
-        )
-        .body(INDEX),
-        Case::new(
-            "absolute-form target",
-            get("http://test/index.html", &[]),
-            &[200],
-        )
-        .body(INDEX),
+            "/index.html?a=b&c=%20d&e=/../x",
+            INDEX,
+        ),
+        serves("absolute-form target", "http://test/index.html", INDEX),
         Case::new(
             "absolute-form target with port",
             b"GET http://test:80/index.html HTTP/1.1\r\nHost: test:80\r\nConnection: close\r\n\r\n"
@@ -190,28 +185,13 @@ fn static_files_and_directories() {
             &[200],
         )
         .body(INDEX),
-        Case::new("percent-encoded space", get("/a%20b.txt", &[]), &[200]).body(SPACE),
-        Case::new("percent-encoded UTF-8", get("/caf%C3%A9.txt", &[]), &[200]).body(CAFE),
-        Case::new(
-            "percent-encoded lowercase hex",
-            get("/caf%c3%a9.txt", &[]),
-            &[200],
-        )
-        .body(CAFE),
-        Case::new(
-            "percent-encoded unreserved char",
-            get("/%69ndex.html", &[]),
-            &[200],
-        )
-        .body(INDEX),
+        serves("percent-encoded space", "/a%20b.txt", SPACE),
+        serves("percent-encoded UTF-8", "/caf%C3%A9.txt", CAFE),
+        serves("percent-encoded lowercase hex", "/caf%c3%a9.txt", CAFE),
+        serves("percent-encoded unreserved char", "/%69ndex.html", INDEX),
         // RFC 3986 §5.2.4 dot-segment removal inside the docroot.
-        Case::new(
-            "dot segments inside docroot",
-            get("/dir/../index.html", &[]),
-            &[200],
-        )
-        .body(INDEX),
-        Case::new("single dot segment", get("/./index.html", &[]), &[200]).body(INDEX),
+        serves("dot segments inside docroot", "/dir/../index.html", INDEX),
+        serves("single dot segment", "/./index.html", INDEX),
         Case::new(
             "HTTP/1.0 without Host is fine",
             b"GET /index.html HTTP/1.0\r\n\r\n".to_vec(),
@@ -361,35 +341,24 @@ fn conditional_requests() {
     let im = |v: &str| h("If-Match", v);
     let ius = |v: &str| h("If-Unmodified-Since", v);
     let list = format!("\"nope\", {etag}, \"other\"");
+    // One case: GET /index.html with these extra header lines, expecting `status`.
+    let idx = |name: &str, extra: &[&str], status: u16| {
+        Case::new(name, get("/index.html", extra), &[status])
+    };
     let cases = vec![
-        Case::new(
-            "If-None-Match matching -> 304",
-            get("/index.html", &[&inm(&etag)]),
-            &[304],
-        )
-        .hdr("ETag", &etag),
-        Case::new(
-            "If-None-Match in a list -> 304",
-            get("/index.html", &[&inm(&list)]),
-            &[304],
-        )
-        .hdr("ETag", &etag),
-        Case::new(
-            "If-None-Match * -> 304",
-            get("/index.html", &[&inm("*")]),
-            &[304],
-        )
-        .hdr("ETag", &etag),
-        Case::new(
+        idx("If-None-Match matching -> 304", &[&inm(&etag)], 304).hdr("ETag", &etag),
+        idx("If-None-Match in a list -> 304", &[&inm(&list)], 304).hdr("ETag", &etag),
+        idx("If-None-Match * -> 304", &[&inm("*")], 304).hdr("ETag", &etag),
+        idx(
             "If-None-Match weak form (weak comparison) -> 304",
-            get("/index.html", &[&inm(&weak)]),
-            &[304],
+            &[&inm(&weak)],
+            304,
         )
         .hdr("ETag", &etag),
-        Case::new(
+        idx(
             "If-None-Match not matching -> 200",
-            get("/index.html", &[&inm("\"nope\"")]),
-            &[200],
+            &[&inm("\"nope\"")],
+            200,
         )
         .body(INDEX),
         Case::new(
@@ -407,70 +376,33 @@ fn conditional_requests() {
             &[304],
         )
         .stays_open(),
-        Case::new(
-            "If-Modified-Since equal -> 304",
-            get("/index.html", &[&ims(MTIME_HTTP)]),
-            &[304],
-        )
-        .hdr("ETag", &etag),
-        Case::new(
-            "If-Modified-Since later -> 304",
-            get("/index.html", &[&ims(later)]),
-            &[304],
-        ),
-        Case::new(
-            "If-Modified-Since earlier -> 200",
-            get("/index.html", &[&ims(earlier)]),
-            &[200],
-        )
-        .body(INDEX),
-        Case::new(
+        idx("If-Modified-Since equal -> 304", &[&ims(MTIME_HTTP)], 304).hdr("ETag", &etag),
+        idx("If-Modified-Since later -> 304", &[&ims(later)], 304),
+        idx("If-Modified-Since earlier -> 200", &[&ims(earlier)], 200).body(INDEX),
+        idx(
             "If-Modified-Since invalid date ignored",
-            get("/index.html", &[&ims("yesterday")]),
-            &[200],
+            &[&ims("yesterday")],
+            200,
         )
         .body(INDEX),
         // LIGHTTPD-DIFFERS (possibly): precedence of If-None-Match over If-Modified-Since.
-        Case::new(
+        idx(
             "If-None-Match (no match) beats If-Modified-Since (equal) -> 200",
-            get("/index.html", &[&inm("\"nope\""), &ims(MTIME_HTTP)]),
-            &[200],
+            &[&inm("\"nope\""), &ims(MTIME_HTTP)],
+            200,
         )
         .body(INDEX),
-        Case::new(
+        idx(
             "If-None-Match (match) beats If-Modified-Since (earlier) -> 304",
-            get("/index.html", &[&inm(&etag), &ims(earlier)]),
-            &[304],
+            &[&inm(&etag), &ims(earlier)],
+            304,
         ),
-        Case::new(
-            "If-Match not matching -> 412",
-            get("/index.html", &[&im("\"nope\"")]),
-            &[412],
-        ),
-        Case::new(
-            "If-Match matching -> 200",
-            get("/index.html", &[&im(&etag)]),
-            &[200],
-        )
-        .body(INDEX),
-        Case::new("If-Match * -> 200", get("/index.html", &[&im("*")]), &[200]).body(INDEX),
-        Case::new(
-            "If-Unmodified-Since earlier -> 412",
-            get("/index.html", &[&ius(earlier)]),
-            &[412],
-        ),
-        Case::new(
-            "If-Unmodified-Since equal -> 200",
-            get("/index.html", &[&ius(MTIME_HTTP)]),
-            &[200],
-        )
-        .body(INDEX),
-        Case::new(
-            "If-Unmodified-Since later -> 200",
-            get("/index.html", &[&ius(later)]),
-            &[200],
-        )
-        .body(INDEX),
+        idx("If-Match not matching -> 412", &[&im("\"nope\"")], 412),
+        idx("If-Match matching -> 200", &[&im(&etag)], 200).body(INDEX),
+        idx("If-Match * -> 200", &[&im("*")], 200).body(INDEX),
+        idx("If-Unmodified-Since earlier -> 412", &[&ius(earlier)], 412),
+        idx("If-Unmodified-Since equal -> 200", &[&ius(MTIME_HTTP)], 200).body(INDEX),
+        idx("If-Unmodified-Since later -> 200", &[&ius(later)], 200).body(INDEX),
     ];
     run_cases(&s, &cases);
 }
@@ -563,50 +495,38 @@ fn range_requests() {
     let (etag, lm) = validators(&s, "/digits.txt");
     let r = |v: &str| format!("Range: {v}");
     let ifr = |v: &str| format!("If-Range: {v}");
+    // One case: GET /digits.txt with these extra header lines, expecting `status`.
+    let digits = |name: &str, extra: &[&str], status: u16| {
+        Case::new(name, get("/digits.txt", extra), &[status])
+    };
     let cases = vec![
-        Case::new("bytes=0-9", get("/digits.txt", &[&r("bytes=0-9")]), &[206])
+        digits("bytes=0-9", &[&r("bytes=0-9")], 206)
             .hdr("Content-Range", "bytes 0-9/36")
             .hdr("Content-Length", "10")
             .body(&DIGITS[0..10]),
-        Case::new("bytes=5-", get("/digits.txt", &[&r("bytes=5-")]), &[206])
+        digits("bytes=5-", &[&r("bytes=5-")], 206)
             .hdr("Content-Range", "bytes 5-35/36")
             .body(&DIGITS[5..]),
-        Case::new(
-            "bytes=-5 (suffix)",
-            get("/digits.txt", &[&r("bytes=-5")]),
-            &[206],
-        )
-        .hdr("Content-Range", "bytes 31-35/36")
-        .body(&DIGITS[31..]),
-        Case::new(
+        digits("bytes=-5 (suffix)", &[&r("bytes=-5")], 206)
+            .hdr("Content-Range", "bytes 31-35/36")
+            .body(&DIGITS[31..]),
+        digits(
             "suffix longer than file -> whole file as 206",
-            get("/digits.txt", &[&r("bytes=-100")]),
-            &[206],
+            &[&r("bytes=-100")],
+            206,
         )
         .hdr("Content-Range", "bytes 0-35/36")
         .body(DIGITS),
-        Case::new(
-            "end past EOF clamped",
-            get("/digits.txt", &[&r("bytes=30-100")]),
-            &[206],
-        )
-        .hdr("Content-Range", "bytes 30-35/36")
-        .body(&DIGITS[30..]),
-        Case::new(
-            "single byte",
-            get("/digits.txt", &[&r("bytes=35-35")]),
-            &[206],
-        )
-        .hdr("Content-Range", "bytes 35-35/36")
-        .body(&DIGITS[35..]),
-        Case::new(
-            "range keeps ETag and Content-Type",
-            get("/digits.txt", &[&r("bytes=1-2")]),
-            &[206],
-        )
-        .hdr("ETag", &etag)
-        .hdr_contains("Content-Type", "text/plain")
-        .body(&DIGITS[1..3]),
+        digits("end past EOF clamped", &[&r("bytes=30-100")], 206)
+            .hdr("Content-Range", "bytes 30-35/36")
+            .body(&DIGITS[30..]),
+        digits("single byte", &[&r("bytes=35-35")], 206)
+            .hdr("Content-Range", "bytes 35-35/36")
+            .body(&DIGITS[35..]),
+        digits("range keeps ETag and Content-Type", &[&r("bytes=1-2")], 206)
+            .hdr("ETag", &etag)
+            .hdr_contains("Content-Type", "text/plain")
+            .body(&DIGITS[1..3]),
         // Gaps far larger than the multipart overhead, so a server may not coalesce them
         // (RFC 9110 §14.2 allows coalescing small gaps).
         Case::new(
@@ -650,63 +570,36 @@ fn range_requests() {
             ])(r)
         })
         .closes(),
-        Case::new(
-            "unsatisfiable bytes=36-",
-            get("/digits.txt", &[&r("bytes=36-")]),
-            &[416],
-        )
-        .hdr("Content-Range", "bytes */36"),
-        Case::new(
-            "unsatisfiable bytes=100-200",
-            get("/digits.txt", &[&r("bytes=100-200")]),
-            &[416],
-        )
-        .hdr("Content-Range", "bytes */36"),
-        Case::new(
-            "invalid range syntax ignored",
-            get("/digits.txt", &[&r("bytes=abc")]),
-            &[200],
-        )
-        .lacks("Content-Range")
-        .body(DIGITS),
-        Case::new(
-            "unknown range unit ignored",
-            get("/digits.txt", &[&r("pages=0-5")]),
-            &[200],
-        )
-        .body(DIGITS),
+        digits("unsatisfiable bytes=36-", &[&r("bytes=36-")], 416)
+            .hdr("Content-Range", "bytes */36"),
+        digits("unsatisfiable bytes=100-200", &[&r("bytes=100-200")], 416)
+            .hdr("Content-Range", "bytes */36"),
+        digits("invalid range syntax ignored", &[&r("bytes=abc")], 200)
+            .lacks("Content-Range")
+            .body(DIGITS),
+        digits("unknown range unit ignored", &[&r("pages=0-5")], 200).body(DIGITS),
         // RFC 9110 §14.1.1: last-pos < first-pos makes the range-spec invalid -> header ignored.
         // LIGHTTPD-DIFFERS (possibly): lighttpd may answer 416.
-        Case::new(
-            "reversed range ignored",
-            get("/digits.txt", &[&r("bytes=5-2")]),
-            &[200],
-        )
-        .body(DIGITS),
-        Case::new(
-            "empty range set ignored",
-            get("/digits.txt", &[&r("bytes=")]),
-            &[200],
-        )
-        .body(DIGITS),
-        Case::new(
+        digits("reversed range ignored", &[&r("bytes=5-2")], 200).body(DIGITS),
+        digits("empty range set ignored", &[&r("bytes=")], 200).body(DIGITS),
+        digits(
             "If-Range matching ETag -> 206",
-            get("/digits.txt", &[&r("bytes=0-3"), &ifr(&etag)]),
-            &[206],
+            &[&r("bytes=0-3"), &ifr(&etag)],
+            206,
         )
         .hdr("Content-Range", "bytes 0-3/36")
         .body(&DIGITS[0..4]),
-        Case::new(
+        digits(
             "If-Range other ETag -> 200 full",
-            get("/digits.txt", &[&r("bytes=0-3"), &ifr("\"nope\"")]),
-            &[200],
+            &[&r("bytes=0-3"), &ifr("\"nope\"")],
+            200,
         )
         .lacks("Content-Range")
         .body(DIGITS),
-        Case::new(
+        digits(
             "If-Range matching date -> 206",
-            get("/digits.txt", &[&r("bytes=0-3"), &ifr(&lm)]),
-            &[206],
+            &[&r("bytes=0-3"), &ifr(&lm)],
+            206,
         )
         .body(&DIGITS[0..4]),
         Case::new(

@@ -334,11 +334,7 @@ fn a_killed_worker_is_replaced() {
         assert_eq!(get_at(g.addr(), "/").unwrap().status, 200);
     }
     let workers = children(sup);
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
     for w in workers {
         assert!(wait_for(Duration::from_secs(5), || !alive(w)));
     }
@@ -419,11 +415,7 @@ fn workers_take_a_new_configuration_on_sigusr1() {
     }
     let seen = client.finish_without_failures();
     assert_eq!(seen.last().map(Vec::as_slice), Some(&b"B"[..]));
-    g.signal(SIGINT);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGINT, Duration::from_secs(10));
 }
 
 /// `(command name, process group)` of a live process.
@@ -515,15 +507,17 @@ fn php_workers_conf(sock: &std::path::Path, children: u32) -> String {
     )
 }
 
-#[test]
-fn workers_share_the_backends_their_supervisor_spawns() {
-    let dir = TempDir::new("workers-php");
-    let root = php_docroot(&dir);
-    let sock = dir.join("php.socket");
-    let conf = write_conf(&dir, &root, free_port(), &php_workers_conf(&sock, 2));
-    let mut g = Launch::new().config_file(&conf).start();
+/// Starts glint with two workers and php-cgi (two children) on `sock`, and
+/// waits until the supervisor has the two workers and its one php-cgi.
+fn start_php_workers(
+    dir: &TempDir,
+    root: &std::path::Path,
+    port: u16,
+    sock: &std::path::Path,
+) -> Server {
+    let conf = write_conf(dir, root, port, &php_workers_conf(sock, 2));
+    let g = Launch::new().config_file(&conf).start();
     let sup = g.pid();
-    // One php-cgi, the supervisor's: the workers start none.
     assert!(
         wait_for(Duration::from_secs(10), || {
             let (w, php) = workers_and_php(sup);
@@ -533,6 +527,17 @@ fn workers_share_the_backends_their_supervisor_spawns() {
         workers_and_php(sup),
         g.stderr_tail()
     );
+    g
+}
+
+#[test]
+fn workers_share_the_backends_their_supervisor_spawns() {
+    let dir = TempDir::new("workers-php");
+    let root = php_docroot(&dir);
+    let sock = dir.join("php.socket");
+    // One php-cgi, the supervisor's: the workers start none.
+    let mut g = start_php_workers(&dir, &root, free_port(), &sock);
+    let sup = g.pid();
     let (workers, first) = workers_and_php(sup);
     for w in &workers {
         assert_eq!(children(*w), Vec::<i32>::new(), "children of worker {w}");
@@ -573,11 +578,7 @@ fn workers_share_the_backends_their_supervisor_spawns() {
     // SIGTERM: the workers go, then the backend, its whole group.
     let group = php[0];
     assert!(!group_members(group).is_empty());
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
     assert!(
         wait_for(Duration::from_secs(5), || group_members(group).is_empty()),
         "php-cgi left behind: {:?}",
@@ -599,18 +600,8 @@ fn workers_sigusr1_keeps_retired_backends_until_the_old_workers_exit() {
     let root = php_docroot(&dir);
     let sock = dir.join("php.socket");
     let port = free_port();
-    let conf = write_conf(&dir, &root, port, &php_workers_conf(&sock, 2));
-    let mut g = Launch::new().config_file(&conf).start();
+    let mut g = start_php_workers(&dir, &root, port, &sock);
     let sup = g.pid();
-    assert!(
-        wait_for(Duration::from_secs(10), || {
-            let (w, php) = workers_and_php(sup);
-            w.len() == 2 && php.len() == 1
-        }),
-        "children of the supervisor: {:?}\n{}",
-        workers_and_php(sup),
-        g.stderr_tail()
-    );
     let (old_workers, first) = workers_and_php(sup);
     let old_php = first[0];
     php_requests(g.addr(), 8);
@@ -655,11 +646,7 @@ fn workers_sigusr1_keeps_retired_backends_until_the_old_workers_exit() {
     );
     php_requests(g.addr(), 8);
     let (_, php) = workers_and_php(sup);
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
     assert!(
         wait_for(Duration::from_secs(5), || group_members(php[0]).is_empty()),
         "php-cgi left behind"

@@ -42,11 +42,7 @@ fn sighup_reopens_the_access_and_error_logs() {
             200
         );
     }
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
 
     let old = std::fs::read_to_string(dir.join("access.log.1")).unwrap();
     let new = std::fs::read_to_string(&access).unwrap();
@@ -117,28 +113,31 @@ fn sigusr1_reloads_without_a_failed_request() {
     g.signal(SIGUSR1);
     assert!(wait_for(Duration::from_secs(5), || get_at(addr2, "/").is_err()));
     assert_eq!(get_at(addr, "/").unwrap().body, b"A");
-    g.signal(SIGTERM);
-    assert!(g
-        .wait_exit(Duration::from_secs(10))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGTERM, Duration::from_secs(10));
 }
 
-#[test]
-fn sigint_finishes_a_slow_download_then_exits() {
-    const SIZE: usize = 20 * 1024 * 1024;
-    let dir = TempDir::new("sigint");
+/// glint serving `data` as /big.bin with a 60 s graceful-shutdown timeout,
+/// and a client connected to it. The directory lives as long as the first value.
+fn serve_big_file(name: &str, data: &[u8]) -> (TempDir, Server, TcpStream) {
+    let dir = TempDir::new(name);
     let root = docroot(&dir, "www", "x");
-    let data: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8).collect();
-    std::fs::write(root.join("big.bin"), &data).unwrap();
+    std::fs::write(root.join("big.bin"), data).unwrap();
     let conf = write_conf(
         &dir,
         &root,
         free_port(),
         "server.graceful-shutdown-timeout = 60",
     );
-    let mut g = Launch::new().config_file(&conf).start();
-    let mut s = TcpStream::connect(g.addr()).unwrap();
+    let g = Launch::new().config_file(&conf).start();
+    let s = TcpStream::connect(g.addr()).unwrap();
+    (dir, g, s)
+}
+
+#[test]
+fn sigint_finishes_a_slow_download_then_exits() {
+    const SIZE: usize = 20 * 1024 * 1024;
+    let data: Vec<u8> = (0..SIZE).map(|i| (i % 251) as u8).collect();
+    let (_dir, mut g, mut s) = serve_big_file("sigint", &data);
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         .unwrap();
@@ -180,26 +179,12 @@ fn sigint_finishes_a_slow_download_then_exits() {
 
 #[test]
 fn a_second_sigint_stops_at_once() {
-    let dir = TempDir::new("sigint2");
-    let root = docroot(&dir, "www", "x");
-    std::fs::write(root.join("big.bin"), vec![7u8; 8 * 1024 * 1024]).unwrap();
-    let conf = write_conf(
-        &dir,
-        &root,
-        free_port(),
-        "server.graceful-shutdown-timeout = 60",
-    );
-    let mut g = Launch::new().config_file(&conf).start();
-    let mut s = TcpStream::connect(g.addr()).unwrap();
+    let (_dir, mut g, mut s) = serve_big_file("sigint2", &vec![7u8; 8 * 1024 * 1024]);
     s.write_all(b"GET /big.bin HTTP/1.0\r\n\r\n").unwrap();
     let mut buf = [0u8; 1024];
     let _ = s.read(&mut buf).unwrap();
     g.signal(SIGINT);
     std::thread::sleep(Duration::from_millis(300));
     assert!(g.is_running(), "stopped before the download ended");
-    g.signal(SIGINT);
-    assert!(g
-        .wait_exit(Duration::from_secs(5))
-        .expect("glint exited")
-        .success());
+    g.signal_and_exit_cleanly(SIGINT, Duration::from_secs(5));
 }

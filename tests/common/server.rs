@@ -349,6 +349,13 @@ impl Server {
         st
     }
 
+    /// Sends `sig` and asserts that glint exits, with status 0, within `timeout`.
+    #[track_caller]
+    pub fn signal_and_exit_cleanly(&mut self, sig: Signal, timeout: Duration) {
+        self.signal(sig);
+        assert!(self.wait_exit(timeout).expect("glint exited").success());
+    }
+
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
