@@ -20,6 +20,7 @@ mod lexer;
 mod options;
 mod parser;
 mod settings;
+mod support;
 mod value;
 
 #[cfg(test)]
@@ -28,6 +29,7 @@ mod tests;
 pub use error::ConfigError;
 pub use options::{KEPT_OPTIONS, PROVIDED_MODULES};
 pub use settings::{Origin, Settings, DEFAULT_ACCESSLOG_FORMAT};
+pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 
 use cond::{Cond, Test};
@@ -188,20 +190,18 @@ impl Config {
         let parsed = parser::parse(text, name, base_dir)?;
         let mut warnings = Vec::new();
         let mut global = Settings::default();
+        // lighttpd refuses to start when a module cannot be loaded; glint
+        // refuses a module it does not provide, at the line that named it.
+        for (m, pos) in &parsed.modules {
+            if !PROVIDED_MODULES.contains(&m.as_str()) {
+                return Err(pos.error(format!("module {m} is not provided by glint")));
+            }
+        }
         for e in &parsed.entries {
             if e.key.starts_with("var.") {
                 continue;
             }
-            if check(&mut global, e, &mut warnings)? && e.key == "server.modules" {
-                for m in &global.modules {
-                    if !PROVIDED_MODULES.contains(&m.as_str()) {
-                        warnings.push(format!(
-                            "{}:{}: module {m} is not provided by glint; ignored",
-                            e.pos.file, e.pos.line
-                        ));
-                    }
-                }
-            }
+            check(&mut global, e, &mut warnings)?;
         }
         let mut listeners = vec![listen_from_settings(&global)];
         let mut socket_map = Vec::with_capacity(parsed.sockets.len());
@@ -289,6 +289,28 @@ impl Config {
         Resolved { settings, captures }
     }
 
+    /// The settings of listener `i` before any request: the global scope
+    /// with the `$SERVER["socket"]` blocks that name it (and their nested
+    /// socket blocks) applied. Listener options (`server.listen-backlog`,
+    /// `server.use-ipv6`, `server.set-v6only`, `server.socket-perms`) come
+    /// from here; a block on anything else is a request's business.
+    pub fn socket_settings(&self, i: usize) -> Rc<Settings> {
+        let spec = self.listeners.get(i).map_or("", |l| l.spec.as_str());
+        let facts = RequestFacts {
+            listener: i,
+            remote_ip: None,
+            scheme: "",
+            method: "",
+            host: "",
+            url: "",
+            query: "",
+            headers: &[],
+        };
+        let mut ids = Vec::new();
+        walk_sockets(&self.chains, &facts, spec, &mut ids);
+        self.merged(&ids)
+    }
+
     /// The settings for a combination of matched blocks, from the cache when possible.
     fn merged(&self, ids: &[u32]) -> Rc<Settings> {
         if ids.is_empty() {
@@ -359,20 +381,58 @@ fn scope_of(values: &[Option<Value>], v: &Option<Value>) -> u32 {
     values.iter().position(|x| x == v).unwrap_or(0) as u32
 }
 
-/// Applies one entry to `s`: `Ok(true)` when glint knows the option,
-/// `Ok(false)` (and a warning) when it does not.
+/// Applies one entry to `s`: `Ok(true)` when glint acts on the option,
+/// `Ok(false)` when it accepts it without effect (with a warning where
+/// that is worth saying), an error when glint cannot honour it
+/// ([`support`]).
 fn check(s: &mut Settings, e: &Entry, warnings: &mut Vec<String>) -> Result<bool, ConfigError> {
     let origin = origin_of(&e.pos);
-    match options::apply(s, &e.key, &e.value, &origin) {
-        Ok(Applied::Known) => Ok(true),
-        Ok(Applied::Unknown) => {
-            warnings.push(format!(
-                "{}:{}: option {} is not supported by glint; ignored",
-                e.pos.file, e.pos.line, e.key
-            ));
-            Ok(false)
-        }
-        Err(m) => Err(e.pos.error(format!("{}: {m}", e.key))),
+    let m = match options::apply(s, &e.key, &e.value, &origin) {
+        Ok(Applied::Known) => return Ok(true),
+        Ok(Applied::Unknown) => match support::classify(&e.key, &e.value) {
+            Ok(support::Support::DefaultValue) => return Ok(false),
+            Ok(support::Support::Ignored(why)) => {
+                warnings.push(format!(
+                    "{}:{}: option {} ignored: {why}",
+                    e.pos.file, e.pos.line, e.key
+                ));
+                return Ok(false);
+            }
+            Ok(support::Support::Unknown) => {
+                warnings.push(format!(
+                    "{}:{}: unknown option {}; ignored (lighttpd does not know it either)",
+                    e.pos.file, e.pos.line, e.key
+                ));
+                return Ok(false);
+            }
+            Ok(support::Support::NotProvided(module)) => {
+                return Err(e.pos.error(format!(
+                    "option {}{} is not provided by glint",
+                    e.key,
+                    module_note(module)
+                )));
+            }
+            Ok(support::Support::NotDefault(module)) => {
+                return Err(e.pos.error(format!(
+                    "option {} = {}{} is not provided by glint (only its default is)",
+                    e.key,
+                    e.value.to_conf(0),
+                    module_note(module)
+                )));
+            }
+            Err(m) => m,
+        },
+        Err(m) => m,
+    };
+    Err(e.pos.error(format!("{}: {m}", e.key)))
+}
+
+/// " (mod_x)" after an option's name, nothing for the server's own options.
+fn module_note(module: &str) -> String {
+    if module == "core" {
+        String::new()
+    } else {
+        format!(" ({module})")
     }
 }
 
@@ -436,6 +496,31 @@ fn compile_chains(
         out.push(blocks);
     }
     Ok(out)
+}
+
+/// Like [`walk`], for the blocks that test only `$SERVER["socket"]`: a
+/// chain stops at its first condition on anything else.
+fn walk_sockets(
+    chains: &[Vec<CondBlock>],
+    facts: &RequestFacts<'_>,
+    spec: &str,
+    ids: &mut Vec<u32>,
+) {
+    let mut captures = Vec::new();
+    for chain in chains {
+        for b in chain {
+            let hit = match &b.cond {
+                None => true,
+                Some(c) if c.field == cond::Field::Socket => c.matches(facts, spec, &mut captures),
+                Some(_) => break,
+            };
+            if hit {
+                ids.push(b.id);
+                walk_sockets(&b.children, facts, spec, ids);
+                break;
+            }
+        }
+    }
 }
 
 /// Collects the ids of the blocks that match, in configuration order.

@@ -151,6 +151,26 @@ fn regex_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
     Ok(p)
 }
 
+/// A list of regular expressions (`dir-listing.exclude`).
+fn regex_list(v: &Value) -> Result<Vec<String>, String> {
+    let l = list(v)?;
+    for re in &l {
+        regex::Regex::new(re).map_err(|e| format!("invalid regex \"{re}\": {e}"))?;
+    }
+    Ok(l)
+}
+
+/// A file mode written in octal, as `chmod` takes it (`"0660"`, `"600"`).
+fn octal_mode(v: &Value) -> Result<u32, String> {
+    let s = string(v)?;
+    match u32::from_str_radix(&s, 8) {
+        Ok(m) if !s.is_empty() && m <= 0o7777 => Ok(m),
+        _ => Err(format!(
+            "expects an octal file mode such as \"0660\", got \"{s}\""
+        )),
+    }
+}
+
 fn array(v: &Value) -> Result<Value, String> {
     match v {
         Value::Array(_) => Ok(v.clone()),
@@ -195,6 +215,21 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "accesslog.filename" => s.accesslog_filename = Some(string(v)?),
         "accesslog.format" => s.accesslog_format = Some(string(v)?),
         "url.access-deny" => s.url_access_deny = list(v)?,
+        "url.access-allow" => s.url_access_allow = list(v)?,
+        "server.force-lowercase-filenames" => s.force_lowercase_filenames = boolean(v)?,
+        "server.error-handler" => s.error_handler = Some(string(v)?),
+        "dir-listing.exclude" => s.dir_listing_exclude = regex_list(v)?,
+        "dir-listing.hide-readme-file" => s.dir_listing_hide_readme_file = boolean(v)?,
+        "dir-listing.hide-header-file" => s.dir_listing_hide_header_file = boolean(v)?,
+        "server.listen-backlog" => {
+            s.listen_backlog = match integer(v, i32::MAX as u64)? {
+                0 => return Err("must be at least 1".into()),
+                n => n as u32,
+            }
+        }
+        "server.use-ipv6" => s.use_ipv6 = boolean(v)?,
+        "server.set-v6only" => s.set_v6only = boolean(v)?,
+        "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
         "setenv.add-response-header" => s.setenv_add_response_header = pairs(v)?,
         "setenv.set-response-header" => s.setenv_set_response_header = pairs(v)?,
         "expire.url" => s.expire_url = pairs(v)?,
@@ -331,6 +366,29 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
         }
     }
     put("url.access-deny", list_value(&s.url_access_deny));
+    put("url.access-allow", list_value(&s.url_access_allow));
+    put(
+        "server.force-lowercase-filenames",
+        bool_value(s.force_lowercase_filenames),
+    );
+    if let Some(v) = opt(&s.error_handler) {
+        put("server.error-handler", v);
+    }
+    put("dir-listing.exclude", list_value(&s.dir_listing_exclude));
+    put(
+        "dir-listing.hide-readme-file",
+        bool_value(s.dir_listing_hide_readme_file),
+    );
+    put(
+        "dir-listing.hide-header-file",
+        bool_value(s.dir_listing_hide_header_file),
+    );
+    put("server.listen-backlog", int(u64::from(s.listen_backlog)));
+    put("server.use-ipv6", bool_value(s.use_ipv6));
+    put("server.set-v6only", bool_value(s.set_v6only));
+    if let Some(m) = s.socket_perms {
+        put("server.socket-perms", Value::Str(format!("{m:04o}")));
+    }
     for (k, p) in [
         ("setenv.add-response-header", &s.setenv_add_response_header),
         ("setenv.set-response-header", &s.setenv_set_response_header),

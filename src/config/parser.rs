@@ -41,6 +41,10 @@ pub struct Parsed {
     pub chains: Vec<Vec<Block>>,
     /// Every `$SERVER["socket"] == "..."`, in order; `Test::OnListener(i)` indexes this.
     pub sockets: Vec<(String, Pos)>,
+    /// Every module `server.modules` holds at the end, with the place that
+    /// named it (the string in the array, or the assignment when the value
+    /// came from a variable).
+    pub modules: Vec<(String, Pos)>,
 }
 
 #[derive(Default)]
@@ -55,6 +59,10 @@ struct Eval {
     sockets: Vec<(String, Pos)>,
     next_id: u32,
     depth: usize,
+    /// The string literals of the statement being read, with their places.
+    strings: Vec<(String, Pos)>,
+    /// `server.modules` of the global scope, element by element, with places.
+    modules: Vec<(String, Pos)>,
 }
 
 struct Cur<'t> {
@@ -265,8 +273,13 @@ impl Eval {
                     if !matches!(op.tok, Tok::Assign | Tok::Replace | Tok::Append) {
                         return Err(unexpected(op, "'=', ':=' or '+='"));
                     }
+                    self.strings.clear();
                     let (v, vpos) = self.parse_expr(c)?;
-                    self.assign(full_key(k), &op.tok, v, &t.pos, &vpos)?;
+                    let key = full_key(k);
+                    if key == "server.modules" && self.frames.len() == 1 {
+                        self.note_modules(&op.tok, &v, &t.pos);
+                    }
+                    self.assign(key, &op.tok, v, &t.pos, &vpos)?;
                 }
                 _ => {
                     return Err(unexpected(
@@ -275,6 +288,32 @@ impl Eval {
                     ))
                 }
             }
+        }
+    }
+
+    /// Keeps where each module of a global `server.modules` assignment was named.
+    fn note_modules(&mut self, op: &Tok, v: &Value, kpos: &Pos) {
+        if *op != Tok::Append {
+            self.modules.clear();
+        }
+        let names: Vec<&str> = match v {
+            Value::Str(s) => vec![s.as_str()],
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|(_, v)| match v {
+                    Value::Str(s) => Some(s.as_str()),
+                    _ => None,
+                })
+                .collect(),
+            Value::Int(_) => Vec::new(),
+        };
+        for name in names {
+            let pos = self
+                .strings
+                .iter()
+                .find(|(s, _)| s == name)
+                .map_or_else(|| kpos.clone(), |(_, p)| p.clone());
+            self.modules.push((name.to_string(), pos));
         }
     }
 
@@ -350,7 +389,10 @@ impl Eval {
     fn parse_value(&mut self, c: &mut Cur<'_>) -> Result<Value, ConfigError> {
         let t = c.bump();
         match &t.tok {
-            Tok::Str(s) => Ok(Value::Str(s.clone())),
+            Tok::Str(s) => {
+                self.strings.push((s.clone(), t.pos.clone()));
+                Ok(Value::Str(s.clone()))
+            }
             Tok::Int(i) => Ok(Value::Int(*i)),
             Tok::Key(k) => {
                 if let Some(name) = k.strip_prefix("env.") {
@@ -611,6 +653,8 @@ pub fn parse(text: &str, name: &str, base_dir: &Path) -> Result<Parsed, ConfigEr
         sockets: Vec::new(),
         next_id: 0,
         depth: 0,
+        strings: Vec::new(),
+        modules: Vec::new(),
     };
     let toks = lex(text, &file)?;
     let mut c = Cur { toks: &toks, i: 0 };
@@ -620,5 +664,6 @@ pub fn parse(text: &str, name: &str, base_dir: &Path) -> Result<Parsed, ConfigEr
         entries: root.entries,
         chains: root.chains,
         sockets: ev.sockets,
+        modules: ev.modules,
     })
 }

@@ -86,8 +86,32 @@ pub struct Settings {
     pub accesslog_filename: Option<String>,
     /// `accesslog.format` (default lighttpd's `%h %V %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`).
     pub accesslog_format: Option<String>,
-    /// `url.access-deny`: path suffixes answered with 403.
+    /// `url.access-deny`: path suffixes answered with 403 (`""` denies all).
     pub url_access_deny: Vec<String>,
+    /// `url.access-allow`: when set, only paths with one of these suffixes
+    /// are served; every other path is answered 403 (`url.access-deny` is
+    /// then not consulted, as in lighttpd).
+    pub url_access_allow: Vec<String>,
+    /// `server.force-lowercase-filenames` (default disable): file system
+    /// paths are looked up in lowercase and access suffixes match without case.
+    pub force_lowercase_filenames: bool,
+    /// `server.error-handler`: a URL run instead of any error answer
+    /// (4xx, 5xx) glint itself would give, as a GET; the status stays.
+    pub error_handler: Option<String>,
+    /// `dir-listing.exclude`: regular expressions of names left out of listings.
+    pub dir_listing_exclude: Vec<String>,
+    /// `dir-listing.hide-readme-file` (default disable): leave README.txt out.
+    pub dir_listing_hide_readme_file: bool,
+    /// `dir-listing.hide-header-file` (default disable): leave HEADER.txt out.
+    pub dir_listing_hide_header_file: bool,
+    /// `server.listen-backlog` (default 1024): `listen(2)` backlog of each listener.
+    pub listen_backlog: u32,
+    /// `server.use-ipv6` (default disable): `server.bind` unset listens on `[::]`.
+    pub use_ipv6: bool,
+    /// `server.set-v6only` (default enable): IPv6 listeners take IPv6 only.
+    pub set_v6only: bool,
+    /// `server.socket-perms`: octal mode of unix socket listeners (e.g. "0660").
+    pub socket_perms: Option<u32>,
     /// `setenv.add-response-header`.
     pub setenv_add_response_header: Vec<(String, String)>,
     /// `setenv.set-response-header`.
@@ -186,6 +210,16 @@ impl Default for Settings {
             accesslog_filename: None,
             accesslog_format: None,
             url_access_deny: Vec::new(),
+            url_access_allow: Vec::new(),
+            force_lowercase_filenames: false,
+            error_handler: None,
+            dir_listing_exclude: Vec::new(),
+            dir_listing_hide_readme_file: false,
+            dir_listing_hide_header_file: false,
+            listen_backlog: 1024,
+            use_ipv6: false,
+            set_v6only: true,
+            socket_perms: None,
             setenv_add_response_header: Vec::new(),
             setenv_set_response_header: Vec::new(),
             expire_url: Vec::new(),

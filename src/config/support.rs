@@ -1,0 +1,529 @@
+//! What glint does with a lighttpd option it has no typed field for: the
+//! one rule that keeps a lighttpd configuration from serving with less
+//! protection under glint than under lighttpd.
+//!
+//! - An option of lighttpd 1.4.69 that glint does not implement stops the
+//!   start with `file:line:col: option X (mod_Y) is not provided by glint`,
+//!   unless it is on [`IGNORED`] (it changes no protection and no content)
+//!   or set to the value that is lighttpd's default and glint's behaviour
+//!   ([`DEFAULT_ONLY`]).
+//! - An option lighttpd 1.4.69 does not know either is a warning and
+//!   ignored, as lighttpd does ("unknown config-key").
+//!
+//! A module glint does not provide, named in `server.modules`, is refused
+//! by [`crate::config`] itself. When glint implements an option it moves
+//! from here to `options::apply`.
+
+use super::value::Value;
+
+/// What to do with an option `options::apply` did not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Accepted without effect: the reason says why that is safe.
+    Ignored(&'static str),
+    /// Set to the value glint behaves as anyway.
+    DefaultValue,
+    /// A lighttpd option of this module, which glint does not implement: refuse to start.
+    NotProvided(&'static str),
+    /// A value other than the default of an option glint knows only at its default.
+    NotDefault(&'static str),
+    /// Not a lighttpd 1.4.69 option: warn and ignore it, as lighttpd does.
+    Unknown,
+}
+
+/// Options glint accepts and ignores, by exact name or by prefix (ending
+/// in `.` or `-`), each with why ignoring it can neither expose a file, send
+/// something in clear that lighttpd would encrypt, nor run or serve
+/// something differently. README lists them.
+pub const IGNORED: &[(&str, &str)] = &[
+    ("debug.", "log verbosity only"),
+    (
+        "server.breakagelog",
+        "where CGI programs' stderr goes; glint runs no CGI programs",
+    ),
+    (
+        "server.compat-module-load",
+        "glint's modules are built in: there is nothing to load",
+    ),
+    ("server.event-handler", "glint always uses epoll"),
+    (
+        "server.network-backend",
+        "glint always sends with writev and sendfile",
+    ),
+    (
+        "server.stat-cache-engine",
+        "glint's own cache of open files lives at most 2 seconds",
+    ),
+    (
+        "server.core-files",
+        "process setting with no effect on what is served",
+    ),
+    (
+        "server.clock-jump-restart",
+        "glint's time-outs use the monotonic clock",
+    ),
+    (
+        "server.graceful-restart-bg",
+        "process setting with no effect on what is served",
+    ),
+    ("server.chunkqueue-chunk-sz", "buffer size tuning only"),
+    ("server.defer-accept", "glint sets TCP_DEFER_ACCEPT itself"),
+    (
+        "server.bsd-accept-filter",
+        "a BSD kernel option; glint runs on Linux",
+    ),
+    (
+        "server.errorlog-high-precision",
+        "timestamp precision of the error log",
+    ),
+    (
+        "server.metrics-high-precision",
+        "timestamp precision of mod_status figures",
+    ),
+    (
+        "server.syslog-facility",
+        "only used with syslog, which glint refuses when enabled",
+    ),
+    (
+        "server.stream-request-body",
+        "glint streams request bodies to backends with bounded buffers",
+    ),
+    (
+        "server.stream-response-body",
+        "glint streams backend answers with bounded buffers",
+    ),
+    (
+        "server.upload-dirs",
+        "glint keeps request bodies in bounded memory, not temporary files",
+    ),
+    (
+        "server.upload-temp-file-size",
+        "glint keeps request bodies in bounded memory, not temporary files",
+    ),
+    (
+        "server.h1-discard-backend-1xx",
+        "glint never passes a backend's 1xx answers on",
+    ),
+    (
+        "server.h2-discard-backend-1xx",
+        "glint never passes a backend's 1xx answers on",
+    ),
+    (
+        "server.h2proto",
+        "glint answers HTTP/1.1; clients fall back to it",
+    ),
+    (
+        "server.h2c",
+        "glint answers HTTP/1.1; clients fall back to it",
+    ),
+    (
+        "server.http-parseopt-",
+        "glint always parses request heads and Host strictly",
+    ),
+    (
+        "static-file.disable-pathinfo",
+        "glint never serves a static file for a path with more after its name",
+    ),
+    (
+        "status.enable-sort",
+        "a script on the status page that sorts its table",
+    ),
+    ("simple-vhost.debug", "log verbosity only"),
+    ("proxy.debug", "log verbosity only"),
+    ("dir-listing.encoding", "glint's listings are UTF-8"),
+    ("dir-listing.external-css", "the look of directory listings"),
+    ("dir-listing.external-js", "the look of directory listings"),
+    ("dir-listing.set-footer", "the look of directory listings"),
+    ("dir-listing.auto-layout", "the look of directory listings"),
+    ("dir-listing.cache", "listings are built for each request"),
+    (
+        "dir-listing.show-readme",
+        "the look of directory listings (README.txt stays a file of its own)",
+    ),
+    (
+        "dir-listing.show-header",
+        "the look of directory listings (HEADER.txt stays a file of its own)",
+    ),
+    ("dir-listing.encode-readme", "only used with show-readme"),
+    ("dir-listing.encode-header", "only used with show-header"),
+    (
+        "compress.",
+        "glint sends responses uncompressed: the same content in more bytes",
+    ),
+    (
+        "deflate.",
+        "glint sends responses uncompressed: the same content in more bytes",
+    ),
+    (
+        "gzip.",
+        "glint sends responses uncompressed: the same content in more bytes",
+    ),
+    ("rrdtool.", "traffic graphs only"),
+];
+
+/// Options accepted only with the value that is both lighttpd's default
+/// and what glint does; any other value is refused like an option glint
+/// does not provide. Values compare as lighttpd's booleans and integers do.
+const DEFAULT_ONLY: &[(&str, Default)] = &[
+    ("ssl.engine", Default::Bool(false)),
+    ("server.protocol-http11", Default::Bool(true)),
+    ("server.reject-expect-100-with-417", Default::Bool(false)),
+    ("server.errorlog-use-syslog", Default::Bool(false)),
+    ("accesslog.use-syslog", Default::Bool(false)),
+    ("accesslog.escaping", Default::Str("default")),
+    ("mimetype.use-xattr", Default::Bool(false)),
+    ("server.error-intercept", Default::Bool(false)),
+    ("server.kbytes-per-second", Default::Int(0)),
+    ("connection.kbytes-per-second", Default::Int(0)),
+    ("server.v4mapped", Default::Bool(false)),
+    ("server.absolute-dir-redirect", Default::Bool(false)),
+    ("cgi.execute-x-only", Default::Bool(false)),
+    ("webdav.activate", Default::Bool(false)),
+    ("maxminddb.activate", Default::Bool(false)),
+    ("userdir.active", Default::Bool(false)),
+    ("ssl.verifyclient.activate", Default::Bool(false)),
+];
+
+#[derive(Debug, Clone, Copy)]
+enum Default {
+    Bool(bool),
+    Int(i64),
+    Str(&'static str),
+}
+
+impl Default {
+    fn is(&self, v: &Value) -> bool {
+        match (self, v) {
+            (Default::Bool(b), Value::Int(i)) => (*i != 0) == *b,
+            (Default::Bool(b), Value::Str(s)) => {
+                let on = s.eq_ignore_ascii_case("enable") || s.eq_ignore_ascii_case("true");
+                let off = s.eq_ignore_ascii_case("disable") || s.eq_ignore_ascii_case("false");
+                (*b && on) || (!*b && off)
+            }
+            (Default::Int(n), Value::Int(i)) => i == n,
+            (Default::Int(n), Value::Str(s)) => s.parse::<i64>().ok() == Some(*n),
+            (Default::Str(d), Value::Str(s)) => s == d,
+            _ => false,
+        }
+    }
+}
+
+/// Keys of `server.http-parseopts` and whether glint's fixed handling of
+/// request targets is what the key asks for with any value (`None`), or
+/// only with this one. glint decodes a path once, removes dot segments,
+/// refuses control characters, backslashes and bytes that are not UTF-8
+/// (400), keeps `%2F` inside a segment, and never rewrites the query.
+const PARSEOPTS: &[(&str, Option<bool>)] = &[
+    ("header-strict", None),
+    ("host-strict", None),
+    ("host-normalize", None),
+    ("method-get-body", None),
+    ("url-normalize", None),
+    ("url-normalize-unreserved", None),
+    ("url-normalize-required", None),
+    ("url-ctrls-reject", None),
+    ("url-path-backslash-trans", None),
+    ("url-path-2f-decode", None),
+    ("url-path-2f-reject", None),
+    ("url-path-dotseg-remove", None),
+    ("url-path-dotseg-reject", None),
+    ("url-invalid-utf8-reject", None),
+    // `+` for `%20` changes the query string a backend sees.
+    ("url-query-20-plus", Some(false)),
+];
+
+/// Keys of `server.feature-flags` glint accepts (none of them changes what
+/// is served or how it is protected under glint).
+const FEATURE_FLAGS: &[&str] = &[
+    "server.graceful-restart-bg",
+    "server.graceful-shutdown-timeout",
+    "server.clock-jump-restart",
+    "server.metrics-high-precision",
+    "server.errorlog-high-precision",
+    "server.h1-discard-backend-1xx",
+    "server.h2-discard-backend-1xx",
+    "server.h2proto",
+    "server.h2c",
+    "server.pcre_jit",
+    "auth.http-goaway-invalid-creds",
+    "auth.delay-invalid-creds",
+];
+
+/// Decides about option `key` set to `v`, which `options::apply` does not
+/// take. `Err` is a message about the value (for options glint accepts
+/// only partly).
+pub fn classify(key: &str, v: &Value) -> Result<Support, String> {
+    match key {
+        "server.http-parseopts" => return parseopts(v).map(|()| Support::DefaultValue),
+        "server.feature-flags" => return feature_flags(v).map(|()| Support::DefaultValue),
+        _ => {}
+    }
+    if let Some((_, reason)) = IGNORED.iter().find(|(k, _)| {
+        if k.ends_with('.') || k.ends_with('-') {
+            key.starts_with(k)
+        } else {
+            key == *k
+        }
+    }) {
+        return Ok(Support::Ignored(reason));
+    }
+    if let Some((_, d)) = DEFAULT_ONLY.iter().find(|(k, _)| *k == key) {
+        if d.is(v) {
+            return Ok(Support::DefaultValue);
+        }
+        return Ok(Support::NotDefault(module_of(key).unwrap_or("core")));
+    }
+    Ok(match module_of(key) {
+        Some(m) => Support::NotProvided(m),
+        None => Support::Unknown,
+    })
+}
+
+fn parseopts(v: &Value) -> Result<(), String> {
+    let Value::Array(items) = v else {
+        return Err("expects an array of \"option\" => \"enable\"|\"disable\"".into());
+    };
+    for (k, val) in items {
+        let Some(k) = k else {
+            return Err("expects an array of \"option\" => \"enable\"|\"disable\"".into());
+        };
+        let on = match val {
+            Value::Str(s) if s.eq_ignore_ascii_case("enable") => true,
+            Value::Str(s) if s.eq_ignore_ascii_case("disable") => false,
+            Value::Int(i) => *i != 0,
+            _ => return Err(format!("{k}: expects \"enable\" or \"disable\"")),
+        };
+        match PARSEOPTS.iter().find(|(name, _)| name == k) {
+            None => return Err(format!("unrecognized key {k}")),
+            Some((_, Some(want))) if *want != on => {
+                return Err(format!(
+                    "\"{k}\" => \"{}\" is not provided by glint",
+                    if on { "enable" } else { "disable" }
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+fn feature_flags(v: &Value) -> Result<(), String> {
+    let Value::Array(items) = v else {
+        return Err("expects an array of \"flag\" => value".into());
+    };
+    for (k, _) in items {
+        match k {
+            Some(k) if FEATURE_FLAGS.contains(&k.as_str()) => {}
+            Some(k) => return Err(format!("feature flag \"{k}\" is not provided by glint")),
+            None => return Err("expects an array of \"flag\" => value".into()),
+        }
+    }
+    Ok(())
+}
+
+/// The lighttpd 1.4.69 module that reads `key` ("core" for the server's
+/// own options), or `None` when lighttpd does not know the option.
+pub fn module_of(key: &str) -> Option<&'static str> {
+    LIGHTTPD_OPTIONS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, m)| *m)
+        .or_else(|| {
+            // Every name in these modules' namespaces belongs to them,
+            // including names of later lighttpd versions.
+            LIGHTTPD_NAMESPACES
+                .iter()
+                .find(|(p, _)| key.starts_with(p))
+                .map(|(_, m)| *m)
+        })
+}
+
+/// Option prefixes owned by one lighttpd module.
+const LIGHTTPD_NAMESPACES: &[(&str, &str)] = &[
+    ("ssl.", "mod_openssl"),
+    ("auth.", "mod_auth"),
+    ("cgi.", "mod_cgi"),
+    ("alias.", "mod_alias"),
+    ("extforward.", "mod_extforward"),
+    ("proxy.", "mod_proxy"),
+    ("magnet.", "mod_magnet"),
+    ("webdav.", "mod_webdav"),
+    ("userdir.", "mod_userdir"),
+    ("evhost.", "mod_evhost"),
+    ("ssi.", "mod_ssi"),
+    ("secdownload.", "mod_secdownload"),
+    ("wstunnel.", "mod_wstunnel"),
+    ("sockproxy.", "mod_sockproxy"),
+    ("ajp13.", "mod_ajp13"),
+    ("vhostdb.", "mod_vhostdb"),
+    ("maxminddb.", "mod_maxminddb"),
+    ("evasive.", "mod_evasive"),
+    ("usertrack.", "mod_usertrack"),
+    ("trigger-before-download.", "mod_trigger_b4_dl"),
+    ("upload-progress.", "mod_uploadprogress"),
+    ("flv-streaming.", "mod_flv_streaming"),
+    ("geoip.", "mod_geoip"),
+];
+
+/// Every option lighttpd 1.4.69 reads that glint has no field for, with
+/// the module that reads it (from the `config_plugin_keys_t` tables of
+/// its sources).
+const LIGHTTPD_OPTIONS: &[(&str, &str)] = &[
+    ("accesslog.escaping", "mod_accesslog"),
+    ("accesslog.syslog-level", "mod_accesslog"),
+    ("accesslog.use-syslog", "mod_accesslog"),
+    ("connection.kbytes-per-second", "core"),
+    ("mimetype.use-xattr", "core"),
+    ("mimetype.xattr-name", "core"),
+    ("server.absolute-dir-redirect", "core"),
+    ("server.errorlog-use-syslog", "core"),
+    ("server.error-intercept", "core"),
+    ("server.kbytes-per-second", "core"),
+    ("server.protocol-http11", "core"),
+    ("server.reject-expect-100-with-417", "core"),
+    ("server.v4mapped", "core"),
+    ("setenv.add-environment", "mod_setenv"),
+    ("setenv.add-request-header", "mod_setenv"),
+    ("setenv.set-environment", "mod_setenv"),
+    ("setenv.set-request-header", "mod_setenv"),
+    ("url.rewrite-final", "mod_rewrite"),
+    ("url.rewrite-repeat-if-not-file", "mod_rewrite"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: &str) -> Value {
+        Value::Str(x.into())
+    }
+
+    #[test]
+    fn classification_table() {
+        let cases: &[(&str, Value, Support, &str)] = &[
+            (
+                "auth.require",
+                s("x"),
+                Support::NotProvided("mod_auth"),
+                "auth is not provided",
+            ),
+            (
+                "ssl.engine",
+                s("enable"),
+                Support::NotDefault("mod_openssl"),
+                "TLS is not provided",
+            ),
+            (
+                "ssl.engine",
+                s("disable"),
+                Support::DefaultValue,
+                "TLS off is what glint does",
+            ),
+            (
+                "ssl.pemfile",
+                s("/x.pem"),
+                Support::NotProvided("mod_openssl"),
+                "ssl.* refused",
+            ),
+            (
+                "cgi.assign",
+                s("x"),
+                Support::NotProvided("mod_cgi"),
+                "CGI refused",
+            ),
+            (
+                "extforward.forwarder",
+                s("x"),
+                Support::NotProvided("mod_extforward"),
+                "extforward refused",
+            ),
+            (
+                "alias.url",
+                s("x"),
+                Support::NotProvided("mod_alias"),
+                "alias refused",
+            ),
+            (
+                "secdownload.secret",
+                s("x"),
+                Support::NotProvided("mod_secdownload"),
+                "by namespace",
+            ),
+            (
+                "debug.log-request-handling",
+                s("enable"),
+                Support::Ignored("log verbosity only"),
+                "debug ignored",
+            ),
+            (
+                "server.kbytes-per-second",
+                Value::Int(0),
+                Support::DefaultValue,
+                "no limit is the default",
+            ),
+            (
+                "server.kbytes-per-second",
+                Value::Int(100),
+                Support::NotDefault("core"),
+                "a limit is refused",
+            ),
+            (
+                "setenv.add-request-header",
+                s("x"),
+                Support::NotProvided("mod_setenv"),
+                "request headers refused",
+            ),
+            (
+                "server.documnet-root",
+                s("/x"),
+                Support::Unknown,
+                "a typo is unknown to lighttpd too",
+            ),
+            (
+                "mimetype.use-xattr",
+                s("enable"),
+                Support::NotDefault("core"),
+                "xattr types refused",
+            ),
+        ];
+        for (key, v, want, why) in cases {
+            assert_eq!(classify(key, v), Ok(*want), "{why}: {key}");
+        }
+    }
+
+    /// README's table of ignored options names every one of them.
+    #[test]
+    fn readme_lists_every_ignored_option() {
+        let readme = include_str!("../../README.md");
+        for (key, _) in IGNORED {
+            let name = key.trim_end_matches(['.', '-']);
+            assert!(
+                readme.contains(name),
+                "README.md does not list the ignored option {key}"
+            );
+        }
+    }
+
+    #[test]
+    fn parseopts_and_feature_flags() {
+        let opts = |k: &str, v: &str| Value::Array(vec![(Some(k.into()), s(v))]);
+        assert!(classify(
+            "server.http-parseopts",
+            &opts("url-path-2f-decode", "enable")
+        )
+        .is_ok());
+        assert!(classify(
+            "server.http-parseopts",
+            &opts("url-query-20-plus", "enable")
+        )
+        .is_err());
+        assert!(classify(
+            "server.http-parseopts",
+            &opts("url-query-20-plus", "disable")
+        )
+        .is_ok());
+        assert!(classify("server.http-parseopts", &opts("no-such", "enable")).is_err());
+        assert!(classify("server.feature-flags", &opts("server.h2proto", "enable")).is_ok());
+        assert!(classify("server.feature-flags", &opts("server.unknown", "enable")).is_err());
+    }
+}
