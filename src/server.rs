@@ -39,7 +39,8 @@ const ACCEPT_BATCH: usize = 64;
 const PUMP_ROUNDS: usize = 16;
 
 /// `listen(2)` backlog, lighttpd's `server.listen-backlog` default: room for
-/// bursts while the loop is busy or at `server.max-connections`.
+/// bursts while the loop is busy or at `server.max-connections`
+/// (`Settings::listen_backlog` carries the configured one).
 pub const LISTEN_BACKLOG: i32 = 1024;
 
 /// Pooled buffers kept for reuse; beyond this, freed buffers go back to the allocator.
@@ -102,6 +103,8 @@ pub struct Scratch {
     pub fs_path: String,
     /// The lowercased Host.
     pub host: String,
+    /// The URL path of a directory's index file.
+    pub index_path: String,
 }
 
 /// Everything a connection may touch besides itself.
@@ -261,8 +264,9 @@ pub struct Server {
     signal_wake: Option<(mio::net::UnixStream, std::os::unix::net::UnixStream)>,
 }
 
-/// Binds one listener as the configuration names it.
-fn bind_listener(l: &Listen) -> io::Result<Listener> {
+/// Binds one listener as the configuration names it; `s` holds its
+/// socket options (`Config::socket_settings`).
+fn bind_listener(l: &Listen, s: &crate::config::Settings) -> io::Result<Listener> {
     match &l.addr {
         ListenAddr::Unix(path) => {
             if std::fs::symlink_metadata(path).is_ok() {
@@ -276,9 +280,19 @@ fn bind_listener(l: &Listen) -> io::Result<Listener> {
                 std::fs::remove_file(path)?;
             }
             let lst = mio::net::UnixListener::bind(path)?;
+            if let Some(mode) = s.socket_perms {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+            }
             Ok(Listener::Unix(lst, path.clone(), true))
         }
         ListenAddr::Tcp { host, port } => {
+            // `server.use-ipv6`: a listener without an address takes IPv6's.
+            let host = if host.is_empty() && s.use_ipv6 {
+                "::"
+            } else {
+                host.as_str()
+            };
             let addr = resolve(host, *port)?;
             let family = if addr.is_ipv6() {
                 AddressFamily::Inet6
@@ -293,14 +307,12 @@ fn bind_listener(l: &Listen) -> io::Result<Listener> {
             )?;
             setsockopt(&fd, sockopt::ReuseAddr, &true)?;
             if addr.is_ipv6() {
-                setsockopt(&fd, sockopt::Ipv6V6Only, &true)?;
+                setsockopt(&fd, sockopt::Ipv6V6Only, &s.set_v6only)?;
             }
             bind(fd.as_raw_fd(), &SockaddrStorage::from(addr))
                 .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("{addr}: {e}")))?;
-            listen(
-                &fd,
-                Backlog::new(LISTEN_BACKLOG).unwrap_or(Backlog::MAXCONN),
-            )?;
+            let backlog = i32::try_from(s.listen_backlog).unwrap_or(LISTEN_BACKLOG);
+            listen(&fd, Backlog::new(backlog).unwrap_or(Backlog::MAXCONN))?;
             set_defer_accept(&fd);
             let std_listener = std::net::TcpListener::from(fd);
             Ok(Listener::Tcp(mio::net::TcpListener::from_std(std_listener)))
@@ -379,14 +391,14 @@ impl Server {
             pool.push(Some(adopt_listener(fd)?));
         }
         let mut listeners = Vec::new();
-        for l in &config.listeners {
+        for (i, l) in config.listeners.iter().enumerate() {
             let found = pool
                 .iter_mut()
                 .find(|p| p.as_ref().is_some_and(|p| p.is_at(&l.addr)))
                 .and_then(Option::take);
             let lst = match found {
                 Some(lst) => lst,
-                None => bind_listener(l).map_err(|e| {
+                None => bind_listener(l, &config.socket_settings(i)).map_err(|e| {
                     io::Error::new(e.kind(), format!("cannot listen on {}: {e}", l.spec))
                 })?,
             };
@@ -521,7 +533,7 @@ impl Server {
         // Which old listener each new one reuses, or the socket bound for it.
         let mut plan: Vec<Result<usize, Listener>> = Vec::with_capacity(config.listeners.len());
         let mut used = vec![false; self.listeners.len()];
-        for l in &config.listeners {
+        for (li, l) in config.listeners.iter().enumerate() {
             // The same configured address, or a socket bound there
             // (inherited sockets no listener named included).
             let same = (0..self.listeners.len()).find(|&i| {
@@ -541,7 +553,7 @@ impl Server {
                     plan.push(Ok(i));
                 }
                 None => {
-                    let lst = bind_listener(l).map_err(|e| {
+                    let lst = bind_listener(l, &config.socket_settings(li)).map_err(|e| {
                         io::Error::new(e.kind(), format!("cannot listen on {}: {e}", l.spec))
                     })?;
                     plan.push(Err(lst));

@@ -129,10 +129,18 @@ status.status-url = "/server-status"
     );
     let s = start_conf(&d, &conf);
 
-    let r = fetch(&s, &get("/secret.inc", &[]));
-    assert_eq!(r.status, 403, "access-deny .inc: {}", r.describe());
-    let r = fetch(&s, &get("/notes.txt~", &[]));
-    assert_eq!(r.status, 403, "access-deny ~: {}", r.describe());
+    // A denied file is never sent; with server.error-handler-404 the
+    // handler's page answers the 403, with its own status (200), as in
+    // lighttpd.
+    for path in ["/secret.inc", "/notes.txt~"] {
+        let r = fetch(&s, &get(path, &[]));
+        assert_eq!(
+            (r.status, &r.body[..]),
+            (200, &b"custom not found\n"[..]),
+            "access-deny {path}: {}",
+            r.describe()
+        );
+    }
 
     let r = fetch(&s, &get("/old/page.txt", &[]));
     assert_eq!(
@@ -171,10 +179,12 @@ status.status-url = "/server-status"
         r.describe()
     );
 
+    // A static 404 handler answers with its own status, as in lighttpd
+    // (a dynamic one may set Status: 404).
     let r = fetch(&s, &get("/missing.html", &[]));
     assert_eq!(
         (r.status, &r.body[..]),
-        (404, &b"custom not found\n"[..]),
+        (200, &b"custom not found\n"[..]),
         "{}",
         r.describe()
     );
@@ -187,7 +197,12 @@ status.status-url = "/server-status"
         "{page}"
     );
     let r = fetch(&s, &get("/new/", &[]));
-    assert_eq!(r.status, 403, "no listing outside /list/: {}", r.describe());
+    assert_eq!(
+        (r.status, &r.body[..]),
+        (200, &b"custom not found\n"[..]),
+        "no listing outside /list/ (the 403 goes to the handler): {}",
+        r.describe()
+    );
 
     let r = fetch(&s, &get("/server-status?auto", &[]));
     let text = String::from_utf8_lossy(&r.body);

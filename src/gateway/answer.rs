@@ -152,11 +152,16 @@ fn write_head(conn: &mut Connection, head: &cgi::CgiHead, date: &[u8]) {
     };
     gw.resp_chunked = chunked && !gw.head_only;
     gw.resp_remaining = len;
-    gw.status = head.status;
+    // An error handler's answer: the status lighttpd gives it.
+    let status = match gw.carry.error.as_ref() {
+        Some(run) => crate::handler::error_run_status(run, head.status),
+        None => head.status,
+    };
+    gw.status = status;
     gw.head_sent = true;
     let (head_only, keep_alive, minor) = (gw.head_only, gw.keep_alive, gw.minor);
     let mut r = Responder::new(&mut conn.out, date, &settings, head_only, keep_alive, minor);
-    r.start(head.status);
+    r.start(status);
     for (k, v) in &head.headers {
         r.header(k, v);
     }

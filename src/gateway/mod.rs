@@ -323,6 +323,21 @@ pub struct Carry {
     pub reruns: u8,
     /// The request line as the client sent it, for the access log.
     pub orig_line: Option<Vec<u8>>,
+    /// This run is an error handler's, for the error described.
+    pub error: Option<ErrorRun>,
+}
+
+/// An error answer replaced by `server.error-handler` or
+/// `server.error-handler-404`: the handler's URL runs instead.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorRun {
+    /// The handler's URL.
+    pub target: String,
+    /// The status of the error it replaces (`REDIRECT_STATUS` for backends).
+    pub status: u16,
+    /// `server.error-handler` (runs as a GET; the error's status stays),
+    /// rather than `server.error-handler-404`.
+    pub generic: bool,
 }
 
 /// Why glint runs a request again once its backend's answer is read.

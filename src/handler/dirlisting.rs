@@ -21,10 +21,22 @@ struct Item {
 pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec<u8>> {
     let mut items = Vec::new();
     let mut truncated = false;
+    // `dir-listing.exclude`: checked when the configuration was loaded.
+    let exclude: Vec<regex::Regex> = s
+        .dir_listing_exclude
+        .iter()
+        .filter_map(|re| regex::Regex::new(re).ok())
+        .collect();
     for entry in std::fs::read_dir(fs_dir)? {
         let Ok(entry) = entry else { continue };
         let name = entry.file_name().to_string_lossy().into_owned();
         if s.dir_listing_hide_dotfiles && name.starts_with('.') {
+            continue;
+        }
+        if (s.dir_listing_hide_readme_file && name == "README.txt")
+            || (s.dir_listing_hide_header_file && name == "HEADER.txt")
+            || exclude.iter().any(|re| re.is_match(&name))
+        {
             continue;
         }
         let Ok(meta) = entry.metadata() else { continue };

@@ -50,6 +50,15 @@ pub fn respond(
 
 /// Answers a request that may have run before (see [`rerun`]): `carry`
 /// says whether an authorizer allowed it, with which docroot and variables.
+///
+/// The phases, in lighttpd's order: rewrite (then resolve the settings
+/// again), redirect, access, mod_status, gateways by prefix or extension,
+/// the index file of a directory — which goes through access and the
+/// gateways' extensions again, so `/` runs `index.php` rather than showing
+/// it —, and the static file (never one `static-file.exclude-extensions`
+/// names). An error answer glint gives itself is replaced by
+/// `server.error-handler` / `server.error-handler-404`, which runs through
+/// all the phases again.
 fn respond_with(
     conn: &mut Connection,
     sh: &mut Shared,
@@ -64,13 +73,177 @@ fn respond_with(
     for &b in req.host {
         sh.scratch.host.push(b.to_ascii_lowercase() as char);
     }
-    // The URI as the client sent it; replaced by an internal rewrite.
+    // The target of this run: the client's, or an error handler's.
+    let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
+    loop {
+        let mark = conn.out.mem.len();
+        let mut once = respond_once(conn, sh, req, keep_alive, &mut carry, target.as_deref());
+        let Some(settings) = once.settings.take() else {
+            // A backend answers: logged when its answer is complete.
+            return once.action;
+        };
+        if let Some(next) = error_handler_for(&settings, once.status, &carry) {
+            // Run the error handler instead; the answer written is dropped.
+            conn.out.mem.truncate(mark);
+            log::debug!(
+                "status {}: running error handler {}",
+                once.status,
+                next.target
+            );
+            target = Some(next.target.clone());
+            carry.error = Some(next);
+            continue;
+        }
+        if let Some(run) = carry.error.as_ref() {
+            if once.status >= 400 && once.status != run.status {
+                // The error handler failed too: the first error's own page.
+                conn.out.mem.truncate(mark);
+                let mut r = Responder::new(
+                    &mut conn.out,
+                    &sh.clock.http_date,
+                    &settings,
+                    req.method == Method::Head,
+                    keep_alive,
+                    req.minor,
+                );
+                r.error(run.status);
+                once.status = run.status;
+                once.body_len = r.body_len;
+            }
+        }
+        let head_bytes = (conn.out.mem.len() - head_start) as u64;
+        sh.stats.requests += 1;
+        // A request run again is logged with the line the client sent.
+        let shown;
+        let logged = match carry.orig_line.as_deref() {
+            Some(line) => {
+                shown = Request {
+                    request_line: line,
+                    ..*req
+                };
+                &shown
+            }
+            None => req,
+        };
+        log_access(
+            sh,
+            &settings,
+            conn,
+            Some(logged),
+            b"",
+            once.status,
+            once.body_len,
+            head_bytes,
+        );
+        return once.action;
+    }
+}
+
+/// What one run of the phases did.
+struct Once {
+    action: BodyAction,
+    /// The status written (0 when a backend answers).
+    status: u16,
+    /// Body bytes written, for the access log.
+    body_len: u64,
+    /// The settings it ran under; `None` when a backend answers.
+    settings: Option<std::rc::Rc<Settings>>,
+}
+
+/// The end of a run that answered from glint itself.
+fn finish_once(r: Responder<'_>, action: BodyAction, settings: &std::rc::Rc<Settings>) -> Once {
+    Once {
+        action: if r.force_close {
+            BodyAction::Close
+        } else {
+            action
+        },
+        status: r.status,
+        body_len: r.body_len,
+        settings: Some(std::rc::Rc::clone(settings)),
+    }
+}
+
+/// The error handler to run for an answer with `status`, if the settings
+/// have one for it and this is not already an error handler's run.
+/// `server.error-handler` takes every error (as a GET); the older
+/// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
+fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<crate::gateway::ErrorRun> {
+    // Errors about the request itself (malformed, too large, an unknown
+    // method or version) are answered as they are.
+    if carry.error.is_some() || status < 400 || matches!(status, 400 | 413 | 414 | 431 | 501 | 505)
+    {
+        return None;
+    }
+    if let Some(h) = s.error_handler.as_deref() {
+        return Some(crate::gateway::ErrorRun {
+            target: h.to_string(),
+            status,
+            generic: true,
+        });
+    }
+    match (s.error_handler_404.as_deref(), status) {
+        (Some(h), 403 | 404) => Some(crate::gateway::ErrorRun {
+            target: h.to_string(),
+            status,
+            generic: false,
+        }),
+        _ => None,
+    }
+}
+
+/// The status the client gets when an error handler answered with
+/// `handler`: `server.error-handler` keeps the error's status; an answer
+/// of `server.error-handler-404` keeps its own unless it failed too (403,
+/// 404), as lighttpd.
+pub fn error_run_status(run: &crate::gateway::ErrorRun, handler: u16) -> u16 {
+    if run.generic || matches!(handler, 403 | 404) {
+        run.status
+    } else {
+        handler
+    }
+}
+
+/// `url.access-deny` / `url.access-allow` for one path (mod_access): with
+/// an allow list only its suffixes are served; otherwise a deny suffix
+/// refuses (`""` refuses every path). Suffixes match without case under
+/// `server.force-lowercase-filenames`, as lighttpd.
+pub fn access_denied(path: &str, s: &Settings) -> bool {
+    let lc = s.force_lowercase_filenames;
+    let ends = |suffix: &String| {
+        path.len() >= suffix.len()
+            && path.is_char_boundary(path.len() - suffix.len())
+            && if lc {
+                path[path.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+            } else {
+                path.ends_with(suffix.as_str())
+            }
+    };
+    if !s.url_access_allow.is_empty() {
+        return !s.url_access_allow.iter().any(ends);
+    }
+    s.url_access_deny.iter().any(ends)
+}
+
+/// One run of the phases for `target` (the client's when `None`). Returns
+/// what becomes of the body, the status written, and the settings it ran
+/// under (`None` when a backend answers: it is logged later).
+fn respond_once(
+    conn: &mut Connection,
+    sh: &mut Shared,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    carry: &mut Carry,
+    target: Option<&str>,
+) -> Once {
+    // The URI as the client sent it (or the error handler's); replaced by an internal rewrite.
+    let first = target.unwrap_or(req.target);
     let mut rewritten: Option<String> = None;
     let mut resolved;
     let mut path_ok;
     let mut rewrites = 0;
     loop {
-        let uri = rewritten.as_deref().unwrap_or(req.target);
+        let uri = rewritten.as_deref().unwrap_or(first);
         let (path, query) = split_uri(uri);
         path_ok =
             uri == "*" || normalize(path, &mut sh.scratch.decoded, &mut sh.scratch.path).is_ok();
@@ -126,7 +299,7 @@ fn respond_with(
         }
     }
     let settings = std::rc::Rc::clone(&resolved.settings);
-    let uri = rewritten.as_deref().unwrap_or(req.target);
+    let uri = rewritten.as_deref().unwrap_or(first);
     let (raw_path, query) = split_uri(uri);
 
     let mut r = Responder::new(
@@ -144,6 +317,8 @@ fn respond_with(
         }
         _ => false,
     };
+    // The path the handlers see: the request's, or its directory's index file.
+    let mut indexed = false;
     if req.method == Method::Unknown {
         r.error(501);
     } else if !path_ok {
@@ -156,6 +331,20 @@ fn respond_with(
         r.start(200);
         r.header("Allow", b"GET, HEAD, OPTIONS");
         r.end_head(Some(0));
+    } else if let Some(loc) = rewrite::first_match(
+        &settings.url_redirect,
+        uri,
+        &resolved.captures,
+        &mut sh.regexes,
+    ) {
+        let code = match settings.url_redirect_code {
+            c @ (301 | 302 | 303 | 307 | 308) => c,
+            _ => 301,
+        };
+        r.error_with(code, &[("Location", loc.as_bytes())]);
+    } else if access_denied(&sh.scratch.path, &settings) {
+        log::debug!("{}: denied by url.access-deny/-allow", sh.scratch.path);
+        r.error(403);
     } else if status_page::serve(
         &sh.scratch.path,
         query,
@@ -169,131 +358,119 @@ fn respond_with(
         &sh.config,
     ) {
         // mod_status answered.
-    } else if let Some(loc) = rewrite::first_match(
-        &settings.url_redirect,
-        uri,
-        &resolved.captures,
-        &mut sh.regexes,
-    ) {
-        let code = match settings.url_redirect_code {
-            c @ (301 | 302 | 303 | 307 | 308) => c,
-            _ => 301,
-        };
-        r.error_with(code, &[("Location", loc.as_bytes())]);
-    } else if let Some((route, split)) =
-        gateway_route(&sh.gateways, &settings, &sh.scratch.path, &carry)
-    {
-        let docroot = match carry.docroot.clone() {
-            Some(d) => Cow::Owned(d),
-            None => document_root(&settings, &sh.scratch.host).unwrap_or_default(),
-        };
-        let authorizer = sh.gateways.routes[route].authorizer;
-        let g = GatewayStart {
-            route,
-            split,
-            docroot: &docroot,
-            query,
-            keep_alive,
-            now: sh.clock.mono_secs,
-            server_port: sh.ports.get(conn.listener).copied().unwrap_or(0),
-            // The listener's own address, or (bound to all) the socket's.
-            server_addr: match sh.bound_ips.get(conn.listener).copied().flatten() {
-                Some(ip) => Some(ip),
-                None => conn.stream.local_addr().map(|a| a.ip()),
-            },
-            remote_port: conn.peer_port,
-        };
-        match start_gateway(
-            &g,
-            req,
-            &sh.scratch.path,
-            &mut sh.gateways,
-            conn.peer,
-            &settings,
-            std::mem::take(&mut carry),
-        ) {
-            Ok(gw) => {
-                conn.gw = Some(gw);
-                action = if authorizer {
-                    BodyAction::Authorize
-                } else {
-                    BodyAction::Gateway
-                };
-            }
-            Err(status) => {
-                if status == 413 {
-                    r.keep_alive = false;
-                    action = BodyAction::Close;
-                }
-                r.error(status);
-            }
-        }
     } else {
         let docroot = match carry.docroot.as_deref() {
             Some(d) => Some(Cow::Borrowed(d)),
             None => document_root(&settings, &sh.scratch.host),
         };
-        let sreq = static_file::StaticRequest {
-            method: req.method,
-            raw_path,
-            path: &sh.scratch.path,
-            query,
-            host: req.host,
-            headers: req.headers,
-            docroot: docroot.as_deref(),
-            now: sh.clock.unix,
-            mono: sh.clock.mono_secs,
-        };
-        let mark = r.out.mem.len();
-        static_file::serve(&sreq, &mut r, &mut sh.scratch.fs_path, &mut sh.files);
-        if r.status == 404 {
-            if let Some(handler) = settings.error_handler_404.as_deref() {
-                serve_404_handler(
-                    handler,
-                    &sreq,
-                    &mut r,
-                    mark,
-                    &mut sh.scratch.decoded,
+        let mut route = gateway_route(&sh.gateways, &settings, &sh.scratch.path, carry);
+        if route.is_none() && sh.scratch.path.ends_with('/') {
+            // mod_indexfile: the directory's index file is the request's
+            // path from here on, and meets access and the gateways again.
+            if let Some(root) = docroot.as_deref() {
+                indexed = static_file::find_index(
+                    root,
+                    &sh.scratch.path,
+                    &settings,
                     &mut sh.files,
+                    sh.clock.mono_secs,
+                    &mut sh.scratch.index_path,
                 );
             }
+            if indexed {
+                if access_denied(&sh.scratch.index_path, &settings) {
+                    log::debug!(
+                        "{}: denied by url.access-deny/-allow",
+                        sh.scratch.index_path
+                    );
+                    r.error(403);
+                    return finish_once(r, action, &settings);
+                }
+                route = gateway_route(&sh.gateways, &settings, &sh.scratch.index_path, carry);
+            }
         }
-    }
-    if r.force_close {
-        action = BodyAction::Close;
-    }
-    if action == BodyAction::Gateway || action == BodyAction::Authorize {
-        // Logged when the backend's answer is complete.
-        return action;
-    }
-    let (status, body_len) = (r.status, r.body_len);
-    let head_bytes = (conn.out.mem.len() - head_start) as u64;
-    sh.stats.requests += 1;
-    // A request run again is logged with the line the client sent.
-    let shown;
-    let logged = match carry.orig_line.as_deref() {
-        Some(line) => {
-            shown = Request {
-                request_line: line,
-                ..*req
+        let path: &str = if indexed {
+            &sh.scratch.index_path
+        } else {
+            &sh.scratch.path
+        };
+        if let Some((route, split)) = route {
+            let gw_docroot = match carry.docroot.clone() {
+                Some(d) => Cow::Owned(d),
+                None => document_root(&settings, &sh.scratch.host).unwrap_or_default(),
             };
-            &shown
+            let authorizer = sh.gateways.routes[route].authorizer;
+            let g = GatewayStart {
+                route,
+                split,
+                docroot: &gw_docroot,
+                query,
+                keep_alive,
+                now: sh.clock.mono_secs,
+                server_port: sh.ports.get(conn.listener).copied().unwrap_or(0),
+                // The listener's own address, or (bound to all) the socket's.
+                server_addr: match sh.bound_ips.get(conn.listener).copied().flatten() {
+                    Some(ip) => Some(ip),
+                    None => conn.stream.local_addr().map(|a| a.ip()),
+                },
+                remote_port: conn.peer_port,
+            };
+            match start_gateway(&g, req, path, &mut sh.gateways, conn.peer, &settings, carry) {
+                Ok(gw) => {
+                    conn.gw = Some(gw);
+                    let action = if authorizer {
+                        BodyAction::Authorize
+                    } else {
+                        BodyAction::Gateway
+                    };
+                    return Once {
+                        action,
+                        status: 0,
+                        body_len: 0,
+                        settings: None,
+                    };
+                }
+                Err(status) => {
+                    if status == 413 {
+                        r.keep_alive = false;
+                        action = BodyAction::Close;
+                    }
+                    r.error(status);
+                }
+            }
+        } else if static_file::excluded(path, &settings) {
+            // mod_staticfile declines; no other handler: 403, as lighttpd.
+            log::debug!("{path}: not sent, static-file.exclude-extensions");
+            r.error(403);
+        } else {
+            // `server.error-handler` runs as a GET (HEAD stays HEAD).
+            let method = match carry.error.as_ref() {
+                Some(run) if run.generic && req.method != Method::Head => Method::Get,
+                _ => req.method,
+            };
+            let sreq = static_file::StaticRequest {
+                method,
+                raw_path,
+                path,
+                query,
+                host: req.host,
+                headers: req.headers,
+                docroot: docroot.as_deref(),
+                now: sh.clock.unix,
+                mono: sh.clock.mono_secs,
+            };
+            if let Some(run) = carry.error.as_ref() {
+                // An error handler's page: sent with the error's status
+                // where lighttpd keeps it.
+                if run.generic {
+                    r.status_override = Some(run.status);
+                }
+            }
+            static_file::serve(&sreq, &mut r, &mut sh.scratch.fs_path, &mut sh.files);
         }
-        None => req,
-    };
-    log_access(
-        sh,
-        &settings,
-        conn,
-        Some(logged),
-        b"",
-        status,
-        body_len,
-        head_bytes,
-    );
-    action
+    }
+    finish_once(r, action, &settings)
 }
-
 /// The gateway route for a path under the request's settings (the
 /// innermost scope that sets `scgi.server` / `fastcgi.server` decides the
 /// routes of each): the authorizer that guards it, until one
@@ -505,7 +682,7 @@ fn start_gateway(
     gateways: &mut crate::gateway::Gateways,
     peer: Option<std::net::IpAddr>,
     settings: &std::rc::Rc<Settings>,
-    carry: Carry,
+    carry: &mut Carry,
 ) -> Result<Box<crate::gateway::GwClient>, u16> {
     let route = &gateways.routes[g.route];
     let Some(spec) = route.hosts.first().map(|&h| &gateways.hosts[h].spec) else {
@@ -528,6 +705,15 @@ fn start_gateway(
         && !gateways.local_scripts.check(g.docroot, script_name, g.now)
     {
         return Err(404);
+    }
+    // `server.error-handler` runs as a GET without the request's body;
+    // glint does not run a backend for a request whose body it would have
+    // to hold back: the error's own page answers it.
+    let generic_error = carry.error.as_ref().filter(|e| e.generic).map(|e| e.status);
+    if let Some(status) = generic_error {
+        if !matches!(req.body, Body::None | Body::Length(0)) {
+            return Err(status);
+        }
     }
     // `server.max-request-size` bounds every body (413 before any backend
     // is asked); a chunked one is collected in memory, so also MAX_BODY.
@@ -554,7 +740,15 @@ fn start_gateway(
             target = if rest.starts_with('/') { rest } else { "/" };
         }
     }
-    let shown = Request { target, ..*req };
+    let shown = match generic_error {
+        Some(_) if req.method != Method::Head => Request {
+            target,
+            method: Method::Get,
+            method_str: "GET",
+            ..*req
+        },
+        _ => Request { target, ..*req },
+    };
     let mut env = crate::gateway::cgi::environment(&crate::gateway::cgi::EnvInput {
         req: &shown,
         path,
@@ -574,6 +768,13 @@ fn start_gateway(
     });
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
+    }
+    if let Some(run) = carry.error.as_ref() {
+        // The status the error handler replaces.
+        env.set(
+            b"REDIRECT_STATUS",
+            crate::http::status::itoa_u64(u64::from(run.status)).as_bytes(),
+        );
     }
     if protocol == Protocol::Uwsgi {
         // uwsgi describes its variables with a 16-bit size: check it now, with
@@ -651,7 +852,7 @@ fn start_gateway(
         }),
         authorizer,
         local_redir: spec.local_redir,
-        carry,
+        carry: std::mem::take(carry),
         rerun: None,
     }))
 }
@@ -677,48 +878,6 @@ fn log_gateway_as(conn: &Connection, sh: &mut Shared, gw: &GwClient, status: u16
     });
     let settings = std::rc::Rc::clone(&gw.settings);
     log_access(sh, &settings, conn, shown.as_ref(), b"", status, body, 0);
-}
-
-/// `server.error-handler-404`: the configured page replaces the 404's body;
-/// the status stays 404.
-fn serve_404_handler(
-    handler: &str,
-    orig: &static_file::StaticRequest<'_>,
-    r: &mut Responder<'_>,
-    mark: usize,
-    decoded: &mut Vec<u8>,
-    files: &mut static_file::FileCache,
-) {
-    let mut path = String::new();
-    if normalize(split_uri(handler).0, decoded, &mut path).is_err() {
-        return;
-    }
-    let sreq = static_file::StaticRequest {
-        method: if orig.method == Method::Head {
-            Method::Head
-        } else {
-            Method::Get
-        },
-        raw_path: &path,
-        path: &path,
-        query: "",
-        host: orig.host,
-        headers: &[],
-        docroot: orig.docroot,
-        now: orig.now,
-        mono: orig.mono,
-    };
-    let mut fs_path = String::new();
-    r.out.mem.truncate(mark);
-    r.status_override = Some(404);
-    static_file::serve(&sreq, r, &mut fs_path, files);
-    r.status_override = None;
-    if r.status != 404 {
-        // The handler itself failed: fall back to the plain 404 page.
-        log::warn!("server.error-handler-404 {handler} could not be served");
-        r.out.mem.truncate(mark);
-        r.error(404);
-    }
 }
 
 /// The docroot: `mod_simple_vhost` when configured, else `server.document-root`.

@@ -41,14 +41,31 @@ pub struct OpenFile {
 const CACHE_ENTRIES: usize = 1024;
 const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Recently opened files by file system path (before index-file resolution).
+/// Recently opened files by file system path, and the index file found
+/// in recently asked directories.
 #[derive(Default)]
 pub struct FileCache {
     map: std::collections::HashMap<String, Rc<OpenFile>>,
     bytes: usize,
+    /// Directory path => (settings id, when, the index file's URL path or none).
+    indexes: std::collections::HashMap<String, (usize, u64, Option<String>)>,
 }
 
 impl FileCache {
+    fn index_of(&self, dir: &str, settings_id: usize, now: u64) -> Option<Option<&str>> {
+        self.indexes
+            .get(dir)
+            .filter(|(id, born, _)| *id == settings_id && now <= born + 1)
+            .map(|(_, _, found)| found.as_deref())
+    }
+
+    fn put_index(&mut self, dir: &str, settings_id: usize, now: u64, found: Option<String>) {
+        if self.indexes.len() < CACHE_ENTRIES {
+            self.indexes
+                .insert(dir.to_string(), (settings_id, now, found));
+        }
+    }
+
     fn get(&self, path: &str, settings_id: usize, now: u64) -> Option<Rc<OpenFile>> {
         self.map
             .get(path)
@@ -69,6 +86,7 @@ impl FileCache {
 
     /// Drops entries older than a second (called once a second); their files close.
     pub fn purge(&mut self, now: u64) {
+        self.indexes.retain(|_, (_, born, _)| now <= *born + 1);
         let mut freed = 0;
         self.map.retain(|_, e| {
             let keep = now <= e.born + 1;
@@ -83,6 +101,7 @@ impl FileCache {
     /// Closes every cached file (out of descriptors).
     pub fn clear(&mut self) {
         self.map.clear();
+        self.indexes.clear();
         self.bytes = 0;
     }
 }
@@ -133,12 +152,9 @@ pub fn serve(
         );
         return r.error(500);
     };
-    if is_denied(req.path, s) {
-        return r.error(403);
-    }
     scratch.clear();
     scratch.push_str(root.trim_end_matches('/'));
-    scratch.push_str(req.path);
+    push_rel_path(scratch, req.path, s);
     // Symlink checks walk the path each time; only the default setting is cached.
     let cacheable = s.follow_symlink;
     let settings_id = s as *const Settings as usize;
@@ -147,7 +163,6 @@ pub fn serve(
             return serve_file(req, r, &e);
         }
     }
-    let key_len = scratch.len();
 
     let (file, meta) = match open(scratch, s, root) {
         Ok(f) => f,
@@ -157,30 +172,9 @@ pub fn serve(
         if !req.path.ends_with('/') {
             return redirect_to_dir(req, r);
         }
-        let dir_len = scratch.len();
-        for name in &s.index_file_names {
-            scratch.truncate(dir_len);
-            if let Some(abs) = name.strip_prefix('/') {
-                scratch.clear();
-                scratch.push_str(root.trim_end_matches('/'));
-                scratch.push('/');
-                scratch.push_str(abs);
-            } else {
-                scratch.push_str(name);
-            }
-            if let Ok((f, m)) = open(scratch, s, root) {
-                if m.is_file() && !is_denied(scratch, s) {
-                    let e = Rc::new(OpenFile::new(f, &m, scratch, s, settings_id, req.mono));
-                    if cacheable {
-                        scratch.truncate(dir_len);
-                        cache.insert(&scratch[..key_len.min(dir_len)], Rc::clone(&e));
-                    }
-                    return serve_file(req, r, &e);
-                }
-            }
-        }
+        // Its index file, if it has one, was found before (`find_index`)
+        // and answered as a request of its own.
         if s.dir_listing && matches!(req.method, Method::Get | Method::Head) {
-            scratch.truncate(dir_len);
             return match super::dirlisting::render(scratch, req.path, s) {
                 Ok(page) => {
                     r.start(200);
@@ -251,12 +245,91 @@ fn read_all(file: &File, len: u64) -> Option<Box<[u8]>> {
     Some(buf.into_boxed_slice())
 }
 
-/// `url.access-deny` and `static-file.exclude-extensions`: suffix matches refused with 403.
-fn is_denied(path: &str, s: &Settings) -> bool {
-    s.url_access_deny
+/// `static-file.exclude-extensions`: a path with one of these suffixes
+/// (`""` is every path) is never sent as a file, as lighttpd's
+/// mod_staticfile declines it.
+pub fn excluded(path: &str, s: &Settings) -> bool {
+    s.static_file_exclude_extensions
         .iter()
-        .chain(&s.static_file_exclude_extensions)
-        .any(|suffix| !suffix.is_empty() && path.ends_with(suffix.as_str()))
+        .any(|suffix| path.ends_with(suffix.as_str()))
+}
+
+/// Appends the file system form of URL path `path` to `out`: lowercased
+/// under `server.force-lowercase-filenames`.
+fn push_rel_path(out: &mut String, path: &str, s: &Settings) {
+    if s.force_lowercase_filenames {
+        out.extend(path.chars().flat_map(char::to_lowercase));
+    } else {
+        out.push_str(path);
+    }
+}
+
+/// mod_indexfile: the URL path of the first of `index-file.names` that is
+/// a file in directory `path` (which ends in `/`), written to `out`; false
+/// when `path` is no directory or has none of them. Names starting with
+/// `/` are taken from the docroot, as lighttpd does. Answers are kept in
+/// `cache` for as long as open files are, so a busy directory costs no
+/// `stat` per request.
+pub fn find_index(
+    root: &str,
+    path: &str,
+    s: &Settings,
+    cache: &mut FileCache,
+    now: u64,
+    out: &mut String,
+) -> bool {
+    out.clear();
+    if s.index_file_names.is_empty() {
+        return false;
+    }
+    // The directory's file system path, built in `out` for the cache
+    // lookup: a hit costs no allocation.
+    out.push_str(root.trim_end_matches('/'));
+    push_rel_path(out, path, s);
+    let settings_id = s as *const Settings as usize;
+    if let Some(found) = cache.index_of(out, settings_id, now) {
+        return match found {
+            Some(url) => {
+                out.clear();
+                out.push_str(url);
+                true
+            }
+            None => {
+                out.clear();
+                false
+            }
+        };
+    }
+    let dir = std::mem::take(out);
+    let found = match open(&dir, s, root) {
+        Ok((_, m)) if m.is_dir() => s.index_file_names.iter().find_map(|name| {
+            let (url, fs) = match name.strip_prefix('/') {
+                Some(abs) => {
+                    let mut fs = root.trim_end_matches('/').to_string();
+                    fs.push('/');
+                    push_rel_path(&mut fs, abs, s);
+                    (format!("/{abs}"), fs)
+                }
+                None => {
+                    let mut fs = dir.clone();
+                    push_rel_path(&mut fs, name, s);
+                    (format!("{path}{name}"), fs)
+                }
+            };
+            matches!(open(&fs, s, root), Ok((_, m)) if m.is_file()).then_some(url)
+        }),
+        _ => return false,
+    };
+    if s.follow_symlink {
+        cache.put_index(&dir, settings_id, now, found.clone());
+    }
+    match found {
+        Some(url) => {
+            out.push_str(&url);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Opens a path for reading; errors come back as the status to answer.

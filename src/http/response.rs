@@ -25,7 +25,7 @@ pub struct Responder<'a> {
     pub body_len: u64,
     /// The response could not be completed as announced: close after sending it.
     pub force_close: bool,
-    /// Sent instead of 200 (`server.error-handler-404` keeps the 404).
+    /// Sent instead of 200 (`server.error-handler` keeps the error's status).
     pub status_override: Option<u16>,
 }
 

@@ -1,0 +1,691 @@
+//! Fail closed: a lighttpd configuration never makes glint serve what
+//! lighttpd protects. Each row is (configuration, request, what must not
+//! happen), tested from the attacker's side: the request that must not get
+//! through, the file that must not be served. A row glint cannot honour
+//! must stop glint at start (`-t`, `-tt` and the start itself exit
+//! non-zero naming the file and line); a row it honours must answer as
+//! lighttpd does.
+//!
+//! `GLINT_BLACKBOX_SERVER=lighttpd cargo test --test fail_closed` runs the
+//! same table against lighttpd (Debian's 1.4.69 with its modules), where
+//! every row must pass its request check; rows naming a module lighttpd
+//! does not have either are skipped there.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a row's answer must (not) be.
+type Check = fn(&Response) -> Result<(), String>;
+
+struct Row {
+    name: &'static str,
+    /// Files in the document root: (path, content).
+    files: &'static [(&'static str, &'static str)],
+    /// Lines after the document root, bind and port; `{dir}` is a private
+    /// directory, `{php}` the php-cgi binary, `{tlsport}` a second free port.
+    conf: &'static str,
+    /// Requests, each with the check its answer must pass.
+    requests: &'static [(&'static str, Check)],
+    /// glint refuses to start: the error names this line of the
+    /// configuration file and says this.
+    glint_refuses: Option<(u32, &'static str)>,
+    /// lighttpd has the modules of this row too (the row runs against it).
+    in_lighttpd: bool,
+    /// The row needs php-cgi.
+    php: bool,
+}
+
+/// A PHP script whose source must never be shown: the secret is in a comment.
+const PHP_SCRIPT: &str =
+    "<?php /* SOURCE-SECRET password=hunter2 */ echo 'ran:', 6 * 7, \"\\n\"; ?>";
+/// A CGI script for `cgi.assign`: its source holds a secret too.
+const PY_SCRIPT: &str =
+    "# SOURCE-SECRET\nprint('Content-Type: text/plain')\nprint()\nprint('ran:' + str(6 * 7))\n";
+
+fn ran_php(r: &Response) -> Result<(), String> {
+    no_source(r)?;
+    if r.status == 200 && find(&r.body, b"ran:42").is_some() {
+        Ok(())
+    } else {
+        Err(format!("PHP did not run: {}", r.describe()))
+    }
+}
+
+/// The script's source must not be in the answer, whatever its status.
+fn no_source(r: &Response) -> Result<(), String> {
+    if find(&r.body, b"SOURCE-SECRET").is_some() || find(&r.body, b"<?php").is_some() {
+        Err(format!("the script's source was sent: {}", r.describe()))
+    } else {
+        Ok(())
+    }
+}
+
+fn forbidden(r: &Response) -> Result<(), String> {
+    no_source(r)?;
+    if find(&r.body, b"ran:42").is_some() {
+        return Err(format!("the script ran: {}", r.describe()));
+    }
+    if find(&r.body, b"PROTECTED-CONTENT").is_some() {
+        return Err(format!("protected content was sent: {}", r.describe()));
+    }
+    if r.status == 403 {
+        Ok(())
+    } else {
+        Err(format!("expected 403: {}", r.describe()))
+    }
+}
+
+fn unauthorized(r: &Response) -> Result<(), String> {
+    if find(&r.body, b"PROTECTED-CONTENT").is_some() || r.status != 401 {
+        Err(format!(
+            "expected 401 without the content: {}",
+            r.describe()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn served_ok(r: &Response) -> Result<(), String> {
+    if r.status == 200 && find(&r.body, b"public page").is_some() {
+        Ok(())
+    } else {
+        Err(format!("expected the public page: {}", r.describe()))
+    }
+}
+
+fn ran_cgi(r: &Response) -> Result<(), String> {
+    no_source(r)?;
+    if r.status == 200 && find(&r.body, b"ran:42").is_some() {
+        Ok(())
+    } else {
+        Err(format!("the CGI script did not run: {}", r.describe()))
+    }
+}
+
+fn listing_without_excluded(r: &Response) -> Result<(), String> {
+    if r.status == 200
+        && find(&r.body, b"shown.txt").is_some()
+        && find(&r.body, b"PROTECTED").is_none()
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a listing without the excluded names: {}",
+            r.describe()
+        ))
+    }
+}
+
+fn handler_page_with_403(r: &Response) -> Result<(), String> {
+    if r.status == 403
+        && find(&r.body, b"handler page").is_some()
+        && find(&r.body, b"PROTECTED-CONTENT").is_none()
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected the error handler's page with status 403: {}",
+            r.describe()
+        ))
+    }
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        name: "seed 004: index.php as the index file runs through FastCGI",
+        files: &[("index.php", PHP_SCRIPT)],
+        conf: r#"server.modules = ( "mod_fastcgi" )
+index-file.names = ( "index.php" )
+fastcgi.server = ( ".php" => (( "bin-path" => "{php}", "socket" => "{dir}/php.sock", "max-procs" => 1 )) )
+"#,
+        requests: &[("/", ran_php), ("/index.php", ran_php)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: true,
+    },
+    Row {
+        name: "the 404 handler is a PHP script: it runs",
+        files: &[("index.php", PHP_SCRIPT)],
+        conf: r#"server.modules = ( "mod_fastcgi" )
+server.error-handler-404 = "/index.php"
+fastcgi.server = ( ".php" => (( "bin-path" => "{php}", "socket" => "{dir}/php.sock", "max-procs" => 1 )) )
+"#,
+        requests: &[("/no/such/page", ran_php)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: true,
+    },
+    Row {
+        name: "a rewrite to a PHP script runs it",
+        files: &[("index.php", PHP_SCRIPT)],
+        conf: r#"server.modules = ( "mod_rewrite", "mod_fastcgi" )
+url.rewrite-once = ( "^/pretty/(.*)$" => "/index.php?q=$1" )
+fastcgi.server = ( ".php" => (( "bin-path" => "{php}", "socket" => "{dir}/php.sock", "max-procs" => 1 )) )
+"#,
+        requests: &[("/pretty/x", ran_php)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: true,
+    },
+    Row {
+        name: "an index.php that url.access-deny names is neither run nor shown",
+        files: &[("index.php", PHP_SCRIPT)],
+        conf: r#"server.modules = ( "mod_access", "mod_fastcgi" )
+index-file.names = ( "index.php" )
+url.access-deny = ( ".php" )
+fastcgi.server = ( ".php" => (( "host" => "127.0.0.1", "port" => 9 )) )
+"#,
+        requests: &[("/", forbidden), ("/index.php", forbidden)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "static-file.exclude-extensions: a .php without a backend is never sent",
+        files: &[("index.php", PHP_SCRIPT), ("sub/index.php", PHP_SCRIPT)],
+        conf: r#"index-file.names = ( "index.php", "index.html" )
+static-file.exclude-extensions = ( ".php", ".pl", ".fcgi" )
+"#,
+        requests: &[
+            ("/", forbidden),
+            ("/index.php", forbidden),
+            ("/sub/", forbidden),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "url.access-deny = (\"\") denies everything",
+        files: &[
+            ("index.html", "PROTECTED-CONTENT"),
+            ("a.txt", "PROTECTED-CONTENT"),
+        ],
+        conf: r#"server.modules = ( "mod_access" )
+url.access-deny = ( "" )
+"#,
+        requests: &[
+            ("/", forbidden),
+            ("/index.html", forbidden),
+            ("/a.txt", forbidden),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "url.access-allow serves only what it names",
+        files: &[
+            ("index.html", "public page"),
+            ("data.txt", "PROTECTED-CONTENT"),
+        ],
+        conf: r#"server.modules = ( "mod_access" )
+url.access-allow = ( ".html" )
+"#,
+        requests: &[("/index.html", served_ok), ("/data.txt", forbidden)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "a deny in a url block guards FastCGI under it",
+        files: &[("private/x.php", PHP_SCRIPT)],
+        conf: r#"server.modules = ( "mod_access", "mod_fastcgi" )
+fastcgi.server = ( ".php" => (( "host" => "127.0.0.1", "port" => 9 )) )
+$HTTP["url"] =^ "/private/" { url.access-deny = ( "" ) }
+"#,
+        requests: &[("/private/x.php", forbidden)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "a deny guards an SCGI prefix route",
+        files: &[],
+        conf: r#"server.modules = ( "mod_access", "mod_scgi" )
+scgi.server = ( "/app" => (( "host" => "127.0.0.1", "port" => 9, "check-local" => "disable" )) )
+$HTTP["url"] =^ "/app" { url.access-deny = ( "" ) }
+"#,
+        requests: &[("/app/x", forbidden)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "a deny guards mod_status",
+        files: &[],
+        conf: r#"server.modules = ( "mod_access", "mod_status" )
+status.status-url = "/server-status"
+$HTTP["url"] =^ "/server-status" { url.access-deny = ( "" ) }
+"#,
+        requests: &[("/server-status", forbidden)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "a deny guards directory listings",
+        files: &[("list/PROTECTED-CONTENT.txt", "x")],
+        conf: r#"server.modules = ( "mod_access", "mod_dirlisting" )
+dir-listing.activate = "enable"
+$HTTP["url"] =^ "/list/" { url.access-deny = ( "" ) }
+"#,
+        requests: &[("/list/", forbidden)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "force-lowercase-filenames: a deny suffix matches in any case",
+        files: &[("secret.inc", "PROTECTED-CONTENT")],
+        conf: r#"server.modules = ( "mod_access" )
+server.force-lowercase-filenames = "enable"
+url.access-deny = ( ".inc" )
+"#,
+        requests: &[
+            ("/SECRET.INC", forbidden),
+            ("/Secret.Inc", forbidden),
+            ("/secret.inc", forbidden),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "dir-listing.exclude hides what it names",
+        files: &[
+            ("list/shown.txt", "x"),
+            ("list/PROTECTED.bak", "x"),
+            ("list/PROTECTED~", "x"),
+        ],
+        conf: r#"server.modules = ( "mod_dirlisting" )
+dir-listing.activate = "enable"
+dir-listing.exclude = ( "\.bak$", "~$" )
+"#,
+        requests: &[("/list/", listing_without_excluded)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "server.error-handler answers a denied file with its page, status kept",
+        files: &[
+            ("secret.inc", "PROTECTED-CONTENT"),
+            ("oops.html", "handler page"),
+        ],
+        conf: r#"server.modules = ( "mod_access" )
+url.access-deny = ( ".inc" )
+server.error-handler = "/oops.html"
+"#,
+        requests: &[("/secret.inc", handler_page_with_403)],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "auth.require on a directory",
+        files: &[("secret/index.html", "PROTECTED-CONTENT")],
+        conf: r#"server.modules = ( "mod_auth", "mod_authn_file" )
+auth.backend = "plain"
+auth.backend.plain.userfile = "{dir}/users"
+auth.require = ( "/secret/" => ( "method" => "basic", "realm" => "r", "require" => "valid-user" ) )
+"#,
+        requests: &[("/secret/", unauthorized)],
+        glint_refuses: Some((4, "module mod_auth is not provided by glint")),
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        // (lighttpd runs its modules in the order listed: with mod_status
+        // before mod_auth it serves the page unguarded.)
+        name: "auth.require on mod_status, from an included-style += line",
+        files: &[],
+        conf: r#"server.modules = ( "mod_access" )
+server.modules += ( "mod_auth", "mod_authn_file", "mod_status" )
+status.status-url = "/server-status"
+auth.backend = "plain"
+auth.backend.plain.userfile = "{dir}/users"
+auth.require = ( "/server-status" => ( "method" => "basic", "realm" => "r", "require" => "valid-user" ) )
+"#,
+        requests: &[("/server-status", unauthorized)],
+        glint_refuses: Some((5, "module mod_auth is not provided by glint")),
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "ssl.engine on a socket: never plain HTTP there",
+        files: &[("index.html", "PROTECTED-CONTENT")],
+        conf: r#"$SERVER["socket"] == "127.0.0.1:{tlsport}" {
+  ssl.engine = "enable"
+  ssl.pemfile = "{dir}/cert.pem"
+}
+"#,
+        requests: &[],
+        glint_refuses: Some((
+            5,
+            "option ssl.engine = \"enable\" (mod_openssl) is not provided by glint",
+        )),
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "cgi.assign runs the script, never shows it",
+        files: &[("x.py", PY_SCRIPT)],
+        conf: r#"server.modules = ( "mod_cgi" )
+cgi.assign = ( ".py" => "/usr/bin/python3" )
+"#,
+        requests: &[("/x.py", ran_cgi)],
+        glint_refuses: Some((4, "module mod_cgi is not provided by glint")),
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "extforward: a deny written for the client's address",
+        files: &[("index.html", "PROTECTED-CONTENT")],
+        conf: r#"server.modules = ( "mod_access", "mod_extforward" )
+extforward.forwarder = ( "127.0.0.1" => "trust" )
+$HTTP["remoteip"] == "203.0.113.0/24" { url.access-deny = ( "" ) }
+"#,
+        requests: &[],
+        glint_refuses: Some((4, "module mod_extforward is not provided by glint")),
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "a module lighttpd does not have either",
+        files: &[("index.html", "PROTECTED-CONTENT")],
+        conf: r#"server.modules = ( "mod_access", "mod_secdownload" )
+"#,
+        requests: &[],
+        glint_refuses: Some((4, "module mod_secdownload is not provided by glint")),
+        in_lighttpd: false,
+        php: false,
+    },
+    Row {
+        name: "a typo in a module name",
+        files: &[("index.html", "PROTECTED-CONTENT")],
+        conf: r#"server.modules = ( "mod_acces" )
+url.access-deny = ( "" )
+"#,
+        requests: &[],
+        glint_refuses: Some((4, "module mod_acces is not provided by glint")),
+        in_lighttpd: false,
+        php: false,
+    },
+];
+
+/// The request the extforward row sends: from a trusted proxy, for a client
+/// in the denied network.
+const FORWARDED_FOR_OUTSIDER: &str = "X-Forwarded-For: 203.0.113.9";
+
+fn php_cgi() -> Option<&'static str> {
+    ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// The configuration file of a row for a server on `port`.
+fn write_row_conf(
+    row: &Row,
+    d: &Docroot,
+    dir: &TempDir,
+    port: u16,
+    tlsport: u16,
+    lighttpd: bool,
+) -> std::path::PathBuf {
+    let mut text = format!(
+        "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {port}\n",
+        d.root.display()
+    );
+    if lighttpd {
+        // (glint prints its listeners on stderr; lighttpd's log goes here.)
+        text.push_str(&format!(
+            "server.errorlog = \"{}\"\n",
+            dir.join("error.log").display()
+        ));
+    }
+    text.push_str(
+        &row.conf
+            .replace("{dir}", &dir.path().display().to_string())
+            .replace("{php}", php_cgi().unwrap_or("/usr/bin/php-cgi"))
+            .replace("{tlsport}", &tlsport.to_string()),
+    );
+    let path = dir.join("test.conf");
+    std::fs::write(&path, text).expect("write the row's configuration");
+    path
+}
+
+/// Files a row's configuration reads: a user file, a certificate.
+fn row_support_files(dir: &TempDir) {
+    std::fs::write(dir.join("users"), "alice:secret\n").expect("users file");
+    let cert = dir.join("cert.pem");
+    let key = dir.join("key.pem");
+    let ok = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        // lighttpd's ssl.pemfile may hold the key after the certificate.
+        let both = [
+            std::fs::read(&cert).unwrap_or_default(),
+            std::fs::read(&key).unwrap_or_default(),
+        ]
+        .concat();
+        let _ = std::fs::write(&cert, both);
+    }
+}
+
+/// Runs glint with `args` and the configuration, and waits for it to exit
+/// (it must, within the time limit): its exit success and stderr.
+fn glint_exits(args: &[&str], conf: &Path) -> (bool, String) {
+    let mut child = Command::new(glint_bin())
+        .args(args)
+        .arg("-f")
+        .arg(conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start glint");
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                return (st.success(), err);
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return (
+                    true,
+                    "glint kept running with a configuration it must refuse".into(),
+                );
+            }
+        }
+    }
+}
+
+/// A running lighttpd for a row's configuration, stopped on drop.
+struct Lighttpd(std::process::Child);
+
+impl Drop for Lighttpd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_lighttpd(conf: &Path, port: u16, dir: &TempDir) -> Result<Lighttpd, String> {
+    let child = Command::new("lighttpd")
+        .arg("-D")
+        .arg("-f")
+        .arg(conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start lighttpd: {e}"))?;
+    let mut l = Lighttpd(child);
+    let up = wait_for(TIMEOUT, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            || matches!(l.0.try_wait(), Ok(Some(_)))
+    });
+    if !up || matches!(l.0.try_wait(), Ok(Some(_))) {
+        return Err(format!(
+            "lighttpd did not start: {}",
+            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+        ));
+    }
+    Ok(l)
+}
+
+fn request_for(row: &Row, path: &str) -> Vec<u8> {
+    if row.name.starts_with("extforward") {
+        get(path, &[FORWARDED_FOR_OUTSIDER])
+    } else {
+        get(path, &[])
+    }
+}
+
+/// One row against glint: refused at start where it must be, else every
+/// request checked. Failures are collected as text.
+fn run_glint(row: &Row, fails: &mut Vec<String>) {
+    let d = Docroot::new();
+    for (p, c) in row.files {
+        d.file(p, c.as_bytes());
+    }
+    let dir = TempDir::new("failclosed");
+    row_support_files(&dir);
+    let conf = write_row_conf(row, &d, &dir, 0, free_port(), false);
+    if let Some((line, msg)) = row.glint_refuses {
+        let at = format!("test.conf:{line}:");
+        for args in [&["-t"][..], &["-tt"][..], &["-D"][..]] {
+            let (ok, err) = glint_exits(args, &conf);
+            if ok || !err.contains(&at) || !err.contains(msg) {
+                fails.push(format!(
+                    "{}: glint {args:?} must exit non-zero with \"{at}..: {msg}\"; exit ok={ok}, stderr: {err}",
+                    row.name
+                ));
+            }
+        }
+        return;
+    }
+    let s = Launch::new().config_file(&conf).start();
+    for (path, check) in row.requests {
+        let r = fetch(&s, &request_for(row, path));
+        if let Err(e) = check(&r) {
+            fails.push(format!("{}: GET {path}: {e}", row.name));
+        }
+    }
+}
+
+/// One row against lighttpd: it must pass the request checks (and the rows
+/// glint refuses must show what lighttpd protects).
+fn run_lighttpd(row: &Row, fails: &mut Vec<String>) {
+    if !row.in_lighttpd {
+        return;
+    }
+    let d = Docroot::new();
+    for (p, c) in row.files {
+        d.file(p, c.as_bytes());
+    }
+    let dir = TempDir::new("failclosed-lt");
+    row_support_files(&dir);
+    let port = free_port();
+    let tlsport = free_port();
+    let conf = write_row_conf(row, &d, &dir, port, tlsport, true);
+    let _l = match start_lighttpd(&conf, port, &dir) {
+        Ok(l) => l,
+        Err(e) => return fails.push(format!("{}: {e}", row.name)),
+    };
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    for (path, check) in row.requests {
+        let r = Conn::open(addr)
+            .map_err(|e| e.to_string())
+            .and_then(|mut c| {
+                c.send(&request_for(row, path)).map_err(|e| e.to_string())?;
+                c.read_response(false)
+            });
+        match r {
+            Ok(r) => {
+                if let Err(e) = check(&r) {
+                    fails.push(format!("{}: GET {path}: {e}", row.name));
+                }
+            }
+            Err(e) => fails.push(format!("{}: GET {path}: {e}", row.name)),
+        }
+    }
+    if row.name.starts_with("extforward") {
+        let r = Conn::open(addr)
+            .map_err(|e| e.to_string())
+            .and_then(|mut c| {
+                c.send(&request_for(row, "/index.html"))
+                    .map_err(|e| e.to_string())?;
+                c.read_response(false)
+            });
+        if !matches!(&r, Ok(r) if r.status == 403) {
+            fails.push(format!("{}: lighttpd let the outsider in: {r:?}", row.name));
+        }
+    }
+    if row.name.starts_with("ssl.engine") {
+        // Plain HTTP on the TLS port gets no page.
+        let tls = std::net::SocketAddr::from(([127, 0, 0, 1], tlsport));
+        if let Ok(mut c) = Conn::open(tls) {
+            let _ = c.send(&get("/index.html", &[]));
+            if let Ok(r) = c.read_response(false) {
+                if find(&r.body, b"PROTECTED-CONTENT").is_some() {
+                    fails.push(format!(
+                        "{}: plain HTTP on the TLS port: {}",
+                        row.name,
+                        r.describe()
+                    ));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fail_closed_table() {
+    let lighttpd = server_kind() == Kind::Lighttpd;
+    let mut fails = Vec::new();
+    for row in ROWS {
+        if row.php && php_cgi().is_none() {
+            panic!("{}: needs php-cgi (apt-get install php-cgi)", row.name);
+        }
+        if lighttpd {
+            run_lighttpd(row, &mut fails);
+        } else {
+            run_glint(row, &mut fails);
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n\n"));
+}
