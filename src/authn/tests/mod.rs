@@ -1,0 +1,4 @@
+//! Table-style tests for authn: real vectors from htpasswd, openssl,
+//! mkpasswd and RFC 7616, each case named.
+
+mod crypt;
