@@ -25,6 +25,9 @@ use super::crypt::{PasswordHash, Scheme};
 use super::digest::{DigestAlgorithm, Hashed};
 use super::require::BackendKind;
 
+/// Process-wide, so a file loaded anew never reuses an old generation.
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
 /// lighttpd's cap on a user file: 64 MiB ("expect < 1 MB").
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// lighttpd skips lines longer than this.
@@ -207,7 +210,7 @@ impl UserFile {
             BackendKind::Htpasswd => Table::Htpasswd(htpasswd),
             BackendKind::Htdigest => Table::Htdigest(htdigest),
         };
-        self.generation += 1;
+        self.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         msgs
     }
 
@@ -316,8 +319,8 @@ impl UserFile {
         self.kind
     }
 
-    /// Bumped on every (re)load: the auth cache keys on it, so a changed
-    /// password invalidates what was cached.
+    /// New on every (re)load, unique in the process: the auth cache keys on
+    /// it, so a changed password invalidates what was cached.
     pub fn generation(&self) -> u64 {
         self.generation
     }
