@@ -10,9 +10,11 @@
 //! - [`handler`]: from a parsed request to a queued response (static files).
 //! - [`gateway`]: SCGI, uwsgi and FastCGI backends in the same event loop.
 //! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
+//! - [`authn`]: HTTP Basic and Digest authentication (mod_auth, mod_authn_file), pure parts.
 //! - [`accesslog`], [`clock`], [`signals`], [`errorlog`]: logs, time, signals.
 //! - [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
 pub mod accesslog;
+pub mod authn;
 pub mod clock;
 pub mod config;
 pub mod connection;

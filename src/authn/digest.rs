@@ -1,0 +1,578 @@
+//! HTTP Digest (RFC 7616) as lighttpd 1.4.69's mod_auth does it: MD5,
+//! SHA-256 and SHA-512-256, each also as `-sess`; `qop=auth` or no qop (RFC
+//! 2069 clients); `qop=auth-int` is refused with 400, as lighttpd refuses it;
+//! `userhash` and `username*` (RFC 8187) are understood; no `opaque` is sent.
+//! lighttpd does not track `nc`, and neither does glint: replay inside the
+//! nonce's 10 minutes is not detected.
+
+use md5::Md5;
+use sha2::digest::Digest;
+use sha2::{Sha256, Sha512_256};
+
+use super::check::{AuthRequest, AuthType, Backend, Grant, Outcome};
+use super::nonce::{NonceCheck, NonceKey, NEXTNONCE_AFTER};
+use super::require::{BackendKind, Require};
+
+/// A Digest hash function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DigestAlgorithm {
+    Md5,
+    Sha256,
+    Sha512_256,
+}
+
+/// A digest of up to 32 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hashed {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl Hashed {
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+    pub fn hex(&self) -> String {
+        super::hex(self.as_slice())
+    }
+    /// A digest from raw bytes (an HA1 read from a file); `None` past 32 bytes.
+    pub fn from_slice(b: &[u8]) -> Option<Hashed> {
+        let mut buf = [0u8; 32];
+        buf.get_mut(..b.len())?.copy_from_slice(b);
+        Some(Hashed { buf, len: b.len() })
+    }
+}
+
+impl DigestAlgorithm {
+    /// `MD5`, `SHA-256`, `SHA-512-256`, each optionally `-sess`, ASCII
+    /// case-blind; returns the algorithm and whether `-sess` was given.
+    pub fn parse(s: &str) -> Option<(DigestAlgorithm, bool)> {
+        let (base, sess) = match s
+            .len()
+            .checked_sub(5)
+            .and_then(|i| s.get(i..).map(|t| (i, t)))
+        {
+            Some((i, t)) if t.eq_ignore_ascii_case("-sess") => (&s[..i], true),
+            _ => (s, false),
+        };
+        let algo = if base.eq_ignore_ascii_case("MD5") {
+            DigestAlgorithm::Md5
+        } else if base.eq_ignore_ascii_case("SHA-256") {
+            DigestAlgorithm::Sha256
+        } else if base.eq_ignore_ascii_case("SHA-512-256") {
+            DigestAlgorithm::Sha512_256
+        } else {
+            return None;
+        };
+        Some((algo, sess))
+    }
+
+    /// The name in challenges.
+    pub fn name(self) -> &'static str {
+        match self {
+            DigestAlgorithm::Md5 => "MD5",
+            DigestAlgorithm::Sha256 => "SHA-256",
+            DigestAlgorithm::Sha512_256 => "SHA-512-256",
+        }
+    }
+
+    /// Digest length in bytes.
+    pub fn digest_len(self) -> usize {
+        match self {
+            DigestAlgorithm::Md5 => 16,
+            DigestAlgorithm::Sha256 | DigestAlgorithm::Sha512_256 => 32,
+        }
+    }
+
+    /// Challenge order, strongest first (lighttpd: SHA-512-256, SHA-256, MD5).
+    pub fn strength(self) -> u8 {
+        match self {
+            DigestAlgorithm::Md5 => 0,
+            DigestAlgorithm::Sha256 => 1,
+            DigestAlgorithm::Sha512_256 => 2,
+        }
+    }
+
+    /// The hash of the concatenation of `parts`.
+    pub fn hash(self, parts: &[&[u8]]) -> Hashed {
+        fn run<D: Digest>(parts: &[&[u8]]) -> Hashed {
+            let mut d = D::new();
+            for p in parts {
+                d.update(p);
+            }
+            let out = d.finalize();
+            let mut buf = [0u8; 32];
+            buf[..out.len()].copy_from_slice(&out);
+            Hashed {
+                buf,
+                len: out.len(),
+            }
+        }
+        match self {
+            DigestAlgorithm::Md5 => run::<Md5>(parts),
+            DigestAlgorithm::Sha256 => run::<Sha256>(parts),
+            DigestAlgorithm::Sha512_256 => run::<Sha512_256>(parts),
+        }
+    }
+
+    /// HA1 = H(username ":" realm ":" password).
+    pub fn ha1(self, user: &[u8], realm: &[u8], password: &[u8]) -> Hashed {
+        self.hash(&[user, b":", realm, b":", password])
+    }
+}
+
+/// Bounds on what a client can make the parser do: RFC 7616 defines 12
+/// parameters, so 32 leaves room for extensions; 16 KiB covers a `uri` as long
+/// as a long request-target.
+pub const MAX_PARAMS: usize = 32;
+/// See [`MAX_PARAMS`].
+pub const MAX_HEADER: usize = 16 * 1024;
+/// lighttpd's limit on a decoded `username*` (its `userbuf`).
+pub const MAX_USERNAME: usize = 256;
+
+/// The parameters of `Authorization: Digest ...` that mod_auth reads, each
+/// unescaped. Unknown parameters (`opaque`, extensions) are skipped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DigestParams {
+    pub username: Option<Vec<u8>>,
+    pub username_star: Option<Vec<u8>>,
+    pub realm: Option<Vec<u8>>,
+    pub nonce: Option<Vec<u8>>,
+    pub uri: Option<Vec<u8>>,
+    pub algorithm: Option<Vec<u8>>,
+    pub qop: Option<Vec<u8>>,
+    pub cnonce: Option<Vec<u8>>,
+    pub nc: Option<Vec<u8>>,
+    pub response: Option<Vec<u8>>,
+    pub userhash: Option<Vec<u8>>,
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Parses the auth-param list after `Digest ` (RFC 7235 section 2.1):
+/// `name = token | quoted-string`, comma separated, optional whitespace.
+/// Names are case-blind; a name given twice is an error, as is any syntax error.
+pub fn parse_params(s: &[u8]) -> Result<DigestParams, String> {
+    if s.len() > MAX_HEADER {
+        return Err(format!(
+            "Authorization header longer than {MAX_HEADER} bytes"
+        ));
+    }
+    let mut p = DigestParams::default();
+    let mut i = 0;
+    let mut count = 0;
+    let ows = |i: &mut usize| {
+        while *i < s.len() && (s[*i] == b' ' || s[*i] == b'\t') {
+            *i += 1;
+        }
+    };
+    loop {
+        while i < s.len() && matches!(s[i], b' ' | b'\t' | b',') {
+            i += 1;
+        }
+        if i == s.len() {
+            return Ok(p);
+        }
+        count += 1;
+        if count > MAX_PARAMS {
+            return Err(format!("more than {MAX_PARAMS} parameters"));
+        }
+        let start = i;
+        while i < s.len() && is_tchar(s[i]) {
+            i += 1;
+        }
+        let name = &s[start..i];
+        if name.is_empty() {
+            return Err(format!("expected a parameter name at byte {i}"));
+        }
+        ows(&mut i);
+        if s.get(i) != Some(&b'=') {
+            return Err(format!(
+                "no '=' after \"{}\"",
+                String::from_utf8_lossy(name)
+            ));
+        }
+        i += 1;
+        ows(&mut i);
+        let mut value = Vec::new();
+        if s.get(i) == Some(&b'"') {
+            i += 1;
+            loop {
+                match s.get(i) {
+                    None => return Err("unterminated quoted string".into()),
+                    Some(b'"') => break,
+                    Some(b'\\') => {
+                        i += 1;
+                        match s.get(i) {
+                            Some(&c) if c == b'\t' || c >= 0x20 && c != 0x7f => value.push(c),
+                            _ => return Err("bad escape in quoted string".into()),
+                        }
+                    }
+                    Some(&c) if c == b'\t' || c >= 0x20 && c != 0x7f => value.push(c),
+                    Some(_) => return Err("control character in quoted string".into()),
+                }
+                i += 1;
+            }
+            i += 1;
+        } else {
+            let v0 = i;
+            while i < s.len() && is_tchar(s[i]) {
+                i += 1;
+            }
+            if i == v0 {
+                return Err(format!(
+                    "no value for \"{}\"",
+                    String::from_utf8_lossy(name)
+                ));
+            }
+            value.extend_from_slice(&s[v0..i]);
+        }
+        ows(&mut i);
+        if i < s.len() && s[i] != b',' {
+            return Err(format!("expected ',' at byte {i}"));
+        }
+        let slot = match name.to_ascii_lowercase().as_slice() {
+            b"username" => &mut p.username,
+            b"username*" => &mut p.username_star,
+            b"realm" => &mut p.realm,
+            b"nonce" => &mut p.nonce,
+            b"uri" => &mut p.uri,
+            b"algorithm" => &mut p.algorithm,
+            b"qop" => &mut p.qop,
+            b"cnonce" => &mut p.cnonce,
+            b"nc" => &mut p.nc,
+            b"response" => &mut p.response,
+            b"userhash" => &mut p.userhash,
+            _ => continue,
+        };
+        if slot.replace(value).is_some() {
+            return Err(format!(
+                "parameter \"{}\" given twice",
+                String::from_utf8_lossy(name)
+            ));
+        }
+    }
+}
+
+/// Decodes an RFC 8187 ext-value (`UTF-8''J%C3%A4s%C3%B8n`): charset UTF-8
+/// or ISO-8859-1 (turned into UTF-8), language ignored, percent-decoded, at
+/// most [`MAX_USERNAME`] bytes, no control characters.
+pub fn decode_ext_value(v: &[u8]) -> Result<String, &'static str> {
+    let mut parts = v.splitn(3, |&b| b == b'\'');
+    let (charset, _lang, enc) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(c), Some(l), Some(e)) => (c, l, e),
+        _ => return Err("invalid \"username*\" ext-value"),
+    };
+    let mut raw = Vec::with_capacity(enc.len());
+    let mut i = 0;
+    while i < enc.len() {
+        if enc[i] == b'%' {
+            let mut b = [0u8; 1];
+            super::unhex(enc.get(i + 1..i + 3).unwrap_or(b""), &mut b)
+                .ok_or("invalid %-escape in \"username*\"")?;
+            raw.push(b[0]);
+            i += 3;
+        } else {
+            raw.push(enc[i]);
+            i += 1;
+        }
+    }
+    let s = if charset.eq_ignore_ascii_case(b"UTF-8") {
+        String::from_utf8(raw).map_err(|_| "invalid \"username*\" invalid UTF-8")?
+    } else if charset.eq_ignore_ascii_case(b"ISO-8859-1") {
+        raw.iter().map(|&b| char::from(b)).collect()
+    } else {
+        return Err("invalid \"username*\" charset");
+    };
+    if s.len() > MAX_USERNAME {
+        return Err("invalid \"username*\" too long");
+    }
+    if s.chars().any(|c| c.is_control()) {
+        return Err("invalid \"username*\" contains ctrl chars");
+    }
+    Ok(s)
+}
+
+/// The expected `response` (RFC 7616 section 3.4.1) from the binary HA1.
+#[allow(clippy::too_many_arguments)]
+pub fn expected_response(
+    algo: DigestAlgorithm,
+    sess: bool,
+    ha1: &Hashed,
+    nonce: &[u8],
+    cnonce: &[u8],
+    nc: &[u8],
+    qop: Option<&[u8]>,
+    method: &[u8],
+    uri: &[u8],
+) -> Hashed {
+    let mut a1 = ha1.hex();
+    if sess {
+        // RFC 2617 erratum 1649: H(A1) for -sess hashes the hex HA1.
+        a1 = algo.hash(&[a1.as_bytes(), b":", nonce, b":", cnonce]).hex();
+    }
+    let a2 = algo.hash(&[method, b":", uri]).hex();
+    match qop {
+        Some(q) => algo.hash(&[
+            a1.as_bytes(),
+            b":",
+            nonce,
+            b":",
+            nc,
+            b":",
+            cnonce,
+            b":",
+            q,
+            b":",
+            a2.as_bytes(),
+        ]),
+        None => algo.hash(&[a1.as_bytes(), b":", nonce, b":", a2.as_bytes()]),
+    }
+}
+
+/// Quotes a realm for a challenge (RFC 7230 quoted-string).
+pub(crate) fn quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            q.push('\\');
+        }
+        q.push(c);
+    }
+    q.push('"');
+    q
+}
+
+/// The `WWW-Authenticate` values for a Digest rule: one per algorithm,
+/// strongest first; after a stale nonce only the client's algorithm, with `stale=true`.
+pub fn digest_challenge(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    stale: Option<DigestAlgorithm>,
+) -> Vec<String> {
+    let key = rule.nonce_key.as_ref().unwrap_or(key);
+    let algos = match stale {
+        Some(a) => vec![a],
+        None => rule.algorithms.clone(),
+    };
+    algos
+        .into_iter()
+        .map(|a| {
+            let mut v = format!(
+                "Digest realm={}, charset=\"UTF-8\", algorithm={}, nonce=\"{}\", qop=\"auth\"",
+                quote(&rule.realm),
+                a.name(),
+                key.make(now, a, &rule.realm)
+            );
+            if rule.userhash {
+                v.push_str(", userhash=true");
+            }
+            if stale.is_some() {
+                v.push_str(", stale=true");
+            }
+            v
+        })
+        .collect()
+}
+
+fn unauthorized(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    close: bool,
+    log: Option<String>,
+) -> Outcome {
+    Outcome::Unauthorized {
+        www_authenticate: digest_challenge(rule, key, now, None),
+        close,
+        log,
+    }
+}
+
+fn bad(log: String) -> Outcome {
+    Outcome::BadRequest {
+        log: format!("digest: {log}"),
+    }
+}
+
+/// Checks `Authorization: Digest` for `rule`, in lighttpd's order: params,
+/// realm, algorithm, response format, qop, uri, nonce, then the user and the
+/// response, then the rule's user list.
+pub fn verify_digest(
+    rule: &Require,
+    backend: Option<Backend<'_>>,
+    key: &NonceKey,
+    req: &AuthRequest<'_>,
+) -> Outcome {
+    let now = req.now;
+    let backend = match backend {
+        None => return Outcome::Misconfigured { log: format!("auth.backend not configured for {}", req.path) },
+        Some(b) if b.kind == BackendKind::Htpasswd => {
+            return Outcome::Misconfigured {
+                log: format!("auth.require \"method\" => \"digest\" invalid (try \"basic\"?) for {}: htpasswd hashes cannot give the digest HA1", req.path),
+            }
+        }
+        Some(b) => b,
+    };
+    let Some(value) = req
+        .authorization
+        .and_then(|v| super::check::strip_scheme(v, b"Digest "))
+    else {
+        return unauthorized(rule, key, now, false, None);
+    };
+    let p = match parse_params(value) {
+        Ok(p) => p,
+        Err(e) => return bad(format!("malformed Authorization header: {e}")),
+    };
+    let (Some(realm), Some(nonce), Some(uri), Some(response)) =
+        (&p.realm, &p.nonce, &p.uri, &p.response)
+    else {
+        return bad("missing field".into());
+    };
+    if p.qop.is_some() && (p.nc.is_none() || p.cnonce.is_none())
+        || p.username.is_some() == p.username_star.is_some()
+    {
+        return bad("missing field".into());
+    }
+    let userhash = p
+        .userhash
+        .as_deref()
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
+    let username = match (&p.username, &p.username_star) {
+        (_, Some(_)) if userhash => {
+            return bad("invalid \"username*\" with \"userhash\" = true".into())
+        }
+        (_, Some(star)) => match decode_ext_value(star) {
+            Ok(u) => u,
+            Err(e) => return bad(e.into()),
+        },
+        (Some(u), None) => match String::from_utf8(u.clone()) {
+            Ok(u) => u,
+            Err(_) => return bad("username is not UTF-8".into()),
+        },
+        (None, None) => return bad("missing field".into()),
+    };
+    if realm.as_slice() != rule.realm.as_bytes() {
+        return unauthorized(rule, key, now, false, Some("digest: realm mismatch".into()));
+    }
+    let algo_text = String::from_utf8_lossy(p.algorithm.as_deref().unwrap_or(b"MD5")).into_owned();
+    let (algo, sess) = match DigestAlgorithm::parse(&algo_text) {
+        Some((a, s)) if rule.algorithms.contains(&a) => (a, s),
+        _ => {
+            return unauthorized(
+                rule,
+                key,
+                now,
+                false,
+                Some(format!("digest: ({algo_text}): invalid")),
+            )
+        }
+    };
+    let cnonce = p.cnonce.as_deref().unwrap_or(b"");
+    if sess && p.cnonce.is_none() {
+        return bad(format!("({algo_text}): missing field"));
+    }
+    let mut got = [0u8; 32];
+    let got = &mut got[..algo.digest_len()];
+    if super::unhex(response, got).is_none() {
+        return bad(format!(
+            "({}): invalid format",
+            String::from_utf8_lossy(response)
+        ));
+    }
+    match p.qop.as_deref() {
+        None => {}
+        Some(q) if q.eq_ignore_ascii_case(b"auth") => {}
+        Some(q) if q.eq_ignore_ascii_case(b"auth-int") => {
+            return bad("qop=auth-int not supported".into())
+        }
+        Some(q) => return bad(format!("qop={} not supported", String::from_utf8_lossy(q))),
+    }
+    if uri.as_slice() != req.target {
+        return bad(format!(
+            "auth failed: uri mismatch ({} != {})",
+            String::from_utf8_lossy(req.target),
+            String::from_utf8_lossy(uri)
+        ));
+    }
+    let nkey = rule.nonce_key.as_ref().unwrap_or(key);
+    let age = match nkey.check(nonce, algo, &rule.realm, now) {
+        NonceCheck::Valid { age } => age,
+        NonceCheck::Stale => {
+            return Outcome::Unauthorized {
+                www_authenticate: digest_challenge(rule, key, now, Some(algo)),
+                close: false,
+                log: None,
+            }
+        }
+        NonceCheck::Forged => {
+            return unauthorized(rule, key, now, false, Some("digest: nonce mismatch".into()))
+        }
+        NonceCheck::Malformed => return bad("nonce invalid".into()),
+    };
+    let Some(users) = backend.users else {
+        return unauthorized(
+            rule,
+            key,
+            now,
+            true,
+            Some(format!("digest: no user file configured for {}", req.path)),
+        );
+    };
+    // userhash: the client sent H(user:realm); find the user it stands for.
+    let user = if userhash {
+        users.resolve_userhash(&rule.realm, algo, &username.to_ascii_lowercase())
+    } else {
+        Some(username.clone())
+    };
+    let lookup = users.digest_ha1(user.as_deref().unwrap_or(&username), &rule.realm, algo);
+    let want = expected_response(
+        algo,
+        sess,
+        &lookup.ha1,
+        nonce,
+        cnonce,
+        p.nc.as_deref().unwrap_or(b""),
+        p.qop.as_deref(),
+        req.method.as_bytes(),
+        uri,
+    );
+    let ok = super::ct_eq(want.as_slice(), got);
+    let (Some(user), true, true) = (user, lookup.known, ok) else {
+        let why = if lookup.known {
+            "wrong password"
+        } else {
+            "unknown user"
+        };
+        return unauthorized(
+            rule,
+            key,
+            now,
+            true,
+            Some(format!("digest: auth failed for {username}: {why}")),
+        );
+    };
+    if !rule.matches(Some(&user), &[], None) {
+        return unauthorized(
+            rule,
+            key,
+            now,
+            false,
+            Some(format!(
+                "digest: user {user} not allowed by require for {}",
+                req.path
+            )),
+        );
+    }
+    let authentication_info = (age > NEXTNONCE_AFTER)
+        .then(|| format!("nextnonce=\"{}\"", nkey.make(now, algo, &rule.realm)));
+    Outcome::Granted(Grant {
+        user,
+        auth_type: Some(AuthType::Digest),
+        authentication_info,
+    })
+}

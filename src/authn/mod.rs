@@ -1,0 +1,139 @@
+//! HTTP authentication: lighttpd 1.4.69's mod_auth with mod_authn_file's
+//! `plain`, `htpasswd` and `htdigest` backends, as pure functions and
+//! in-memory tables. Nothing here imports another glint module; the request
+//! path hands in plain values and gets an [`Outcome`] back.
+//!
+//! # At start-up (and on reload)
+//!
+//! - [`require::parse_require`] turns `auth.require = ( "/prefix" => ( "method" =>
+//!   ..., "realm" => ..., "require" => ..., "algorithm" => ..., "nonce-secret" =>
+//!   ..., "userhash" => ... ) )` into a [`require::RequireTable`]; the caller
+//!   converts its config values into the neutral [`require::OptValue`] and
+//!   prefixes the `file:line` to any error. [`require::parse_backend`] reads
+//!   `auth.backend`; [`cache::parse_cache_options`] reads `auth.cache`.
+//! - [`userfile::UserFile::load`] reads `auth.backend.{plain,htpasswd,htdigest}.userfile`
+//!   (one [`userfile::UserFile`] per distinct kind and path across all config
+//!   scopes) into memory and returns the messages to log (bad lines, unsupported hash
+//!   formats, naming file, line and user). lighttpd reads the file on every
+//!   request; glint keeps it in memory and the tick calls
+//!   [`userfile::UserFile::reload_if_changed`] (one `stat` a second at most) so an
+//!   edited file is picked up within a second. `auth.backend.plain.groupfile`
+//!   is accepted by lighttpd 1.4.69 and never read: no file backend reports
+//!   groups, so a `group=` rule never matches there (see [`require`]).
+//! - [`nonce::NonceKey::generate`] makes the per-process Digest nonce key. Make
+//!   it before forking workers so every worker accepts the others' nonces; a
+//!   `"nonce-secret"` in a rule replaces it for that rule (stable across restarts).
+//! - With `auth.cache`, one [`cache::AuthCache`] per cache setting; the tick calls
+//!   [`cache::AuthCache::expire`].
+//!
+//! # Per request
+//!
+//! The caller finds the rule with [`require::RequireTable::lookup`] (first
+//! prefix match against the decoded URL path, in config order; case-blind when
+//! `server.force-lowercase-filenames` is set), then calls [`check`], which
+//! dispatches to [`basic::verify_basic`], [`digest::verify_digest`] or the
+//! `extern` check. [`challenge`] builds the `WWW-Authenticate` values alone.
+//! What each [`Outcome`] means on the wire, as lighttpd answers:
+//!
+//! | outcome | status | headers | notes |
+//! |---|---|---|---|
+//! | `Granted` | request goes on | `Authentication-Info: nextnonce="..."` when a Digest nonce is older than 540 s | gateways get `REMOTE_USER` = user and `AUTH_TYPE` = `Basic` / `Digest` (not set again for `extern`) |
+//! | `Unauthorized` | 401 | one `WWW-Authenticate` per value: `Basic realm="R", charset="UTF-8"`, or per algorithm `Digest realm="R", charset="UTF-8", algorithm=SHA-256, nonce="...", qop="auth"` (+ `userhash=true`, `stale=true`); none for `extern` | no header, wrong password, unknown user, user not allowed by `require`; `close` = lighttpd turns keep-alive off after a wrong password or unknown user |
+//! | `BadRequest` | 400 | | Basic: not base64, no `:`, NUL, user name not UTF-8; Digest: a syntax error or a parameter given twice, missing field, bad `response` hex, `qop=auth-int` (or any qop but `auth`), bad `username*`, `uri` not the request-target, malformed nonce |
+//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd` (hashes cannot give HA1) |
+//!
+//! lighttpd never answers 403 from mod_auth: an authenticated user whom the
+//! rule does not list gets the same 401 challenge. Every `log` in an outcome
+//! is a line for the error log; the caller adds the client's address, as
+//! lighttpd's lines carry it ("password doesn't match for /x username: u IP: ...").
+//!
+//! # Timing
+//!
+//! A wrong password costs what a right one costs: every check computes the
+//! full hash and compares in constant time ([`ct_eq`]). An unknown user costs
+//! what a known one costs: the check runs against a dummy of the file's most
+//! common hash kind and cost ([`userfile::UserFile::dummy_scheme`]) and its
+//! result is thrown away. The one exception is opt-in: with `auth.cache` a
+//! cached right password skips bcrypt, which is the cache's purpose.
+//!
+//! The hashing runs on the event loop. Measured once by hand (release build,
+//! this 2-core machine, median per check; right, wrong and unknown within 5%
+//! of each other): bcrypt cost 10 58 ms, cost 5 1.9 ms, SHA-512-crypt at 5000
+//! rounds 1.3 ms, apr1 0.18 ms, `{SHA}`, plain and htdigest under 1 µs. So a
+//! rule over a cost-10 file does at most ~17 uncached Basic checks a second,
+//! and `auth.cache` is what makes such a file usable under load.
+
+pub mod basic;
+pub mod cache;
+mod check;
+pub mod crypt;
+pub mod digest;
+pub mod nonce;
+pub mod require;
+pub mod userfile;
+
+#[cfg(test)]
+mod tests;
+
+pub use check::{challenge, check, AuthRequest, AuthType, Backend, Context, Grant, Outcome};
+
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Constant-time equality: every byte is looked at whatever the first
+/// difference. Lengths are not secret (a hash's length is its algorithm's).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.ct_eq(b).into()
+}
+
+/// Lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(HEX[usize::from(b >> 4)] as char);
+        s.push(HEX[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+/// Hex (either case) into `out`; `None` unless `s` is exactly `2 * out.len()` hex digits.
+pub(crate) fn unhex(s: &[u8], out: &mut [u8]) -> Option<()> {
+    if s.len() != out.len() * 2 {
+        return None;
+    }
+    let nib = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        *o = (nib(pair[0])? << 4) | nib(pair[1])?;
+    }
+    Some(())
+}
+
+/// HMAC-SHA-256 (RFC 2104) over the concatenation of `parts`: the keyed hash
+/// behind nonces and cache keys. 32-byte keys only, so no key hashing step.
+pub(crate) fn hmac_sha256(key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
+    let mut ipad = [0x36u8; 64];
+    let mut opad = [0x5cu8; 64];
+    for (i, k) in key.iter().enumerate() {
+        ipad[i] ^= k;
+        opad[i] ^= k;
+    }
+    let mut inner = Sha256::new();
+    inner.update(ipad);
+    for p in parts {
+        inner.update(p);
+    }
+    let inner = inner.finalize();
+    Sha256::new()
+        .chain_update(opad)
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// 32 bytes from the kernel's CSPRNG (getrandom(2)).
+pub(crate) fn random_key() -> std::io::Result<[u8; 32]> {
+    let mut k = [0u8; 32];
+    getrandom::fill(&mut k).map_err(|e| std::io::Error::other(format!("getrandom: {e}")))?;
+    Ok(k)
+}
