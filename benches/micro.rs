@@ -8,10 +8,10 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use glint::config::{Config, RequestFacts, Settings};
-use glint::http::request::{parse, MAX_HEADERS};
-use glint::http::response::Responder;
+use glint::msg::{Reply, MAX_HEADERS};
 use glint::output::Output;
 use glint::path::normalize;
+use glint::proto::h1::{parse, write_reply};
 
 /// What ab sends (seed 001/004 workloads).
 const AB_REQUEST: &[u8] =
@@ -57,19 +57,21 @@ fn bench_normalize(c: &mut Criterion) {
 }
 
 fn bench_response_head(c: &mut Criterion) {
-    let settings = Settings::default();
+    let settings = std::rc::Rc::new(Settings::default());
     let date = *b"Mon, 30 Nov 2026 10:45:42 GMT";
     let mut out = Output::default();
+    let mut r = Reply::new(std::rc::Rc::clone(&settings), false);
     c.bench_function("encode_response_head", |b| {
         b.iter(|| {
             out.clear();
-            let mut r = Responder::new(&mut out, &date, &settings, false, true, 1);
+            r.reset(std::rc::Rc::clone(&settings), false);
             r.start(200);
             r.header("ETag", b"\"8c3a4f2b1e0d9a77\"");
             r.header("Last-Modified", b"Mon, 30 Nov 2026 10:45:42 GMT");
             r.header("Accept-Ranges", b"bytes");
             r.header("Content-Type", b"image/jpeg");
             r.end_head(Some(25_190));
+            write_reply(&mut out, &r, &date, true, 1);
             black_box(out.mem.len())
         })
     });

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::net::IpAddr;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use crate::http::request::Request;
+use crate::msg::Request;
 
 /// Flush a destination's buffer early once it holds this much.
 const FLUSH_AT: usize = 64 * 1024;
@@ -329,7 +329,8 @@ impl AccessLogs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::request::{parse, MAX_HEADERS};
+    use crate::msg::MAX_HEADERS;
+    use crate::proto::h1::parse;
 
     #[test]
     fn default_format_line() {

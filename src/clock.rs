@@ -3,7 +3,7 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::http::date::{format_clf_date, format_http_date, HTTP_DATE_LEN};
+use crate::date::{format_clf_date, format_http_date, HTTP_DATE_LEN};
 
 pub struct Clock {
     start: Instant,

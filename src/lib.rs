@@ -1,29 +1,50 @@
 //! glint: a single-process, single-event-loop web server that reads
 //! lighttpd's configuration.
 //!
-//! Map of the crate, in the order a request meets it:
-//! - [`server`]: the `mio` loop: listeners, a slab of connections, the tick.
-//! - [`connection`]: one client: a state enum, buffers, readiness.
-//! - [`http`]: request-head parsing, ranges, dates, status pages, response heads.
-//! - [`path`]: percent-decoding and normalisation, the one place that refuses traversal.
-//! - [`config`]: typed settings, listeners, per-request conditionals.
-//! - [`handler`]: from a parsed request to a queued response (static files).
-//! - [`gateway`]: SCGI, uwsgi and FastCGI backends in the same event loop.
-//! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
-//! - [`authn`]: HTTP Basic and Digest authentication (mod_auth, mod_authn_file), pure parts.
-//! - [`accesslog`], [`clock`], [`signals`], [`errorlog`]: logs, time, signals.
-//! - [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
+//! The modules form layers, listed here from the top. **A module imports
+//! only modules of layers below its own; modules of one layer do not import
+//! each other.** Where a lower layer must reach a higher one, it does so
+//! through a value or a trait the lower layer defines (a handler returns a
+//! [`msg::Reply`]; an upstream answers through a [`msg::Sink`]; time-outs
+//! come back as values). `tests/layers.rs` checks every `use crate::`.
+//!
+//! 1. [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
+//! 2. [`server`]: the `mio` loop: listeners, a slab of connections, backends' sockets, the tick, reload.
+//! 3. [`conn`]: one client connection: socket, HTTP/1 session, output queue; says when it is done.
+//! 4. [`exchange`]: one request: settings, rewrite, redirect, access, index files, error handlers, access log.
+//! 5. [`handler`] (static files, listings, the status page) and [`upstream`]
+//!    (SCGI, uwsgi and FastCGI backends: pool, queue, codecs, processes).
+//! 6. [`proto`]: HTTP/1.x request parsing and response encoding.
+//! 7. [`msg`] (requests, replies, the upstream sink, statuses, ranges),
+//!    [`output`] (the write queue and its one writer), [`net`] (sockets),
+//!    [`accesslog`].
+//! 8. The base: [`config`], [`clock`], [`authn`], and below them [`path`],
+//!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`].
+pub mod service;
+
+pub mod server;
+
+pub mod conn;
+
+pub mod exchange;
+
+pub mod handler;
+pub mod upstream;
+
+pub mod proto;
+
 pub mod accesslog;
+pub mod msg;
+pub mod net;
+pub mod output;
+
 pub mod authn;
 pub mod clock;
 pub mod config;
-pub mod connection;
+
+pub mod buf;
+pub mod date;
 pub mod errorlog;
-pub mod gateway;
-pub mod handler;
-pub mod http;
-pub mod output;
 pub mod path;
-pub mod server;
-pub mod service;
 pub mod signals;
+pub mod stats;

@@ -88,10 +88,10 @@ fn uwsgi_example() {
     let c = load("examples/uwsgi.conf");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     assert_eq!(
-        glint::gateway::Protocol::of_scgi_server(&c.global),
-        glint::gateway::Protocol::Uwsgi
+        glint::upstream::Protocol::of_scgi_server(&c.global),
+        glint::upstream::Protocol::Uwsgi
     );
-    let g = match glint::gateway::Gateways::from_config(&c) {
+    let g = match glint::upstream::Gateways::from_config(&c) {
         Ok(g) => g,
         Err(e) => panic!("examples/uwsgi.conf: {e}"),
     };

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::os::unix::fs::MetadataExt;
 
 use crate::config::Settings;
-use crate::http::date::utc_parts;
+use crate::date::utc_parts;
 
 /// Most entries listed; a larger directory is cut off with a note, so one
 /// request cannot make glint build an unbounded page.

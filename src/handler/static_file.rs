@@ -10,11 +10,11 @@ use httparse::Header;
 use nix::libc;
 
 use crate::config::Settings;
-use crate::http::date::{format_http_date, parse_http_date};
-use crate::http::range::{parse_range, RangeRequest};
-use crate::http::request::{trim_ows, Method};
-use crate::http::response::Responder;
-use crate::http::status::itoa_u64;
+use crate::date::{format_http_date, parse_http_date};
+use crate::msg::range::{parse_range, RangeRequest};
+use crate::msg::request::{trim_ows, Method};
+use crate::msg::status::itoa_u64;
+use crate::msg::Reply;
 
 /// Files up to this size are read into the response buffer so that head and
 /// body leave in one `send`; larger ones go by `sendfile`. At 16 KiB the copy
@@ -31,7 +31,7 @@ pub struct OpenFile {
     v: Validators,
     ctype: (String, bool),
     /// The content of a small file, sent from memory in the same `send` as the head.
-    small: Option<Box<[u8]>>,
+    small: Option<Rc<[u8]>>,
     /// The settings the entry was made under (MIME types and ETag options differ per scope).
     settings_id: usize,
     born: u64,
@@ -138,13 +138,9 @@ const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 
 /// Serves `req.path` from the docroot of `r.settings`.
 /// `scratch` is a reusable buffer for building file system paths.
-pub fn serve(
-    req: &StaticRequest<'_>,
-    r: &mut Responder<'_>,
-    scratch: &mut String,
-    cache: &mut FileCache,
-) {
-    let s = r.settings;
+pub fn serve(req: &StaticRequest<'_>, r: &mut Reply, scratch: &mut String, cache: &mut FileCache) {
+    let settings = Rc::clone(&r.settings);
+    let s: &Settings = &settings;
     let Some(root) = req.docroot else {
         log::error!(
             "no server.document-root for host {:?}",
@@ -231,7 +227,7 @@ impl OpenFile {
 
 /// Reads a small file whole; None when it is not `len` bytes long any more
 /// (it then goes out by sendfile, which notices the change and closes).
-fn read_all(file: &File, len: u64) -> Option<Box<[u8]>> {
+fn read_all(file: &File, len: u64) -> Option<Rc<[u8]>> {
     let mut buf = vec![0u8; len as usize];
     let mut done = 0;
     while done < buf.len() {
@@ -242,7 +238,7 @@ fn read_all(file: &File, len: u64) -> Option<Box<[u8]>> {
             Err(_) => return None,
         }
     }
-    Some(buf.into_boxed_slice())
+    Some(Rc::from(buf))
 }
 
 /// `static-file.exclude-extensions`: a path with one of these suffixes
@@ -384,7 +380,7 @@ fn open_error_status(e: &io::Error) -> u16 {
     }
 }
 
-fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Responder<'_>) {
+fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Reply) {
     let mut loc = Vec::with_capacity(req.host.len() + req.raw_path.len() + req.query.len() + 10);
     if !req.host.is_empty() {
         loc.extend_from_slice(b"http://");
@@ -469,7 +465,7 @@ fn header_date(v: &[u8]) -> Option<i64> {
     std::str::from_utf8(v).ok().and_then(parse_http_date)
 }
 
-fn serve_file(req: &StaticRequest<'_>, r: &mut Responder<'_>, of: &OpenFile) {
+fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
     let get_or_head = matches!(req.method, Method::Get | Method::Head);
     if req.method == Method::Options {
         r.start(200);
@@ -534,9 +530,7 @@ fn serve_file(req: &StaticRequest<'_>, r: &mut Responder<'_>, of: &OpenFile) {
             match &of.small {
                 Some(body) => {
                     r.end_head(Some(len));
-                    if !r.head_only {
-                        r.out.mem.extend_from_slice(body);
-                    }
+                    r.push_shared(Rc::clone(body));
                 }
                 None => r.body_file(file, 0, len),
             }
@@ -591,10 +585,10 @@ fn serve_file(req: &StaticRequest<'_>, r: &mut Responder<'_>, of: &OpenFile) {
             r.header("Content-Type", &ct);
             r.end_head(Some(total));
             for (&(a, b), h) in parts.iter().zip(&part_heads) {
-                r.out.mem.extend_from_slice(h);
-                r.out.push_file(Rc::clone(&file), a, b - a + 1);
+                r.push_mem(h);
+                r.push_file(Rc::clone(&file), a, b - a + 1);
             }
-            r.out.mem.extend_from_slice(&tail);
+            r.push_mem(&tail);
         }
     }
 }
@@ -623,15 +617,15 @@ fn boundary(etag: Option<&[u8]>, len: u64) -> Vec<u8> {
 }
 
 /// ETag and Last-Modified, and mod_expire's headers when a rule applies.
-fn write_validators(r: &mut Responder<'_>, v: &Validators) {
+fn write_validators(r: &mut Reply, v: &Validators) {
     if let Some(t) = &v.etag {
         r.header("ETag", t);
     }
     r.header("Last-Modified", &v.last_modified);
 }
 
-fn write_expire(r: &mut Responder<'_>, req: &StaticRequest<'_>, ctype: &str, mtime: i64) {
-    let Some(rule) = super::expire::rule_for(r.settings, req.path, ctype) else {
+fn write_expire(r: &mut Reply, req: &StaticRequest<'_>, ctype: &str, mtime: i64) {
+    let Some(rule) = super::expire::rule_for(&r.settings, req.path, ctype) else {
         return;
     };
     if let Some((at, max_age)) = super::expire::compute(rule, req.now, mtime) {
@@ -665,8 +659,8 @@ pub fn content_type<'s>(path: &str, s: &'s Settings) -> (&'s str, bool) {
     (t, charset)
 }
 
-fn write_content_type(r: &mut Responder<'_>, (t, charset): (&str, bool)) {
-    let m = &mut r.out.mem;
+fn write_content_type(r: &mut Reply, (t, charset): (&str, bool)) {
+    let m = &mut r.fields;
     m.extend_from_slice(b"Content-Type: ");
     m.extend_from_slice(t.as_bytes());
     if charset {

@@ -5,19 +5,20 @@ use std::fmt::Write as _;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::http::response::Responder;
-use crate::server::Stats;
+use crate::msg::Reply;
+use crate::stats::Stats;
 
 /// Answers when `path` is one of the configured status URLs; returns false otherwise.
 pub fn serve(
     path: &str,
     query: &str,
-    r: &mut Responder<'_>,
+    r: &mut Reply,
     stats: &Stats,
     clock: &Clock,
     config: &Config,
 ) -> bool {
-    let s = r.settings;
+    let settings = std::rc::Rc::clone(&r.settings);
+    let s = &*settings;
     let is = |u: &Option<String>| u.as_deref() == Some(path);
     if is(&s.status_url) {
         let uptime = clock.mono_secs.max(1);

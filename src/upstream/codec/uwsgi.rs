@@ -3,10 +3,10 @@
 //! little-endian u16, modifier2 — then each CGI variable as a u16-LE length
 //! and its name, a u16-LE length and its value; the body follows unframed.
 //! The answer is an HTTP status line and headers, then the body, and ends
-//! when the backend closes (see [`super::cgi::parse_head`]).
+//! when the backend closes (see [`crate::upstream::cgi::parse_head`]).
 
-use super::cgi::Env;
-use crate::http::status::itoa_u64;
+use crate::msg::status::itoa_u64;
+use crate::upstream::cgi::Env;
 
 /// The largest variable block the 16-bit size can describe.
 pub const MAX_VARS: usize = u16::MAX as usize;

@@ -4,9 +4,15 @@
 //! percent-encoded). In the target, `$0`..`$9` are the rule's own captures
 //! and `%0`..`%9` those of the last regex conditional that matched.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use regex::Regex;
+
+use super::{facts, ConnInfo, Services, MAX_REWRITES};
+use crate::config::Resolved;
+use crate::msg::Request;
+use crate::path::normalize;
 
 /// Compiled patterns, built on first use. The configuration checked every
 /// pattern at load, so a compile failure here is logged once and the rule skipped.
@@ -29,6 +35,95 @@ impl Regexes {
         }
         self.compiled.get(pattern).and_then(|r| r.as_ref())
     }
+}
+
+/// Normalises the path of `first` (into `sv.scratch.path`), resolves the
+/// request's settings, and applies `url.rewrite-once`, `-repeat` and
+/// `-if-not-file`, resolving again after each rewrite. Returns the URI in
+/// force (borrowed when nothing rewrote it), its settings, and whether its
+/// path is valid.
+pub fn resolve_and_rewrite<'a>(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    first: &'a str,
+) -> (Cow<'a, str>, Resolved, bool) {
+    let mut rewritten: Option<String> = None;
+    let mut rewrites = 0;
+    loop {
+        let uri = rewritten.as_deref().unwrap_or(first);
+        let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
+        let path_ok =
+            uri == "*" || normalize(path, &mut sv.scratch.decoded, &mut sv.scratch.path).is_ok();
+        let url = if path_ok {
+            sv.scratch.path.as_str()
+        } else {
+            ""
+        };
+        let resolved = sv
+            .config
+            .resolve(&facts(info, req, &sv.scratch.host, url, query));
+        let done = !path_ok || uri == "*" || rewrites == MAX_REWRITES;
+        let next = if done {
+            None
+        } else {
+            rewrite_once(sv, uri, &resolved, rewrites)
+        };
+        match next {
+            // `url.rewrite-once` rules apply once; only `-repeat` rules loop.
+            Some(n) if n != uri => {
+                let s = &resolved.settings;
+                let once_done = rewrites == 0 && s.url_rewrite_repeat.is_empty();
+                rewritten = Some(n);
+                rewrites = if once_done {
+                    MAX_REWRITES
+                } else {
+                    rewrites + 1
+                };
+            }
+            _ => {
+                let uri = match rewritten {
+                    Some(s) => Cow::Owned(s),
+                    None => Cow::Borrowed(first),
+                };
+                return (uri, resolved, path_ok);
+            }
+        }
+    }
+}
+
+/// The rewrite rules' answer for `uri` on pass `rewrites`.
+fn rewrite_once(
+    sv: &mut Services,
+    uri: &str,
+    resolved: &Resolved,
+    rewrites: usize,
+) -> Option<String> {
+    let s = &resolved.settings;
+    let rules: &[(String, String)] = if rewrites == 0 && !s.url_rewrite_once.is_empty() {
+        &s.url_rewrite_once
+    } else {
+        &s.url_rewrite_repeat
+    };
+    let next = first_match(rules, uri, &resolved.captures, &mut sv.regexes);
+    if next.is_some() || rewrites > 0 || s.url_rewrite_if_not_file.is_empty() {
+        return next;
+    }
+    let root = s
+        .document_root
+        .as_ref()
+        .and_then(|p| p.to_str())
+        .unwrap_or("");
+    let fs = format!("{}{}", root.trim_end_matches('/'), sv.scratch.path);
+    if std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    first_match(
+        &s.url_rewrite_if_not_file,
+        uri,
+        &resolved.captures,
+        &mut sv.regexes,
+    )
 }
 
 /// Applies the first rule whose pattern matches `uri`; returns the expanded target.

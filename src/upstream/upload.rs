@@ -19,7 +19,7 @@
 
 use super::cgi::Env;
 use super::{fastcgi, scgi, uwsgi, Protocol};
-use crate::http::chunked;
+use crate::proto::h1::chunked;
 
 /// Most body bytes glint holds for one request that the backend has not
 /// taken yet; with the client's 16 KiB input buffer, an upload costs glint

@@ -81,7 +81,7 @@ impl Decoder {
                         }
                         _ => {
                             let digits = line.split(|&c| c == b';').next().unwrap_or(b"");
-                            let digits = crate::http::request::trim_ows(digits);
+                            let digits = crate::msg::request::trim_ows(digits);
                             if digits.is_empty()
                                 || digits.len() > 15
                                 || !digits.iter().all(u8::is_ascii_hexdigit)

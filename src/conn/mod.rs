@@ -1,27 +1,36 @@
-//! One client connection: a state enum, its buffers, and the function that
-//! drives it after a readiness event.
+//! One client connection: its socket, its HTTP/1 session (a state enum,
+//! named for what it waits for), its input buffer and output queue, and the
+//! one function that drives it after a readiness event. It returns to the
+//! loop only whether it is done ([`Connection::is_closed`]) and what
+//! readiness it needs.
 //!
 //! The socket is registered for reads (edge-triggered), and for writes too
 //! once a write has blocked; the connection remembers which directions are
 //! ready (`readable`, `writable`) and acts only on what its phase needs, so a
 //! spurious event costs nothing.
 
-use std::io::{self, Read};
-use std::net::{IpAddr, Shutdown, SocketAddr};
-use std::os::fd::{AsFd, BorrowedFd};
+mod gateway;
 
-use mio::event::Source;
-use mio::{Interest, Registry, Token};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
 
-use crate::handler::{respond, BodyAction};
-use crate::http::request::{self, Body, MAX_HEADERS};
+use mio::Registry;
+
+use crate::buf::{InBuf, Pool, INPUT_BUF};
+use crate::exchange::{self, BodyAction, ConnInfo, Outcome, Services};
+use crate::msg::{Body, ExchangeId, Request, MAX_HEADERS};
+use crate::net::Stream;
 use crate::output::{Output, WriteError, WriteOutcome};
-use crate::server::Shared;
+use crate::proto::h1;
+use gateway::{ClientSink, GwSide, CLIENT_LOW_WATER};
 
-/// Size of a connection's input buffer: a whole request head
-/// (`server.max-request-field-size`, 8 KiB by default) plus room for
-/// pipelined requests behind it.
-pub const INPUT_BUF: usize = 16 * 1024;
+/// What a connection needs besides itself: the services every exchange
+/// shares, the buffer pool, and the poll registry (backend sockets).
+pub struct Ctx<'a> {
+    pub sv: &'a mut Services,
+    pub pool: &'a mut Pool,
+    pub registry: &'a Registry,
+}
 
 /// Keep at most this many responses' bytes queued from pipelined requests
 /// before writing them out; bounds what one client can make glint buffer.
@@ -37,98 +46,21 @@ const PIPELINE_MAX_FILES: usize = 4;
 /// beyond it the connection is closed after the response.
 const MAX_DISCARD: u64 = 16 * 1024 * 1024;
 
+/// How long a closing connection keeps reading what the client still sends,
+/// so that closing does not reset the connection under the last response.
+const LINGER_SECS: u64 = 2;
+
+/// Most rounds of an upload (the client fills the body window, the backend
+/// drains it) per drive: 16 windows of 64 KiB, 1 MiB, before others get a turn.
+const PUMP_ROUNDS: usize = 16;
+
 /// The client asked for `100 Continue` before a body it has yet to send.
-fn wants_continue(req: &crate::http::request::Request<'_, '_>) -> bool {
+fn wants_continue(req: &Request<'_, '_>) -> bool {
     req.minor >= 1
         && !matches!(req.body, Body::None | Body::Length(0))
         && req
             .header("expect")
             .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"))
-}
-
-/// How long a closing connection keeps reading what the client still sends,
-/// so that closing does not reset the connection under the last response.
-const LINGER_SECS: u64 = 2;
-
-/// A client socket.
-#[derive(Debug)]
-pub enum Stream {
-    Tcp(mio::net::TcpStream),
-    Unix(mio::net::UnixStream),
-}
-
-impl Stream {
-    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Unix(s) => s.read(buf),
-        }
-    }
-
-    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        use std::io::Write;
-        match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Unix(s) => s.write(buf),
-        }
-    }
-
-    /// The address the client connected to (`SERVER_ADDR`); None on a unix socket.
-    pub fn local_addr(&self) -> Option<SocketAddr> {
-        match self {
-            Stream::Tcp(s) => s.local_addr().ok(),
-            Stream::Unix(_) => None,
-        }
-    }
-
-    /// The pending socket error (SO_ERROR), e.g. of a non-blocking connect.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        match self {
-            Stream::Tcp(s) => s.take_error(),
-            Stream::Unix(s) => s.take_error(),
-        }
-    }
-
-    fn shutdown_write(&self) {
-        let _ = match self {
-            Stream::Tcp(s) => s.shutdown(Shutdown::Write),
-            Stream::Unix(s) => s.shutdown(Shutdown::Write),
-        };
-    }
-
-    fn set_nodelay(&self) {
-        if let Stream::Tcp(s) = self {
-            let _ = s.set_nodelay(true);
-        }
-    }
-
-    fn fd(&self) -> BorrowedFd<'_> {
-        match self {
-            Stream::Tcp(s) => s.as_fd(),
-            Stream::Unix(s) => s.as_fd(),
-        }
-    }
-}
-
-impl Source for Stream {
-    fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.register(r, t, i),
-            Stream::Unix(s) => s.register(r, t, i),
-        }
-    }
-    fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.reregister(r, t, i),
-            Stream::Unix(s) => s.reregister(r, t, i),
-        }
-    }
-    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.deregister(r),
-            Stream::Unix(s) => s.deregister(r),
-        }
-    }
 }
 
 /// What the connection is waiting for, in processing order.
@@ -212,62 +144,6 @@ fn skip_body(action: BodyAction, body: Body, buffered: usize, expect: bool) -> (
     }
 }
 
-/// An input buffer: `data[start..end]` holds unconsumed bytes.
-#[derive(Debug)]
-pub struct InBuf {
-    data: Box<[u8]>,
-    start: usize,
-    end: usize,
-}
-
-impl InBuf {
-    pub fn new() -> InBuf {
-        InBuf {
-            data: vec![0u8; INPUT_BUF].into_boxed_slice(),
-            start: 0,
-            end: 0,
-        }
-    }
-
-    fn pending(&self) -> &[u8] {
-        &self.data[self.start..self.end]
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        }
-    }
-
-    /// Free space at the end, moving pending bytes to the front when that helps.
-    fn spare(&mut self) -> &mut [u8] {
-        if self.end == self.data.len() && self.start > 0 {
-            self.data.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        &mut self.data[self.end..]
-    }
-
-    fn is_empty(&self) -> bool {
-        self.start == self.end
-    }
-
-    /// Forgets any unconsumed bytes (before the buffer goes back to the pool).
-    pub fn clear(&mut self) {
-        self.start = 0;
-        self.end = 0;
-    }
-}
-
-impl Default for InBuf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// One client connection.
 #[derive(Debug)]
 pub struct Connection {
@@ -277,6 +153,8 @@ pub struct Connection {
     pub peer: Option<IpAddr>,
     /// The client's port (0 on a unix socket), for `REMOTE_PORT`.
     pub peer_port: u16,
+    /// Its slot in the server and the generation of this connection there.
+    pub id: ExchangeId,
     pub phase: Phase,
     /// Input, present while a request is in progress; pooled while idle.
     input: Option<InBuf>,
@@ -294,21 +172,33 @@ pub struct Connection {
     nodelay: bool,
     /// Closing must drain what the client may still send (see [`Connection::finish`]).
     linger: bool,
-    /// The gateway request in progress, from its head to the end of the answer.
-    pub gw: Option<Box<crate::gateway::GwClient>>,
+    /// The gateway exchange in progress, from its head to the end of the answer.
+    gw: Option<Box<GwSide>>,
+    /// The address the client connected to, asked once (for `SERVER_ADDR`).
+    local_ip: Option<Option<IpAddr>>,
     /// Registered with epoll (only once the connection has had to wait).
     pub registered: bool,
     /// Registered for writability too (only once a write has blocked).
     pub watches_writes: bool,
+    /// Stopped at [`PUMP_ROUNDS`] with body bytes still moving: no new edge
+    /// will come for them, so the loop drives it again next turn.
+    more: bool,
 }
 
 impl Connection {
-    pub fn new(stream: Stream, listener: usize, peer: Option<SocketAddr>, now: u64) -> Connection {
+    pub fn new(
+        stream: Stream,
+        listener: usize,
+        peer: Option<SocketAddr>,
+        id: ExchangeId,
+        now: u64,
+    ) -> Connection {
         Connection {
             stream,
             listener,
             peer: peer.map(|a| a.ip()),
             peer_port: peer.map_or(0, |a| a.port()),
+            id,
             phase: Phase::Idle,
             input: None,
             out: Output::default(),
@@ -322,9 +212,31 @@ impl Connection {
             nodelay: false,
             linger: false,
             gw: None,
+            local_ip: None,
             registered: false,
             watches_writes: false,
+            more: false,
         }
+    }
+
+    /// Whether the loop should drive it again next turn without an event
+    /// (and forgets it was asked).
+    pub fn take_more(&mut self) -> bool {
+        std::mem::take(&mut self.more)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Idle between requests after at least one (a graceful shutdown closes these).
+    pub fn is_idle_kept(&self) -> bool {
+        self.phase == Phase::Idle && self.requests > 0
+    }
+
+    /// A write blocked: the socket's writability must be watched.
+    pub fn waits_to_write(&self) -> bool {
+        !self.writable
     }
 
     /// Records readiness from an event.
@@ -340,98 +252,145 @@ impl Connection {
         }
     }
 
+    /// What the exchanges of this connection know of it.
+    fn info(&mut self, sv: &Services) -> ConnInfo {
+        // Asked only where a backend may need it: a listener bound to all
+        // addresses, and gateways configured.
+        let local_ip = match self.local_ip {
+            Some(ip) => ip,
+            None if sv.bound_ips.get(self.listener).copied().flatten().is_none()
+                && !sv.upstream.is_empty() =>
+            {
+                let ip = self.stream.local_addr().map(|a| a.ip());
+                self.local_ip = Some(ip);
+                ip
+            }
+            None => None,
+        };
+        ConnInfo {
+            listener: self.listener,
+            peer: self.peer,
+            peer_port: self.peer_port,
+            local_ip,
+            ex: self.id,
+        }
+    }
+
     /// Makes whatever progress the readiness allows.
-    pub fn drive(&mut self, sh: &mut Shared) {
+    pub fn drive(&mut self, cx: &mut Ctx<'_>) {
+        let mut rounds = 0;
         loop {
             match self.phase {
                 Phase::Closed => break,
-                Phase::Writing { then } => match self.flush(sh) {
-                    Flushed::Done => self.after_write(then, sh),
+                Phase::Writing { then } => match self.flush(cx) {
+                    Flushed::Done => self.after_write(then, cx),
                     Flushed::Blocked => break,
                     Flushed::Closed => {}
                 },
                 Phase::Gateway => {
-                    // A client that hung up before its answer began is not
-                    // worth a backend's time: drop it (and its place in the
-                    // queue) now, not when the answer finally comes.
-                    let answered = self.gw.as_ref().is_some_and(|g| g.head_sent);
-                    if self.peer_closed && !answered {
-                        log::debug!("client {:?} left before its backend answered", self.peer);
-                        self.close(sh);
-                        continue;
-                    }
-                    if !self.out.is_empty() {
-                        match self.flush(sh) {
-                            Flushed::Done => {}
-                            Flushed::Blocked if self.reads_body() => {}
-                            Flushed::Blocked => break,
-                            Flushed::Closed => continue,
-                        }
-                    }
-                    // An answer to run again (an authorizer's 200, a local
-                    // redirect) does not wait for the rest of the body.
-                    let rerun = self
-                        .gw
-                        .as_ref()
-                        .is_some_and(|g| g.done && g.rerun.is_some());
-                    if rerun && self.out.is_empty() {
-                        self.rerun(sh);
-                        continue;
-                    }
-                    if self.reads_body() {
-                        // Body bytes already buffered go first; the socket is
-                        // read only once they are taken, and only while the
-                        // window has room, so a full window leaves `readable`
-                        // set for when the backend drains it.
-                        if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
-                            self.on_input(sh);
-                        } else if self.readable {
-                            self.read_some(sh);
-                        } else {
-                            break;
-                        }
-                        continue;
-                    }
-                    let done = self.gw.as_ref().is_none_or(|g| g.done);
-                    if !(done && self.out.is_empty()) {
+                    rounds += 1;
+                    if rounds > PUMP_ROUNDS {
+                        self.more = true;
                         break;
                     }
-                    let then = self.end_gateway(sh);
-                    self.after_write(then, sh);
+                    if !self.drive_gateway(cx) {
+                        break;
+                    }
                 }
                 phase if phase.reads() => {
                     if phase == Phase::ReadingBody && !self.out.is_empty() {
                         // A `100 Continue` the client waits for before its body.
-                        if let Flushed::Closed = self.flush(sh) {
+                        if let Flushed::Closed = self.flush(cx) {
                             continue;
                         }
                     }
                     if !self.readable {
                         break;
                     }
-                    self.read_some(sh);
+                    self.read_some(cx);
                 }
                 _ => break,
             }
         }
         if self.phase == Phase::Idle || self.phase == Phase::Closed {
-            self.release_buffers(sh);
+            self.release_buffers(cx.pool);
         }
+    }
+
+    /// One step of a gateway exchange; false when it has to wait.
+    fn drive_gateway(&mut self, cx: &mut Ctx<'_>) -> bool {
+        let Some(gw) = self.gw.as_ref() else {
+            self.phase = Phase::Idle;
+            return true;
+        };
+        // A client that hung up before its answer began is not worth a
+        // backend's time: drop it (and its place in the queue) now, not
+        // when the answer finally comes.
+        if self.peer_closed && !gw.head_sent() {
+            log::debug!("client {:?} left before its backend answered", self.peer);
+            self.close(cx);
+            return true;
+        }
+        let job = gw.start.job;
+        if !self.out.is_empty() {
+            match self.flush(cx) {
+                Flushed::Done => {}
+                Flushed::Blocked if cx.sv.upstream.takes_body(job) => {}
+                Flushed::Blocked => return false,
+                Flushed::Closed => return true,
+            }
+            if self.out.pending_mem() < CLIENT_LOW_WATER {
+                // The client caught up: a backend paused for it reads again;
+                // what it reads goes out on the next round (the socket was
+                // not full: no event would come for it).
+                self.pump(cx);
+                if !self.out.is_empty() {
+                    return true;
+                }
+            }
+        }
+        let Some(gw) = self.gw.as_ref() else {
+            return true;
+        };
+        // An answer to run again (an authorizer's 200, a local redirect)
+        // does not wait for the rest of the body.
+        if gw.done && gw.rerun.is_some() && self.out.is_empty() {
+            self.rerun(cx);
+            return true;
+        }
+        if cx.sv.upstream.takes_body(job) {
+            // Body bytes already buffered go first; the socket is read only
+            // once they are taken, and only while the window has room, so a
+            // full window leaves `readable` set for when the backend drains it.
+            if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
+                self.on_input(cx);
+            } else if self.readable {
+                self.read_some(cx);
+            } else {
+                return false;
+            }
+            return true;
+        }
+        if !(gw.done && self.out.is_empty()) {
+            return false;
+        }
+        let then = self.end_gateway(cx);
+        self.after_write(then, cx);
+        true
     }
 
     /// Writes queued output while the socket takes it. A write error closes
     /// the connection (logged unless the peer simply went away).
-    /// A write blocked: the socket's writability must be watched.
-    pub fn waits_to_write(&self) -> bool {
-        !self.writable
-    }
-
-    fn flush(&mut self, sh: &mut Shared) -> Flushed {
+    fn flush(&mut self, cx: &mut Ctx<'_>) -> Flushed {
         if !self.writable {
             return Flushed::Blocked;
         }
         let result = self.out.write_to(self.stream.fd());
-        self.account_written(sh);
+        let n = self.out.take_written();
+        if n > 0 {
+            cx.sv.stats.bytes_out += n;
+            self.last_active = cx.sv.clock.mono_secs;
+        }
         match result {
             Ok(WriteOutcome::Done) => Flushed::Done,
             Ok(WriteOutcome::Blocked) => {
@@ -446,29 +405,20 @@ impl Connection {
                     }
                     WriteError::Io(e) => log::warn!("write to client failed: {e}"),
                 }
-                self.close(sh);
+                self.close(cx);
                 Flushed::Closed
             }
         }
     }
 
-    fn account_written(&mut self, sh: &mut Shared) {
-        let n = self.out.take_written();
-        if n > 0 {
-            sh.stats.bytes_out += n;
-            self.last_active = sh.clock.mono_secs;
-        }
-    }
-
     /// One read from the socket, then whatever the bytes allow.
-    fn read_some(&mut self, sh: &mut Shared) {
-        let input = self.input.get_or_insert_with(|| sh.pool.take_in());
+    fn read_some(&mut self, cx: &mut Ctx<'_>) {
+        let input = self.input.get_or_insert_with(|| cx.pool.take_in());
         let spare = input.spare();
         if spare.is_empty() {
             // A full buffer that does not parse was refused by the parser already;
             // this is a lingering or discarding connection: drop what is there.
-            input.start = 0;
-            input.end = 0;
+            input.consume_all();
             return;
         }
         let want = spare.len();
@@ -476,37 +426,38 @@ impl Connection {
             Ok(0) => {
                 // The client closed its side. A request in progress cannot complete.
                 self.readable = false;
-                self.close(sh);
+                self.close(cx);
             }
             Ok(n) => {
                 // A short read drained the socket: the next bytes bring a new event.
                 if n < want && !self.peer_closed {
                     self.readable = false;
                 }
-                input.end += n;
+                input.filled(n);
                 // A head must be complete within max-read-idle of its first
                 // byte: bytes that trickle in (slowloris) do not extend it.
                 if self.phase != Phase::ReadingHead {
-                    self.last_active = sh.clock.mono_secs;
+                    self.last_active = cx.sv.clock.mono_secs;
                 }
-                self.on_input(sh);
+                self.on_input(cx);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => self.close(sh),
+            Err(_) => self.close(cx),
         }
     }
 
     /// Consumes buffered input according to the phase: drops body bytes,
-    /// parses and answers requests (several when pipelined).
-    fn on_input(&mut self, sh: &mut Shared) {
+    /// feeds them to a backend, parses and answers requests (several when
+    /// pipelined).
+    fn on_input(&mut self, cx: &mut Ctx<'_>) {
         let Some(mut input) = self.input.take() else {
             return;
         };
         loop {
             match self.phase {
                 Phase::Lingering { .. } => {
-                    input.consume(input.pending().len());
+                    input.consume_all();
                     break;
                 }
                 Phase::DiscardingBody { remaining } => {
@@ -524,42 +475,8 @@ impl Connection {
                     }
                 }
                 Phase::ReadingBody | Phase::Gateway => {
-                    let Some(gw) = self.gw.as_mut() else {
-                        if self.phase == Phase::ReadingBody {
-                            self.phase = Phase::Idle;
-                            continue;
-                        }
-                        break;
-                    };
-                    if !gw.takes_body() || input.is_empty() {
-                        break;
-                    }
-                    match gw.feed(input.pending()) {
-                        Ok((used, done)) => {
-                            input.consume(used);
-                            if done {
-                                // A collected chunked body is complete: now a backend.
-                                self.phase = Phase::Gateway;
-                            }
-                            break;
-                        }
-                        Err(status) => {
-                            if status == 413 {
-                                log::warn!(
-                                    "a chunked request body for a backend is over {} bytes; answering 413",
-                                    gw.upload.received
-                                );
-                            }
-                            input.consume(input.pending().len());
-                            self.gw = None;
-                            crate::handler::respond_error(self, sh, status, b"");
-                            self.linger = true;
-                            self.phase = Phase::Writing {
-                                then: AfterWrite::Close,
-                            };
-                            break;
-                        }
-                    }
+                    self.feed_body(&mut input, cx);
+                    break;
                 }
                 Phase::Idle | Phase::ReadingHead => {
                     // RFC 9112 §2.2: ignore empty lines before a request line.
@@ -573,7 +490,7 @@ impl Connection {
                         self.phase = self.idle_or_writing();
                         break;
                     }
-                    if !self.answer_one(&mut input, sh) {
+                    if !self.answer_one(&mut input, cx) {
                         // An incomplete head stays buffered; answers queued before it go out first.
                         if !self.out.is_empty() {
                             self.phase = self.idle_or_writing();
@@ -596,6 +513,52 @@ impl Connection {
         self.input = Some(input);
     }
 
+    /// Body bytes for the gateway exchange in progress: to its job.
+    fn feed_body(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) {
+        let Some(job) = self.gw.as_ref().map(|g| g.start.job) else {
+            if self.phase == Phase::ReadingBody {
+                self.phase = Phase::Idle;
+            }
+            return;
+        };
+        let up = &mut cx.sv.upstream;
+        if !up.takes_body(job) || input.is_empty() {
+            return;
+        }
+        let now = cx.sv.clock.mono_secs;
+        match up.feed(job, input.pending(), now, cx.registry) {
+            Ok((used, done)) => {
+                input.consume(used);
+                if done && self.phase == Phase::ReadingBody {
+                    // A collected chunked body is complete and on its way.
+                    self.phase = Phase::Gateway;
+                }
+            }
+            Err(status) => {
+                if status == 413 {
+                    log::warn!(
+                        "a chunked request body for a backend is over its limit; answering 413"
+                    );
+                }
+                input.consume_all();
+                self.fail_gateway(status, cx);
+            }
+        }
+    }
+
+    /// The gateway exchange ends with `status` before its answer began
+    /// (the body is unusable): an error page, and the connection closes.
+    fn fail_gateway(&mut self, status: u16, cx: &mut Ctx<'_>) {
+        if let Some(gw) = self.gw.take() {
+            cx.sv.upstream.finish(gw.start.job);
+        }
+        self.answer_error(status, b"", cx);
+        self.linger = true;
+        self.phase = Phase::Writing {
+            then: AfterWrite::Close,
+        };
+    }
+
     /// `Writing` while answers are queued, else `Idle`.
     fn idle_or_writing(&self) -> Phase {
         if self.out.is_empty() {
@@ -609,11 +572,11 @@ impl Connection {
 
     /// Parses and answers one request from `input`. Returns false when more
     /// bytes are needed.
-    fn answer_one(&mut self, input: &mut InBuf, sh: &mut Shared) -> bool {
-        let max_head = (sh.config.global.max_request_field_size as usize).min(INPUT_BUF);
+    fn answer_one(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
+        let max_head = (cx.sv.config.global.max_request_field_size as usize).min(INPUT_BUF);
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let pending = input.pending();
-        let (then, consumed) = match request::parse(pending, &mut headers, max_head) {
+        let (then, consumed) = match h1::parse(pending, &mut headers, max_head) {
             Ok(None) => {
                 self.phase = Phase::ReadingHead;
                 return false;
@@ -622,7 +585,7 @@ impl Connection {
                 log::debug!("bad request from {:?}: {}", self.peer, e.why);
                 let line_end = pending.iter().position(|&b| b == b'\n').unwrap_or(0);
                 let raw_line = &pending[..line_end.min(256)];
-                crate::handler::respond_error(self, sh, e.status, raw_line);
+                self.answer_error(e.status, raw_line, cx);
                 // The rest of a refused request may still be on its way.
                 self.linger = true;
                 (AfterWrite::Close, pending.len())
@@ -630,8 +593,8 @@ impl Connection {
             Ok(Some(req)) => {
                 self.requests += 1;
                 let keep_alive = req.keep_alive
-                    && !sh.shutting_down
-                    && self.requests < sh.config.global.max_keep_alive_requests;
+                    && !cx.sv.shutting_down
+                    && self.requests < cx.sv.config.global.max_keep_alive_requests;
                 if keep_alive && !self.nodelay {
                     // A persistent connection: the last segment of a response must
                     // not wait for the client's delayed ACK.
@@ -639,14 +602,16 @@ impl Connection {
                     self.nodelay = true;
                 }
                 let body_here = pending.len() - req.head_len;
-                let action = respond(self, sh, &req, keep_alive);
+                let info = self.info(cx.sv);
+                let outcome = exchange::respond(cx.sv, &info, &req, keep_alive, cx.registry);
+                let action = self.take_outcome(outcome, &req, keep_alive, &info, cx);
                 match action {
                     BodyAction::Gateway => {
                         // A chunked body is collected before a backend is
                         // asked; any other goes to the backend as it arrives.
                         let continue_100 = wants_continue(&req);
                         input.consume(req.head_len);
-                        self.start_gateway_body(sh, continue_100);
+                        self.start_gateway_body(cx, continue_100);
                         return true;
                     }
                     BodyAction::Authorize => {
@@ -665,7 +630,8 @@ impl Connection {
                     Body::Chunked => true,
                 };
                 self.linger |= then == AfterWrite::Close && body_unread;
-                if keep_alive {
+                let keep = keep_alive && !cx.sv.reply.close;
+                if keep {
                     (then, req.head_len + body_consumed)
                 } else {
                     (AfterWrite::Close, req.head_len + body_consumed)
@@ -676,27 +642,79 @@ impl Connection {
         if then == AfterWrite::Close {
             // Whatever else the client sent will not be answered: drain it while closing.
             self.linger |= !input.is_empty();
-            let n = input.pending().len();
-            input.consume(n);
+            input.consume_all();
         }
         self.phase = Phase::Writing { then };
         true
     }
 
+    /// Writes an exchange's outcome: glint's reply now (and its log line),
+    /// or the gateway exchange's start. Returns what becomes of the body.
+    fn take_outcome(
+        &mut self,
+        outcome: Outcome,
+        req: &Request<'_, '_>,
+        keep_alive: bool,
+        info: &ConnInfo,
+        cx: &mut Ctx<'_>,
+    ) -> BodyAction {
+        match outcome {
+            Outcome::Reply { action, orig_line } => {
+                self.prepare_output(cx.pool);
+                let sv = &mut *cx.sv;
+                let keep = keep_alive && !sv.reply.close;
+                let head = h1::write_reply(
+                    &mut self.out,
+                    &sv.reply,
+                    &sv.clock.http_date,
+                    keep,
+                    req.minor,
+                );
+                let head_bytes = head as u64;
+                exchange::log_reply(sv, info, req, orig_line.as_deref(), head_bytes);
+                action
+            }
+            Outcome::Gateway(start) => {
+                let authorizer = start.authorizer;
+                self.prepare_output(cx.pool);
+                self.gw = Some(Box::new(GwSide::new(*start)));
+                if authorizer {
+                    BodyAction::Authorize
+                } else {
+                    BodyAction::Gateway
+                }
+            }
+        }
+    }
+
+    /// Answers a request that could not be parsed (or whose body broke):
+    /// an error page, logged with the start of its raw line.
+    fn answer_error(&mut self, status: u16, raw_line: &[u8], cx: &mut Ctx<'_>) {
+        self.prepare_output(cx.pool);
+        exchange::error_reply(cx.sv, status);
+        let sv = &mut *cx.sv;
+        h1::write_reply(&mut self.out, &sv.reply, &sv.clock.http_date, false, 1);
+        let info = self.info(cx.sv);
+        exchange::log_error(cx.sv, &info, raw_line);
+    }
+
     /// The backend's answer has been written: log it, and say what follows.
-    fn end_gateway(&mut self, sh: &mut Shared) -> AfterWrite {
+    fn end_gateway(&mut self, cx: &mut Ctx<'_>) -> AfterWrite {
         let Some(gw) = self.gw.take() else {
             return AfterWrite::Close;
         };
-        crate::handler::log_gateway(self, sh, &gw);
-        let keep_alive = gw.keep_alive && !sh.shutting_down;
-        if gw.authorizer {
+        let info = self.info(cx.sv);
+        exchange::log_gateway(cx.sv, &info, &gw.start, gw.status, gw.body_sent);
+        let rest = cx.sv.upstream.finish(gw.start.job).body_remaining;
+        let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down;
+        if gw.start.authorizer {
             // The authorizer's answer (a refusal, or an error page) went to
             // the client instead of the request's: its body is still unread.
-            let (body, expect) = crate::handler::unread_body(&gw);
+            let body = gw.start.head.body();
+            let mut hs = Vec::new();
+            let expect = gw.start.head.view(&mut hs).header("expect").is_some();
             return self.skip_unread_body(BodyAction::Discard, body, expect, keep_alive);
         }
-        let rest = gw.upload.remaining();
         if !keep_alive {
             // Body bytes the client may still send must not reset the close.
             self.linger |= rest > 0;
@@ -714,28 +732,35 @@ impl Connection {
 
     /// The backend's answer said to run the request again (an authorizer
     /// allowed it, or a local redirect): run it, and go on as for a new one.
-    fn rerun(&mut self, sh: &mut Shared) {
-        let Some(gw) = self.gw.take() else { return };
+    fn rerun(&mut self, cx: &mut Ctx<'_>) {
+        let Some(mut gw) = self.gw.take() else { return };
+        let Some(why) = gw.rerun.take() else { return };
         // A backend that redirected before the whole body came: the rest of
         // it is still on its way, and must not be read as a new request.
-        let leftover = gw.upload.remaining() > 0;
-        let keep_alive = gw.keep_alive && !sh.shutting_down && !leftover;
-        let minor = gw.minor;
-        let r = crate::handler::rerun(self, sh, gw);
+        let leftover = cx.sv.upstream.finish(gw.start.job).body_remaining > 0;
+        let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down && !leftover;
+        let minor = gw.start.minor;
+        let info = self.info(cx.sv);
+        let mut hs = Vec::new();
+        let head = gw.start.head.clone();
+        let r = exchange::rerun(cx.sv, &info, gw.start, why, keep_alive, cx.registry);
         self.linger |= leftover;
-        match r.action {
+        let req = head.view(&mut hs);
+        let action = self.take_outcome(r.outcome, &req, keep_alive, &info, cx);
+        match action {
             BodyAction::Gateway => {
                 // Its body, if any, is buffered or still to come.
                 let continue_100 = minor >= 1
                     && r.expects_continue
                     && !matches!(r.body, Body::None | Body::Length(0));
-                self.start_gateway_body(sh, continue_100);
-                self.input.get_or_insert_with(|| sh.pool.take_in());
-                self.on_input(sh);
+                self.start_gateway_body(cx, continue_100);
+                self.input.get_or_insert_with(|| cx.pool.take_in());
+                self.on_input(cx);
             }
             BodyAction::Authorize => self.phase = Phase::Gateway,
             action @ (BodyAction::Discard | BodyAction::Close) => {
-                let then = self.skip_unread_body(action, r.body, r.expects_continue, keep_alive);
+                let keep = keep_alive && !cx.sv.reply.close;
+                let then = self.skip_unread_body(action, r.body, r.expects_continue, keep);
                 self.phase = Phase::Writing { then };
             }
         }
@@ -758,7 +783,7 @@ impl Connection {
             if then == AfterWrite::Close {
                 // Whatever else the client sent will not be answered: drain it while closing.
                 self.linger |= !input.is_empty();
-                input.consume(input.pending().len());
+                input.consume_all();
             }
         }
         let unread = match body {
@@ -772,18 +797,19 @@ impl Connection {
 
     /// The head of a gateway request was taken: its body (if any) follows,
     /// collected first when chunked, else streamed to the backend as it comes.
-    fn start_gateway_body(&mut self, sh: &mut Shared, continue_100: bool) {
+    fn start_gateway_body(&mut self, cx: &mut Ctx<'_>, continue_100: bool) {
         if continue_100 {
             // The client waits for a go-ahead before the body (curl does
             // for uploads over 1 MB): the backend takes it as it comes.
-            self.prepare_output(sh);
-            self.out
-                .mem
-                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.prepare_output(cx.pool);
+            h1::encode::write_continue(&mut self.out);
         }
         // The body's idle time-out counts from the head.
-        self.last_active = sh.clock.mono_secs;
-        let collect = self.gw.as_ref().is_some_and(|g| g.upload.collecting());
+        self.last_active = cx.sv.clock.mono_secs;
+        let collect = self
+            .gw
+            .as_ref()
+            .is_some_and(|g| cx.sv.upstream.collecting(g.start.job));
         self.phase = if collect {
             Phase::ReadingBody
         } else {
@@ -791,36 +817,82 @@ impl Connection {
         };
     }
 
-    /// A gateway request wants body bytes from the socket now.
-    fn reads_body(&self) -> bool {
-        self.gw.as_ref().is_some_and(|g| g.takes_body())
+    /// Readiness of the backend connection `bkey` of this connection's
+    /// gateway exchange: its answer goes on to the client.
+    pub fn backend_ready(&mut self, bkey: usize, cx: &mut Ctx<'_>) {
+        let Some(gw) = self.gw.as_deref_mut() else {
+            return;
+        };
+        let mut sink = ClientSink {
+            out: &mut self.out,
+            gw,
+            date: &cx.sv.clock.http_date,
+        };
+        let now = cx.sv.clock.mono_secs;
+        cx.sv
+            .upstream
+            .drive_backend(bkey, &mut sink, now, cx.registry);
+        self.drive(cx);
     }
 
-    /// A complete gateway request waits for a backend connection.
-    pub fn wants_backend(&self) -> bool {
-        self.phase == Phase::Gateway
-            && self
-                .gw
-                .as_ref()
-                .is_some_and(|g| g.backend.is_none() && !g.waiting && !g.done)
+    /// Resumes a backend paused while the client was slow, and sends body
+    /// bytes the window holds.
+    fn pump(&mut self, cx: &mut Ctx<'_>) {
+        let Some(gw) = self.gw.as_deref_mut() else {
+            return;
+        };
+        let job = gw.start.job;
+        let mut sink = ClientSink {
+            out: &mut self.out,
+            gw,
+            date: &cx.sv.clock.http_date,
+        };
+        let now = cx.sv.clock.mono_secs;
+        cx.sv.upstream.pump(job, &mut sink, now, cx.registry);
     }
 
-    fn after_write(&mut self, then: AfterWrite, sh: &mut Shared) {
+    /// The gateway exchange failed where no sink was at hand (a time-out,
+    /// the queue): the client hears it now.
+    pub fn upstream_failed(&mut self, status: u16, cx: &mut Ctx<'_>) {
+        self.with_sink(cx, |s: &mut ClientSink<'_>| {
+            crate::msg::Sink::fail(s, status)
+        });
+    }
+
+    /// The gateway answer ended where no sink was at hand.
+    pub fn upstream_ended(&mut self, cx: &mut Ctx<'_>) {
+        self.with_sink(cx, |s: &mut ClientSink<'_>| crate::msg::Sink::end(s));
+    }
+
+    fn with_sink(&mut self, cx: &mut Ctx<'_>, f: impl for<'s> FnOnce(&mut ClientSink<'s>)) {
+        let Some(gw) = self.gw.as_deref_mut() else {
+            return;
+        };
+        let mut sink = ClientSink {
+            out: &mut self.out,
+            gw,
+            date: &cx.sv.clock.http_date,
+        };
+        f(&mut sink);
+        self.drive(cx);
+    }
+
+    fn after_write(&mut self, then: AfterWrite, cx: &mut Ctx<'_>) {
         match then {
-            AfterWrite::NextRequest if sh.shutting_down => self.finish(sh),
+            AfterWrite::NextRequest if cx.sv.shutting_down => self.finish(cx),
             AfterWrite::NextRequest => {
                 self.phase = Phase::Idle;
                 if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
-                    self.on_input(sh);
+                    self.on_input(cx);
                 }
             }
             AfterWrite::DiscardBody(remaining) => {
                 self.phase = Phase::DiscardingBody { remaining };
                 if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
-                    self.on_input(sh);
+                    self.on_input(cx);
                 }
             }
-            AfterWrite::Close => self.finish(sh),
+            AfterWrite::Close => self.finish(cx),
         }
     }
 
@@ -828,51 +900,56 @@ impl Connection {
     /// still be sending, shut the write side and read until it closes, so
     /// that unread bytes do not turn the close into a reset that destroys the
     /// response in flight.
-    fn finish(&mut self, sh: &mut Shared) {
+    fn finish(&mut self, cx: &mut Ctx<'_>) {
         if self.linger {
             self.stream.shutdown_write();
             self.phase = Phase::Lingering {
-                until: sh.clock.mono_secs + LINGER_SECS,
+                until: cx.sv.clock.mono_secs + LINGER_SECS,
             };
         } else {
-            self.close(sh);
+            self.close(cx);
         }
     }
 
-    /// Drops the connection at once.
-    pub fn close(&mut self, sh: &mut Shared) {
+    /// Drops the connection at once (and its gateway exchange, if any).
+    pub fn close(&mut self, cx: &mut Ctx<'_>) {
         self.phase = Phase::Closed;
         self.out.clear();
-        self.release_buffers(sh);
+        if let Some(gw) = self.gw.take() {
+            cx.sv.upstream.finish(gw.start.job);
+        }
+        self.release_buffers(cx.pool);
     }
 
     /// Returns buffers to the pool while nothing is buffered.
-    fn release_buffers(&mut self, sh: &mut Shared) {
+    fn release_buffers(&mut self, pool: &mut Pool) {
         if self.input.as_ref().is_some_and(|i| i.is_empty()) || self.phase == Phase::Closed {
-            if let Some(mut b) = self.input.take() {
+            if let Some(b) = self.input.take() {
                 // A closed connection may leave unparsed bytes behind: the
-                // next connection to take this buffer must start empty.
-                b.start = 0;
-                b.end = 0;
-                sh.pool.put_in(b);
+                // pool empties the buffer before the next connection takes it.
+                pool.put_in(b);
             }
         }
         if self.out.is_empty() && self.out.mem.capacity() > 0 {
-            sh.pool.put_out(self.out.take_buffer());
+            pool.put_out(self.out.take_buffer());
         }
     }
 
     /// Gives the output queue a pooled buffer before a response is written.
-    pub fn prepare_output(&mut self, sh: &mut Shared) {
+    fn prepare_output(&mut self, pool: &mut Pool) {
         if self.out.mem.capacity() == 0 {
-            self.out.mem = sh.pool.take_out();
+            self.out.mem = pool.take_out();
         }
     }
 
     /// Called once a second: closes the connection when it has been idle too long.
-    pub fn on_tick(&mut self, sh: &mut Shared) {
-        let g = &sh.config.global;
-        let now = sh.clock.mono_secs;
+    pub fn on_tick(&mut self, cx: &mut Ctx<'_>) {
+        let g = &cx.sv.config.global;
+        let now = cx.sv.clock.mono_secs;
+        let reads_body = self
+            .gw
+            .as_ref()
+            .is_some_and(|gw| cx.sv.upstream.takes_body(gw.start.job));
         let limit = match self.phase {
             Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
             Phase::Idle => g.max_keep_alive_idle as u64,
@@ -880,7 +957,7 @@ impl Connection {
                 g.max_read_idle as u64
             }
             // Body bytes are due from the client: its read time-out.
-            Phase::Gateway if self.reads_body() => g.max_read_idle as u64,
+            Phase::Gateway if reads_body => g.max_read_idle as u64,
             // Waiting on the backend, whose time-outs apply: the client is
             // idle through no fault of its own.
             Phase::Gateway if self.out.is_empty() => {
@@ -892,7 +969,7 @@ impl Connection {
             Phase::Writing { .. } => g.max_write_idle as u64,
             Phase::Lingering { until } => {
                 if now >= until {
-                    self.close(sh);
+                    self.close(cx);
                 }
                 return;
             }
@@ -904,7 +981,7 @@ impl Connection {
                 self.peer,
                 self.phase
             );
-            self.close(sh);
+            self.close(cx);
         }
     }
 }

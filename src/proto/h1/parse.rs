@@ -8,111 +8,7 @@
 
 use httparse::{Header, Status};
 
-/// Most headers one request may carry; more is answered with 431.
-pub const MAX_HEADERS: usize = 64;
-
-/// A request the server cannot or will not process, and the status that says why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpError {
-    pub status: u16,
-    /// Said in the error log at debug level.
-    pub why: &'static str,
-}
-
-const fn err(status: u16, why: &'static str) -> HttpError {
-    HttpError { status, why }
-}
-
-/// The methods glint knows; anything else is answered with 501.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Get,
-    Head,
-    Post,
-    Put,
-    Delete,
-    Options,
-    Patch,
-    Trace,
-    Connect,
-    /// A WebDAV or other registered method: known, but not for static files.
-    OtherKnown,
-    Unknown,
-}
-
-impl Method {
-    fn from_token(m: &str) -> Method {
-        match m {
-            "GET" => Method::Get,
-            "HEAD" => Method::Head,
-            "POST" => Method::Post,
-            "PUT" => Method::Put,
-            "DELETE" => Method::Delete,
-            "OPTIONS" => Method::Options,
-            "PATCH" => Method::Patch,
-            "TRACE" => Method::Trace,
-            "CONNECT" => Method::Connect,
-            "PROPFIND" | "PROPPATCH" | "MKCOL" | "COPY" | "MOVE" | "LOCK" | "UNLOCK" | "REPORT"
-            | "SEARCH" => Method::OtherKnown,
-            _ => Method::Unknown,
-        }
-    }
-}
-
-/// How the request body is delimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Body {
-    None,
-    Length(u64),
-    Chunked,
-}
-
-/// A complete, validated request head, borrowing from the read buffer.
-#[derive(Debug, Clone, Copy)]
-pub struct Request<'h, 'b> {
-    pub method: Method,
-    pub method_str: &'b str,
-    /// The path and query as sent (origin form); for absolute form, the part from the path on.
-    pub target: &'b str,
-    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
-    pub minor: u8,
-    pub headers: &'h [Header<'b>],
-    /// Bytes of the head, request line through the empty line.
-    pub head_len: usize,
-    pub body: Body,
-    /// The client allows the connection to stay open after this response.
-    pub keep_alive: bool,
-    /// Host from the absolute-form target or the Host header, lowercased by the caller.
-    pub host: &'b [u8],
-    /// The request line without its CRLF, for the access log.
-    pub request_line: &'b [u8],
-}
-
-impl Request<'_, '_> {
-    /// The first header named `name` (ASCII case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| h.value)
-    }
-
-    /// The path part of the target (before `?`).
-    pub fn path(&self) -> &str {
-        match self.target.find('?') {
-            Some(i) => &self.target[..i],
-            None => self.target,
-        }
-    }
-
-    /// The query string without `?` (empty when absent).
-    pub fn query(&self) -> &str {
-        match self.target.find('?') {
-            Some(i) => &self.target[i + 1..],
-            None => "",
-        }
-    }
-}
+use crate::msg::request::{err, trim_ows, Body, HttpError, Method, Request, MAX_HEADERS};
 
 /// Parses one request head from the start of `buf`.
 ///
@@ -345,17 +241,6 @@ fn parse_content_length(v: &[u8]) -> Result<u64, HttpError> {
         n = n * 10 + (d - b'0') as u64;
     }
     Ok(n)
-}
-
-/// Strips optional whitespace (SP / HTAB) from both ends.
-pub fn trim_ows(mut v: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = v {
-        v = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = v {
-        v = rest;
-    }
-    v
 }
 
 fn trim_cr(v: &[u8]) -> &[u8] {

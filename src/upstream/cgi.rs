@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use crate::http::request::Request;
+use crate::msg::Request;
 
 /// What the environment is built from, besides the request itself.
 pub struct EnvInput<'a> {
@@ -63,7 +63,7 @@ impl Env {
     }
 
     fn put_num(&mut self, k: &[u8], n: u64) {
-        self.put(k, crate::http::status::itoa_u64(n).as_bytes());
+        self.put(k, crate::msg::status::itoa_u64(n).as_bytes());
     }
 
     /// The pairs as SCGI sends them: `NAME\0VALUE\0`...
@@ -276,7 +276,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(CgiHead, usize)>, &'static str> 
         if name.is_empty() || name.bytes().any(|b| !(b.is_ascii_graphic()) || b == b':') {
             return Err("an invalid header name");
         }
-        let value = crate::http::request::trim_ows(&line[colon + 1..]);
+        let value = crate::msg::request::trim_ows(&line[colon + 1..]);
         if value.iter().any(|&b| b == b'\r' || b == 0) {
             return Err("a control character in a header value");
         }
@@ -301,9 +301,10 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(CgiHead, usize)>, &'static str> 
         }
         if name.eq_ignore_ascii_case("transfer-encoding") {
             // The last coding decides the framing (RFC 9112 §6.3).
-            h.chunked = value.rsplit(|&b| b == b',').next().is_some_and(|c| {
-                crate::http::request::trim_ows(c).eq_ignore_ascii_case(b"chunked")
-            });
+            h.chunked = value
+                .rsplit(|&b| b == b',')
+                .next()
+                .is_some_and(|c| crate::msg::request::trim_ows(c).eq_ignore_ascii_case(b"chunked"));
             continue;
         }
         if name.eq_ignore_ascii_case("connection") || name.eq_ignore_ascii_case("keep-alive") {
@@ -370,8 +371,8 @@ mod tests {
     #[test]
     fn environment_pairs() {
         let buf = b"GET /app/x?q=1 HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nContent-Type: t/p\r\nx-a: 2\r\nProxy: evil\r\n\r\n";
-        let mut hs = [httparse::EMPTY_HEADER; crate::http::request::MAX_HEADERS];
-        let req = crate::http::request::parse(buf, &mut hs, 8192)
+        let mut hs = [httparse::EMPTY_HEADER; crate::msg::MAX_HEADERS];
+        let req = crate::proto::h1::parse(buf, &mut hs, 8192)
             .unwrap()
             .unwrap();
         let env = environment(&EnvInput {

@@ -4,8 +4,8 @@
 //! uses: GET_VALUES, answered by GET_VALUES_RESULT, which tells how many
 //! connections the backend serves at once (see [`super`] on keep-conn).
 
-use super::cgi::Env;
-use crate::http::status::itoa_u64;
+use crate::msg::status::itoa_u64;
+use crate::upstream::cgi::Env;
 
 const VERSION: u8 = 1;
 const BEGIN_REQUEST: u8 = 1;

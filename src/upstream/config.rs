@@ -1,7 +1,7 @@
 //! `scgi.server` and `fastcgi.server` in lighttpd's syntax:
 //! `( "<.ext or /prefix>" => ( ["<label>" =>] ( options ) , ... ) )`.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
 use crate::config::{Settings, Value};
@@ -35,20 +35,7 @@ impl Protocol {
 }
 
 /// Where a backend listens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BackendAddr {
-    Tcp(SocketAddr),
-    Unix(PathBuf),
-}
-
-impl std::fmt::Display for BackendAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BackendAddr::Tcp(a) => write!(f, "{a}"),
-            BackendAddr::Unix(p) => write!(f, "unix:{}", p.display()),
-        }
-    }
-}
+pub use crate::net::Addr as BackendAddr;
 
 /// How glint starts a backend itself (`bin-path`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,9 @@ use std::io;
 
 use mio::Registry;
 
-use super::{connect, fastcgi, BackendConn, Gateways, Keep, Protocol, Use, NO_CLIENT};
+use super::backend::{BackendConn, Use};
+use super::{fastcgi, Gateways, Keep, Protocol};
+use crate::net::connect;
 
 /// How asking a backend FCGI_GET_VALUES ended.
 pub(super) enum ProbeEnd {
@@ -43,7 +45,7 @@ impl BackendConn {
     /// Moves a probe on: sends GET_VALUES and reads the answer; `Some` once
     /// the exchange is over.
     fn probe_step(&mut self) -> Option<ProbeEnd> {
-        let Use::Probe(out) = &mut self.state else {
+        let Use::Probe { question: out } = &mut self.state else {
             return None;
         };
         while self.writable && !out.is_empty() {
@@ -216,13 +218,7 @@ impl Gateways {
         };
         let mut question = Vec::with_capacity(56);
         fastcgi::encode_get_values(&mut question);
-        let mut b = BackendConn::new(
-            stream,
-            Use::Probe(question),
-            NO_CLIENT,
-            h,
-            Protocol::FastCgi,
-        );
+        let mut b = BackendConn::new(stream, Use::Probe { question }, h, Protocol::FastCgi);
         b.watches_writes = true;
         let Some(bkey) = self.insert_conn(registry, b, now) else {
             self.hosts[h].probe_at = now + 1;

@@ -2,8 +2,8 @@
 //! NUL-separated names and values, then the body; the answer is a CGI
 //! response that ends when the backend closes.
 
-use super::cgi::Env;
-use crate::http::status::itoa_u64;
+use crate::msg::status::itoa_u64;
+use crate::upstream::cgi::Env;
 
 /// Appends an SCGI request head to `out`: `CONTENT_LENGTH` first, as the
 /// protocol requires, then `env`; the body follows it unframed.

@@ -14,11 +14,11 @@ impl Gateways {
     /// longer configured finishes its requests and is then stopped. Nothing
     /// changes when a new backend cannot be started.
     ///
-    /// Returns, for each old route, the index of a new route with the same
-    /// pattern, protocol and role (requests under way are moved there):
-    /// the one with the same backends if there is one, else the one of the
-    /// table at the same place, else any.
-    pub fn reconfigure(&mut self, c: &Config, now: u64) -> Result<Vec<Option<usize>>, String> {
+    /// Requests under way move to the new route with the same pattern,
+    /// protocol and role: the one with the same backends if there is one,
+    /// else the one of the table at the same place, else any; one whose
+    /// route is gone gets 503 when it next needs a backend.
+    pub fn reconfigure(&mut self, c: &Config, now: u64) -> Result<(), String> {
         let mut next = Gateways::from_config(c)?;
         // Which running backend each new one is.
         let mut taken = vec![false; self.hosts.len()];
@@ -134,6 +134,14 @@ impl Gateways {
         for (_, b) in next.conns.iter_mut() {
             b.host = map.get(b.host).copied().flatten().unwrap_or(usize::MAX);
         }
+        next.jobs = std::mem::take(&mut self.jobs);
+        for (_, j) in next.jobs.iter_mut() {
+            j.route = routes.get(j.route).copied().flatten().unwrap_or(usize::MAX);
+        }
+        next.next_gen = self.next_gen;
+        next.woken = std::mem::take(&mut self.woken);
+        next.failed = std::mem::take(&mut self.failed);
+        next.ended = std::mem::take(&mut self.ended);
         next.waiting = std::mem::take(&mut self.waiting);
         next.retry_soon = true;
         next.freed = self.freed;
@@ -152,6 +160,6 @@ impl Gateways {
         for h in now_retired {
             retire_step(h, stop);
         }
-        Ok(routes)
+        Ok(())
     }
 }

@@ -1,0 +1,112 @@
+//! Buffers that outlive a request: a connection's input buffer, and the
+//! pool idle connections return theirs to (one request path allocates
+//! nothing it can reuse).
+
+/// Size of a connection's input buffer: a whole request head
+/// (`server.max-request-field-size`, 8 KiB by default) plus room for
+/// pipelined requests behind it.
+pub const INPUT_BUF: usize = 16 * 1024;
+
+/// Pooled buffers kept for reuse; beyond this, freed buffers go back to the allocator.
+const POOL_MAX: usize = 128;
+/// Output buffers that grew past this (multipart answers, long pipelines) are not pooled.
+const POOL_MAX_OUT_CAPACITY: usize = 64 * 1024;
+
+/// An input buffer: `data[start..end]` holds unconsumed bytes.
+#[derive(Debug)]
+pub struct InBuf {
+    data: Box<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+impl InBuf {
+    pub fn new() -> InBuf {
+        InBuf {
+            data: vec![0u8; INPUT_BUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// The bytes not consumed yet.
+    pub fn pending(&self) -> &[u8] {
+        &self.data[self.start..self.end]
+    }
+
+    pub fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Drops every byte not consumed yet.
+    pub fn consume_all(&mut self) {
+        self.clear();
+    }
+
+    /// Free space at the end, moving pending bytes to the front when that helps.
+    pub fn spare(&mut self) -> &mut [u8] {
+        if self.end == self.data.len() && self.start > 0 {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        &mut self.data[self.end..]
+    }
+
+    /// `n` bytes were read into [`InBuf::spare`].
+    pub fn filled(&mut self, n: usize) {
+        self.end = (self.end + n).min(self.data.len());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Forgets any unconsumed bytes (before the buffer goes back to the pool).
+    pub fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
+}
+
+impl Default for InBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Buffers returned by idle connections.
+#[derive(Default)]
+pub struct Pool {
+    ins: Vec<InBuf>,
+    outs: Vec<Vec<u8>>,
+}
+
+impl Pool {
+    pub fn take_in(&mut self) -> InBuf {
+        self.ins.pop().unwrap_or_default()
+    }
+
+    pub fn put_in(&mut self, mut b: InBuf) {
+        // A closed connection may leave half a request behind: never hand it on.
+        b.clear();
+        if self.ins.len() < POOL_MAX {
+            self.ins.push(b);
+        }
+    }
+
+    pub fn take_out(&mut self) -> Vec<u8> {
+        self.outs.pop().unwrap_or_else(|| Vec::with_capacity(4096))
+    }
+
+    pub fn put_out(&mut self, mut b: Vec<u8>) {
+        if self.outs.len() < POOL_MAX && b.capacity() <= POOL_MAX_OUT_CAPACITY {
+            b.clear();
+            self.outs.push(b);
+        }
+    }
+}

@@ -1,0 +1,584 @@
+//! One request, from its parsed head to what answers it, in lighttpd's
+//! phases: normalise the path, resolve the per-request settings, rewrite
+//! (then resolve again), redirect, access (`url.access-deny`/`-allow`),
+//! mod_status, gateways by prefix and extension, the directory's index
+//! file (which meets access and the gateways again), the static file; an
+//! error answer replaced by `server.error-handler(-404)` runs all of them
+//! again.
+//!
+//! What answers is an [`Outcome`]: glint's own [`Reply`] (left in
+//! [`Services::reply`] for the protocol layer to write), or a job started
+//! on a backend (the connection hears its answer through a `Sink`). The
+//! exchange never writes protocol bytes and never sees the connection.
+
+mod access;
+mod gateway;
+mod logging;
+mod rerun;
+pub mod rewrite;
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::rc::Rc;
+
+use mio::Registry;
+
+use crate::accesslog::AccessLogs;
+use crate::clock::Clock;
+use crate::config::{Config, RequestFacts, Settings};
+use crate::handler::{static_file, status_page};
+use crate::msg::{Body, ExchangeId, Method, OwnedHead, Reply, Request};
+use crate::stats::Stats;
+use crate::upstream::{Gateways, JobId};
+
+pub use access::access_denied;
+pub use logging::{log_error, log_gateway, log_reply};
+pub use rerun::{rerun, Rerunning, MAX_RERUNS};
+
+/// What the exchanges of every connection share: the configuration and
+/// the caches, the backends, the logs and counters, and the one reply
+/// being built.
+pub struct Services {
+    pub config: Config,
+    pub clock: Clock,
+    pub logs: AccessLogs,
+    pub regexes: rewrite::Regexes,
+    /// SCGI and FastCGI routes, backends and backend connections.
+    pub upstream: Gateways,
+    /// Files opened in the last second.
+    pub files: static_file::FileCache,
+    pub stats: Stats,
+    pub scratch: Scratch,
+    /// Port of each listener (0 for unix sockets), for the access log.
+    pub ports: Vec<u16>,
+    /// Per listener: its one bound address, if it has one.
+    pub bound_ips: Vec<Option<IpAddr>>,
+    /// Stop keeping connections open after their current response.
+    pub shutting_down: bool,
+    /// The reply of the request being answered (its buffers are reused).
+    pub reply: Reply,
+}
+
+impl Services {
+    pub fn new(config: Config, upstream: Gateways) -> Services {
+        let global = Rc::clone(&config.global);
+        Services {
+            config,
+            clock: Clock::new(),
+            logs: AccessLogs::default(),
+            regexes: Default::default(),
+            upstream,
+            files: Default::default(),
+            stats: Stats::default(),
+            scratch: Scratch::default(),
+            ports: Vec::new(),
+            bound_ips: Vec::new(),
+            shutting_down: false,
+            reply: Reply::new(global, false),
+        }
+    }
+
+    /// The counters with the backends' added, for the status page.
+    pub fn stats_now(&self) -> Stats {
+        Stats {
+            backend_opened: self.upstream.opened,
+            backend_reused: self.upstream.reused,
+            ..self.stats
+        }
+    }
+}
+
+/// Reusable buffers for the request path.
+#[derive(Default)]
+pub struct Scratch {
+    /// Percent-decoded path bytes.
+    pub decoded: Vec<u8>,
+    /// The normalised URL path.
+    pub path: String,
+    /// The file system path being opened.
+    pub fs_path: String,
+    /// The lowercased Host.
+    pub host: String,
+    /// The URL path of a directory's index file.
+    pub index_path: String,
+}
+
+/// What an exchange knows of its connection.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnInfo {
+    /// Index of the listener that accepted it.
+    pub listener: usize,
+    pub peer: Option<IpAddr>,
+    /// The client's port (0 on a unix socket), for `REMOTE_PORT`.
+    pub peer_port: u16,
+    /// The address the client connected to, when the listener is bound to all.
+    pub local_ip: Option<IpAddr>,
+    /// The id of this exchange.
+    pub ex: ExchangeId,
+}
+
+/// What to do with a request body once the answer is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyAction {
+    /// Read and drop it, keeping the connection if the request allows.
+    Discard,
+    /// Close the connection after the response.
+    Close,
+    /// A backend answers: the body (if any) goes to its job.
+    Gateway,
+    /// An authorizer decides first; the body stays unread until it allowed
+    /// the request, which then runs again.
+    Authorize,
+}
+
+/// What answers a request.
+pub enum Outcome {
+    /// glint's own answer, in [`Services::reply`]; a request run again is
+    /// logged with the line the client sent (`orig_line`).
+    Reply {
+        action: BodyAction,
+        orig_line: Option<Vec<u8>>,
+    },
+    /// A backend's: the job started for it, and what the client's side
+    /// needs to pass the answer on.
+    Gateway(Box<GwStart>),
+}
+
+/// A gateway exchange as the client's side holds it.
+#[derive(Debug)]
+pub struct GwStart {
+    pub job: JobId,
+    /// The backend is an authorizer (its refusal goes to the client; its
+    /// 200 runs the request on).
+    pub authorizer: bool,
+    pub settings: Rc<Settings>,
+    pub head_only: bool,
+    pub minor: u8,
+    pub keep_alive: bool,
+    /// The request's head, for the access log and for running it again.
+    pub head: OwnedHead,
+    /// What the request carries into a later run.
+    pub carry: Carry,
+    /// The route it went to (for log lines).
+    pub route: usize,
+}
+
+/// What one client request carries from one run through the phases to
+/// the next, when glint runs it again itself.
+#[derive(Debug, Default, Clone)]
+pub struct Carry {
+    /// An authorizer allowed the request (for its current path).
+    pub authorized: bool,
+    /// The allowing authorizer's `docroot`: files are served from there.
+    pub docroot: Option<String>,
+    /// Its `Variable-NAME: value` headers, as (NAME, value): set in the
+    /// environment of every later backend request.
+    pub vars: Vec<(String, Vec<u8>)>,
+    /// Times the request was run again so far.
+    pub reruns: u8,
+    /// The request line as the client sent it, for the access log.
+    pub orig_line: Option<Vec<u8>>,
+    /// This run is an error handler's, for the error described.
+    pub error: Option<ErrorRun>,
+}
+
+/// An error answer replaced by `server.error-handler` or
+/// `server.error-handler-404`: the handler's URL runs instead.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorRun {
+    /// The handler's URL.
+    pub target: String,
+    /// The status of the error it replaces (`REDIRECT_STATUS` for backends).
+    pub status: u16,
+    /// `server.error-handler` (runs as a GET; the error's status stays),
+    /// rather than `server.error-handler-404`.
+    pub generic: bool,
+}
+
+/// Most internal rewrites of one request (`url.rewrite-repeat` loops end here).
+const MAX_REWRITES: usize = 8;
+
+/// Answers one parsed request: glint's own reply, or a backend's job.
+pub fn respond(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    registry: &Registry,
+) -> Outcome {
+    respond_with(sv, info, req, keep_alive, Carry::default(), registry)
+}
+
+/// Answers a request that may have run before (see [`rerun`]): `carry`
+/// says whether an authorizer allowed it, with which docroot and variables.
+pub(crate) fn respond_with(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    mut carry: Carry,
+    registry: &Registry,
+) -> Outcome {
+    sv.scratch.host.clear();
+    for &b in req.host {
+        sv.scratch.host.push(b.to_ascii_lowercase() as char);
+    }
+    // The target of this run: the client's, or an error handler's.
+    let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
+    loop {
+        let once = respond_once(
+            sv,
+            info,
+            req,
+            keep_alive,
+            &mut carry,
+            target.as_deref(),
+            registry,
+        );
+        let action = match once {
+            Once::Gateway(g) => return Outcome::Gateway(g),
+            Once::Reply(action) => action,
+        };
+        let settings = Rc::clone(&sv.reply.settings);
+        let status = sv.reply.status;
+        if let Some(next) = error_handler_for(&settings, status, &carry) {
+            // Run the error handler instead; the answer built is dropped.
+            log::debug!("status {status}: running error handler {}", next.target);
+            target = Some(next.target.clone());
+            carry.error = Some(next);
+            continue;
+        }
+        if let Some(run) = carry.error.as_ref() {
+            if status >= 400 && status != run.status {
+                // The error handler failed too: the first error's own page.
+                let status = run.status;
+                sv.reply.clear_answer();
+                sv.reply.error(status);
+            }
+        }
+        return Outcome::Reply {
+            action: if sv.reply.close {
+                BodyAction::Close
+            } else {
+                action
+            },
+            orig_line: carry.orig_line.take(),
+        };
+    }
+}
+
+/// The error handler to run for an answer with `status`, if the settings
+/// have one for it and this is not already an error handler's run.
+/// `server.error-handler` takes every error (as a GET); the older
+/// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
+fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
+    // Errors about the request itself (malformed, too large, an unknown
+    // method or version) are answered as they are.
+    if carry.error.is_some() || status < 400 || matches!(status, 400 | 413 | 414 | 431 | 501 | 505)
+    {
+        return None;
+    }
+    if let Some(h) = s.error_handler.as_deref() {
+        return Some(ErrorRun {
+            target: h.to_string(),
+            status,
+            generic: true,
+        });
+    }
+    match (s.error_handler_404.as_deref(), status) {
+        (Some(h), 403 | 404) => Some(ErrorRun {
+            target: h.to_string(),
+            status,
+            generic: false,
+        }),
+        _ => None,
+    }
+}
+
+/// The status the client gets when an error handler answered with
+/// `handler`: `server.error-handler` keeps the error's status; an answer
+/// of `server.error-handler-404` keeps its own unless it failed too (403,
+/// 404), as lighttpd.
+pub fn error_run_status(run: &ErrorRun, handler: u16) -> u16 {
+    if run.generic || matches!(handler, 403 | 404) {
+        run.status
+    } else {
+        handler
+    }
+}
+
+/// What one run of the phases came to.
+enum Once {
+    Reply(BodyAction),
+    Gateway(Box<GwStart>),
+}
+
+/// One run of the phases for `target` (the client's when `None`).
+fn respond_once(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    carry: &mut Carry,
+    target: Option<&str>,
+    registry: &Registry,
+) -> Once {
+    let first = target.unwrap_or(req.target);
+    let (uri, resolved, path_ok) = rewrite::resolve_and_rewrite(sv, info, req, first);
+    let settings = Rc::clone(&resolved.settings);
+    let (raw_path, query) = split_uri(&uri);
+    sv.reply
+        .reset(Rc::clone(&settings), req.method == Method::Head);
+    if let Some(run) = carry.error.as_ref() {
+        // An error handler's page: sent with the error's status where
+        // lighttpd keeps it.
+        if run.generic {
+            sv.reply.status_override = Some(run.status);
+        }
+    }
+    let too_large = match req.body {
+        Body::Length(n) => {
+            settings.max_request_size_kb > 0 && n > settings.max_request_size_kb * 1024
+        }
+        _ => false,
+    };
+    let r = &mut sv.reply;
+    if req.method == Method::Unknown {
+        r.error(501);
+    } else if !path_ok {
+        r.error(400);
+    } else if too_large {
+        r.close = true;
+        r.error(413);
+        return Once::Reply(BodyAction::Close);
+    } else if uri == "*" {
+        r.start(200);
+        r.header("Allow", b"GET, HEAD, OPTIONS");
+        r.end_head(Some(0));
+    } else if let Some(loc) = rewrite::first_match(
+        &settings.url_redirect,
+        &uri,
+        &resolved.captures,
+        &mut sv.regexes,
+    ) {
+        let code = match settings.url_redirect_code {
+            c @ (301 | 302 | 303 | 307 | 308) => c,
+            _ => 301,
+        };
+        r.error_with(code, &[("Location", loc.as_bytes())]);
+    } else if access_denied(&sv.scratch.path, &settings) {
+        log::debug!("{}: denied by url.access-deny/-allow", sv.scratch.path);
+        r.error(403);
+    } else {
+        let stats = sv.stats_now();
+        if !status_page::serve(
+            &sv.scratch.path,
+            query,
+            &mut sv.reply,
+            &stats,
+            &sv.clock,
+            &sv.config,
+        ) {
+            return route(sv, info, req, keep_alive, carry, raw_path, query, registry);
+        }
+    }
+    Once::Reply(BodyAction::Discard)
+}
+
+/// The handler phases: gateways by prefix or extension, the index file
+/// (meeting access and the gateways again), the static file.
+#[allow(clippy::too_many_arguments)]
+fn route(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    carry: &mut Carry,
+    raw_path: &str,
+    query: &str,
+    registry: &Registry,
+) -> Once {
+    let settings = Rc::clone(&sv.reply.settings);
+    let docroot = match carry.docroot.as_deref() {
+        Some(d) => Some(Cow::Borrowed(d)),
+        None => document_root(&settings, &sv.scratch.host),
+    };
+    let mut found = gateway::route(&sv.upstream, &settings, &sv.scratch.path, carry);
+    let mut indexed = false;
+    if found.is_none() && sv.scratch.path.ends_with('/') {
+        // mod_indexfile: the directory's index file is the request's path
+        // from here on, and meets access and the gateways again.
+        if let Some(root) = docroot.as_deref() {
+            indexed = static_file::find_index(
+                root,
+                &sv.scratch.path,
+                &settings,
+                &mut sv.files,
+                sv.clock.mono_secs,
+                &mut sv.scratch.index_path,
+            );
+        }
+        if indexed {
+            if access_denied(&sv.scratch.index_path, &settings) {
+                log::debug!(
+                    "{}: denied by url.access-deny/-allow",
+                    sv.scratch.index_path
+                );
+                sv.reply.error(403);
+                return Once::Reply(BodyAction::Discard);
+            }
+            found = gateway::route(&sv.upstream, &settings, &sv.scratch.index_path, carry);
+        }
+    }
+    let path = if indexed {
+        std::mem::take(&mut sv.scratch.index_path)
+    } else {
+        std::mem::take(&mut sv.scratch.path)
+    };
+    let once = match found {
+        Some((route, split)) => {
+            let at = gateway::At {
+                route,
+                split,
+                path: &path,
+                query,
+                keep_alive,
+                info,
+            };
+            match gateway::start(sv, &at, req, &settings, carry, registry) {
+                Ok(g) => Once::Gateway(g),
+                Err(status) => {
+                    if status == 413 {
+                        sv.reply.close = true;
+                    }
+                    sv.reply.error(status);
+                    Once::Reply(if status == 413 {
+                        BodyAction::Close
+                    } else {
+                        BodyAction::Discard
+                    })
+                }
+            }
+        }
+        None if static_file::excluded(&path, &settings) => {
+            // mod_staticfile declines; no other handler: 403, as lighttpd.
+            log::debug!("{path}: not sent, static-file.exclude-extensions");
+            sv.reply.error(403);
+            Once::Reply(BodyAction::Discard)
+        }
+        None => {
+            // `server.error-handler` runs as a GET (HEAD stays HEAD).
+            let method = match carry.error.as_ref() {
+                Some(run) if run.generic && req.method != Method::Head => Method::Get,
+                _ => req.method,
+            };
+            let docroot = match carry.docroot.as_deref() {
+                Some(d) => Some(Cow::Borrowed(d)),
+                None => document_root(&settings, &sv.scratch.host),
+            };
+            let sreq = static_file::StaticRequest {
+                method,
+                raw_path,
+                path: &path,
+                query,
+                host: req.host,
+                headers: req.headers,
+                docroot: docroot.as_deref(),
+                now: sv.clock.unix,
+                mono: sv.clock.mono_secs,
+            };
+            static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
+            Once::Reply(BodyAction::Discard)
+        }
+    };
+    // The path buffer goes back for the next request.
+    if indexed {
+        sv.scratch.index_path = path;
+    } else {
+        sv.scratch.path = path;
+    }
+    once
+}
+
+/// glint's answer to a request that could not be parsed (the connection
+/// closes after it), in [`Services::reply`].
+pub fn error_reply(sv: &mut Services, status: u16) {
+    sv.reply.reset(Rc::clone(&sv.config.global), false);
+    sv.reply.close = true;
+    sv.reply.error(status);
+}
+
+/// The docroot: `mod_simple_vhost` when configured, else `server.document-root`.
+/// Borrowed from the settings in the common case: no allocation per request.
+fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
+    let plain = || {
+        s.document_root
+            .as_ref()
+            .and_then(|p| p.to_str())
+            .map(Cow::Borrowed)
+    };
+    let Some(server_root) = s.simple_vhost_server_root.as_deref() else {
+        return plain();
+    };
+    let sub = s.simple_vhost_document_root.as_deref().unwrap_or("");
+    let name = host_without_port(host);
+    let build = |h: &str| {
+        let mut p = server_root.trim_end_matches('/').to_string();
+        p.push('/');
+        p.push_str(h);
+        if !sub.is_empty() {
+            p.push('/');
+            p.push_str(sub.trim_matches('/'));
+        }
+        p
+    };
+    // The host was validated by the parser: no '/', no "..", no control characters.
+    if !name.is_empty() && !name.starts_with('.') {
+        let p = build(name);
+        if std::fs::metadata(&p).is_ok_and(|m| m.is_dir()) {
+            return Some(Cow::Owned(p));
+        }
+    }
+    match s.simple_vhost_default_host.as_deref() {
+        Some(d) => Some(Cow::Owned(build(d))),
+        None => plain(),
+    }
+}
+
+fn host_without_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host
+            .split(']')
+            .next()
+            .map_or(host, |h| &host[..h.len() + 1]);
+    }
+    host.split(':').next().unwrap_or(host)
+}
+
+/// Splits a request target into path and query.
+fn split_uri(uri: &str) -> (&str, &str) {
+    match uri.split_once('?') {
+        Some((p, q)) => (p, q),
+        None => (uri, ""),
+    }
+}
+
+/// The facts conditionals test, for `url` under this connection and request.
+fn facts<'a>(
+    info: &ConnInfo,
+    req: &'a Request<'_, 'a>,
+    host: &'a str,
+    url: &'a str,
+    query: &'a str,
+) -> RequestFacts<'a> {
+    RequestFacts {
+        listener: info.listener,
+        remote_ip: info.peer,
+        scheme: "http",
+        method: req.method_str,
+        host,
+        url,
+        query,
+        headers: req.headers,
+    }
+}

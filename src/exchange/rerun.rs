@@ -1,0 +1,128 @@
+//! Running a request again inside glint once its backend's answer said so:
+//! after an authorizer's 200 the same request goes on, with the
+//! authorizer's `docroot` and `Variable-`s; after a local redirect (RFC 3875
+//! 6.2.2) glint answers a GET (HEAD for a HEAD) for the new path and
+//! query, without the body the first backend already had.
+
+use std::rc::Rc;
+
+use mio::Registry;
+
+use super::{respond_with, BodyAction, ConnInfo, GwStart, Outcome, Services};
+use crate::msg::{Body, OwnedHead, Rerun};
+
+/// Most times one client request is run again inside glint (an authorizer
+/// allowed it, a backend redirected it locally); past it the client gets 500.
+pub const MAX_RERUNS: u8 = 5;
+
+/// What the connection needs after [`rerun`]: what answers the request
+/// now, and its body (still unread after an authorizer, spent after a
+/// redirect).
+pub struct Rerunning {
+    pub outcome: Outcome,
+    pub body: Body,
+    /// The client sent `Expect`: it waits before sending the body.
+    pub expects_continue: bool,
+}
+
+/// Runs the request of gateway exchange `gw` again, as `why` says. At most
+/// [`MAX_RERUNS`] times per request, then 500. `keep_alive`: the
+/// connection may stay open after the answer.
+pub fn rerun(
+    sv: &mut Services,
+    info: &ConnInfo,
+    gw: GwStart,
+    why: Rerun,
+    keep_alive: bool,
+    registry: &Registry,
+) -> Rerunning {
+    let GwStart {
+        head,
+        mut carry,
+        settings,
+        head_only,
+        route,
+        ..
+    } = gw;
+    let mut headers = Vec::new();
+    let first = head.view(&mut headers);
+    // An authorizer's request kept its body unread; a redirected one spent it.
+    let body = match why {
+        Rerun::Authorized(_) => first.body,
+        Rerun::Redirect(_) => Body::None,
+    };
+    // (A redirected request has no body, and no `Expect`.)
+    let expects = matches!(why, Rerun::Authorized(_)) && first.header("expect").is_some();
+    carry
+        .orig_line
+        .get_or_insert_with(|| first.request_line.to_vec());
+    carry.reruns += 1;
+    // (A graceful restart may have removed the route since.)
+    let spec = sv
+        .upstream
+        .routes
+        .get(route)
+        .and_then(|r| r.hosts.first())
+        .and_then(|&h| sv.upstream.hosts.get(h))
+        .map(|h| &h.spec);
+    let (label, addr) = spec.map_or((String::new(), String::new()), |s| {
+        (s.label.clone(), s.addr.to_string())
+    });
+    let failed = |sv: &mut Services, status: u16, orig_line: Option<Vec<u8>>| {
+        sv.reply.reset(Rc::clone(&settings), head_only);
+        sv.reply.error(status);
+        Rerunning {
+            outcome: Outcome::Reply {
+                action: BodyAction::Discard,
+                orig_line,
+            },
+            body,
+            expects_continue: expects,
+        }
+    };
+    if carry.reruns > MAX_RERUNS {
+        log::error!(
+            "backend {label} ({addr}): {:?} ran {} times inside glint (a redirect loop?); answering 500",
+            String::from_utf8_lossy(carry.orig_line.as_deref().unwrap_or(b"")),
+            MAX_RERUNS
+        );
+        return failed(sv, 500, carry.orig_line);
+    }
+    let next = match why {
+        Rerun::Authorized(vars) => {
+            carry.authorized = true;
+            carry.docroot = spec.and_then(|s| s.docroot.clone());
+            for (k, v) in vars {
+                carry.vars.retain(|(old, _)| *old != k);
+                carry.vars.push((k, v));
+            }
+            None
+        }
+        Rerun::Redirect(target) => {
+            log::debug!("backend {label}: local redirect to {target}");
+            if !target.starts_with('/') || target.bytes().any(|b| b <= b' ' || b == 0x7f) {
+                log::error!(
+                    "backend {label} ({addr}): the request to run again does not parse (a bad Location?); answering 502"
+                );
+                return failed(sv, 502, carry.orig_line);
+            }
+            // The new path meets its own authorizer, if it has one.
+            carry.authorized = false;
+            carry.docroot = None;
+            Some(OwnedHead::redirect(&first, &target))
+        }
+    };
+    let outcome = match &next {
+        Some(h) => {
+            let mut hs = Vec::new();
+            let req = h.view(&mut hs);
+            respond_with(sv, info, &req, keep_alive, carry, registry)
+        }
+        None => respond_with(sv, info, &first, keep_alive, carry, registry),
+    };
+    Rerunning {
+        outcome,
+        body,
+        expects_continue: expects,
+    }
+}

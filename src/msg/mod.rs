@@ -1,0 +1,14 @@
+//! Messages as values, shared by every protocol and every handler: the
+//! request ([`request`]), glint's own response ([`reply`]), the way an
+//! upstream answers ([`sink`]), statuses and error pages ([`status`]), and
+//! byte ranges ([`range`]).
+
+pub mod range;
+pub mod reply;
+pub mod request;
+pub mod sink;
+pub mod status;
+
+pub use reply::{Piece, Reply};
+pub use request::{Body, HttpError, Method, OwnedHead, Request, MAX_HEADERS};
+pub use sink::{AnswerHead, ExchangeId, Rerun, Sink};

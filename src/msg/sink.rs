@@ -1,0 +1,58 @@
+//! How an upstream (a FastCGI, SCGI or uwsgi backend) hands its answer to
+//! the client's side: through a [`Sink`] that the protocol layer
+//! implements. The upstream never sees the client's connection, and the
+//! client's side never sees a backend.
+
+use std::fs::File;
+use std::rc::Rc;
+
+/// Which exchange a piece of work belongs to: a connection's slot and the
+/// generation of the connection in it, so that work for a connection that
+/// has gone never reaches the next one in the same slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ExchangeId {
+    pub slot: usize,
+    pub gen: u64,
+}
+
+/// The head of a backend's answer, as the client is to get it.
+#[derive(Debug)]
+pub struct AnswerHead<'a> {
+    pub status: u16,
+    /// The backend's header lines (no framing headers: glint frames the body).
+    pub headers: &'a [(String, Vec<u8>)],
+    /// The body's length as the backend announced it, if it did.
+    pub content_length: Option<u64>,
+    /// There is no body (1xx, 204, 304).
+    pub bodiless: bool,
+}
+
+/// Why glint runs a request again once its backend's answer is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rerun {
+    /// An authorizer answered 200; its `Variable-` headers as (NAME, value).
+    Authorized(Vec<(String, Vec<u8>)>),
+    /// A local redirect (RFC 3875 6.2.2) to this path and query.
+    Redirect(String),
+}
+
+/// The client's side of a gateway exchange, as the upstream sees it.
+pub trait Sink {
+    /// The client has room for more of the answer; while it has not, the
+    /// upstream stops reading its backend (back-pressure).
+    fn has_room(&self) -> bool;
+    /// The answer's head.
+    fn head(&mut self, head: &AnswerHead<'_>);
+    /// Body bytes, after the head.
+    fn data(&mut self, bytes: &[u8]);
+    /// X-Sendfile: `len` bytes of `file` are the body, instead of the
+    /// backend's own.
+    fn file(&mut self, head: &AnswerHead<'_>, file: Rc<File>, len: u64);
+    /// The answer is complete.
+    fn end(&mut self);
+    /// The backend failed: an error page when nothing was sent yet, else
+    /// the client's connection is closed (the answer is cut).
+    fn fail(&mut self, status: u16);
+    /// The answer says to run the request again; nothing was sent.
+    fn rerun(&mut self, why: Rerun);
+}

@@ -1,0 +1,191 @@
+//! HTTP/1.x response bytes: the one head serializer, for glint's own
+//! replies and for backends' answers, and the framing of bodies.
+
+use std::rc::Rc;
+
+use crate::config::Settings;
+use crate::msg::status::{itoa_u64, reason};
+use crate::msg::{Piece, Reply};
+use crate::output::Output;
+
+/// The header lines of a head, in the form its source has them.
+pub enum Fields<'a> {
+    /// `Name: value\r\n` lines (a [`Reply`]'s).
+    Lines(&'a [u8]),
+    /// (name, value) pairs (a backend's answer).
+    Pairs(&'a [(String, Vec<u8>)]),
+}
+
+/// How the body after a head is framed on the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// No length: the body ends when the connection closes (HTTP/1.0), or
+    /// there is no body at all (1xx, 204, 304).
+    None,
+}
+
+/// What a response head says besides its fields.
+pub struct Head<'a> {
+    pub status: u16,
+    pub fields: Fields<'a>,
+    pub framing: Framing,
+    pub settings: &'a Settings,
+    /// The `Date` value of this second.
+    pub date: &'a [u8],
+    /// The connection stays open after this response.
+    pub keep_alive: bool,
+    /// The request's minor version (0 or 1).
+    pub minor: u8,
+}
+
+/// Writes a response head into `out`: status line, `Date`, `Server`, the
+/// fields, the framing, `Connection` as the version needs it, the
+/// configured `setenv.*-response-header`s, the empty line. Returns its length.
+pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
+    let m = &mut out.mem;
+    let start = m.len();
+    m.extend_from_slice(b"HTTP/1.1 ");
+    m.extend_from_slice(itoa_u64(u64::from(h.status)).as_bytes());
+    m.push(b' ');
+    m.extend_from_slice(reason(h.status).as_bytes());
+    m.extend_from_slice(b"\r\nDate: ");
+    m.extend_from_slice(h.date);
+    if !h.settings.tag.is_empty() {
+        m.extend_from_slice(b"\r\nServer: ");
+        m.extend_from_slice(h.settings.tag.as_bytes());
+    }
+    m.extend_from_slice(b"\r\n");
+    match h.fields {
+        Fields::Lines(lines) => m.extend_from_slice(lines),
+        Fields::Pairs(pairs) => {
+            for (k, v) in pairs {
+                line(m, k, v);
+            }
+        }
+    }
+    match h.framing {
+        Framing::Length(n) => line(m, "Content-Length", itoa_u64(n).as_bytes()),
+        Framing::Chunked => line(m, "Transfer-Encoding", b"chunked"),
+        Framing::None => {}
+    }
+    if h.keep_alive && h.minor == 0 {
+        line(m, "Connection", b"keep-alive");
+    } else if !h.keep_alive && h.minor >= 1 {
+        line(m, "Connection", b"close");
+    }
+    let s = h.settings;
+    for (k, v) in s
+        .setenv_add_response_header
+        .iter()
+        .chain(&s.setenv_set_response_header)
+    {
+        if !has_crlf(k) && !has_crlf(v) {
+            line(m, k, v.as_bytes());
+        }
+    }
+    m.extend_from_slice(b"\r\n");
+    m.len() - start
+}
+
+fn line(m: &mut Vec<u8>, name: &str, value: &[u8]) {
+    m.extend_from_slice(name.as_bytes());
+    m.extend_from_slice(b": ");
+    m.extend_from_slice(value);
+    m.extend_from_slice(b"\r\n");
+}
+
+fn has_crlf(s: &str) -> bool {
+    s.bytes().any(|b| b == b'\r' || b == b'\n')
+}
+
+/// Writes one of glint's own replies: its head, then (unless HEAD) its
+/// body's pieces, memory copied after the head so that a small answer
+/// leaves in one `send`, files queued for `sendfile`. Returns the head's length.
+pub fn write_reply(out: &mut Output, r: &Reply, date: &[u8], keep_alive: bool, minor: u8) -> usize {
+    let head = Head {
+        status: r.status,
+        fields: Fields::Lines(&r.fields),
+        framing: r.content_length.map_or(Framing::None, Framing::Length),
+        settings: &r.settings,
+        date,
+        keep_alive,
+        minor,
+    };
+    let n = write_head(out, &head);
+    if r.head_only {
+        return n;
+    }
+    for p in r.pieces() {
+        match p {
+            Piece::Mem(range) => out.mem.extend_from_slice(r.mem(range)),
+            Piece::Shared(bytes) => out.mem.extend_from_slice(bytes),
+            Piece::File { file, offset, len } => out.push_file(Rc::clone(file), *offset, *len),
+        }
+    }
+    n
+}
+
+/// One chunk of a chunked body (nothing for no bytes: that would end it).
+pub fn write_chunk(out: &mut Output, data: &[u8]) {
+    if data.is_empty() {
+        return;
+    }
+    let m = &mut out.mem;
+    let mut hex = [0u8; 16];
+    let mut i = hex.len();
+    let mut n = data.len();
+    loop {
+        i -= 1;
+        hex[i] = b"0123456789abcdef"[n & 15];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    m.extend_from_slice(&hex[i..]);
+    m.extend_from_slice(b"\r\n");
+    m.extend_from_slice(data);
+    m.extend_from_slice(b"\r\n");
+}
+
+/// The last chunk of a chunked body.
+pub fn write_last_chunk(out: &mut Output) {
+    out.mem.extend_from_slice(b"0\r\n\r\n");
+}
+
+/// The interim `100 Continue` a client waits for before sending its body.
+pub fn write_continue(out: &mut Output) {
+    out.mem.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_sizes_are_hex() {
+        let cases: &[(usize, &str)] = &[
+            (1, "1\r\n"),
+            (15, "f\r\n"),
+            (16, "10\r\n"),
+            (4096, "1000\r\n"),
+        ];
+        for (len, want) in cases {
+            let mut out = Output::default();
+            write_chunk(&mut out, &vec![b'x'; *len]);
+            assert!(
+                out.mem.starts_with(want.as_bytes()),
+                "{len}: {:?}",
+                &out.mem[..8]
+            );
+            assert!(out.mem.ends_with(b"x\r\n"));
+        }
+        let mut out = Output::default();
+        write_chunk(&mut out, b"");
+        assert!(out.mem.is_empty(), "an empty chunk would end the body");
+    }
+}

@@ -1,0 +1,10 @@
+//! HTTP/1.0 and 1.1: the request-head parser ([`parse`]), the response
+//! head serializer and body framing ([`encode`]), and chunked bodies
+//! ([`chunked`]).
+
+pub mod chunked;
+pub mod encode;
+pub mod parse;
+
+pub use encode::{write_chunk, write_head, write_last_chunk, write_reply, Fields, Framing, Head};
+pub use parse::parse;

@@ -1,0 +1,324 @@
+//! One turn of the loop: wait for readiness, accept, drive the connections
+//! and backends the events name, deliver what the backends' side has for
+//! connections (failures, ends, room for more body), the once-a-second
+//! tick, and the stop checks.
+
+use std::io;
+use std::time::Duration;
+
+use mio::{Events, Token};
+use nix::errno::Errno;
+
+use super::listen::Listener;
+use super::{Server, LISTENER_BASE, SIGNAL, WAKER};
+use crate::conn::{Connection, Ctx};
+use crate::msg::ExchangeId;
+use crate::net::{interest, Stream};
+use crate::signals;
+use crate::upstream::BACKEND_BASE;
+
+/// Most connections accepted (and answered) per listener per loop turn: a
+/// fast client must not keep the loop from signals, time-outs and others.
+const ACCEPT_BATCH: usize = 64;
+
+/// Most rounds of delivering the backends' news to connections per turn
+/// (driving one may bring news for another); what is left waits a turn.
+const NEWS_ROUNDS: usize = 8;
+
+/// Runs `$body` with `$conn` (a connection by slot) and a [`Ctx`] made of
+/// the server's disjoint fields.
+macro_rules! with_conn {
+    ($server:expr, $slot:expr, |$conn:ident, $cx:ident| $body:expr) => {{
+        let s = &mut *$server;
+        match s.conns.get_mut($slot) {
+            Some($conn) => {
+                let mut $cx = Ctx {
+                    sv: &mut s.sv,
+                    pool: &mut s.pool,
+                    registry: s.poll.registry(),
+                };
+                $body;
+                true
+            }
+            None => false,
+        }
+    }};
+}
+
+impl Server {
+    pub(super) fn run_loop(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let to_next_second = 1_000_000 - self.sv.clock.mono_us % 1_000_000;
+            // A backend said "busy": look again in 10 ms rather than at the next tick.
+            let wait = if self.accept_more || !self.wake.is_empty() {
+                Duration::ZERO
+            } else if self.sv.upstream.retry_soon {
+                Duration::from_millis(10)
+            } else {
+                Duration::from_micros(to_next_second + 1)
+            };
+            match self.poll.poll(&mut events, Some(wait)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => events.clear(),
+                Err(e) => return Err(e),
+            }
+            let new_second = self.sv.clock.update();
+            self.sv.stats.active = self.conns.len() as u64;
+            // Before the events: a request that arrived after a SIGHUP or
+            // SIGUSR1 is logged to the new file and served by the new
+            // configuration.
+            self.apply_signals();
+            let mut closed_any = false;
+            self.accept_backlog();
+            for ev in events.iter() {
+                let t = ev.token().0;
+                if t >= LISTENER_BASE {
+                    self.accept_all(t - LISTENER_BASE);
+                } else if ev.token() == SIGNAL {
+                    self.drain_signal_wake();
+                } else if ev.token() == WAKER {
+                } else if t >= BACKEND_BASE {
+                    closed_any |= self.backend_event(t - BACKEND_BASE, ev);
+                } else {
+                    with_conn!(self, t, |conn, cx| {
+                        conn.on_event(ev);
+                        conn.drive(&mut cx)
+                    });
+                    closed_any |= self.after_drive(t);
+                }
+            }
+            for ex in std::mem::take(&mut self.wake) {
+                closed_any |= self.drive_exchange(ex);
+            }
+            if new_second {
+                closed_any |= self.tick();
+            }
+            if self.sv.upstream.has_work() {
+                let now = self.sv.clock.mono_secs;
+                self.sv.upstream.pump_waiting(now, self.poll.registry());
+            }
+            closed_any |= self.deliver_news();
+            if (closed_any || new_second) && self.accept_paused {
+                self.resume_accepting();
+            }
+            if self.check_stop() {
+                break;
+            }
+        }
+        self.sv.logs.flush();
+        Ok(())
+    }
+
+    /// The connection of exchange `ex`, if it is still the one in its slot.
+    fn is_current(&self, ex: ExchangeId) -> bool {
+        self.conns.get(ex.slot).is_some_and(|c| c.id == ex)
+    }
+
+    /// Drives the connection of `ex` (if it is still there); true when it closed.
+    fn drive_exchange(&mut self, ex: ExchangeId) -> bool {
+        if !self.is_current(ex) {
+            return false;
+        }
+        with_conn!(self, ex.slot, |conn, cx| conn.drive(&mut cx));
+        self.after_drive(ex.slot)
+    }
+
+    /// Hands connections what the backends' side has for them since it
+    /// was last asked: failures and ends that had no sink at hand, and room
+    /// in body windows. Returns whether a connection closed.
+    fn deliver_news(&mut self) -> bool {
+        let mut closed = false;
+        for _ in 0..NEWS_ROUNDS {
+            let failed = self.sv.upstream.take_failed();
+            let ended = self.sv.upstream.take_ended();
+            let woken = self.sv.upstream.take_woken();
+            if failed.is_empty() && ended.is_empty() && woken.is_empty() {
+                break;
+            }
+            for (ex, status) in failed {
+                if self.is_current(ex) {
+                    with_conn!(self, ex.slot, |conn, cx| conn
+                        .upstream_failed(status, &mut cx));
+                    closed |= self.after_drive(ex.slot);
+                }
+            }
+            for ex in ended {
+                if self.is_current(ex) {
+                    with_conn!(self, ex.slot, |conn, cx| conn.upstream_ended(&mut cx));
+                    closed |= self.after_drive(ex.slot);
+                }
+            }
+            for ex in woken {
+                closed |= self.drive_exchange(ex);
+            }
+        }
+        closed
+    }
+
+    /// After a connection was driven: drop it when closed, register it with
+    /// the poll when it has to wait (for writability too once a write
+    /// blocked), and keep it on the wake list when it stopped with work
+    /// left. Returns true when the connection was removed.
+    fn after_drive(&mut self, key: usize) -> bool {
+        let registry = self.poll.registry();
+        let Some(conn) = self.conns.get_mut(key) else {
+            return false;
+        };
+        if conn.is_closed() {
+            self.conns.remove(key);
+            return true;
+        }
+        if conn.take_more() {
+            self.wake.push(conn.id);
+        }
+        // Writability is watched only once a write has blocked: a socket
+        // registered for it reports "writable" at once, one more turn of the
+        // loop for nothing on every connection that never fills its buffer.
+        let want_writes = conn.waits_to_write();
+        let watch = if !conn.registered {
+            Some(registry.register(&mut conn.stream, Token(key), interest(want_writes)))
+        } else if want_writes && !conn.watches_writes {
+            Some(registry.reregister(&mut conn.stream, Token(key), interest(true)))
+        } else {
+            None
+        };
+        if let Some(result) = watch {
+            if let Err(e) = result {
+                log::error!("cannot register a connection: {e}");
+                let mut cx = Ctx {
+                    sv: &mut self.sv,
+                    pool: &mut self.pool,
+                    registry,
+                };
+                conn.close(&mut cx);
+                self.conns.remove(key);
+                return true;
+            }
+            conn.registered = true;
+            conn.watches_writes |= want_writes;
+        }
+        false
+    }
+
+    /// Readiness of a backend connection: its job's answer goes on to its
+    /// client. Returns true when a connection closed.
+    fn backend_event(&mut self, bkey: usize, ev: &mio::event::Event) -> bool {
+        let now = self.sv.clock.mono_secs;
+        let Some(ex) = self.sv.upstream.on_event(bkey, ev, now) else {
+            return false;
+        };
+        if !self.is_current(ex) {
+            return false;
+        }
+        with_conn!(self, ex.slot, |conn, cx| conn.backend_ready(bkey, &mut cx));
+        self.after_drive(ex.slot)
+    }
+
+    /// Accepts until the listener has nothing more, the connection limit is
+    /// reached, or file descriptors run out.
+    pub(super) fn accept_all(&mut self, i: usize) {
+        if self.accept_paused || self.sv.shutting_down {
+            return;
+        }
+        for _ in 0..ACCEPT_BATCH {
+            if self.conns.len() >= self.max_connections {
+                self.accept_paused = true;
+                return;
+            }
+            if self.use_signals && signals::pending() {
+                break;
+            }
+            let Some(Some(lst)) = self.listeners.get(i) else {
+                return;
+            };
+            let accepted = match lst {
+                Listener::Tcp(t) => t.accept().map(|(s, a)| (Stream::Tcp(s), Some(a))),
+                Listener::Unix(u, _, _) => u.accept().map(|(s, _)| (Stream::Unix(s), None)),
+            };
+            match accepted {
+                Ok((stream, peer)) => {
+                    self.sv.stats.connections += 1;
+                    self.next_gen += 1;
+                    let entry = self.conns.vacant_entry();
+                    let key = entry.key();
+                    let id = ExchangeId {
+                        slot: key,
+                        gen: self.next_gen,
+                    };
+                    entry.insert(Connection::new(
+                        stream,
+                        i,
+                        peer,
+                        id,
+                        self.sv.clock.mono_secs,
+                    ));
+                    // TCP_DEFER_ACCEPT means the request is usually here already:
+                    // answer it now, and register with epoll only if the
+                    // connection has to wait (a one-shot request never does).
+                    with_conn!(self, key, |conn, cx| conn.drive(&mut cx));
+                    self.after_drive(key);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => match e.raw_os_error().map(Errno::from_raw) {
+                    Some(Errno::EMFILE | Errno::ENFILE | Errno::ENOBUFS | Errno::ENOMEM) => {
+                        // Out of descriptors or memory: leave the rest in the backlog
+                        // and retry when a connection closes or at the next tick.
+                        log::warn!(
+                            "accept: {e}; pausing with {} connections open",
+                            self.conns.len()
+                        );
+                        self.accept_paused = true;
+                        // Cached open files hold descriptors too: give them back.
+                        self.sv.files.clear();
+                        return;
+                    }
+                    Some(Errno::ECONNABORTED | Errno::EINTR | Errno::EPROTO) => continue,
+                    _ => {
+                        log::error!("accept: {e}");
+                        return;
+                    }
+                },
+            }
+        }
+        // Stopped before the backlog was empty: no new edge will announce
+        // what is left, so look again on the next turn.
+        self.accept_more = true;
+    }
+
+    /// Accepts again on every listener that stopped at [`ACCEPT_BATCH`].
+    fn accept_backlog(&mut self) {
+        if std::mem::take(&mut self.accept_more) {
+            for i in 0..self.listeners.len() {
+                self.accept_all(i);
+            }
+        }
+    }
+
+    fn resume_accepting(&mut self) {
+        if self.conns.len() < self.max_connections {
+            self.accept_paused = false;
+            for i in 0..self.listeners.len() {
+                self.accept_all(i);
+            }
+        }
+    }
+
+    /// Once a second: time-outs, log flushing. Returns true when a connection closed.
+    fn tick(&mut self) -> bool {
+        let now = self.sv.clock.mono_secs;
+        self.sv.upstream.on_tick(now, self.poll.registry());
+        let mut any_closed = self.deliver_news();
+        let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+        for key in keys {
+            with_conn!(self, key, |conn, cx| conn.on_tick(&mut cx));
+            if self.conns.get(key).is_some_and(Connection::is_closed) {
+                self.conns.remove(key);
+                any_closed = true;
+            }
+        }
+        self.sv.logs.flush();
+        self.sv.files.purge(now);
+        any_closed
+    }
+}

@@ -1,0 +1,213 @@
+//! Listening sockets: binding what the configuration names (TCP with
+//! `TCP_DEFER_ACCEPT`, or unix), adopting inherited ones (socket
+//! activation), and what the loop needs to know of each.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+
+use nix::sys::socket::{
+    bind, getsockname, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag,
+    SockType, SockaddrStorage,
+};
+
+use crate::config::{Listen, ListenAddr};
+
+/// `listen(2)` backlog, lighttpd's `server.listen-backlog` default: room for
+/// bursts while the loop is busy or at `server.max-connections`
+/// (`Settings::listen_backlog` carries the configured one).
+pub const LISTEN_BACKLOG: i32 = 1024;
+
+/// A listening socket.
+pub(super) enum Listener {
+    Tcp(mio::net::TcpListener),
+    /// A unix socket; glint removes the path when it closes the socket only
+    /// if it created it (`true`), not when it was inherited or a worker's copy.
+    Unix(mio::net::UnixListener, PathBuf, bool),
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, path, true) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Listener {
+    pub(super) fn source(&mut self) -> &mut dyn mio::event::Source {
+        match self {
+            Listener::Tcp(t) => t,
+            Listener::Unix(u, _, _) => u,
+        }
+    }
+
+    /// The address it is bound to, when that is one address (not 0.0.0.0 or
+    /// ::): the SERVER_ADDR of its connections without asking the socket.
+    pub(super) fn bound_ip(&self) -> Option<std::net::IpAddr> {
+        match self {
+            Listener::Tcp(t) => t
+                .local_addr()
+                .ok()
+                .map(|a| a.ip())
+                .filter(|ip| !ip.is_unspecified()),
+            Listener::Unix(..) => None,
+        }
+    }
+
+    pub(super) fn port(&self) -> u16 {
+        match self {
+            Listener::Tcp(t) => t.local_addr().map(|a| a.port()).unwrap_or(0),
+            Listener::Unix(..) => 0,
+        }
+    }
+
+    /// Whether this socket is the one `addr` names (its bound address, or its path).
+    pub(super) fn is_at(&self, addr: &ListenAddr) -> bool {
+        match (self, addr) {
+            (Listener::Tcp(t), ListenAddr::Tcp { host, port }) => {
+                match (t.local_addr(), resolve(host, *port)) {
+                    (Ok(bound), Ok(want)) => bound == want,
+                    _ => false,
+                }
+            }
+            (Listener::Unix(_, p, _), ListenAddr::Unix(want)) => p == want,
+            _ => false,
+        }
+    }
+}
+
+/// Adopts a listening socket handed down by the parent process (systemd
+/// socket activation): TCP or unix, as `getsockname` tells.
+pub(super) fn adopt_listener(fd: OwnedFd) -> io::Result<Listener> {
+    let addr: SockaddrStorage = getsockname(fd.as_raw_fd())?;
+    if let Some(u) = addr.as_unix_addr() {
+        let path = u.path().map(PathBuf::from).unwrap_or_default();
+        let std_listener = std::os::unix::net::UnixListener::from(fd);
+        std_listener.set_nonblocking(true)?;
+        return Ok(Listener::Unix(
+            mio::net::UnixListener::from_std(std_listener),
+            path,
+            false,
+        ));
+    }
+    if addr.as_sockaddr_in().is_some() || addr.as_sockaddr_in6().is_some() {
+        let std_listener = std::net::TcpListener::from(fd);
+        std_listener.set_nonblocking(true)?;
+        return Ok(Listener::Tcp(mio::net::TcpListener::from_std(std_listener)));
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "an inherited descriptor is not a TCP or unix socket",
+    ))
+}
+
+/// Binds one listener as the configuration names it; `s` holds its
+/// socket options (`Config::socket_settings`).
+pub(super) fn bind_listener(l: &Listen, s: &crate::config::Settings) -> io::Result<Listener> {
+    match &l.addr {
+        ListenAddr::Unix(path) => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("{} is in use by another process", path.display()),
+                    ));
+                }
+                // A stale socket left by a process that is gone.
+                std::fs::remove_file(path)?;
+            }
+            let lst = mio::net::UnixListener::bind(path)?;
+            if let Some(mode) = s.socket_perms {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+            }
+            Ok(Listener::Unix(lst, path.clone(), true))
+        }
+        ListenAddr::Tcp { host, port } => {
+            // `server.use-ipv6`: a listener without an address takes IPv6's.
+            let host = if host.is_empty() && s.use_ipv6 {
+                "::"
+            } else {
+                host.as_str()
+            };
+            let addr = resolve(host, *port)?;
+            let family = if addr.is_ipv6() {
+                AddressFamily::Inet6
+            } else {
+                AddressFamily::Inet
+            };
+            let fd: OwnedFd = socket(
+                family,
+                SockType::Stream,
+                SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+                None,
+            )?;
+            setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+            if addr.is_ipv6() {
+                setsockopt(&fd, sockopt::Ipv6V6Only, &s.set_v6only)?;
+            }
+            bind(fd.as_raw_fd(), &SockaddrStorage::from(addr))
+                .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("{addr}: {e}")))?;
+            let backlog = i32::try_from(s.listen_backlog).unwrap_or(LISTEN_BACKLOG);
+            listen(&fd, Backlog::new(backlog).unwrap_or(Backlog::MAXCONN))?;
+            set_defer_accept(&fd);
+            let std_listener = std::net::TcpListener::from(fd);
+            Ok(Listener::Tcp(mio::net::TcpListener::from_std(std_listener)))
+        }
+    }
+}
+
+/// Seconds the kernel holds a new connection until its first bytes arrive
+/// (TCP_DEFER_ACCEPT): glint then accepts a connection with its request
+/// already readable, and idle connects never take a slot.
+const DEFER_ACCEPT_SECS: i32 = 2;
+
+fn set_defer_accept(fd: &OwnedFd) {
+    use nix::libc;
+    let secs: libc::c_int = DEFER_ACCEPT_SECS;
+    // SAFETY: a valid socket, a pointer to a c_int and its size, as
+    // setsockopt(2) requires; nix has no wrapper for this Linux option.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&secs as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        log::debug!("TCP_DEFER_ACCEPT: {}", io::Error::last_os_error());
+    }
+}
+
+/// A listener's address, as `ip:port` or a unix socket path.
+pub(super) fn describe(l: &Listener) -> String {
+    match l {
+        Listener::Tcp(t) => t
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|e| format!("?({e})")),
+        Listener::Unix(_, p, _) => p.display().to_string(),
+    }
+}
+
+/// `host` as written in the configuration: empty for all IPv4 addresses, an
+/// IP literal (IPv6 with or without brackets), or a name to look up.
+fn resolve(host: &str, port: u16) -> io::Result<SocketAddr> {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    if h.is_empty() {
+        return Ok(SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    if let Ok(ip) = h.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    (h, port).to_socket_addrs()?.next().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{host}: no address for this name"),
+        )
+    })
+}

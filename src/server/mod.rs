@@ -1,0 +1,379 @@
+//! The event loop: one `mio::Poll`, the listeners, a slab of client
+//! connections (each named by its slot and a generation), the backends'
+//! sockets, and a tick once a second for time-outs and log flushing. This
+//! file has the server's state and its life (start, signals, shutdown);
+//! beside it, `event` (one turn of the loop: accepting, events, the wake
+//! list), `listen` (listening sockets) and `reload` (graceful restart).
+
+mod event;
+mod listen;
+mod reload;
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use mio::{Interest, Poll, Token, Waker};
+use slab::Slab;
+
+use crate::buf::Pool;
+use crate::config::Config;
+use crate::conn::Connection;
+use crate::exchange::Services;
+use crate::msg::ExchangeId;
+use crate::signals;
+use crate::stats::Stats;
+use listen::{adopt_listener, bind_listener, describe, Listener};
+
+pub use listen::LISTEN_BACKLOG;
+
+/// Listener tokens start here; connection tokens are slab keys below it.
+const LISTENER_BASE: usize = 1 << 30;
+const WAKER: Token = Token(LISTENER_BASE - 1);
+/// The socket the signal handlers write to.
+const SIGNAL: Token = Token(LISTENER_BASE - 2);
+
+/// Reads a new configuration for a graceful restart (SIGUSR1).
+pub type Reloader = Box<dyn FnMut() -> Result<Config, String>>;
+
+/// Stops a running server from another thread (tests, embedding).
+#[derive(Clone)]
+pub struct StopHandle {
+    state: Arc<AtomicU8>,
+    waker: Arc<Waker>,
+}
+
+const RUN: u8 = 0;
+const GRACEFUL: u8 = 1;
+const NOW: u8 = 2;
+
+impl StopHandle {
+    /// Stops accepting, finishes the responses in flight, then returns from `run`.
+    pub fn graceful(&self) {
+        self.state.fetch_max(GRACEFUL, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+    /// Returns from `run` at once.
+    pub fn now(&self) {
+        self.state.store(NOW, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+}
+
+/// A bound server, ready to run.
+pub struct Server {
+    poll: Poll,
+    listeners: Vec<Option<Listener>>,
+    conns: Slab<Connection>,
+    /// The generation of the next connection ([`ExchangeId::gen`]).
+    next_gen: u64,
+    sv: Services,
+    pool: Pool,
+    max_connections: usize,
+    /// Accepting paused: at `server.max-connections`, or out of file descriptors.
+    accept_paused: bool,
+    /// A listener stopped at its accept batch with connections still waiting.
+    accept_more: bool,
+    /// Connections to drive next turn without an event (they stopped at
+    /// their round limit with work left).
+    wake: Vec<ExchangeId>,
+    stop: Arc<AtomicU8>,
+    waker: Arc<Waker>,
+    /// Whether this server reacts to process signals (the binary), or only to its StopHandle.
+    use_signals: bool,
+    shutdown_deadline: Option<u64>,
+    /// Reads the configuration again on SIGUSR1.
+    reloader: Option<Reloader>,
+    /// Read end (registered) and write end of the signal wake-up socket.
+    signal_wake: Option<(mio::net::UnixStream, std::os::unix::net::UnixStream)>,
+}
+
+impl Server {
+    /// Binds every listener of `config`. Errors name the address.
+    pub fn bind(config: Config) -> io::Result<Server> {
+        Server::bind_inherited(config, Vec::new())
+    }
+
+    /// Binds the listeners of `config`, using the listening sockets in
+    /// `inherited` (systemd socket activation) where their bound address is
+    /// the one configured; inherited sockets no listener names are served
+    /// too, after the configured ones.
+    pub fn bind_inherited(config: Config, inherited: Vec<OwnedFd>) -> io::Result<Server> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let mut pool = Vec::new();
+        for fd in inherited {
+            pool.push(Some(adopt_listener(fd)?));
+        }
+        let mut listeners = Vec::new();
+        for (i, l) in config.listeners.iter().enumerate() {
+            let found = pool
+                .iter_mut()
+                .find(|p| p.as_ref().is_some_and(|p| p.is_at(&l.addr)))
+                .and_then(Option::take);
+            let lst = match found {
+                Some(lst) => lst,
+                None => bind_listener(l, &config.socket_settings(i)).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot listen on {}: {e}", l.spec))
+                })?,
+            };
+            listeners.push(Some(lst));
+        }
+        listeners.extend(pool.into_iter().flatten().map(Some));
+        let mut ports = Vec::new();
+        let mut bound_ips = Vec::new();
+        for (i, lst) in listeners.iter_mut().flatten().enumerate() {
+            poll.registry()
+                .register(lst.source(), Token(LISTENER_BASE + i), Interest::READABLE)?;
+            ports.push(lst.port());
+            bound_ips.push(lst.bound_ip());
+        }
+        let max_connections = config.global.max_connections.max(1) as usize;
+        let gateways = crate::upstream::Gateways::from_config(&config)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut sv = Services::new(config, gateways);
+        sv.ports = ports;
+        sv.bound_ips = bound_ips;
+        Ok(Server {
+            poll,
+            listeners,
+            conns: Slab::with_capacity(64),
+            next_gen: 0,
+            sv,
+            pool: Pool::default(),
+            max_connections,
+            accept_paused: false,
+            accept_more: false,
+            wake: Vec::new(),
+            stop: Arc::new(AtomicU8::new(RUN)),
+            waker,
+            use_signals: false,
+            shutdown_deadline: None,
+            reloader: None,
+            signal_wake: None,
+        })
+    }
+
+    /// The bound addresses, as `ip:port` or a unix socket path, in listener order.
+    pub fn local_addrs(&self) -> Vec<String> {
+        self.listeners.iter().flatten().map(describe).collect()
+    }
+
+    /// A handle that stops `run` from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            state: Arc::clone(&self.stop),
+            waker: Arc::clone(&self.waker),
+        }
+    }
+
+    /// Makes `run` react to SIGINT, SIGTERM, SIGHUP, SIGUSR1 (the handlers
+    /// must be installed with [`signals::install`]).
+    pub fn with_signals(mut self) -> Self {
+        self.use_signals = true;
+        if let Err(e) = self.signal_wake_up() {
+            log::warn!("signal wake-up socket: {e}; signals may wait for the next tick");
+        }
+        self
+    }
+
+    /// A socket pair the signal handlers write to, registered with this
+    /// process's poll (each worker makes its own).
+    fn signal_wake_up(&mut self) -> io::Result<()> {
+        let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        tx.set_nonblocking(true)?;
+        let mut rx = mio::net::UnixStream::from_std(rx);
+        self.poll
+            .registry()
+            .register(&mut rx, SIGNAL, Interest::READABLE)?;
+        signals::set_wake_fd(tx.as_raw_fd());
+        self.signal_wake = Some((rx, tx));
+        Ok(())
+    }
+
+    /// Makes SIGUSR1 read a new configuration with `reloader` and apply it
+    /// with [`Server::reload`].
+    pub fn with_reloader(mut self, reloader: Reloader) -> Self {
+        self.reloader = Some(reloader);
+        self
+    }
+
+    /// Reads the configuration again and applies it; a configuration that
+    /// does not load or whose listeners cannot be opened is logged and the
+    /// running one stays. Returns whether the new one is in force.
+    /// connections are refused rather than left in a backlog nobody reads).
+    pub fn close_listeners(&mut self) {
+        for l in self.listeners.iter_mut() {
+            if let Some(lst) = l.as_mut() {
+                let _ = self.poll.registry().deregister(lst.source());
+            }
+            *l = None;
+        }
+    }
+
+    /// In a worker process just forked from the supervisor: a poll instance
+    /// of its own (an epoll set is shared across `fork`), the listeners
+    /// registered with it, and unix socket paths left to the supervisor.
+    pub fn prepare_worker(&mut self) -> io::Result<()> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        for (i, lst) in self.listeners.iter_mut().enumerate() {
+            if let Some(l) = lst {
+                if let Listener::Unix(_, _, owned) = l {
+                    *owned = false;
+                }
+                // The epoll set is the supervisor's, which never waits on it.
+                let _ = self.poll.registry().deregister(l.source());
+                poll.registry().register(
+                    l.source(),
+                    Token(LISTENER_BASE + i),
+                    Interest::READABLE,
+                )?;
+            }
+        }
+        self.poll = poll;
+        self.waker = waker;
+        // Each worker would keep its own backend connections.
+        self.sv.upstream.set_workers();
+        // The supervisor runs the `bin-path` backends for all workers.
+        self.sv.upstream.leave_backends_to_supervisor();
+        if self.use_signals {
+            self.signal_wake_up()?;
+        }
+        Ok(())
+    }
+
+    /// The supervisor of worker processes, before it forks the first one:
+    /// starts the `bin-path` backends, once for all workers.
+    pub fn start_backends(&mut self) -> io::Result<()> {
+        self.sv.upstream.spawn_all().map_err(io::Error::other)
+    }
+
+    /// The supervisor, often: restarts `bin-path` backends that died and
+    /// stops retired ones once `hold_retired` is false (no worker of an
+    /// older configuration left to use them).
+    pub fn tend_backends(&mut self, hold_retired: bool) {
+        self.sv.clock.update();
+        self.sv.upstream.hold_retired(hold_retired);
+        self.sv.upstream.reap(self.sv.clock.mono_secs);
+    }
+
+    /// The supervisor, once its workers are gone: stops the `bin-path` backends.
+    pub fn stop_backends(&mut self) {
+        self.sv.upstream.shutdown();
+    }
+
+    /// Opens the access logs named by the global settings now, so that a
+    /// log that cannot be opened is an error at start.
+    pub fn open_logs(&mut self) -> io::Result<()> {
+        if let Some(name) = self.sv.config.global.accesslog_filename.clone() {
+            self.sv
+                .logs
+                .open(&name)
+                .map_err(|e| io::Error::new(e.kind(), format!("accesslog.filename {name}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> Stats {
+        self.sv.stats_now()
+    }
+
+    /// Runs the loop until stopped.
+    pub fn run(&mut self) -> io::Result<()> {
+        self.sv.upstream.spawn_all().map_err(io::Error::other)?;
+        // Spawned FastCGI backends are asked at once how many connections
+        // they serve (keep-conn); the others when first needed.
+        self.sv
+            .upstream
+            .start_probes(self.sv.clock.mono_secs, self.poll.registry());
+        let result = self.run_loop();
+        self.sv.upstream.shutdown();
+        result
+    }
+
+    fn drain_signal_wake(&mut self) {
+        if let Some((rx, _)) = self.signal_wake.as_mut() {
+            let mut buf = [0u8; 64];
+            while matches!(io::Read::read(rx, &mut buf), Ok(n) if n > 0) {}
+        }
+    }
+
+    /// Reads the signal flags (when this server uses them): stop requests
+    /// join the StopHandle's state, SIGHUP reopens the logs, SIGUSR1 reloads.
+    fn apply_signals(&mut self) {
+        if !self.use_signals {
+            return;
+        }
+        let s = signals::take();
+        if s.now {
+            self.stop.store(NOW, Ordering::SeqCst);
+        } else if s.graceful {
+            self.stop.fetch_max(GRACEFUL, Ordering::SeqCst);
+        }
+        if s.reopen {
+            log::info!("reopening log files");
+            self.sv.logs.reopen();
+            if let Err(e) = crate::errorlog::reopen() {
+                log::error!("cannot reopen the error log: {e}");
+            }
+        }
+        if s.reload && self.stop.load(Ordering::SeqCst) == RUN {
+            self.reload_from_source();
+        }
+    }
+
+    /// Applies stop requests; returns true when `run` should return.
+    fn check_stop(&mut self) -> bool {
+        self.apply_signals();
+        let state = self.stop.load(Ordering::SeqCst);
+        match state {
+            NOW => true,
+            GRACEFUL => {
+                if !self.sv.shutting_down {
+                    self.begin_shutdown();
+                }
+                let past_deadline = self
+                    .shutdown_deadline
+                    .is_some_and(|d| self.sv.clock.mono_secs >= d);
+                if past_deadline && !self.conns.is_empty() {
+                    log::warn!(
+                        "graceful shutdown time-out: dropping {} connections",
+                        self.conns.len()
+                    );
+                }
+                self.conns.is_empty() || past_deadline
+            }
+            _ => false,
+        }
+    }
+
+    /// Stops accepting and closes idle connections; the others close after
+    /// their current response.
+    fn begin_shutdown(&mut self) {
+        self.sv.shutting_down = true;
+        for l in self.listeners.iter_mut() {
+            *l = None;
+        }
+        let timeout = self.sv.config.global.graceful_shutdown_timeout as u64;
+        self.shutdown_deadline = Some(self.sv.clock.mono_secs + timeout.max(1));
+        let idle: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.is_idle_kept())
+            .map(|(k, _)| k)
+            .collect();
+        for k in idle {
+            self.conns.remove(k);
+        }
+        // Kept backend connections too; none is kept from here on.
+        self.sv.upstream.close_all_idle();
+        log::info!(
+            "graceful shutdown: finishing {} connections",
+            self.conns.len()
+        );
+    }
+}

@@ -1,0 +1,16 @@
+//! Counters for the status page and the closing log line.
+
+/// What the server has done since start.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stats {
+    pub requests: u64,
+    pub bytes_out: u64,
+    /// Connections accepted since start.
+    pub connections: u64,
+    /// Connections open now.
+    pub active: u64,
+    /// Backend connections opened for gateway requests, and gateway
+    /// requests sent on a kept FastCGI connection instead, since start.
+    pub backend_opened: u64,
+    pub backend_reused: u64,
+}

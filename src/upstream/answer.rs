@@ -1,0 +1,179 @@
+//! A backend's answer on its way to the client's [`Sink`]: its CGI head
+//! becomes the response head and its body follows; or the request is to
+//! run again (an authorizer's 200, a local redirect), or a file is sent
+//! instead (X-Sendfile).
+
+use std::rc::Rc;
+
+use super::cgi;
+use super::job::{Answer, Job};
+use crate::msg::{AnswerHead, Rerun, Sink};
+use crate::proto::h1::chunked;
+
+/// Passes CGI output to the client: collects the head in `head_buf` until
+/// it is complete, hands the head to `sink`, then the body. A body the
+/// backend chunk-encoded is decoded through `dechunk`; `Ok(true)` once its
+/// last chunk arrived.
+pub(super) fn deliver(
+    job: &mut Job,
+    head_buf: &mut Vec<u8>,
+    dechunk: &mut Option<chunked::Decoder>,
+    data: &[u8],
+    x_sendfile: Option<&[String]>,
+    sink: &mut dyn Sink,
+) -> Result<bool, String> {
+    let body: &[u8];
+    let owned;
+    match job.answer {
+        // The rest of an answer that is not passed on; it ends with the
+        // backend's end of stream (or END_REQUEST).
+        Answer::Dropping | Answer::Done => return Ok(false),
+        Answer::Nothing => {
+            head_buf.extend_from_slice(data);
+            if head_buf.len() > 64 * 1024 {
+                return Err("header block over 64 KiB".into());
+            }
+            let Some((mut head, used)) =
+                cgi::parse_head(head_buf).map_err(|e| format!("bad answer: {e}"))?
+            else {
+                return Ok(false);
+            };
+            if let Some(rerun) = rerun_for(job, &head, head_buf.len() > used) {
+                job.answer = Answer::Dropping;
+                head_buf.clear();
+                sink.rerun(rerun);
+                return Ok(false);
+            }
+            if let Some(roots) = x_sendfile {
+                if let Some(path) = take_x_sendfile(&mut head) {
+                    send_file_instead(job, &head, &path, roots, sink);
+                    head_buf.clear();
+                    return Ok(false);
+                }
+            }
+            let bodiless = matches!(head.status, 100..=199 | 204 | 304);
+            if head.chunked && !bodiless && !job.head_only {
+                // (A backend may leave out the body of a HEAD answer, chunks and all.)
+                *dechunk = Some(chunked::Decoder::default());
+            }
+            job.answer = Answer::Streaming;
+            sink.head(&AnswerHead {
+                status: head.status,
+                headers: &head.headers,
+                content_length: head.content_length,
+                bodiless,
+            });
+            owned = head_buf.split_off(used);
+            head_buf.clear();
+            body = &owned;
+        }
+        Answer::Streaming => body = data,
+    }
+    let mut body = body;
+    let decoded: Vec<u8>;
+    let mut last_chunk = false;
+    if let Some(d) = dechunk.as_mut() {
+        let mut plain = Vec::with_capacity(body.len());
+        // Bytes after the last chunk (trailers aside) are not part of the answer.
+        d.decode(body, &mut plain)
+            .map_err(|e| format!("bad chunked answer: {e}"))?;
+        last_chunk = d.is_done();
+        decoded = plain;
+        body = &decoded;
+    }
+    if !body.is_empty() {
+        sink.data(body);
+    }
+    Ok(last_chunk)
+}
+
+/// Whether an answer's head makes glint run the request again rather than
+/// pass the answer on: an authorizer's 200, or a local redirect — a
+/// `Location` that is a path (not `//host`), without `Status` and without a
+/// body (`body_follows`: body bytes came with the head).
+fn rerun_for(job: &Job, head: &cgi::CgiHead, body_follows: bool) -> Option<Rerun> {
+    if job.authorizer {
+        if head.status != 200 {
+            return None;
+        }
+        let vars = head
+            .headers
+            .iter()
+            .filter_map(|(k, v)| Some((cgi::authorizer_variable(k)?, v.clone())))
+            .collect();
+        return Some(Rerun::Authorized(vars));
+    }
+    let location = head.location.as_deref()?;
+    let local = job.local_redir
+        && !head.explicit_status
+        && location.starts_with(b"/")
+        && !location.starts_with(b"//")
+        && !body_follows
+        && !head.chunked
+        && head.content_length.unwrap_or(0) == 0;
+    if !local {
+        return None;
+    }
+    // Not text: not a path glint can serve; the client gets the 302.
+    String::from_utf8(location.to_vec())
+        .ok()
+        .map(Rerun::Redirect)
+}
+
+/// `X-Sendfile` (or lighttpd's `X-LIGHTTPD-send-file`) from a backend
+/// allowed to use it: the header is removed and its path returned.
+fn take_x_sendfile(head: &mut cgi::CgiHead) -> Option<String> {
+    let i = head.headers.iter().position(|(k, _)| {
+        k.eq_ignore_ascii_case("x-sendfile") || k.eq_ignore_ascii_case("x-lighttpd-send-file")
+    })?;
+    let (_, v) = head.headers.remove(i);
+    String::from_utf8(v).ok()
+}
+
+/// Answers with a file named by the backend, sent by sendfile like a static
+/// file; the backend's own body is dropped. The path must be absolute, free
+/// of `..`, and under one of `x-sendfile-docroot` when that is set.
+fn send_file_instead(
+    job: &mut Job,
+    head: &cgi::CgiHead,
+    path: &str,
+    roots: &[String],
+    sink: &mut dyn Sink,
+) {
+    job.answer = Answer::Dropping;
+    let allowed = path.starts_with('/')
+        && !path.split('/').any(|seg| seg == "..")
+        && (roots.is_empty()
+            || roots.iter().any(|r| {
+                let r = r.trim_end_matches('/');
+                path.strip_prefix(r)
+                    .is_some_and(|rest| rest.starts_with('/'))
+            }));
+    if !allowed {
+        log::error!("backend asked to send {path:?}, outside x-sendfile-docroot; answering 403");
+        job.answer = Answer::Done;
+        return sink.fail(403);
+    }
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            log::error!("backend asked to send {path:?}: {e}");
+            job.answer = Answer::Done;
+            return sink.fail(404);
+        }
+    };
+    let len = match file.metadata() {
+        Ok(m) if m.is_file() => m.len(),
+        _ => {
+            job.answer = Answer::Done;
+            return sink.fail(404);
+        }
+    };
+    let h = AnswerHead {
+        status: head.status,
+        headers: &head.headers,
+        content_length: Some(len),
+        bodiless: false,
+    };
+    sink.file(&h, Rc::new(file), len);
+}

@@ -1,0 +1,326 @@
+//! A job's way to a backend connection: choosing the backend (balance,
+//! caps, disabled ones), reusing a kept connection or opening one, the
+//! queue of jobs that found no room, and handing connections back.
+
+use std::io;
+
+use mio::{Registry, Token};
+
+use super::backend::{BackendConn, Use, BACKEND_BASE};
+use super::job::Answer;
+use super::{Balance, Gateways, Keep, Protocol, MAX_WAITING, MAX_WAIT_SECS};
+use crate::net::{connect, interest};
+
+impl Gateways {
+    /// Finds a backend for job `key`, whose request is ready to go, and
+    /// connects to it (sending what the request has ready at once), or
+    /// queues the job. `Err(status)` when no backend can ever take it.
+    pub(super) fn dispatch(
+        &mut self,
+        key: usize,
+        now: u64,
+        registry: &Registry,
+    ) -> Result<(), u16> {
+        let Some(j) = self.jobs.get_mut(key) else {
+            return Ok(());
+        };
+        if j.backend.is_some() || j.answer == Answer::Done {
+            return Ok(());
+        }
+        let Some(route) = self.routes.get_mut(j.route) else {
+            // Its route was removed by a graceful restart.
+            return Err(503);
+        };
+        let hosts = &self.hosts;
+        // Under its cap, or with a kept connection waiting for a request.
+        let usable = |h: &usize| {
+            let h = &hosts[*h];
+            h.disabled_until <= now && (h.active < h.cap || !h.idle.is_empty())
+        };
+        let balance = Balance::of(&j.settings, route.protocol);
+        let candidate = match balance {
+            Balance::LeastBusy => route
+                .hosts
+                .iter()
+                .copied()
+                .filter(usable)
+                .min_by_key(|&h| hosts[h].busy()),
+            Balance::RoundRobin => {
+                let n = route.hosts.len();
+                let pick = (0..n)
+                    .map(|i| route.hosts[(route.next + i) % n])
+                    .find(usable);
+                route.next = (route.next + 1) % n.max(1);
+                pick
+            }
+            Balance::Hash | Balance::Sticky => {
+                // Start at the key's backend and take the next usable one.
+                let hash = if balance == Balance::Hash {
+                    j.hash_path
+                } else {
+                    j.hash_ip
+                };
+                let n = route.hosts.len();
+                let first = (hash % n.max(1) as u64) as usize;
+                (0..n).map(|i| route.hosts[(first + i) % n]).find(usable)
+            }
+        };
+        let Some(h) = candidate else {
+            let route = &self.routes[j.route];
+            let all_down = route
+                .hosts
+                .iter()
+                .all(|&h| self.hosts[h].disabled_until > now);
+            if all_down {
+                log::warn!(
+                    "every backend of {} is disabled; answering 503",
+                    route.pattern
+                );
+                return Err(503);
+            }
+            if !j.waiting {
+                if self.waiting.len() >= MAX_WAITING {
+                    log::warn!("backend queue full; answering 503");
+                    return Err(503);
+                }
+                j.waiting = true;
+                self.waiting.push_back(key);
+            }
+            return Ok(());
+        };
+        j.waiting = false;
+        j.attempts += 1;
+        if self.hosts[h].keep == Keep::Unknown && now >= self.hosts[h].probe_at {
+            // First needed: ask how many connections it serves. This
+            // request does not wait for the answer.
+            self.start_probe(h, now, registry);
+        }
+        let Some(j) = self.jobs.get_mut(key) else {
+            return Ok(());
+        };
+        let host = &mut self.hosts[h];
+        let keep = host.keep == Keep::On && j.protocol == Protocol::FastCgi;
+        // A kept connection may have been closed by the backend a moment
+        // ago (php-cgi's child exits after PHP_FCGI_MAX_REQUESTS): only a
+        // request glint can always send again goes on one. Another gets a
+        // new connection, in the place of an idle one when at the cap.
+        let fresh = j.fresh_conn || !j.upload.stays_whole();
+        if keep && !fresh {
+            if let Some(bkey) = host.idle.pop() {
+                if let Some(b) = self.conns.get_mut(bkey) {
+                    b.state = Use::Busy { job: key };
+                    b.protocol = j.protocol;
+                    b.reused = true;
+                    b.writable = true;
+                    b.reset(now);
+                    j.upload.set_keep_conn(true);
+                    j.backend = Some(bkey);
+                    self.reused += 1;
+                    return self.first_send(bkey, now, registry);
+                }
+            }
+        }
+        if host.active >= host.cap {
+            match host.idle.first().copied() {
+                Some(oldest) => {
+                    self.remove_conn(oldest);
+                }
+                None => {
+                    j.attempts -= 1;
+                    j.waiting = true;
+                    self.waiting.push_front(key);
+                    return Ok(());
+                }
+            }
+        }
+        let Some(j) = self.jobs.get_mut(key) else {
+            return Ok(());
+        };
+        let host = &mut self.hosts[h];
+        let stream = match connect(&host.spec.addr) {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                // A unix socket's listen queue is full: the backend is busy, not
+                // broken. Lower its cap to what it holds now and wait.
+                host.cap = host.active.max(1);
+                j.attempts -= 1;
+                j.waiting = true;
+                self.waiting.push_front(key);
+                self.retry_soon = true;
+                return Ok(());
+            }
+            Err(e) => {
+                log::error!(
+                    "backend {} ({}): connect: {e}; disabled for {} s",
+                    host.spec.label,
+                    host.spec.addr,
+                    host.spec.disable_time
+                );
+                host.disabled_until = now + host.spec.disable_time.max(1);
+                // Another backend of the route may take it.
+                return self.dispatch(key, now, registry);
+            }
+        };
+        // The request's protocol: `scgi.protocol` may differ per request.
+        let mut b = BackendConn::new(stream, Use::Busy { job: key }, h, j.protocol);
+        b.keep = keep;
+        let Some(bkey) = self.insert_conn(registry, b, now) else {
+            return Err(502);
+        };
+        self.hosts[h].active += 1;
+        let Some(j) = self.jobs.get_mut(key) else {
+            return Ok(());
+        };
+        j.backend = Some(bkey);
+        j.upload.set_keep_conn(keep);
+        self.opened += 1;
+        self.first_send(bkey, now, registry)
+    }
+
+    /// Sends what the request has ready on its new (or reused) connection;
+    /// a failure here is the job's (retried, or its status returned).
+    fn first_send(&mut self, bkey: usize, now: u64, registry: &Registry) -> Result<(), u16> {
+        let job = self.conns.get(bkey).and_then(BackendConn::job);
+        let sent = self.send_request(bkey, now).map(|()| false);
+        self.after_progress(bkey, sent, None, now, registry);
+        let ex = job.and_then(|k| self.jobs.get(k)).map(|j| j.ex);
+        match ex.and_then(|ex| self.failed.iter().position(|(e, _)| *e == ex)) {
+            Some(i) => Err(self.failed.remove(i).1),
+            None => Ok(()),
+        }
+    }
+
+    /// Registers a new backend connection with the poll (for writability
+    /// too only if `b.watches_writes`: see `watch_writes`) and keeps it; its
+    /// key, or `None` (logged) when it cannot be registered.
+    pub(super) fn insert_conn(
+        &mut self,
+        registry: &Registry,
+        mut b: BackendConn,
+        now: u64,
+    ) -> Option<usize> {
+        let entry = self.conns.vacant_entry();
+        let bkey = entry.key();
+        let i = interest(b.watches_writes);
+        if let Err(e) = registry.register(&mut b.stream, Token(BACKEND_BASE + bkey), i) {
+            log::error!("cannot register a backend connection: {e}");
+            return None;
+        }
+        b.started = now;
+        b.last_active = now;
+        entry.insert(b);
+        Some(bkey)
+    }
+
+    /// A request is over on backend connection `bkey` (the whole request
+    /// was written when `all_sent`): the connection is kept for the next
+    /// request when the request asked for it and it ended cleanly — END_REQUEST
+    /// read and nothing after it, the backend's side still open, its backend
+    /// still keeping connections; else it is closed. Either way its slot
+    /// goes to a waiting job.
+    pub(super) fn release(&mut self, bkey: usize, all_sent: bool, now: u64) {
+        let Some(b) = self.conns.get_mut(bkey) else {
+            return;
+        };
+        let clean = b.keep
+            && b.progress == super::backend::Progress::Ended
+            && all_sent
+            && b.records.is_empty()
+            && !b.peer_closed
+            && !b.write_shut
+            && matches!(b.state, Use::Busy { .. });
+        let host = self.hosts.get_mut(b.host);
+        let Some(h) = host.filter(|h| clean && !self.closing && h.keep == Keep::On && !h.retired)
+        else {
+            self.remove_conn(bkey);
+            return;
+        };
+        if b.answered() && h.cap < h.limit {
+            h.cap += 1;
+        }
+        b.state = Use::Idle { since: now };
+        b.reset(now);
+        h.idle.push(bkey);
+        self.freed += 1;
+    }
+
+    /// Drops a backend connection and frees its slot for a waiting job.
+    pub(super) fn remove_conn(&mut self, bkey: usize) -> Option<BackendConn> {
+        let b = self.conns.try_remove(bkey)?;
+        self.freed += 1;
+        if let Some(h) = self.hosts.get_mut(b.host) {
+            h.active = h.active.saturating_sub(1);
+            if matches!(b.state, Use::Idle { .. }) {
+                h.idle.retain(|&k| k != bkey);
+            }
+            // A backend that answered may take one more again.
+            if b.answered() && h.cap < h.limit {
+                h.cap += 1;
+            }
+        }
+        if let Some(j) = b.job().and_then(|k| self.jobs.get_mut(k)) {
+            if j.backend == Some(bkey) {
+                j.backend = None;
+            }
+        }
+        Some(b)
+    }
+
+    /// Whether waiting jobs should be looked at now: a backend slot was
+    /// freed, or a backend said "busy" a moment ago.
+    pub fn has_work(&self) -> bool {
+        self.retry_soon || self.freed > 0
+    }
+
+    /// Gives freed backend slots to waiting jobs, oldest first. Jobs that
+    /// found no backend at all fail ([`Gateways::take_failed`]); those
+    /// dispatched may take their clients' bodies again ([`Gateways::take_woken`]).
+    pub fn pump_waiting(&mut self, now: u64, registry: &Registry) {
+        self.retry_soon = false;
+        self.freed = 0;
+        for _ in 0..self.waiting.len() {
+            let Some(key) = self.waiting.pop_front() else {
+                break;
+            };
+            let Some(j) = self.jobs.get_mut(key) else {
+                continue;
+            };
+            j.waiting = false;
+            let ex = j.ex;
+            if let Err(status) = self.dispatch(key, now, registry) {
+                self.fail_job(key, status, None);
+                continue;
+            }
+            match self.jobs.get(key) {
+                Some(j) if j.waiting => {
+                    // Still no room: keep its place at the head of the queue.
+                    if let Some(pos) = self.waiting.iter().rposition(|&k| k == key) {
+                        self.waiting.remove(pos);
+                    }
+                    self.waiting.push_front(key);
+                    break;
+                }
+                Some(_) => self.woken.push(ex),
+                None => {}
+            }
+        }
+    }
+
+    /// Jobs that waited too long for a backend fail with 503.
+    pub(super) fn expire_waiting(&mut self, now: u64) {
+        let over: Vec<usize> = self
+            .waiting
+            .iter()
+            .copied()
+            .filter(|&k| {
+                self.jobs
+                    .get(k)
+                    .is_none_or(|j| now.saturating_sub(j.since) >= MAX_WAIT_SECS)
+            })
+            .collect();
+        for k in over {
+            log::warn!("a request waited {MAX_WAIT_SECS} s for a backend; answering 503");
+            self.fail_job(k, 503, None);
+        }
+    }
+}

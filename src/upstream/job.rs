@@ -1,0 +1,312 @@
+//! The upstream side of one gateway exchange: what goes to the backend
+//! (the request and its body as the client sends it), which backend
+//! connection carries it, and how far the answer has come. The client's
+//! side names it by a [`JobId`] and hears the answer through its
+//! [`Sink`]; the job names its exchange by an [`ExchangeId`].
+
+use std::rc::Rc;
+
+use mio::Registry;
+
+use super::{Gateways, Protocol, Upload};
+use crate::config::Settings;
+use crate::msg::{ExchangeId, Sink};
+
+/// Names one job: its slot and its generation, so that an id kept past
+/// the job's end never reaches a later job in the same slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobId {
+    key: usize,
+    gen: u64,
+}
+
+/// What the exchange layer hands the upstream for one gateway request.
+pub struct JobSpec {
+    /// The route (an index into [`Gateways::routes`]).
+    pub route: usize,
+    pub protocol: Protocol,
+    /// The request: the backend's encoding of the environment, then the body.
+    pub upload: Upload,
+    /// The request's settings (`*.balance`).
+    pub settings: Rc<Settings>,
+    /// Hashes of the URL path and of the client address, for `hash` and
+    /// `sticky` balancing.
+    pub hash_path: u64,
+    pub hash_ip: u64,
+    /// The backend is an authorizer: its 200 makes the request run on.
+    pub authorizer: bool,
+    /// A `Location: /path` answer is followed inside glint (`local-redir`).
+    pub local_redir: bool,
+    /// A HEAD request: the backend may leave out the body, chunks and all.
+    pub head_only: bool,
+}
+
+/// How far the client has had the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Nothing yet: a failure may still be retried on another connection.
+    Nothing,
+    /// The head went to the client; the body follows.
+    Streaming,
+    /// The client has been answered otherwise (the request runs again, or
+    /// a file is sent instead): the rest of the backend's answer is dropped.
+    Dropping,
+    /// Complete, or failed: no more for the client.
+    Done,
+}
+
+/// One gateway exchange's upstream side.
+pub struct Job {
+    gen: u64,
+    /// The exchange it belongs to.
+    pub ex: ExchangeId,
+    pub route: usize,
+    pub protocol: Protocol,
+    pub upload: Upload,
+    pub settings: Rc<Settings>,
+    pub hash_path: u64,
+    pub hash_ip: u64,
+    pub authorizer: bool,
+    pub local_redir: bool,
+    pub head_only: bool,
+    /// The backend connection carrying it, once it has one.
+    pub(super) backend: Option<usize>,
+    /// In the queue for a backend.
+    pub(super) waiting: bool,
+    /// When it was started, for the queue's time-out.
+    pub(super) since: u64,
+    pub(super) attempts: u8,
+    /// The next attempt opens a new backend connection, not a kept one (a
+    /// kept one was found closed).
+    pub(super) fresh_conn: bool,
+    pub(super) answer: Answer,
+}
+
+/// What the client's side learns when it lets a job go.
+#[derive(Debug, Clone, Copy)]
+pub struct JobEnd {
+    /// Request body bytes the client has yet to send (it answered early).
+    pub body_remaining: u64,
+}
+
+impl Gateways {
+    /// Starts a gateway request for exchange `ex`: connects to a backend
+    /// (or queues the job) unless its chunked body is to be collected
+    /// first. `Err(status)` when no backend can take it (the job is gone).
+    pub fn start(
+        &mut self,
+        spec: JobSpec,
+        ex: ExchangeId,
+        now: u64,
+        registry: &Registry,
+    ) -> Result<JobId, u16> {
+        self.next_gen += 1;
+        let gen = self.next_gen;
+        let collecting = spec.upload.collecting();
+        let key = self.jobs.insert(Job {
+            gen,
+            ex,
+            route: spec.route,
+            protocol: spec.protocol,
+            upload: spec.upload,
+            settings: spec.settings,
+            hash_path: spec.hash_path,
+            hash_ip: spec.hash_ip,
+            authorizer: spec.authorizer,
+            local_redir: spec.local_redir,
+            head_only: spec.head_only,
+            backend: None,
+            waiting: false,
+            since: now,
+            attempts: 0,
+            fresh_conn: false,
+            answer: Answer::Nothing,
+        });
+        if !collecting {
+            if let Err(status) = self.dispatch(key, now, registry) {
+                self.drop_job(key);
+                return Err(status);
+            }
+        }
+        Ok(JobId { key, gen })
+    }
+
+    fn job(&self, id: JobId) -> Option<&Job> {
+        self.jobs.get(id.key).filter(|j| j.gen == id.gen)
+    }
+
+    fn job_mut(&mut self, id: JobId) -> Option<&mut Job> {
+        self.jobs.get_mut(id.key).filter(|j| j.gen == id.gen)
+    }
+
+    /// The client's socket should be read for this job now: body bytes are
+    /// due and the window has room (or the answer is over, and the rest of
+    /// the body is dropped as it comes).
+    pub fn takes_body(&self, id: JobId) -> bool {
+        self.job(id).is_some_and(|j| {
+            j.upload.wants_body() && (j.answer == Answer::Done || j.upload.room() > 0)
+        })
+    }
+
+    /// A chunked body is still being collected before a backend is asked.
+    pub fn collecting(&self, id: JobId) -> bool {
+        self.job(id).is_some_and(|j| j.upload.collecting())
+    }
+
+    /// Request body bytes the client has yet to send.
+    pub fn body_remaining(&self, id: JobId) -> u64 {
+        self.job(id).map_or(0, |j| j.upload.remaining())
+    }
+
+    /// Body bytes from the client: into the backend's window (and out to
+    /// the backend as far as its socket takes them), or nowhere once the
+    /// answer is over. How many of `input` were used, and whether the body
+    /// is complete; `Err(status)` ends the exchange with that status (413
+    /// for a chunked body over its limit, 503/502 when a collected body
+    /// finds no backend).
+    pub fn feed(
+        &mut self,
+        id: JobId,
+        input: &[u8],
+        now: u64,
+        registry: &Registry,
+    ) -> Result<(usize, bool), u16> {
+        let Some(j) = self.job_mut(id) else {
+            return Ok((input.len(), true));
+        };
+        if j.answer == Answer::Done && !j.upload.collecting() {
+            let used = j.upload.discard(input);
+            return Ok((used, !j.upload.wants_body()));
+        }
+        let was_collecting = j.upload.collecting();
+        let (used, done) = j.upload.take(input)?;
+        let (backend, ex) = (j.backend, j.ex);
+        if was_collecting && done {
+            // A collected chunked body is complete: now a backend.
+            self.dispatch(id.key, now, registry)?;
+        } else if let Some(bkey) = backend {
+            let sent = self.send_request(bkey, now).map(|()| false);
+            self.after_progress(bkey, sent, None, now, registry);
+            // A retry that found no backend: the client hears it now.
+            if let Some(i) = self.failed.iter().position(|(e, _)| *e == ex) {
+                return Err(self.failed.remove(i).1);
+            }
+        }
+        Ok((used, done))
+    }
+
+    /// Moves a job on after its client was driven: resumes reading a
+    /// backend paused while the client was slow, and sends body bytes the
+    /// window holds.
+    pub fn pump(&mut self, id: JobId, sink: &mut dyn Sink, now: u64, registry: &Registry) {
+        let Some(bkey) = self.job(id).and_then(|j| j.backend) else {
+            return;
+        };
+        let Some(b) = self.conns.get_mut(bkey) else {
+            return;
+        };
+        if b.paused && sink.has_room() {
+            b.paused = false;
+            b.readable = true;
+        }
+        self.drive_backend(bkey, sink, now, registry);
+    }
+
+    /// The client's side is done with the job (its answer is written, or
+    /// the client went away): the job and any backend connection it still
+    /// holds go.
+    pub fn finish(&mut self, id: JobId) -> JobEnd {
+        let body_remaining = self.body_remaining(id);
+        if self.job(id).is_some() {
+            self.drop_job(id.key);
+        }
+        JobEnd { body_remaining }
+    }
+
+    /// Removes a job, its backend connection and its place in the queue.
+    pub(super) fn drop_job(&mut self, key: usize) {
+        let Some(j) = self.jobs.try_remove(key) else {
+            return;
+        };
+        if let Some(b) = j.backend {
+            self.remove_conn(b);
+        }
+        if j.waiting {
+            self.waiting.retain(|&k| k != key);
+        }
+    }
+
+    /// The job failed with `status`: the sink hears it now, or (without
+    /// one) it is noted for [`Gateways::take_failed`].
+    pub(super) fn fail_job(&mut self, key: usize, status: u16, sink: Option<&mut dyn Sink>) {
+        let Some(j) = self.jobs.get_mut(key) else {
+            return;
+        };
+        j.backend = None;
+        if j.waiting {
+            j.waiting = false;
+            self.waiting.retain(|&k| k != key);
+        }
+        let j = &mut self.jobs[key];
+        let told = j.answer == Answer::Done;
+        j.answer = Answer::Done;
+        match sink {
+            Some(s) if !told => s.fail(status),
+            Some(_) => {}
+            None if !told => self.failed.push((j.ex, status)),
+            None => {}
+        }
+    }
+
+    /// The answer on backend connection `bkey` is complete: the connection
+    /// is kept or closed, and the client's side hears the end.
+    pub(super) fn finish_answer(&mut self, bkey: usize, sink: Option<&mut dyn Sink>, now: u64) {
+        let Some(key) = self
+            .conns
+            .get(bkey)
+            .and_then(super::backend::BackendConn::job)
+        else {
+            return;
+        };
+        let all_sent = self.jobs.get(key).is_some_and(|j| j.upload.all_sent());
+        self.release(bkey, all_sent, now);
+        let Some(j) = self.jobs.get_mut(key) else {
+            return;
+        };
+        j.backend = None;
+        match j.answer {
+            Answer::Nothing => {
+                log::error!("backend answered without a complete header block");
+                self.fail_job(key, 502, sink);
+            }
+            // (After a rerun or a file sent instead, the end says the
+            // backend is done with the request: the exchange goes on.)
+            Answer::Streaming | Answer::Dropping => {
+                j.answer = Answer::Done;
+                match sink {
+                    Some(s) => s.end(),
+                    None => self.ended.push(j.ex),
+                }
+            }
+            Answer::Done => {}
+        }
+    }
+
+    /// Failures of jobs that had no sink at hand (a time-out, the queue, a
+    /// retry that found no backend), since the last call: each exchange
+    /// with the status it ends with.
+    pub fn take_failed(&mut self) -> Vec<(ExchangeId, u16)> {
+        std::mem::take(&mut self.failed)
+    }
+
+    /// Answers completed without a sink at hand, since the last call.
+    pub fn take_ended(&mut self) -> Vec<ExchangeId> {
+        std::mem::take(&mut self.ended)
+    }
+
+    /// Exchanges whose request body window gained room since the last
+    /// call: their clients may be read again.
+    pub fn take_woken(&mut self) -> Vec<ExchangeId> {
+        std::mem::take(&mut self.woken)
+    }
+}

@@ -1,0 +1,548 @@
+//! Gateways to SCGI, uwsgi and FastCGI backends (mod_scgi, mod_fastcgi), in
+//! the same event loop as the clients.
+//!
+//! A request for a gateway route goes to a backend as soon as its head is
+//! parsed: it gets a backend connection — glint caps how many it opens to
+//! each backend and queues the rest instead of failing them — and its body
+//! follows as the client sends it ([`upload`]): at most [`BODY_WINDOW`]
+//! bytes wait for the backend, and the client is not read while the window
+//! is full (a slow backend, or a request still in the queue). A chunked body
+//! is collected first (bounded), because the backend needs CONTENT_LENGTH
+//! up front. The backend's CGI answer is streamed to the client, framed with
+//! Content-Length when the backend gave one and chunked otherwise; reading
+//! from the backend pauses while the client is slow. No whole body, in
+//! either direction, sits in memory.
+//!
+//! A backend that closes before answering gets the request again on another
+//! try while glint still holds all of it (bodies within the window); after
+//! that the client gets 502.
+//!
+//! Routes come in tables, one for each value `scgi.server` and
+//! `fastcgi.server` take in some scope of the configuration (global, or a
+//! conditional block); a request's settings name the table of each
+//! ([`Settings::scgi_scope`], [`Settings::fastcgi_scope`]). A backend that
+//! several tables configure alike is one [`Host`].
+//!
+//! FastCGI keep-conn: a connection may carry one request after another
+//! (FCGI_KEEP_CONN), sparing the connect and close on both sides. But an
+//! idle kept connection holds one of the backend's workers (php-cgi serves
+//! one connection per child): holding more of them than the backend has
+//! workers leaves further connections in its listen queue for good. So
+//! glint keeps connections only when it knows how many the backend serves
+//! at once, and never holds more: a probe connection of its own ([`Keep`],
+//! `Use::Probe`) asks FCGI_GET_VALUES — for spawned backends at start and
+//! after each respawn, for others when first needed — and FCGI_MAX_CONNS
+//! = N (and FCGI_MAX_REQS) makes the host's cap min(`max-connections`, N),
+//! counting idle connections. Requests meanwhile go one connection each;
+//! a backend that does not answer, answers garbage or closes keeps it so.
+//! `"keep-conn" => "enable" | "disable"` overrides the probe. After
+//! END_REQUEST a connection goes to its host's idle list, still registered
+//! for reads (data or an end of stream closes it); [`Gateways::dispatch`]
+//! takes the most recent idle one first. Idle ones close after
+//! [`IDLE_KEEP_SECS`], at shutdown, and when their host is retired. Where
+//! glint cannot count every connection held to a backend, it keeps none
+//! unless configured: two hosts on one address, worker processes.
+//!
+//! The backend may close a kept connection just as a request goes out on it
+//! (php-cgi's child exits after `PHP_FCGI_MAX_REQUESTS`, right after its
+//! last END_REQUEST): a close before any answer on a reused connection is
+//! not a backend failure, and the request goes again on a new connection.
+//! That needs glint to hold the whole request, so only requests whose body
+//! cannot outgrow the window ([`Upload::stays_whole`]) are sent on kept
+//! connections; a larger upload always gets a new one (closing an idle one
+//! when at the cap) and cannot lose that race.
+//!
+//! Two answers are not passed on: an authorizer's 200 (FastCGI's Authorizer
+//! role: the request goes on, with its `Variable-`s) and a local redirect
+//! (`Location: /path` alone). For both the connection runs the request again
+//! (`GwClient::rerun`, [`crate::handler::rerun`]).
+//!
+//! Where things are: this file has the types (routes, hosts, the client's
+//! [`GwClient`], [`BackendConn`], [`Gateways`]) and a request's way through
+//! them (dispatch, backend I/O, time-outs). Beside it: `answer` (the
+//! backend's answer to the client, local redirects, X-Sendfile,
+//! [`fail_client`]), `keep` (keep-conn and the FCGI_GET_VALUES probe),
+//! `process` (`bin-path` backends: start, restart, stop), `reconfigure`
+//! (graceful restart); the protocols' encodings in [`cgi`], [`scgi`],
+//! [`uwsgi`] and [`fastcgi`], the request body in [`upload`], and the
+//! `scgi.server`/`fastcgi.server` syntax in [`config`].
+
+mod answer;
+mod backend;
+pub mod cgi;
+pub mod codec;
+pub mod config;
+mod dispatch;
+mod job;
+mod keep;
+mod process;
+mod reconfigure;
+mod tick;
+pub mod upload;
+
+use std::collections::VecDeque;
+use std::process::Child;
+
+use slab::Slab;
+
+use crate::config::{Config, Settings};
+use backend::BackendConn;
+pub use codec::{fastcgi, scgi, uwsgi};
+pub use config::{BackendAddr, HostSpec, Protocol, RouteSpec};
+pub use job::{Job, JobEnd, JobId, JobSpec};
+pub use upload::{BodyFraming, Upload, BODY_WINDOW};
+
+pub use backend::BACKEND_BASE;
+
+/// Most clients waiting for a backend; past it a request gets 503 at once.
+pub const MAX_WAITING: usize = 4096;
+/// How long a request may wait in the queue before it gets 503.
+pub const MAX_WAIT_SECS: u64 = 30;
+/// Chunked request bodies for backends are collected in memory up to this
+/// size (or `server.max-request-size` when smaller); larger ones get 413.
+/// `Content-Length` bodies are streamed instead, and only
+/// `server.max-request-size` bounds them.
+pub const MAX_BODY: u64 = 64 * 1024 * 1024;
+/// A request the backend closed before answering a single byte is sent again this often.
+const MAX_ATTEMPTS: u8 = 3;
+/// A kept FastCGI connection that no request used for this long is closed.
+/// (lighttpd's host option `idle-timeout` is about stopping idle spawned
+/// processes, not connections: glint ignores it.)
+pub const IDLE_KEEP_SECS: u64 = 30;
+/// Longest wait for the answer to FCGI_GET_VALUES (or `read-timeout` when
+/// shorter): a backend that does not answer keeps one connection per request.
+pub const PROBE_WAIT_SECS: u64 = 10;
+
+/// One backend (a label's address, or one spawned process).
+pub struct Host {
+    pub spec: HostSpec,
+    /// Connections open to it now.
+    pub active: usize,
+    /// Concurrency cap: the configured one, lowered while the backend refuses.
+    pub cap: usize,
+    /// Not used until this second (after a refused connection).
+    pub disabled_until: u64,
+    child: Option<Child>,
+    respawn_at: Option<u64>,
+    /// Dropped from the configuration by a graceful restart: kept only until
+    /// its requests are done (a spawned one is then stopped, not restarted).
+    retired: bool,
+    /// Its process was sent the kill signal.
+    stopping: bool,
+    /// Whether connections to it are kept for further requests (FastCGI).
+    pub keep: Keep,
+    /// Kept connections waiting for a request, oldest first; they count in
+    /// `active`.
+    pub idle: Vec<usize>,
+    /// Most connections glint holds to it: `max-connections`, or fewer when
+    /// the backend said it serves fewer at once (FCGI_MAX_CONNS).
+    pub limit: usize,
+    /// The backend is not asked FCGI_GET_VALUES before this second.
+    probe_at: u64,
+}
+
+/// Keep-conn for one FastCGI backend. A kept connection holds one of the
+/// backend's workers while idle (php-cgi serves one connection per child),
+/// so connections are kept only when glint knows how many the backend
+/// serves at once, and glint then never holds more than that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// One connection per request: SCGI and uwsgi, `"keep-conn" =>
+    /// "disable"`, or the backend did not say how many it serves.
+    Off,
+    /// To be asked (FCGI_GET_VALUES) when next needed.
+    Unknown,
+    /// Being asked on the probe connection with this key; meanwhile
+    /// requests go one connection each, never waiting for the answer.
+    Probing(usize),
+    /// Connections are kept, at most `Host::limit` of them.
+    On,
+}
+
+impl Host {
+    fn new(spec: HostSpec) -> Host {
+        let keep = match (spec.protocol, spec.keep_conn) {
+            (Protocol::FastCgi, Some(true)) => Keep::On,
+            (Protocol::FastCgi, None) => Keep::Unknown,
+            _ => Keep::Off,
+        };
+        Host {
+            cap: spec.max_conns,
+            limit: spec.max_conns,
+            spec,
+            active: 0,
+            disabled_until: 0,
+            child: None,
+            respawn_at: None,
+            retired: false,
+            stopping: false,
+            keep,
+            idle: Vec::new(),
+            probe_at: 0,
+        }
+    }
+
+    /// Connections carrying a request now.
+    fn busy(&self) -> usize {
+        self.active.saturating_sub(self.idle.len())
+    }
+
+    fn name(&self) -> String {
+        format!("{} ({})", self.spec.label, self.spec.addr)
+    }
+}
+
+/// One `"<prefix or extension>" => ( backends )` entry.
+#[derive(Clone)]
+pub struct Route {
+    pub pattern: String,
+    pub extension: bool,
+    pub protocol: Protocol,
+    /// Its backends are authorizers (`"mode" => "authorizer"`).
+    pub authorizer: bool,
+    pub hosts: Vec<usize>,
+    /// Which value of `scgi.server` / `fastcgi.server` it comes from
+    /// (the index of its table).
+    pub scope: usize,
+    /// Next host for round-robin.
+    next: usize,
+}
+
+/// `scgi.balance` / `fastcgi.balance`: how a route picks among its backends
+/// that are up and under their cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Balance {
+    /// `fair` / `least-connection` (default): the least busy.
+    LeastBusy,
+    /// `round-robin`: each in turn.
+    RoundRobin,
+    /// `hash`: by URL path, so one path keeps its backend (caches).
+    Hash,
+    /// `sticky`: by client address.
+    Sticky,
+}
+
+impl Balance {
+    /// The balancing `s` asks for the routes of `protocol`.
+    pub fn of(s: &Settings, protocol: Protocol) -> Balance {
+        let key = match protocol {
+            Protocol::FastCgi => "fastcgi.balance",
+            Protocol::Scgi | Protocol::Uwsgi => "scgi.balance",
+        };
+        let v = s.raw.iter().rev().find(|(k, _)| k == key);
+        match v.and_then(|(_, v)| v.as_str()) {
+            Some("round-robin") => Balance::RoundRobin,
+            Some("hash") => Balance::Hash,
+            Some("sticky") => Balance::Sticky,
+            _ => Balance::LeastBusy,
+        }
+    }
+
+    /// Logs a `scgi.balance` / `fastcgi.balance` value in `s` that glint
+    /// does not know (requests then get least-connection).
+    fn check(s: &Settings, key: &str) {
+        let v = s.raw.iter().find(|(k, _)| k == key);
+        match v.and_then(|(_, v)| v.as_str()) {
+            Some("round-robin" | "hash" | "sticky" | "fair" | "least-connection") | None => {}
+            Some(other) => {
+                log::warn!("{key} = \"{other}\" is not known; using least-connection")
+            }
+        }
+    }
+}
+
+/// A client's gateway request, from the head to the end of the answer.
+/// Scripts `check-local` found to be files, with the second they were
+/// seen: a second's worth of requests for one script costs one stat.
+#[derive(Default)]
+pub struct LocalScripts {
+    seen: std::collections::HashMap<String, u64>,
+    /// The path being asked about, built here to spare an allocation.
+    path: String,
+}
+
+impl LocalScripts {
+    /// Whether `docroot` + `script` is a file. A yes is remembered for a
+    /// second, like the open-file cache's entries; a no is asked again each
+    /// time.
+    pub fn check(&mut self, docroot: &str, script: &str, now: u64) -> bool {
+        self.path.clear();
+        self.path.push_str(docroot.trim_end_matches('/'));
+        self.path.push_str(script);
+        if self.seen.get(&self.path).is_some_and(|&t| now <= t + 1) {
+            return true;
+        }
+        let yes = std::fs::metadata(&self.path).is_ok_and(|m| m.is_file());
+        if yes && self.seen.len() < 1024 {
+            self.seen.insert(self.path.clone(), now);
+        }
+        yes
+    }
+
+    fn purge(&mut self, now: u64) {
+        self.seen.retain(|_, t| now <= *t + 1);
+    }
+}
+
+/// Which process starts, restarts and stops the `bin-path` backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Spawner {
+    /// This one: glint in one process, or the supervisor of
+    /// `server.max-worker` processes (which starts them before its workers).
+    #[default]
+    Here,
+    /// The supervisor of this worker process: the worker connects to them
+    /// and never starts, restarts or stops one.
+    Supervisor,
+}
+
+/// All routes, backends and backend connections.
+#[derive(Default)]
+pub struct Gateways {
+    /// The routes of every table.
+    pub routes: Vec<Route>,
+    /// The route tables of each `scgi.server` value
+    /// ([`crate::config::Config::scgi_servers`]), routes in lookup order.
+    scgi_tables: Vec<Vec<usize>>,
+    /// The same for `fastcgi.server`.
+    fastcgi_tables: Vec<Vec<usize>>,
+    pub hosts: Vec<Host>,
+    conns: Slab<BackendConn>,
+    /// The upstream side of every gateway exchange under way.
+    jobs: Slab<Job>,
+    /// Generation of the next job (a [`JobId`] names one job, never a later
+    /// one in the same slot).
+    next_gen: u64,
+    /// Jobs waiting for a backend, oldest first.
+    waiting: VecDeque<usize>,
+    /// Jobs whose request body window gained room since the caller last
+    /// asked: their clients may be read again ([`Gateways::take_woken`]).
+    woken: Vec<crate::msg::ExchangeId>,
+    /// Jobs that failed, and answers that ended, with no sink at hand
+    /// ([`Gateways::take_failed`], [`Gateways::take_ended`]).
+    failed: Vec<(crate::msg::ExchangeId, u16)>,
+    ended: Vec<crate::msg::ExchangeId>,
+    /// A retry is due soon (a backend said "busy"): poll with a short time-out.
+    pub retry_soon: bool,
+    /// Backend connections closed since the queue was last looked at.
+    pub freed: usize,
+    scratch: Vec<u8>,
+    /// Scripts `check-local` found to be files, with the second they were
+    /// seen: a second's worth of requests for one script costs one stat.
+    pub local_scripts: LocalScripts,
+    /// This is one of several worker processes (`server.max-worker`): each
+    /// would keep its own connections, so none are kept unless configured.
+    workers: bool,
+    /// A graceful shutdown is under way: no connection is kept any more.
+    closing: bool,
+    /// Who runs the `bin-path` backends' processes.
+    spawner: Spawner,
+    /// Retired backends are not stopped yet: worker processes of the older
+    /// configuration may still send them requests (the supervisor of
+    /// `server.max-worker` processes, after a graceful restart).
+    retire_held: bool,
+    /// Backend connections opened for requests, and requests sent on a
+    /// kept one, since start.
+    pub opened: u64,
+    pub reused: u64,
+}
+
+impl Gateways {
+    /// The routes of `scgi.server` and `fastcgi.server`: one table for
+    /// each value they have in some scope of `c` (the global one and each
+    /// conditional block that sets them). A backend configured alike in
+    /// several tables is one [`Host`]: one cap, one process, one set of
+    /// kept connections.
+    pub fn from_config(c: &Config) -> Result<Gateways, String> {
+        let mut g = Gateways::default();
+        for (values, p, name, balance_key) in [
+            (
+                &c.scgi_servers,
+                Protocol::Scgi,
+                "scgi.server",
+                "scgi.balance",
+            ),
+            (
+                &c.fastcgi_servers,
+                Protocol::FastCgi,
+                "fastcgi.server",
+                "fastcgi.balance",
+            ),
+        ] {
+            // Said once here; requests read it quietly from their settings.
+            Balance::check(&c.global, balance_key);
+            // `*.map-extensions = ( ".php3" => ".php" )` (global): the other
+            // extension goes to the same backends, after every extension of
+            // its own, in each table.
+            let map_key = balance_key.replace("balance", "map-extensions");
+            let used = values.iter().any(Option::is_some);
+            let maps = match used {
+                true => map_extensions(&c.global, &map_key)?,
+                false => Vec::new(),
+            };
+            let mut mapped = vec![false; maps.len()];
+            let mut tables = Vec::with_capacity(values.len());
+            for (scope, v) in values.iter().enumerate() {
+                let mut table = Vec::new();
+                if let Some(v) = v {
+                    g.add_table(v, p, scope, &mut table)
+                        .map_err(|e| format!("{name}: {e}"))?;
+                }
+                for ((from, to), done) in maps.iter().zip(&mut mapped) {
+                    let aliases: Vec<Route> = table
+                        .iter()
+                        .filter_map(|&i| g.routes.get(i))
+                        .filter(|r| r.extension && r.pattern == *to)
+                        .map(|r| Route {
+                            pattern: from.clone(),
+                            next: 0,
+                            ..r.clone()
+                        })
+                        .collect();
+                    *done |= !aliases.is_empty();
+                    for r in aliases {
+                        table.push(g.routes.len());
+                        g.routes.push(r);
+                    }
+                }
+                tables.push(table);
+            }
+            for ((from, to), done) in maps.iter().zip(&mapped) {
+                if !done {
+                    log::warn!("{map_key}: {name} has no \"{to}\" for \"{from}\"; ignored");
+                }
+            }
+            match p {
+                Protocol::FastCgi => g.fastcgi_tables = tables,
+                _ => g.scgi_tables = tables,
+            }
+        }
+        g.settle_keep();
+        Ok(g)
+    }
+
+    /// Adds the routes of one `scgi.server` / `fastcgi.server` value; their
+    /// indexes go to `table`, in lookup order.
+    fn add_table(
+        &mut self,
+        v: &crate::config::Value,
+        p: Protocol,
+        scope: usize,
+        table: &mut Vec<usize>,
+    ) -> Result<(), String> {
+        // Hosts of earlier tables this one may share, each at most once
+        // (a backend named twice in one table stays two hosts).
+        let before = self.hosts.len();
+        let mut shared = vec![false; before];
+        for r in config::parse_servers(v, p)? {
+            // Authorizers and responders under one pattern are two
+            // routes: the authorizer's is looked up first.
+            for authorizer in [true, false] {
+                let mut ids = Vec::new();
+                for h in r.hosts.iter().filter(|h| h.authorizer == authorizer) {
+                    let same = (0..before).find(|&i| !shared[i] && self.hosts[i].spec == *h);
+                    match same {
+                        Some(i) => {
+                            shared[i] = true;
+                            ids.push(i);
+                        }
+                        None => {
+                            ids.push(self.hosts.len());
+                            self.hosts.push(Host::new(h.clone()));
+                        }
+                    }
+                }
+                if ids.is_empty() {
+                    continue;
+                }
+                table.push(self.routes.len());
+                self.routes.push(Route {
+                    extension: r.is_extension(),
+                    protocol: p,
+                    authorizer,
+                    scope,
+                    next: 0,
+                    pattern: r.pattern.clone(),
+                    hosts: ids,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+
+    /// The responder route for a path under settings `s` and where its
+    /// script name ends.
+    pub fn route_for(&self, s: &Settings, path: &str) -> Option<(usize, usize)> {
+        self.find_route(s, path, false)
+    }
+
+    /// The authorizer route that guards a path under settings `s`, if any.
+    pub fn authorizer_for(&self, s: &Settings, path: &str) -> Option<(usize, usize)> {
+        self.find_route(s, path, true)
+    }
+
+    /// Looks in the SCGI routes of the scope of `s`, then in its FastCGI ones.
+    fn find_route(&self, s: &Settings, path: &str, authorizer: bool) -> Option<(usize, usize)> {
+        let scgi = self.scgi_tables.get(s.scgi_scope as usize);
+        let fastcgi = self.fastcgi_tables.get(s.fastcgi_scope as usize);
+        let ids = scgi.into_iter().chain(fastcgi).flatten().copied();
+        self.match_route(ids, path, authorizer)
+    }
+
+    fn match_route(
+        &self,
+        ids: impl Iterator<Item = usize>,
+        path: &str,
+        authorizer: bool,
+    ) -> Option<(usize, usize)> {
+        for i in ids {
+            let Some(r) = self.routes.get(i) else {
+                continue;
+            };
+            if r.authorizer != authorizer {
+                continue;
+            }
+            if r.extension {
+                // `.php` matches `/a.php` and `/a.php/more` (the rest is PATH_INFO).
+                let mut from = 0;
+                while let Some(pos) = path[from..].find(r.pattern.as_str()) {
+                    let end = from + pos + r.pattern.len();
+                    if end == path.len() || path.as_bytes()[end] == b'/' {
+                        return Some((i, end));
+                    }
+                    from = end;
+                }
+            } else if let Some(rest) = path.strip_prefix(r.pattern.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') || r.pattern.ends_with('/') {
+                    return Some((i, r.pattern.trim_end_matches('/').len()));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The pairs of `scgi.map-extensions` / `fastcgi.map-extensions`.
+fn map_extensions(s: &Settings, key: &str) -> Result<Vec<(String, String)>, String> {
+    let Some((_, v)) = s.raw.iter().rev().find(|(k, _)| k == key) else {
+        return Ok(Vec::new());
+    };
+    let crate::config::Value::Array(items) = v else {
+        return Err(format!("{key} expects ( \".ext\" => \".ext\", ... )"));
+    };
+    let mut pairs = Vec::new();
+    for (from, to) in items {
+        let (Some(from), Some(to)) = (from, to.as_str()) else {
+            return Err(format!("{key} expects ( \".ext\" => \".ext\", ... )"));
+        };
+        if from.is_empty() || to.is_empty() {
+            return Err(format!("{key}: an empty extension"));
+        }
+        pairs.push((from.clone(), to.to_string()));
+    }
+    Ok(pairs)
+}

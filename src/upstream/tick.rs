@@ -1,0 +1,97 @@
+//! Once a second: time-outs of backend connections (connect, write, read:
+//! 504), of kept idle connections and probes, of the queue (503), and the
+//! spawned backends' upkeep.
+
+use mio::Registry;
+
+use super::backend::Use;
+use super::keep::ProbeEnd;
+use super::{Gateways, IDLE_KEEP_SECS, PROBE_WAIT_SECS};
+
+impl Gateways {
+    /// The time-outs of this second. The jobs they end are reported by
+    /// [`Gateways::take_failed`].
+    pub fn on_tick(&mut self, now: u64, registry: &Registry) {
+        self.local_scripts.purge(now);
+        let mut idle_over = Vec::new();
+        let mut probes_over = Vec::new();
+        for (bkey, b) in self.conns.iter() {
+            let since = match b.state {
+                Use::Busy { .. } => continue,
+                Use::Idle { since } => {
+                    if now.saturating_sub(since) >= IDLE_KEEP_SECS {
+                        idle_over.push(bkey);
+                    }
+                    continue;
+                }
+                Use::Probe { .. } => b.started,
+            };
+            let Some(h) = self.hosts.get(b.host) else {
+                probes_over.push((bkey, ProbeEnd::Failed("its backend is gone".into())));
+                continue;
+            };
+            let waited = now.saturating_sub(since);
+            let answer_wait = h.spec.read_timeout.min(PROBE_WAIT_SECS);
+            if !b.connected && waited >= h.spec.connect_timeout {
+                probes_over.push((bkey, ProbeEnd::Unreachable("connect time-out".into())));
+            } else if b.connected && waited >= answer_wait {
+                let why = format!("it did not answer within {answer_wait} s");
+                probes_over.push((bkey, ProbeEnd::Failed(why)));
+            }
+        }
+        for bkey in idle_over {
+            self.remove_conn(bkey);
+        }
+        for (bkey, end) in probes_over {
+            self.end_probe(bkey, end, now);
+        }
+        self.expire_busy(now);
+        self.expire_waiting(now);
+        // Backends that were down may be up again.
+        if !self.waiting.is_empty() {
+            self.retry_soon = true;
+        }
+        self.reap(now);
+        // Backends started again are asked again.
+        self.start_probes(now, registry);
+    }
+
+    /// Connect, write and read time-outs of connections carrying a job.
+    fn expire_busy(&mut self, now: u64) {
+        let mut expired = Vec::new();
+        for (bkey, b) in self.conns.iter() {
+            let Some(job) = b.job() else { continue };
+            let h = &self.hosts[b.host].spec;
+            let up = self.jobs.get(job).map(|j| &j.upload);
+            let (what, limit, since) = if !b.connected {
+                ("connect", h.connect_timeout, b.started)
+            } else if !b.write_shut && up.is_some_and(|u| !u.pending().is_empty()) {
+                // Glint has request bytes the backend does not take.
+                ("write", h.write_timeout, b.last_active)
+            } else if b.write_shut || up.is_none_or(|u| u.all_sent()) {
+                ("read", h.read_timeout, b.last_active)
+            } else {
+                // The rest of the body is still to come from the client,
+                // whose own idle time-out applies.
+                continue;
+            };
+            if now.saturating_sub(since) >= limit {
+                expired.push((bkey, job, what));
+            }
+        }
+        for (bkey, job, what) in expired {
+            if let Some(b) = self.remove_conn(bkey) {
+                let h = &mut self.hosts[b.host];
+                log::error!(
+                    "backend {} ({}): {what} time-out",
+                    h.spec.label,
+                    h.spec.addr
+                );
+                if what == "connect" {
+                    h.disabled_until = now + h.spec.disable_time;
+                }
+            }
+            self.fail_job(job, 504, None);
+        }
+    }
+}
