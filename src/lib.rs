@@ -14,10 +14,10 @@
 //! 4. [`exchange`]: one request: settings, rewrite, redirect, access, index files, error handlers, access log.
 //! 5. [`handler`] (static files, listings, the status page) and [`upstream`]
 //!    (SCGI, uwsgi and FastCGI backends: pool, queue, codecs, processes).
-//! 6. [`proto`]: HTTP/1.x request parsing and response encoding.
-//! 7. [`msg`] (requests, replies, the upstream sink, statuses, ranges),
-//!    [`output`] (the write queue and its one writer), [`net`] (sockets),
+//! 6. [`proto`] (HTTP/1.x request parsing and response encoding) and
 //!    [`accesslog`].
+//! 7. [`msg`] (requests, replies, the upstream sink, statuses, ranges),
+//!    [`output`] (the write queue and its one writer), [`net`] (sockets).
 //! 8. The base: [`config`], [`clock`], [`authn`], and below them [`path`],
 //!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`].
 pub mod service;
@@ -31,9 +31,9 @@ pub mod exchange;
 pub mod handler;
 pub mod upstream;
 
+pub mod accesslog;
 pub mod proto;
 
-pub mod accesslog;
 pub mod msg;
 pub mod net;
 pub mod output;

@@ -6,8 +6,9 @@
 use std::fs::File;
 use std::rc::Rc;
 
-use crate::exchange::{error_run_status, GwStart};
-use crate::msg::{AnswerHead, Reply, Rerun, Sink};
+use super::{AfterWrite, Connection, Ctx, Flushed, Phase, MAX_DISCARD};
+use crate::exchange::{self, error_run_status, BodyAction, GwStart};
+use crate::msg::{AnswerHead, Body, Reply, Rerun, Sink};
 use crate::output::Output;
 use crate::proto::h1::{self, Fields, Framing, Head};
 
@@ -68,7 +69,12 @@ pub struct ClientSink<'a> {
 }
 
 impl ClientSink<'_> {
-    fn write_head(&mut self, status: u16, headers: &[(String, Vec<u8>)], framing: Framing) {
+    pub(super) fn write_head(
+        &mut self,
+        status: u16,
+        headers: &[(String, Vec<u8>)],
+        framing: Framing,
+    ) {
         let g = &mut self.gw;
         g.status = status;
         let head = Head {
@@ -196,5 +202,236 @@ impl Sink for ClientSink<'_> {
 
     fn rerun(&mut self, why: Rerun) {
         self.gw.rerun = Some(why);
+    }
+}
+
+impl Connection {
+    /// One step of a gateway exchange; false when it has to wait.
+    pub(super) fn drive_gateway(&mut self, cx: &mut Ctx<'_>) -> bool {
+        let Some(gw) = self.gw.as_ref() else {
+            self.phase = Phase::Idle;
+            return true;
+        };
+        // A client that hung up before its answer began is not worth a
+        // backend's time: drop it (and its place in the queue) now, not
+        // when the answer finally comes.
+        if self.peer_closed && !gw.head_sent() {
+            log::debug!("client {:?} left before its backend answered", self.peer);
+            self.close(cx);
+            return true;
+        }
+        let job = gw.start.job;
+        if !self.out.is_empty() {
+            match self.flush(cx) {
+                Flushed::Done => {}
+                Flushed::Blocked if cx.sv.upstream.takes_body(job) => {}
+                Flushed::Blocked => return false,
+                Flushed::Closed => return true,
+            }
+            if self.out.pending_mem() < CLIENT_LOW_WATER {
+                // The client caught up: a backend paused for it reads again;
+                // what it reads goes out on the next round (the socket was
+                // not full: no event would come for it).
+                self.pump(cx);
+                if !self.out.is_empty() {
+                    return true;
+                }
+            }
+        }
+        let Some(gw) = self.gw.as_ref() else {
+            return true;
+        };
+        // An answer to run again (an authorizer's 200, a local redirect)
+        // does not wait for the rest of the body.
+        if gw.done && gw.rerun.is_some() && self.out.is_empty() {
+            self.rerun(cx);
+            return true;
+        }
+        if cx.sv.upstream.takes_body(job) {
+            // Body bytes already buffered go first; the socket is read only
+            // once they are taken, and only while the window has room, so a
+            // full window leaves `readable` set for when the backend drains it.
+            if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
+                self.on_input(cx);
+            } else if self.readable {
+                self.read_some(cx);
+            } else {
+                return false;
+            }
+            return true;
+        }
+        if !(gw.done && self.out.is_empty()) {
+            return false;
+        }
+        let then = self.end_gateway(cx);
+        self.after_write(then, cx);
+        true
+    }
+
+    /// The gateway exchange ends with `status` before its answer began
+    /// (the body is unusable): an error page, and the connection closes.
+    pub(super) fn fail_gateway(&mut self, status: u16, cx: &mut Ctx<'_>) {
+        if let Some(gw) = self.gw.take() {
+            cx.sv.upstream.finish(gw.start.job);
+        }
+        self.answer_error(status, b"", cx);
+        self.linger = true;
+        self.phase = Phase::Writing {
+            then: AfterWrite::Close,
+        };
+    }
+
+    /// The backend's answer has been written: log it, and say what follows.
+    pub(super) fn end_gateway(&mut self, cx: &mut Ctx<'_>) -> AfterWrite {
+        let Some(gw) = self.gw.take() else {
+            return AfterWrite::Close;
+        };
+        let info = self.info(cx.sv);
+        exchange::log_gateway(cx.sv, &info, &gw.start, gw.status, gw.body_sent);
+        let rest = cx.sv.upstream.finish(gw.start.job).body_remaining;
+        let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down;
+        if gw.start.authorizer {
+            // The authorizer's answer (a refusal, or an error page) went to
+            // the client instead of the request's: its body is still unread.
+            let body = gw.start.head.body();
+            let mut hs = Vec::new();
+            let expect = gw.start.head.view(&mut hs).header("expect").is_some();
+            return self.skip_unread_body(BodyAction::Discard, body, expect, keep_alive);
+        }
+        if !keep_alive {
+            // Body bytes the client may still send must not reset the close.
+            self.linger |= rest > 0;
+            AfterWrite::Close
+        } else if rest == 0 {
+            AfterWrite::NextRequest
+        } else if rest <= MAX_DISCARD {
+            // The backend answered before the whole body came: drop the rest.
+            AfterWrite::DiscardBody(rest)
+        } else {
+            self.linger = true;
+            AfterWrite::Close
+        }
+    }
+
+    /// The backend's answer said to run the request again (an authorizer
+    /// allowed it, or a local redirect): run it, and go on as for a new one.
+    pub(super) fn rerun(&mut self, cx: &mut Ctx<'_>) {
+        let Some(mut gw) = self.gw.take() else { return };
+        let Some(why) = gw.rerun.take() else { return };
+        // A backend that redirected before the whole body came: the rest of
+        // it is still on its way, and must not be read as a new request.
+        let leftover = cx.sv.upstream.finish(gw.start.job).body_remaining > 0;
+        let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down && !leftover;
+        let minor = gw.start.minor;
+        let info = self.info(cx.sv);
+        let mut hs = Vec::new();
+        let head = gw.start.head.clone();
+        let r = exchange::rerun(cx.sv, &info, gw.start, why, keep_alive, cx.registry);
+        self.linger |= leftover;
+        let req = head.view(&mut hs);
+        let action = self.take_outcome(r.outcome, &req, keep_alive, &info, cx);
+        match action {
+            BodyAction::Gateway => {
+                // Its body, if any, is buffered or still to come.
+                let continue_100 = minor >= 1
+                    && r.expects_continue
+                    && !matches!(r.body, Body::None | Body::Length(0));
+                self.start_gateway_body(cx, continue_100);
+                self.input.get_or_insert_with(|| cx.pool.take_in());
+                self.on_input(cx);
+            }
+            BodyAction::Authorize => self.phase = Phase::Gateway,
+            action @ (BodyAction::Discard | BodyAction::Close) => {
+                let keep = keep_alive && !cx.sv.reply.close;
+                let then = self.skip_unread_body(action, r.body, r.expects_continue, keep);
+                self.phase = Phase::Writing { then };
+            }
+        }
+    }
+
+    /// The head of a gateway request was taken: its body (if any) follows,
+    /// collected first when chunked, else streamed to the backend as it comes.
+    pub(super) fn start_gateway_body(&mut self, cx: &mut Ctx<'_>, continue_100: bool) {
+        if continue_100 {
+            // The client waits for a go-ahead before the body (curl does
+            // for uploads over 1 MB): the backend takes it as it comes.
+            self.prepare_output(cx.pool);
+            h1::encode::write_continue(&mut self.out);
+        }
+        // The body's idle time-out counts from the head.
+        self.last_active = cx.sv.clock.mono_secs;
+        let collect = self
+            .gw
+            .as_ref()
+            .is_some_and(|g| cx.sv.upstream.collecting(g.start.job));
+        self.phase = if collect {
+            Phase::ReadingBody
+        } else {
+            Phase::Gateway
+        };
+    }
+
+    /// Readiness of the backend connection `bkey` of this connection's
+    /// gateway exchange: its answer goes on to the client.
+    pub fn backend_ready(&mut self, bkey: usize, cx: &mut Ctx<'_>) {
+        let Some(gw) = self.gw.as_deref_mut() else {
+            return;
+        };
+        let mut sink = ClientSink {
+            out: &mut self.out,
+            gw,
+            date: &cx.sv.clock.http_date,
+        };
+        let now = cx.sv.clock.mono_secs;
+        cx.sv
+            .upstream
+            .drive_backend(bkey, &mut sink, now, cx.registry);
+        self.drive(cx);
+    }
+
+    /// Resumes a backend paused while the client was slow, and sends body
+    /// bytes the window holds.
+    pub(super) fn pump(&mut self, cx: &mut Ctx<'_>) {
+        let Some(gw) = self.gw.as_deref_mut() else {
+            return;
+        };
+        let job = gw.start.job;
+        let mut sink = ClientSink {
+            out: &mut self.out,
+            gw,
+            date: &cx.sv.clock.http_date,
+        };
+        let now = cx.sv.clock.mono_secs;
+        cx.sv.upstream.pump(job, &mut sink, now, cx.registry);
+    }
+
+    /// The gateway exchange failed where no sink was at hand (a time-out,
+    /// the queue): the client hears it now.
+    pub fn upstream_failed(&mut self, status: u16, cx: &mut Ctx<'_>) {
+        self.with_sink(cx, |s: &mut ClientSink<'_>| {
+            crate::msg::Sink::fail(s, status)
+        });
+    }
+
+    /// The gateway answer ended where no sink was at hand.
+    pub fn upstream_ended(&mut self, cx: &mut Ctx<'_>) {
+        self.with_sink(cx, |s: &mut ClientSink<'_>| crate::msg::Sink::end(s));
+    }
+
+    pub(super) fn with_sink(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        f: impl for<'s> FnOnce(&mut ClientSink<'s>),
+    ) {
+        let Some(gw) = self.gw.as_deref_mut() else {
+            return;
+        };
+        let mut sink = ClientSink {
+            out: &mut self.out,
+            gw,
+            date: &cx.sv.clock.http_date,
+        };
+        f(&mut sink);
+        self.drive(cx);
     }
 }

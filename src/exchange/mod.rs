@@ -472,10 +472,6 @@ fn route(
                 Some(run) if run.generic && req.method != Method::Head => Method::Get,
                 _ => req.method,
             };
-            let docroot = match carry.docroot.as_deref() {
-                Some(d) => Some(Cow::Borrowed(d)),
-                None => document_root(&settings, &sv.scratch.host),
-            };
             let sreq = static_file::StaticRequest {
                 method,
                 raw_path,

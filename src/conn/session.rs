@@ -1,0 +1,289 @@
+//! The HTTP/1 session of a connection: requests parsed from the input
+//! (several when pipelined), answered through the exchange, replies
+//! written with their log lines, bodies dropped or fed to a backend.
+
+use super::gateway::GwSide;
+use super::{skip_body, AfterWrite, Connection, Ctx, Phase};
+use super::{PIPELINE_HIGH_WATER, PIPELINE_MAX_FILES};
+use crate::buf::{InBuf, INPUT_BUF};
+use crate::exchange::{self, BodyAction, ConnInfo, Outcome};
+use crate::msg::{Body, Request, MAX_HEADERS};
+use crate::proto::h1;
+
+/// The client asked for `100 Continue` before a body it has yet to send.
+fn wants_continue(req: &Request<'_, '_>) -> bool {
+    req.minor >= 1
+        && !matches!(req.body, Body::None | Body::Length(0))
+        && req
+            .header("expect")
+            .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"))
+}
+
+impl Connection {
+    /// Consumes buffered input according to the phase: drops body bytes,
+    /// feeds them to a backend, parses and answers requests (several when
+    /// pipelined).
+    pub(super) fn on_input(&mut self, cx: &mut Ctx<'_>) {
+        let Some(mut input) = self.input.take() else {
+            return;
+        };
+        loop {
+            match self.phase {
+                Phase::Lingering { .. } => {
+                    input.consume_all();
+                    break;
+                }
+                Phase::DiscardingBody { remaining } => {
+                    let n = (input.pending().len() as u64).min(remaining);
+                    input.consume(n as usize);
+                    self.phase = if n == remaining {
+                        Phase::Idle
+                    } else {
+                        Phase::DiscardingBody {
+                            remaining: remaining - n,
+                        }
+                    };
+                    if input.is_empty() {
+                        break;
+                    }
+                }
+                Phase::ReadingBody | Phase::Gateway => {
+                    self.feed_body(&mut input, cx);
+                    break;
+                }
+                Phase::Idle | Phase::ReadingHead => {
+                    // RFC 9112 §2.2: ignore empty lines before a request line.
+                    let lead = input
+                        .pending()
+                        .iter()
+                        .take_while(|&&b| b == b'\r' || b == b'\n')
+                        .count();
+                    input.consume(lead);
+                    if input.is_empty() {
+                        self.phase = self.idle_or_writing();
+                        break;
+                    }
+                    if !self.answer_one(&mut input, cx) {
+                        // An incomplete head stays buffered; answers queued before it go out first.
+                        if !self.out.is_empty() {
+                            self.phase = self.idle_or_writing();
+                        }
+                        break;
+                    }
+                }
+                Phase::Writing {
+                    then: AfterWrite::NextRequest,
+                } if self.out.pending_mem() < PIPELINE_HIGH_WATER
+                    && self.out.pending_files() < PIPELINE_MAX_FILES
+                    && !input.is_empty() =>
+                {
+                    // Pipelined: answer the next request into the same queue.
+                    self.phase = Phase::Idle;
+                }
+                _ => break,
+            }
+        }
+        self.input = Some(input);
+    }
+
+    /// Body bytes for the gateway exchange in progress: to its job.
+    pub(super) fn feed_body(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) {
+        let Some(job) = self.gw.as_ref().map(|g| g.start.job) else {
+            if self.phase == Phase::ReadingBody {
+                self.phase = Phase::Idle;
+            }
+            return;
+        };
+        let up = &mut cx.sv.upstream;
+        if !up.takes_body(job) || input.is_empty() {
+            return;
+        }
+        let now = cx.sv.clock.mono_secs;
+        match up.feed(job, input.pending(), now, cx.registry) {
+            Ok((used, done)) => {
+                input.consume(used);
+                if done && self.phase == Phase::ReadingBody {
+                    // A collected chunked body is complete and on its way.
+                    self.phase = Phase::Gateway;
+                }
+            }
+            Err(status) => {
+                if status == 413 {
+                    log::warn!(
+                        "a chunked request body for a backend is over its limit; answering 413"
+                    );
+                }
+                input.consume_all();
+                self.fail_gateway(status, cx);
+            }
+        }
+    }
+
+    /// `Writing` while answers are queued, else `Idle`.
+    pub(super) fn idle_or_writing(&self) -> Phase {
+        if self.out.is_empty() {
+            Phase::Idle
+        } else {
+            Phase::Writing {
+                then: AfterWrite::NextRequest,
+            }
+        }
+    }
+
+    /// Parses and answers one request from `input`. Returns false when more
+    /// bytes are needed.
+    pub(super) fn answer_one(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
+        let max_head = (cx.sv.config.global.max_request_field_size as usize).min(INPUT_BUF);
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let pending = input.pending();
+        let (then, consumed) = match h1::parse(pending, &mut headers, max_head) {
+            Ok(None) => {
+                self.phase = Phase::ReadingHead;
+                return false;
+            }
+            Err(e) => {
+                log::debug!("bad request from {:?}: {}", self.peer, e.why);
+                let line_end = pending.iter().position(|&b| b == b'\n').unwrap_or(0);
+                let raw_line = &pending[..line_end.min(256)];
+                self.answer_error(e.status, raw_line, cx);
+                // The rest of a refused request may still be on its way.
+                self.linger = true;
+                (AfterWrite::Close, pending.len())
+            }
+            Ok(Some(req)) => {
+                self.requests += 1;
+                let keep_alive = req.keep_alive
+                    && !cx.sv.shutting_down
+                    && self.requests < cx.sv.config.global.max_keep_alive_requests;
+                if keep_alive && !self.nodelay {
+                    // A persistent connection: the last segment of a response must
+                    // not wait for the client's delayed ACK.
+                    self.stream.set_nodelay();
+                    self.nodelay = true;
+                }
+                let body_here = pending.len() - req.head_len;
+                let info = self.info(cx.sv);
+                let outcome = exchange::respond(cx.sv, &info, &req, keep_alive, cx.registry);
+                let action = self.take_outcome(outcome, &req, keep_alive, &info, cx);
+                match action {
+                    BodyAction::Gateway => {
+                        // A chunked body is collected before a backend is
+                        // asked; any other goes to the backend as it arrives.
+                        let continue_100 = wants_continue(&req);
+                        input.consume(req.head_len);
+                        self.start_gateway_body(cx, continue_100);
+                        return true;
+                    }
+                    BodyAction::Authorize => {
+                        // The authorizer gets the head alone; the body waits.
+                        input.consume(req.head_len);
+                        self.phase = Phase::Gateway;
+                        return true;
+                    }
+                    BodyAction::Discard | BodyAction::Close => {}
+                }
+                let (then, body_consumed) =
+                    skip_body(action, req.body, body_here, req.header("expect").is_some());
+                let body_unread = match req.body {
+                    Body::None => false,
+                    Body::Length(n) => body_consumed as u64 != n,
+                    Body::Chunked => true,
+                };
+                self.linger |= then == AfterWrite::Close && body_unread;
+                let keep = keep_alive && !cx.sv.reply.close;
+                if keep {
+                    (then, req.head_len + body_consumed)
+                } else {
+                    (AfterWrite::Close, req.head_len + body_consumed)
+                }
+            }
+        };
+        input.consume(consumed);
+        if then == AfterWrite::Close {
+            // Whatever else the client sent will not be answered: drain it while closing.
+            self.linger |= !input.is_empty();
+            input.consume_all();
+        }
+        self.phase = Phase::Writing { then };
+        true
+    }
+
+    /// Writes an exchange's outcome: glint's reply now (and its log line),
+    /// or the gateway exchange's start. Returns what becomes of the body.
+    pub(super) fn take_outcome(
+        &mut self,
+        outcome: Outcome,
+        req: &Request<'_, '_>,
+        keep_alive: bool,
+        info: &ConnInfo,
+        cx: &mut Ctx<'_>,
+    ) -> BodyAction {
+        match outcome {
+            Outcome::Reply { action, orig_line } => {
+                self.prepare_output(cx.pool);
+                let sv = &mut *cx.sv;
+                let keep = keep_alive && !sv.reply.close;
+                let head = h1::write_reply(
+                    &mut self.out,
+                    &sv.reply,
+                    &sv.clock.http_date,
+                    keep,
+                    req.minor,
+                );
+                let head_bytes = head as u64;
+                exchange::log_reply(sv, info, req, orig_line.as_deref(), head_bytes);
+                action
+            }
+            Outcome::Gateway(start) => {
+                let authorizer = start.authorizer;
+                self.prepare_output(cx.pool);
+                self.gw = Some(Box::new(GwSide::new(*start)));
+                if authorizer {
+                    BodyAction::Authorize
+                } else {
+                    BodyAction::Gateway
+                }
+            }
+        }
+    }
+
+    /// Answers a request that could not be parsed (or whose body broke):
+    /// an error page, logged with the start of its raw line.
+    pub(super) fn answer_error(&mut self, status: u16, raw_line: &[u8], cx: &mut Ctx<'_>) {
+        self.prepare_output(cx.pool);
+        exchange::error_reply(cx.sv, status);
+        let sv = &mut *cx.sv;
+        h1::write_reply(&mut self.out, &sv.reply, &sv.clock.http_date, false, 1);
+        let info = self.info(cx.sv);
+        exchange::log_error(cx.sv, &info, raw_line);
+    }
+
+    /// For a response that did not use the request's body, still unread
+    /// behind the head: drops what of it is buffered, says what follows.
+    pub(super) fn skip_unread_body(
+        &mut self,
+        action: BodyAction,
+        body: Body,
+        expect: bool,
+        keep_alive: bool,
+    ) -> AfterWrite {
+        let buffered = self.input.as_ref().map_or(0, |i| i.pending().len());
+        let (then, used) = skip_body(action, body, buffered, expect);
+        let then = if keep_alive { then } else { AfterWrite::Close };
+        if let Some(input) = self.input.as_mut() {
+            input.consume(used);
+            if then == AfterWrite::Close {
+                // Whatever else the client sent will not be answered: drain it while closing.
+                self.linger |= !input.is_empty();
+                input.consume_all();
+            }
+        }
+        let unread = match body {
+            Body::None => false,
+            Body::Length(n) => used as u64 != n,
+            Body::Chunked => true,
+        };
+        self.linger |= then == AfterWrite::Close && unread;
+        then
+    }
+}
