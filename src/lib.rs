@@ -9,11 +9,13 @@
 //! - [`config`]: typed settings, listeners, per-request conditionals.
 //! - [`handler`]: from a parsed request to a queued response (static files).
 //! - [`gateway`]: SCGI, uwsgi and FastCGI backends in the same event loop.
+//! - [`compress`]: mod_deflate's options, Accept-Encoding, streaming encoders, the cache.
 //! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
 //! - [`accesslog`], [`clock`], [`signals`], [`errorlog`]: logs, time, signals.
 //! - [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
 pub mod accesslog;
 pub mod clock;
+pub mod compress;
 pub mod config;
 pub mod connection;
 pub mod errorlog;
