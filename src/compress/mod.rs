@@ -18,14 +18,18 @@
 //! - [`precompressed`]: `file.br` / `.zst` / `.gz` siblings served as they
 //!   are (`glint.static-precompressed`).
 
+pub mod encoder;
 pub mod negotiate;
 pub mod spec;
 
+#[cfg(test)]
+mod tests_encoder;
 #[cfg(test)]
 mod tests_negotiate;
 #[cfg(test)]
 mod tests_spec;
 
+pub use encoder::{Encoder, Progress};
 pub use negotiate::{Decision, ResponseFacts};
 pub use spec::{DeflateSpec, EncoderParams, OptValue};
 
