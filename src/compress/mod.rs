@@ -17,11 +17,28 @@
 //!   event loop and calls a completion callback.
 //! - [`precompressed`]: `file.br` / `.zst` / `.gz` siblings served as they
 //!   are (`glint.static-precompressed`).
+//!
+//! Where the server calls it:
+//! - start-up: [`DeflateSpec::apply`] per config block;
+//!   [`cache::prepare_cache_dir`] for each `deflate.cache-dir`; one
+//!   [`pool::Pool`]; a [`spec::LoadAvg`] and a [`cache::Sweeper`] stepped
+//!   from the once-a-second tick.
+//! - static files: [`precompressed::find`] first; else [`decide`]; on
+//!   `Compress` with [`negotiate::cacheable`], [`cache::cache_path`] and
+//!   [`cache::open_cached`] (sendfile it) or [`pool::Pool::submit`] and
+//!   identity meanwhile.
+//! - other answers: [`decide`], then one [`Encoder`] fed as the body
+//!   arrives, bounded by the output queue.
 
+pub mod cache;
 pub mod encoder;
 pub mod negotiate;
+pub mod pool;
+pub mod precompressed;
 pub mod spec;
 
+#[cfg(test)]
+mod tests_cache;
 #[cfg(test)]
 mod tests_encoder;
 #[cfg(test)]
@@ -30,7 +47,7 @@ mod tests_negotiate;
 mod tests_spec;
 
 pub use encoder::{Encoder, Progress};
-pub use negotiate::{Decision, ResponseFacts};
+pub use negotiate::{decide, Decision, ResponseFacts};
 pub use spec::{DeflateSpec, EncoderParams, OptValue};
 
 /// A content coding glint produces. `XGzip` is gzip sent under the label a
@@ -74,7 +91,7 @@ impl Coding {
     }
 
     /// A bit for the sets lighttpd keeps as flags (allowed-encodings groups).
-    pub(crate) fn bit(self) -> u8 {
+    pub fn bit(self) -> u8 {
         match self {
             Coding::Zstd => 1,
             Coding::Br => 2,
