@@ -19,7 +19,9 @@
 //! 7. [`msg`] (requests, replies, the upstream sink, statuses, ranges),
 //!    [`output`] (the write queue and its one writer), [`net`] (sockets).
 //! 8. The base: [`config`], [`clock`], [`authn`], and below them [`path`],
-//!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`].
+//!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`], and pure
+//!    modules that import nothing of glint: [`compress`] (mod_deflate's
+//!    options, Accept-Encoding, streaming encoders, the cache).
 pub mod service;
 
 pub mod server;
@@ -43,6 +45,7 @@ pub mod clock;
 pub mod config;
 
 pub mod buf;
+pub mod compress;
 pub mod date;
 pub mod errorlog;
 pub mod path;

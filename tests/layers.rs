@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("clock", 2),
     ("config", 2),
     ("buf", 1),
+    ("compress", 1),
     ("date", 1),
     ("errorlog", 1),
     ("path", 1),
