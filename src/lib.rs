@@ -9,6 +9,7 @@
 //! - [`config`]: typed settings, listeners, per-request conditionals.
 //! - [`handler`]: from a parsed request to a queued response (static files).
 //! - [`gateway`]: SCGI, uwsgi and FastCGI backends in the same event loop.
+//! - [`httpup`]: HTTP/1.1 to an upstream (mod_proxy's parts, sans-IO).
 //! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
 //! - [`accesslog`], [`clock`], [`signals`], [`errorlog`]: logs, time, signals.
 //! - [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
@@ -20,6 +21,7 @@ pub mod errorlog;
 pub mod gateway;
 pub mod handler;
 pub mod http;
+pub mod httpup;
 pub mod output;
 pub mod path;
 pub mod server;
