@@ -10,6 +10,7 @@
 //! - [`handler`]: from a parsed request to a queued response (static files).
 //! - [`gateway`]: SCGI, uwsgi and FastCGI backends in the same event loop.
 //! - [`httpup`]: HTTP/1.1 to an upstream (mod_proxy's parts, sans-IO).
+//! - [`forwarded`]: the client's address from trusted forwarders (mod_extforward, PROXY protocol).
 //! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
 //! - [`accesslog`], [`clock`], [`signals`], [`errorlog`]: logs, time, signals.
 //! - [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
@@ -18,6 +19,7 @@ pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod errorlog;
+pub mod forwarded;
 pub mod gateway;
 pub mod handler;
 pub mod http;
