@@ -15,7 +15,7 @@ secs=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(request_head path_normalize range config backend_answer)
+  targets=(request_head path_normalize range config backend_answer upstream_answer proxy_protocol)
 fi
 
 export RUSTC_BOOTSTRAP=1

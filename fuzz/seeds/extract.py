@@ -70,3 +70,42 @@ for lit in literals("src/config/tests.rs"):
         write("config", lit)
 for conf in sorted((ROOT / "conf").rglob("*.conf")):
     write("config", conf.read_bytes())
+
+# upstream_answer: the first byte holds flags (bit 0 HEAD, 1 upgrade sent,
+# 2 keep-alive sent, 3-5 remap state; bit 7 the chunked decoder instead).
+for lit in literals("src/httpup/tests/response.rs"):
+    if lit.startswith(b"HTTP/"):
+        for flags in (0x04, 0x05, 0x06, 0x3E):
+            write("upstream_answer", bytes([flags]) + lit)
+for lit in literals("src/httpup/tests/chunked.rs"):
+    if b"\n" in lit:
+        write("upstream_answer", b"\x80" + lit)
+        write("upstream_answer", b"\x83" + lit)
+
+# proxy_protocol: v1 lines, forwarding header values, and v2 headers.
+for lit in literals("src/forwarded/tests/proxy_protocol.rs"):
+    if lit.startswith(b"PROXY"):
+        write("proxy_protocol", lit)
+for lit in literals("src/forwarded/tests/client.rs"):
+    if b"for=" in lit or lit.count(b".") >= 3:
+        write("proxy_protocol", lit)
+
+
+def v2(cmd, fam, block):
+    return b"\r\n\r\n\0\r\nQUIT\n" + bytes([cmd, fam]) + struct.pack(">H", len(block)) + block
+
+
+def tlv(t, v):
+    return bytes([t]) + struct.pack(">H", len(v)) + v
+
+
+IP4 = bytes([10, 1, 2, 3, 10, 0, 0, 1, 0x13, 0x88, 0x01, 0xBB])
+IP6 = bytes(range(32)) + b"\xd4\x31\x00\x50"
+UNIX = b"/run/a.sock".ljust(108, b"\0") + b"/run/b.sock".ljust(108, b"\0")
+SSL = b"\x07\0\0\0\0" + tlv(0x21, b"TLSv1.3") + tlv(0x22, b"alice") + tlv(0x23, b"TLS_AES_128_GCM_SHA256")
+for block in (IP4, IP4 + tlv(0x01, b"h2") + tlv(0x02, b"example.com") + tlv(0x05, b"id") + tlv(0x20, SSL)):
+    write("proxy_protocol", v2(0x21, 0x11, block) + b"GET / HTTP/1.1\r\n")
+write("proxy_protocol", v2(0x21, 0x21, IP6 + tlv(0x03, b"\0\0\0\0")))
+write("proxy_protocol", v2(0x21, 0x31, UNIX))
+write("proxy_protocol", v2(0x20, 0x00, b""))
+write("proxy_protocol", v2(0x21, 0x12, IP4))

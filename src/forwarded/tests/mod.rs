@@ -1,0 +1,6 @@
+//! Table tests for mod_extforward's parts, with byte literals; spoofing
+//! attempts throughout.
+
+mod client;
+mod options;
+mod proxy_protocol;
