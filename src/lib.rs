@@ -10,6 +10,7 @@
 //! - [`handler`]: from a parsed request to a queued response (static files).
 //! - [`gateway`]: SCGI, uwsgi and FastCGI backends in the same event loop.
 //! - [`output`]: the write queue of memory and file chunks; `send` and `sendfile`.
+//! - [`tls`]: HTTPS with rustls from lighttpd's `ssl.*` options; a sans-loop TLS connection.
 //! - [`accesslog`], [`clock`], [`signals`], [`errorlog`]: logs, time, signals.
 //! - [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
 pub mod accesslog;
@@ -25,3 +26,4 @@ pub mod path;
 pub mod server;
 pub mod service;
 pub mod signals;
+pub mod tls;
