@@ -56,6 +56,9 @@ pub mod options;
 mod tickets;
 mod verify;
 
+#[cfg(test)]
+mod tests;
+
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
