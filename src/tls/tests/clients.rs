@@ -520,3 +520,48 @@ fn python_ssl_client_and_a_file_sent_in_records() {
     };
     assert!(out.contains(&format!(" {} {sha}", data.len())), "{out}");
 }
+
+#[test]
+fn openssl_ssl_conf_cmd_reaches_the_handshake() {
+    if !have("openssl") {
+        return;
+    }
+    let pki = basic_pki("confcmd");
+    let server = |cmds: &[(&str, &str)]| {
+        let socket = SocketOptions {
+            scope: scope(&pki, "a"),
+            ssl_conf_cmd: cmds
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        serve(context(&socket, &ServerOptions::default()), None)
+    };
+    let suites = "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256";
+    let client_order = [
+        "-tls1_2",
+        "-cipher",
+        "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-CHACHA20-POLY1305",
+    ];
+    let srv = server(&[("CipherString", suites), ("Options", "ServerPreference")]);
+    let (ok, out) = s_client(&srv, &pki, &client_order);
+    assert!(
+        ok && out.contains("cipher=ECDHE-ECDSA-CHACHA20-POLY1305 "),
+        "server order: {out}"
+    );
+    let srv = server(&[("CipherString", suites)]);
+    let (ok, out) = s_client(&srv, &pki, &client_order);
+    assert!(
+        ok && out.contains("cipher=ECDHE-ECDSA-AES128-GCM-SHA256 "),
+        "client order: {out}"
+    );
+    let srv = server(&[("MinProtocol", "TLSv1.3"), ("Groups", "P-384")]);
+    let (_, out) = s_client(&srv, &pki, &["-tls1_2"]);
+    assert!(!out.contains("HTTP/1.1 200"), "TLS 1.2 refused: {out}");
+    let (ok, out) = s_client(&srv, &pki, &["-tls1_3", "-groups", "X25519:P-384"]);
+    assert!(
+        ok && out.contains("Server Temp Key: ECDH, secp384r1"),
+        "{out}"
+    );
+}
