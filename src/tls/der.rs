@@ -70,7 +70,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next element's content if it has `tag`.
-    pub fn expect(&mut self, tag: u8) -> Option<&'a [u8]> {
+    pub fn tagged(&mut self, tag: u8) -> Option<&'a [u8]> {
         let t = self.any()?;
         (t.tag == tag).then_some(t.content)
     }
@@ -103,38 +103,38 @@ const STATUS_REQUEST: &[u8] = &[5];
 
 pub(crate) fn cert(der: &[u8]) -> Option<Cert<'_>> {
     let mut outer = Reader::new(der);
-    let mut c = Reader::new(outer.expect(SEQUENCE)?);
-    let mut tbs = Reader::new(c.expect(SEQUENCE)?);
+    let mut c = Reader::new(outer.tagged(SEQUENCE)?);
+    let mut tbs = Reader::new(c.tagged(SEQUENCE)?);
     tbs.optional(0xa0); // version
-    let serial = tbs.expect(INTEGER)?;
-    tbs.expect(SEQUENCE)?; // signature algorithm
+    let serial = tbs.tagged(INTEGER)?;
+    tbs.tagged(SEQUENCE)?; // signature algorithm
     let issuer = tbs.any()?.whole;
-    let mut validity = Reader::new(tbs.expect(SEQUENCE)?);
+    let mut validity = Reader::new(tbs.tagged(SEQUENCE)?);
     let nb = validity.any()?;
     let na = validity.any()?;
     let subject = tbs.any()?.whole;
-    tbs.expect(SEQUENCE)?; // subjectPublicKeyInfo
+    tbs.tagged(SEQUENCE)?; // subjectPublicKeyInfo
     tbs.optional(0x81);
     tbs.optional(0x82);
     let mut dns_names = Vec::new();
     let mut must_staple = false;
     if let Some(ext) = tbs.optional(0xa3) {
-        let mut list = Reader::new(Reader::new(ext.content).expect(SEQUENCE)?);
+        let mut list = Reader::new(Reader::new(ext.content).tagged(SEQUENCE)?);
         while !list.is_empty() {
-            let mut e = Reader::new(list.expect(SEQUENCE)?);
-            let oid = e.expect(OID)?;
+            let mut e = Reader::new(list.tagged(SEQUENCE)?);
+            let oid = e.tagged(OID)?;
             e.optional(0x01); // critical
-            let value = e.expect(OCTET_STRING)?;
+            let value = e.tagged(OCTET_STRING)?;
             if oid == OID_SAN {
-                let mut names = Reader::new(Reader::new(value).expect(SEQUENCE)?);
+                let mut names = Reader::new(Reader::new(value).tagged(SEQUENCE)?);
                 while let Some(n) = names.any() {
                     if n.tag == 0x82 {
                         dns_names.push(n.content);
                     }
                 }
             } else if oid == OID_TLS_FEATURE {
-                let mut feats = Reader::new(Reader::new(value).expect(SEQUENCE)?);
-                while let Some(f) = feats.expect(INTEGER) {
+                let mut feats = Reader::new(Reader::new(value).tagged(SEQUENCE)?);
+                while let Some(f) = feats.tagged(INTEGER) {
                     must_staple |= f == STATUS_REQUEST;
                 }
             }
@@ -204,12 +204,12 @@ pub(crate) type Attribute<'a> = (&'a [u8], u8, &'a [u8]);
 /// The attribute type/value pairs of a Name, in order.
 pub(crate) fn name_entries(name: &[u8]) -> Option<Vec<Attribute<'_>>> {
     let mut out = Vec::new();
-    let mut rdns = Reader::new(Reader::new(name).expect(SEQUENCE)?);
+    let mut rdns = Reader::new(Reader::new(name).tagged(SEQUENCE)?);
     while !rdns.is_empty() {
-        let mut set = Reader::new(rdns.expect(SET)?);
+        let mut set = Reader::new(rdns.tagged(SET)?);
         while !set.is_empty() {
-            let mut atv = Reader::new(set.expect(SEQUENCE)?);
-            let oid = atv.expect(OID)?;
+            let mut atv = Reader::new(set.tagged(SEQUENCE)?);
+            let oid = atv.tagged(OID)?;
             let v = atv.any()?;
             out.push((oid, v.tag, v.content));
         }
@@ -303,24 +303,24 @@ pub(crate) fn ocsp_next_update(der: &[u8]) -> Result<Option<i64>, ()> {
 }
 
 fn ocsp_inner(der: &[u8]) -> Option<Option<i64>> {
-    let mut resp = Reader::new(Reader::new(der).expect(SEQUENCE)?);
-    if resp.expect(ENUMERATED)? != [0] {
+    let mut resp = Reader::new(Reader::new(der).tagged(SEQUENCE)?);
+    if resp.tagged(ENUMERATED)? != [0] {
         return None; // not "successful"
     }
-    let bytes = resp.expect(0xa0)?;
-    let mut rb = Reader::new(Reader::new(bytes).expect(SEQUENCE)?);
-    rb.expect(OID)?;
-    let basic = rb.expect(OCTET_STRING)?;
-    let mut b = Reader::new(Reader::new(basic).expect(SEQUENCE)?);
-    let mut data = Reader::new(b.expect(SEQUENCE)?);
+    let bytes = resp.tagged(0xa0)?;
+    let mut rb = Reader::new(Reader::new(bytes).tagged(SEQUENCE)?);
+    rb.tagged(OID)?;
+    let basic = rb.tagged(OCTET_STRING)?;
+    let mut b = Reader::new(Reader::new(basic).tagged(SEQUENCE)?);
+    let mut data = Reader::new(b.tagged(SEQUENCE)?);
     data.optional(0xa0); // version
     data.any()?; // responderID
-    data.expect(GENERALIZED_TIME)?; // producedAt
-    let mut responses = Reader::new(data.expect(SEQUENCE)?);
-    let mut single = Reader::new(responses.expect(SEQUENCE)?);
-    single.expect(SEQUENCE)?; // certID
+    data.tagged(GENERALIZED_TIME)?; // producedAt
+    let mut responses = Reader::new(data.tagged(SEQUENCE)?);
+    let mut single = Reader::new(responses.tagged(SEQUENCE)?);
+    single.tagged(SEQUENCE)?; // certID
     single.any()?; // certStatus
-    single.expect(GENERALIZED_TIME)?; // thisUpdate
+    single.tagged(GENERALIZED_TIME)?; // thisUpdate
     match single.optional(0xa0) {
         Some(next) => {
             let t = Reader::new(next.content).any()?;
