@@ -22,6 +22,7 @@ pub mod handler;
 pub mod http;
 pub mod output;
 pub mod path;
+pub mod proto;
 pub mod server;
 pub mod service;
 pub mod signals;
