@@ -1,3 +1,4 @@
+pub mod conn;
 pub mod error;
 pub mod frame;
 pub mod hpack;

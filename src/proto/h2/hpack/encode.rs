@@ -90,21 +90,36 @@ impl Encoder {
         status: u16,
         fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
     ) {
-        if let Some((low, last)) = self.pending.take() {
-            if low < last {
-                encode_int(out, low, 5, 0x20);
-            }
-            encode_int(out, last, 5, 0x20);
-        }
+        self.size_updates(out);
         let mut digits = [0u8; 5];
         let status = status_digits(status, &mut digits);
         self.field_lower(out, b":status", status);
+        self.encode_fields(out, fields);
+    }
+
+    /// Encodes fields without a status: trailers, or the rest of a head.
+    pub fn encode_fields<'f>(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
+    ) {
+        self.size_updates(out);
         for (name, value) in fields {
             self.name.clear();
             self.name.extend(name.iter().map(u8::to_ascii_lowercase));
             let name = std::mem::take(&mut self.name);
             self.field_lower(out, &name, value);
             self.name = name;
+        }
+    }
+
+    /// The §4.2 size updates owed since the last block, at its start.
+    fn size_updates(&mut self, out: &mut Vec<u8>) {
+        if let Some((low, last)) = self.pending.take() {
+            if low < last {
+                encode_int(out, low, 5, 0x20);
+            }
+            encode_int(out, last, 5, 0x20);
         }
     }
 
