@@ -6,6 +6,7 @@
 //! frames are framed by [`Connection::data_header`] and their payload sent
 //! by the caller from wherever it lives. The reading side is in `recv.rs`.
 
+mod control;
 mod flow;
 pub mod limits;
 pub mod priority;
@@ -232,7 +233,7 @@ impl Connection {
         !matches!(self.phase, Phase::Failed(_))
     }
 
-    /// Streams open or half-closed.
+    /// Streams open or half-closed, and closed ones whose body is unread.
     pub fn stream_count(&self) -> usize {
         self.streams.len()
     }
@@ -386,8 +387,8 @@ impl Connection {
         let streams = &mut self.streams;
         self.sched.next(|id, u| match streams.get_mut(&id) {
             Some(s) if s.ready && s.queued_at == Some(u) && s.local_open() => {
-                if s.send_window > 0 || !s.response_started {
-                    // Without a head yet it is the caller's turn to send one.
+                // Before its head, a stream waits for the caller to send one.
+                if s.send_window > 0 && s.response_started {
                     Candidate::Send
                 } else {
                     Candidate::Blocked
@@ -423,6 +424,7 @@ impl Connection {
             s.body.clear();
             s.body_start = 0;
         }
+        let drained = s.state == State::Closed && s.buffered() == 0;
         if s.remote_open() {
             s.recv_unacked += n as u32;
             if flow::due(s.recv_unacked, self.cfg.stream_window) {
@@ -432,14 +434,22 @@ impl Connection {
             }
         }
         self.credit_conn(n);
+        if drained {
+            self.remove_stream(stream, Closed::EndStream);
+        }
     }
 
     /// Cancels a stream from this side (a backend failed, the handler gave
     /// up): RST_STREAM(`code`), and the stream is gone.
     pub fn reset_stream(&mut self, stream: StreamId, code: ErrorCode) {
-        if self.streams.contains_key(&stream) {
-            encode::rst_stream(&mut self.out, stream, code);
-            self.remove_stream(stream, Closed::ResetByUs);
+        match self.streams.get(&stream).map(|s| s.state) {
+            // Closed on the wire already, kept only for its body: no frame.
+            Some(State::Closed) => self.remove_stream(stream, Closed::EndStream),
+            Some(_) => {
+                encode::rst_stream(&mut self.out, stream, code);
+                self.remove_stream(stream, Closed::ResetByUs);
+            }
+            None => {}
         }
     }
 
@@ -468,6 +478,8 @@ impl Connection {
         };
         match s.state {
             State::Open => s.state = State::HalfClosedLocal,
+            // The caller still has body to read: keep the record for it.
+            State::HalfClosedRemote if s.buffered() > 0 => s.state = State::Closed,
             _ => self.remove_stream(stream, Closed::EndStream),
         }
     }

@@ -72,7 +72,7 @@ impl Connection {
     }
 
     /// Ends the connection: GOAWAY(code) naming the last stream processed.
-    fn fail(&mut self, e: Error) -> Error {
+    pub(super) fn fail(&mut self, e: Error) -> Error {
         if !matches!(self.phase, Phase::Failed(_)) {
             let last = self
                 .goaway_sent
@@ -87,7 +87,7 @@ impl Connection {
 
     /// A frame the client provoked is about to be queued: refuse once the
     /// client has left too much output unread (PING/SETTINGS floods).
-    fn provoked(&self) -> Result<(), Error> {
+    pub(super) fn provoked(&self) -> Result<(), Error> {
         if self.output().len() > self.cfg.max_pending_output {
             return Err(Error::conn(
                 E::ENHANCE_YOUR_CALM,
@@ -99,13 +99,18 @@ impl Connection {
 
     /// Resets a stream because of the client's error; every such reset
     /// spends the reset budget (MadeYouReset, CVE-2025-8671).
-    fn stream_error(
+    pub(super) fn stream_error(
         &mut self,
         stream: StreamId,
         code: ErrorCode,
         why: &'static str,
         now_ms: u64,
     ) -> Result<(), Error> {
+        if !self.streams.contains_key(&stream) && self.closed_how(stream) == Some(Closed::ResetByUs)
+        {
+            // Already reset: the client's frames in flight are ignored (§5.1).
+            return Ok(());
+        }
         self.provoked()?;
         encode::rst_stream(&mut self.out, stream, code);
         if self.streams.contains_key(&stream) {
@@ -122,23 +127,29 @@ impl Connection {
         self.spend_reset(now_ms)
     }
 
-    fn spend_reset(&mut self, now_ms: u64) -> Result<(), Error> {
+    pub(super) fn spend_reset(&mut self, now_ms: u64) -> Result<(), Error> {
         if !self.resets.spend(now_ms) {
             return Err(Error::conn(E::ENHANCE_YOUR_CALM, "too many stream resets"));
         }
         Ok(())
     }
 
-    fn spend_empty(&mut self, now_ms: u64) -> Result<(), Error> {
+    pub(super) fn spend_empty(&mut self, now_ms: u64) -> Result<(), Error> {
         if !self.empties.spend(now_ms) {
             return Err(Error::conn(E::ENHANCE_YOUR_CALM, "too many empty frames"));
         }
         Ok(())
     }
 
+    /// A stream the client may have opened after our GOAWAY named an
+    /// earlier last stream: everything on it is ignored (§6.8).
+    pub(super) fn after_goaway(&self, id: StreamId) -> bool {
+        self.goaway_sent.is_some_and(|last| id > last)
+    }
+
     /// How a stream at or below `last_stream` without a record was closed,
     /// if it is among the recently closed.
-    fn closed_how(&self, stream: StreamId) -> Option<Closed> {
+    pub(super) fn closed_how(&self, stream: StreamId) -> Option<Closed> {
         self.recently_closed
             .iter()
             .rev()
@@ -146,7 +157,7 @@ impl Connection {
             .map(|&(_, how)| how)
     }
 
-    fn on_frame(&mut self, f: Frame<'_>, now_ms: u64) -> Result<(), Error> {
+    pub(super) fn on_frame(&mut self, f: Frame<'_>, now_ms: u64) -> Result<(), Error> {
         if self.phase == Phase::FirstSettings {
             if !matches!(f, Frame::Settings { ack: false, .. }) {
                 return Err(Error::conn(E::PROTOCOL_ERROR, "first frame not SETTINGS"));
@@ -233,7 +244,7 @@ impl Connection {
         }
     }
 
-    fn on_continuation(
+    pub(super) fn on_continuation(
         &mut self,
         mut p: Pending,
         fragment: &[u8],
@@ -253,7 +264,7 @@ impl Connection {
         self.add_fragment(p, fragment, end_headers, now_ms)
     }
 
-    fn add_fragment(
+    pub(super) fn add_fragment(
         &mut self,
         p: Pending,
         fragment: &[u8],
@@ -275,7 +286,7 @@ impl Connection {
 
     /// A complete field block: HPACK first, whatever becomes of the stream,
     /// so the dynamic table stays in step with the client's.
-    fn on_block(&mut self, p: Pending, now_ms: u64) -> Result<(), Error> {
+    pub(super) fn on_block(&mut self, p: Pending, now_ms: u64) -> Result<(), Error> {
         let mut list = HeaderList::default();
         let decoded = self.decoder.decode(
             &self.block,
@@ -292,6 +303,9 @@ impl Connection {
         let id = p.stream;
         let serr = |code, why| Err(Error::stream(id, code, why));
         if let Some(s) = self.streams.get(&id) {
+            if s.state == State::Closed {
+                return Err(Error::conn(E::STREAM_CLOSED, "HEADERS on a closed stream"));
+            }
             // Trailers (§8.1).
             if !s.remote_open() {
                 return serr(E::STREAM_CLOSED, "HEADERS after END_STREAM");
@@ -335,7 +349,7 @@ impl Connection {
                 )),
             };
         }
-        if self.goaway_sent.is_some_and(|last| id > last) {
+        if self.after_goaway(id) {
             // After GOAWAY, new streams are not processed (§6.8).
             return Ok(());
         }
@@ -364,7 +378,7 @@ impl Connection {
         Ok(())
     }
 
-    fn open_stream(&mut self, id: StreamId, head: RequestHead, end_stream: bool) {
+    pub(super) fn open_stream(&mut self, id: StreamId, head: RequestHead, end_stream: bool) {
         let mut s = Stream::new(self.peer.initial_window, self.cfg.stream_window, end_stream);
         s.content_length = head.content_length();
         for (n, v) in head.fields() {
@@ -388,7 +402,12 @@ impl Connection {
     /// RFC 9113 §10.5.1 / RFC 6585: a head over our list size is answered
     /// 431 here, and the body, if any, stopped with RST_STREAM(NO_ERROR)
     /// (§8.1 allows that after a complete response).
-    fn reject_431(&mut self, id: StreamId, end_stream: bool, now_ms: u64) -> Result<(), Error> {
+    pub(super) fn reject_431(
+        &mut self,
+        id: StreamId,
+        end_stream: bool,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         self.provoked()?;
         self.scratch.clear();
         self.encoder.encode_head(&mut self.scratch, 431, []);
@@ -411,17 +430,19 @@ impl Connection {
     }
 
     /// The client sent END_STREAM on `stream`.
-    fn close_remote(&mut self, stream: StreamId) {
+    pub(super) fn close_remote(&mut self, stream: StreamId) {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
         match s.state {
             State::Open => s.state = State::HalfClosedRemote,
+            // The caller still has body to read: keep the record for it.
+            State::HalfClosedLocal if s.buffered() > 0 => s.state = State::Closed,
             _ => self.remove_stream(stream, Closed::EndStream),
         }
     }
 
-    fn on_data(
+    pub(super) fn on_data(
         &mut self,
         id: StreamId,
         data: &[u8],
@@ -442,6 +463,10 @@ impl Connection {
         if data.is_empty() && !end_stream {
             self.spend_empty(now_ms)?;
         }
+        if self.after_goaway(id) {
+            self.credit_conn(flow);
+            return Ok(());
+        }
         if id > self.last_stream {
             return Err(Error::conn(E::PROTOCOL_ERROR, "DATA on an idle stream"));
         }
@@ -450,9 +475,16 @@ impl Connection {
             self.credit_conn(flow);
             return match self.closed_how(id) {
                 Some(Closed::ResetByUs) => Ok(()),
+                // §5.1: frames after END_STREAM both ways end the connection.
+                Some(Closed::EndStream) => {
+                    Err(Error::conn(E::STREAM_CLOSED, "DATA on a closed stream"))
+                }
                 _ => serr(E::STREAM_CLOSED, "DATA on a closed stream"),
             };
         };
+        if s.state == State::Closed {
+            return Err(Error::conn(E::STREAM_CLOSED, "DATA on a closed stream"));
+        }
         if !s.remote_open() {
             self.credit_conn(flow);
             return serr(E::STREAM_CLOSED, "DATA after END_STREAM");
@@ -490,95 +522,5 @@ impl Connection {
             self.close_remote(id);
         }
         Ok(())
-    }
-
-    fn on_rst(&mut self, id: StreamId, code: ErrorCode, now_ms: u64) -> Result<(), Error> {
-        if id > self.last_stream {
-            return Err(Error::conn(
-                E::PROTOCOL_ERROR,
-                "RST_STREAM on an idle stream",
-            ));
-        }
-        if self.streams.contains_key(&id) {
-            self.remove_stream(id, Closed::ResetByPeer);
-            self.events.push_back(Event::Reset {
-                stream: id,
-                code,
-                by_peer: true,
-            });
-            // Rapid reset (CVE-2023-44487).
-            self.spend_reset(now_ms)?;
-        }
-        Ok(())
-    }
-
-    fn on_settings(&mut self, params: frame::Settings<'_>) -> Result<(), Error> {
-        for (id, v) in params.iter() {
-            match id {
-                setting::HEADER_TABLE_SIZE => self.encoder.set_max_table_size(v),
-                setting::INITIAL_WINDOW_SIZE => {
-                    // §6.9.2: every stream's window moves by the difference.
-                    let delta = v as i64 - self.peer.initial_window as i64;
-                    for s in self.streams.values_mut() {
-                        s.send_window += delta;
-                        if s.send_window > frame::MAX_WINDOW as i64 {
-                            return Err(Error::conn(
-                                E::FLOW_CONTROL_ERROR,
-                                "SETTINGS_INITIAL_WINDOW_SIZE takes a window past 2^31-1",
-                            ));
-                        }
-                    }
-                    self.peer.initial_window = v;
-                }
-                setting::MAX_FRAME_SIZE => self.peer.max_frame_size = v,
-                _ => {}
-            }
-        }
-        self.provoked()?;
-        encode::settings_ack(&mut self.out);
-        Ok(())
-    }
-
-    fn on_window_update(&mut self, id: StreamId, increment: u32) -> Result<(), Error> {
-        if id == 0 {
-            self.conn_send = flow::grow(self.conn_send, increment).ok_or(Error::conn(
-                E::FLOW_CONTROL_ERROR,
-                "connection window past 2^31-1",
-            ))?;
-            return Ok(());
-        }
-        if id > self.last_stream {
-            return Err(Error::conn(
-                E::PROTOCOL_ERROR,
-                "WINDOW_UPDATE on an idle stream",
-            ));
-        }
-        if let Some(s) = self.streams.get_mut(&id) {
-            s.send_window = flow::grow(s.send_window, increment).ok_or(Error::stream(
-                id,
-                E::FLOW_CONTROL_ERROR,
-                "stream window past 2^31-1",
-            ))?;
-        }
-        Ok(())
-    }
-
-    fn on_priority_update(&mut self, id: StreamId, value: &[u8]) {
-        // A new value replaces the old whole (RFC 9218 §7).
-        let pr = Priority::default().apply(value);
-        if let Some(s) = self.streams.get_mut(&id) {
-            s.priority = pr;
-            if s.ready && s.queued_at != Some(pr.urgency) {
-                s.queued_at = Some(pr.urgency);
-                self.sched.push(id, pr.urgency);
-            }
-        } else if id > self.last_stream && id % 2 == 1 {
-            // Kept for when the stream opens, as many as streams may be open.
-            self.early_priority.retain(|(sid, _)| *sid != id);
-            if self.early_priority.len() >= self.cfg.max_concurrent_streams as usize {
-                self.early_priority.pop_front();
-            }
-            self.early_priority.push_back((id, pr));
-        }
     }
 }

@@ -1,7 +1,7 @@
 //! One stream's record (RFC 9113 §5.1). Idle streams have none (an id above
 //! the highest the client opened), closed ones lose theirs (a few ids are
 //! remembered in `recently_closed` to classify late frames); what is kept is
-//! one of the three states in between.
+//! one of the three states in between, or closed with body left to read.
 
 use super::priority::Priority;
 
@@ -14,6 +14,10 @@ pub enum State {
     HalfClosedRemote,
     /// The server sent END_STREAM; the request body is still arriving.
     HalfClosedLocal,
+    /// Both sides sent END_STREAM but the caller has not read all of the
+    /// body: the record stays (and counts toward the concurrency cap)
+    /// until it has, or until the caller resets it.
+    Closed,
 }
 
 /// How a stream was closed, for a frame that arrives on it afterwards.

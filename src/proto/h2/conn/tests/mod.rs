@@ -372,6 +372,8 @@ fn post_body_and_trailers() {
     assert!(
         matches!(&out[2], Out::Headers { end_stream: true, fields, .. } if fields[0].0 == "x-done")
     );
+    assert_eq!(c.conn.stream_count(), 1, "3 body bytes are still unread");
+    c.conn.consume_body(1, 3);
     assert_eq!(c.conn.stream_count(), 0);
 }
 

@@ -194,7 +194,12 @@ fn early_response_leaves_the_body_to_finish() {
             end_stream: true
         }]
     ));
-    assert_eq!(c.conn.stream_count(), 0, "closed once the body ended");
+    c.conn.consume_body(1, 4);
+    assert_eq!(
+        c.conn.stream_count(),
+        0,
+        "closed once the body ended and was read"
+    );
 }
 
 #[test]
@@ -215,6 +220,16 @@ fn graceful_shutdown_drains() {
         &b,
     ))
     .expect("ignored");
+    // Its body, resets and window updates, in flight, are ignored too.
+    c.send(
+        &[
+            data(7, b"late", true),
+            rst(9, E::CANCEL),
+            window_update(11, 1),
+        ]
+        .concat(),
+    )
+    .expect("in flight after GOAWAY");
     assert!(c.events().is_empty());
     assert_eq!(c.conn.decoder.table().len(), 1);
     assert!(!c.conn.is_done(), "1 and 3 still open");
@@ -274,15 +289,68 @@ fn frames_after_both_sides_ended() {
     c.get(1);
     c.conn.send_headers(1, 204, [], true).expect("204");
     c.frames();
-    // DATA: a stream error; HEADERS: a connection error (§5.1 "closed").
-    c.send(&data(1, b"x", true)).expect("stream error only");
-    assert_eq!(c.frames(), [Out::Rst(1, E::STREAM_CLOSED)]);
-    // Having reset it now, later frames on it are ignored.
-    c.send(&headers(1, GET, true)).expect("ignored");
-    assert!(c.frames().is_empty());
+    // DATA or HEADERS: a connection error (§5.1 "closed").
+    let e = c.conn.recv(&data(1, b"x", true), c.now);
+    assert_eq!(e.map_err(|e| e.code()), Err(E::STREAM_CLOSED));
     let mut c = Client::new();
     c.get(1);
     c.conn.send_headers(1, 204, [], true).expect("204");
     let e = c.conn.recv(&headers(1, GET, true), c.now);
     assert_eq!(e.map_err(|e| e.code()), Err(E::STREAM_CLOSED));
+}
+
+#[test]
+fn a_body_that_ends_after_the_response_can_still_be_read() {
+    let mut c = Client::new();
+    c.send(&headers_owned(1, &post(4), false)).expect("post");
+    c.conn.send_headers(1, 200, [], true).expect("early answer");
+    c.send(&data(1, b"body", true)).expect("body");
+    c.events();
+    // Both sides ended, but the record stays for the unread body.
+    assert_eq!(c.conn.body(1), b"body");
+    assert_eq!(c.conn.stream_count(), 1);
+    assert_eq!(
+        c.conn.send_headers(1, 200, [], true),
+        Err(SendError::Finished)
+    );
+    c.conn.consume_body(1, 3);
+    assert_eq!(c.conn.stream_count(), 1);
+    c.conn.consume_body(1, 1);
+    assert_eq!(c.conn.stream_count(), 0, "gone once read");
+    assert!(c.frames().iter().all(|o| !matches!(o, Out::Rst(..))));
+    // Same from the other side: the body ends first, then the response.
+    c.send(&headers_owned(3, &post(2), false)).expect("post");
+    c.send(&data(3, b"hi", true)).expect("body");
+    c.conn.send_headers(3, 200, [], true).expect("answer");
+    assert_eq!(c.conn.body(3), b"hi");
+    // A reset by the caller only forgets it: no frame on a closed stream.
+    c.conn.reset_stream(3, E::CANCEL);
+    assert_eq!(c.conn.stream_count(), 0);
+    assert!(c.frames().iter().all(|o| !matches!(o, Out::Rst(..))));
+    // Late DATA on a stream closed both ways ends the connection.
+    let e = c.conn.recv(&data(3, b"x", true), c.now);
+    assert_eq!(e.map_err(|e| e.code()), Err(E::STREAM_CLOSED));
+}
+
+#[test]
+fn no_second_reset_for_a_stream_already_reset() {
+    // Found by fuzzing: a stream error on a stream the server had reset
+    // sent RST_STREAM again. Frames in flight after our reset are ignored.
+    let mut c = Client::new();
+    c.send(&headers(1, &[(":method", "GET")], false))
+        .expect("malformed");
+    assert_eq!(c.frames(), [Out::Rst(1, E::PROTOCOL_ERROR)]);
+    let late = [
+        window_update(1, 0),
+        frame(kind::PRIORITY, 0, 1, b"\x00\x00"),
+        data(1, b"x", false),
+    ];
+    for f in late {
+        c.send(&f).expect("ignored");
+    }
+    assert!(c.frames().is_empty());
+    assert!(c
+        .events()
+        .iter()
+        .all(|e| matches!(e, Event::Rejected { .. })));
 }
