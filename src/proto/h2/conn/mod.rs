@@ -4,7 +4,8 @@
 //! [`Event`]s; control frames and response heads are queued in an output
 //! buffer ([`Connection::output`]) the caller writes to the socket; DATA
 //! frames are framed by [`Connection::data_header`] and their payload sent
-//! by the caller from wherever it lives. The reading side is in `recv.rs`.
+//! by the caller from wherever it lives. The reading side is in `recv.rs`
+//! (frames with field blocks and DATA) and `control.rs` (the rest).
 
 mod control;
 mod flow;

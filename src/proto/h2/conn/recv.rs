@@ -111,6 +111,14 @@ impl Connection {
             // Already reset: the client's frames in flight are ignored (§5.1).
             return Ok(());
         }
+        if self.after_goaway(stream) {
+            return Ok(());
+        }
+        if stream > self.last_stream {
+            // §6.4: no RST_STREAM for an idle stream; the error is the
+            // connection's (a bad PRIORITY or WINDOW_UPDATE before HEADERS).
+            return Err(Error::conn(code, why));
+        }
         self.provoked()?;
         encode::rst_stream(&mut self.out, stream, code);
         if self.streams.contains_key(&stream) {

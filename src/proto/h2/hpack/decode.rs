@@ -203,7 +203,8 @@ impl Decoder {
             decode_string(block, &mut self.scratch, 0)?;
         }
         let (name, value) = self.scratch.split_at(name_len);
-        let stored = whole && !over && name.len() + value.len() <= room;
+        // Not `<= room`: room saturates at 0, which an empty field would pass.
+        let stored = whole && !over && fits(list, max_list_size, name.len() + value.len());
         if stored {
             list.push(name, value);
         }

@@ -522,3 +522,19 @@ fn encoder_follows_the_peers_table_size() {
     );
     assert!(e.table().is_empty() && d.table().is_empty());
 }
+
+#[test]
+fn empty_fields_count_their_32_bytes() {
+    // Found by fuzzing: with the list already past the cap, an empty
+    // name and value (0 + 0 + 32) was still stored.
+    let mut d = Decoder::default();
+    let mut list = HeaderList::default();
+    let block = [0x00, 0x00, 0x00].repeat(6);
+    assert_eq!(
+        d.decode(&block, 40, &mut list),
+        Err(DecodeError::ListTooLarge)
+    );
+    assert_eq!((list.len(), list.size()), (1, 32));
+    assert_eq!(d.decode(&block, 6 * 32, &mut list), Ok(()));
+    assert_eq!(list.len(), 6);
+}

@@ -51,6 +51,8 @@ fn frames_by_stream_state() {
         ("RST_STREAM on an idle stream", vec![], rst(1, E::CANCEL), Conn(E::PROTOCOL_ERROR)),
         ("WINDOW_UPDATE on an idle stream", vec![], window_update(1, 1), Conn(E::PROTOCOL_ERROR)),
         ("PRIORITY on an idle stream is fine", vec![], frame(kind::PRIORITY, 0, 1, b"\x00\x00\x00\x03\x10"), Fine),
+        ("a bad PRIORITY on an idle stream: no RST for it", vec![], frame(kind::PRIORITY, 0, 1, b"\x00"), Conn(E::FRAME_SIZE_ERROR)),
+        ("WINDOW_UPDATE of 0 on an idle stream", vec![], window_update(1, 0), Conn(E::PROTOCOL_ERROR)),
         ("HEADERS on an even stream", vec![], headers(2, GET, true), Conn(E::PROTOCOL_ERROR)),
         // open
         ("DATA on an open stream", open(), data(1, b"x", false), Fine),
