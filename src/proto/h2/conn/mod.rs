@@ -149,7 +149,14 @@ impl Connection {
     /// A connection with `cfg`'s limits. Our SETTINGS and the connection
     /// WINDOW_UPDATE are queued at once: the server preface may go out
     /// before the client's arrives (§3.4).
-    pub fn new(cfg: Config) -> Connection {
+    ///
+    /// Windows below 65535 are raised to it: a client may send that much
+    /// before our SETTINGS reach it, and would be punished for it.
+    pub fn new(mut cfg: Config) -> Connection {
+        cfg.stream_window = cfg.stream_window.clamp(65_535, frame::MAX_WINDOW);
+        cfg.connection_window = cfg
+            .connection_window
+            .clamp(cfg.stream_window, frame::MAX_WINDOW);
         let mut c = Connection {
             cfg,
             phase: Phase::Preface(0),

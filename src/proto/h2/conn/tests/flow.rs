@@ -177,3 +177,15 @@ fn streams_opened_later_use_the_new_initial_window() {
     c.conn.send_headers(1, 200, [], false).expect("head");
     assert_eq!(c.conn.send_window(1), 5);
 }
+
+#[test]
+fn windows_below_the_protocol_default_are_raised() {
+    let cfg = Config {
+        stream_window: 1000,
+        connection_window: 10,
+        ..Config::default()
+    };
+    let mut c = Client::with(cfg);
+    upload(&mut c, 1, 1 << 20);
+    body(&mut c, 1, 65_535).expect("the default window, whatever was asked");
+}
