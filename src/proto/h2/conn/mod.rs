@@ -1,0 +1,519 @@
+//! The server side of one HTTP/2 connection as a sans-IO state machine.
+//!
+//! Bytes go in through [`Connection::recv`]; what happened comes out as
+//! [`Event`]s; control frames and response heads are queued in an output
+//! buffer ([`Connection::output`]) the caller writes to the socket; DATA
+//! frames are framed by [`Connection::data_header`] and their payload sent
+//! by the caller from wherever it lives. The reading side is in `recv.rs`
+//! (frames with field blocks and DATA) and `control.rs` (the rest).
+
+mod control;
+mod flow;
+pub mod limits;
+pub mod priority;
+mod recv;
+pub mod request;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+
+pub use limits::Config;
+pub use priority::Priority;
+pub use request::RequestHead;
+
+use super::error::{Error, ErrorCode, StreamId};
+use super::frame::{self, encode, setting, HEADER_LEN};
+use super::hpack::{self, HeaderList};
+use limits::Budget;
+use priority::{Candidate, Scheduler};
+use stream::{Closed, State, Stream};
+
+/// What every client connection starts with (RFC 9113 §3.4).
+pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What the client did, in order; drained with [`Connection::poll_event`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A new request. With `end_stream` it has no body.
+    Request {
+        stream: StreamId,
+        head: RequestHead,
+        end_stream: bool,
+    },
+    /// `len` more body bytes are buffered for `stream` (read them with
+    /// [`Connection::body`]); `end_stream` means the body is complete.
+    /// `len` may be 0 when only END_STREAM arrived.
+    Data {
+        stream: StreamId,
+        len: usize,
+        end_stream: bool,
+    },
+    /// Trailers ending the request body.
+    Trailers {
+        stream: StreamId,
+        fields: HeaderList,
+    },
+    /// A stream the caller knows of ended abnormally: by the client's
+    /// RST_STREAM (`by_peer`) or by a reset this side sent because of the
+    /// client's error. Drop whatever work it had.
+    Reset {
+        stream: StreamId,
+        code: ErrorCode,
+        by_peer: bool,
+    },
+    /// A request the caller never saw was refused (malformed, over a
+    /// limit, answered 431 here); for the error log.
+    Rejected { stream: StreamId, why: &'static str },
+    /// The client is closing; streams up to now still complete.
+    GoAway { code: ErrorCode, debug: Vec<u8> },
+}
+
+/// A caller's request this connection cannot carry out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// Not an open stream (never was, or closed or reset since).
+    NoSuchStream,
+    /// This side already sent END_STREAM on it.
+    Finished,
+    /// A final response head was already sent.
+    HeadAlreadySent,
+    /// DATA before the response head.
+    NoHead,
+    /// More DATA than [`Connection::send_window`] allows.
+    OverWindow,
+}
+
+/// The peer's settings that shape what the server sends.
+#[derive(Debug, Clone, Copy)]
+struct PeerSettings {
+    initial_window: u32,
+    max_frame_size: u32,
+}
+
+/// Where reading is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Matching the 24-byte client preface; `usize` bytes matched so far.
+    Preface(usize),
+    /// The first frame must be the client's SETTINGS (§3.4).
+    FirstSettings,
+    Frames,
+    /// A connection error: GOAWAY is queued, nothing more is read.
+    Failed(Error),
+}
+
+/// A field block waiting for its CONTINUATION frames.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    stream: StreamId,
+    end_stream: bool,
+    priority: Option<frame::Priority>,
+    continuations: u32,
+}
+
+/// One HTTP/2 connection, server side.
+#[derive(Debug)]
+pub struct Connection {
+    cfg: Config,
+    phase: Phase,
+    streams: HashMap<StreamId, Stream>,
+    /// The highest stream id the client opened (or tried to).
+    last_stream: StreamId,
+    recently_closed: VecDeque<(StreamId, Closed)>,
+    /// PRIORITY_UPDATE values for streams not opened yet (RFC 9218 §7.1).
+    early_priority: VecDeque<(StreamId, Priority)>,
+    decoder: hpack::Decoder,
+    encoder: hpack::Encoder,
+    pending: Option<Pending>,
+    block: Vec<u8>,
+    conn_send: i64,
+    conn_recv: i64,
+    conn_unacked: u32,
+    peer: PeerSettings,
+    out: Vec<u8>,
+    out_start: usize,
+    events: VecDeque<Event>,
+    sched: Scheduler,
+    resets: Budget,
+    empties: Budget,
+    /// Set once GOAWAY went out: the last stream id that will be processed.
+    goaway_sent: Option<StreamId>,
+    goaway_received: bool,
+    /// Scratch for encoding a field block.
+    scratch: Vec<u8>,
+}
+
+impl Connection {
+    /// A connection with `cfg`'s limits. Our SETTINGS and the connection
+    /// WINDOW_UPDATE are queued at once: the server preface may go out
+    /// before the client's arrives (§3.4).
+    ///
+    /// Windows below 65535 are raised to it: a client may send that much
+    /// before our SETTINGS reach it, and would be punished for it.
+    pub fn new(mut cfg: Config) -> Connection {
+        cfg.stream_window = cfg.stream_window.clamp(65_535, frame::MAX_WINDOW);
+        cfg.connection_window = cfg
+            .connection_window
+            .clamp(cfg.stream_window, frame::MAX_WINDOW);
+        let mut c = Connection {
+            cfg,
+            phase: Phase::Preface(0),
+            streams: HashMap::new(),
+            last_stream: 0,
+            recently_closed: VecDeque::new(),
+            early_priority: VecDeque::new(),
+            decoder: hpack::Decoder::default(),
+            encoder: hpack::Encoder::new(),
+            pending: None,
+            block: Vec::new(),
+            conn_send: 65_535,
+            conn_recv: 65_535,
+            conn_unacked: 0,
+            peer: PeerSettings {
+                initial_window: 65_535,
+                max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+            },
+            out: Vec::new(),
+            out_start: 0,
+            events: VecDeque::new(),
+            sched: Scheduler::default(),
+            resets: Budget::new(cfg.reset_budget, cfg.budget_window_ms),
+            empties: Budget::new(cfg.empty_frame_budget, cfg.budget_window_ms),
+            goaway_sent: None,
+            goaway_received: false,
+            scratch: Vec::new(),
+        };
+        encode::settings(
+            &mut c.out,
+            &[
+                (setting::MAX_CONCURRENT_STREAMS, cfg.max_concurrent_streams),
+                (setting::INITIAL_WINDOW_SIZE, cfg.stream_window),
+                (setting::MAX_HEADER_LIST_SIZE, cfg.max_header_list_size),
+                // RFC 9218 §2.1: RFC 7540 priorities are ignored here.
+                (setting::NO_RFC7540_PRIORITIES, 1),
+            ],
+        );
+        let raise = cfg.connection_window.saturating_sub(65_535);
+        if raise > 0 {
+            encode::window_update(&mut c.out, 0, raise);
+            c.conn_recv += raise as i64;
+        }
+        c
+    }
+
+    /// The next event, in the order they happened.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Bytes queued for the socket: control frames and response heads. Write
+    /// them before any DATA frame, and never between a DATA frame's header
+    /// and its payload; report what was written with [`Self::advance_output`].
+    pub fn output(&self) -> &[u8] {
+        &self.out[self.out_start..]
+    }
+
+    /// `n` bytes of [`Self::output`] were written.
+    pub fn advance_output(&mut self, n: usize) {
+        self.out_start = (self.out_start + n).min(self.out.len());
+        if self.out_start == self.out.len() {
+            self.out.clear();
+            self.out_start = 0;
+        } else if self.out_start > 16 * 1024 && self.out_start * 2 > self.out.len() {
+            // Keep the buffer from growing at the front.
+            self.out.drain(..self.out_start);
+            self.out_start = 0;
+        }
+    }
+
+    /// Nothing more will happen: GOAWAY was exchanged (or an error sent), no
+    /// stream is left, and the output is written. Close the socket.
+    pub fn is_done(&self) -> bool {
+        let ending = matches!(self.phase, Phase::Failed(_))
+            || ((self.goaway_sent.is_some() || self.goaway_received) && self.streams.is_empty());
+        ending && self.output().is_empty()
+    }
+
+    /// Whether reading should go on (false after a connection error).
+    pub fn wants_read(&self) -> bool {
+        !matches!(self.phase, Phase::Failed(_))
+    }
+
+    /// Streams open or half-closed, and closed ones whose body is unread.
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// A stream's current priority.
+    pub fn priority(&self, stream: StreamId) -> Option<Priority> {
+        self.streams.get(&stream).map(|s| s.priority)
+    }
+
+    /// Graceful shutdown: GOAWAY(NO_ERROR) naming the last stream that will
+    /// be processed; those finish, later ones are ignored (the client
+    /// retries them elsewhere, §6.8).
+    pub fn shutdown(&mut self) {
+        if self.goaway_sent.is_none() && self.wants_read() {
+            self.goaway_sent = Some(self.last_stream);
+            encode::goaway(&mut self.out, self.last_stream, ErrorCode::NO_ERROR, b"");
+        }
+    }
+
+    /// Encodes a response head. Status 1xx may come before the final one;
+    /// connection-specific fields (`connection`, `keep-alive`, ...) are
+    /// dropped, as HTTP/2 forbids them (§8.2.2). The frames go into
+    /// [`Self::output`].
+    pub fn send_headers<'f>(
+        &mut self,
+        stream: StreamId,
+        status: u16,
+        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
+        end_stream: bool,
+    ) -> Result<(), SendError> {
+        let s = self.streams.get(&stream).ok_or(SendError::NoSuchStream)?;
+        if !s.local_open() {
+            return Err(SendError::Finished);
+        }
+        if s.response_started {
+            return Err(SendError::HeadAlreadySent);
+        }
+        let informational = (100..200).contains(&status);
+        self.scratch.clear();
+        let fields = fields.into_iter().filter(|(n, _)| !connection_specific(n));
+        self.encoder.encode_head(&mut self.scratch, status, fields);
+        let end = end_stream && !informational;
+        encode::headers(
+            &mut self.out,
+            stream,
+            &self.scratch,
+            end,
+            self.peer.max_frame_size,
+        );
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.response_started |= !informational;
+        }
+        if end {
+            self.close_local(stream);
+        }
+        Ok(())
+    }
+
+    /// Ends the response with trailers (fields without pseudo-headers).
+    pub fn send_trailers<'f>(
+        &mut self,
+        stream: StreamId,
+        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
+    ) -> Result<(), SendError> {
+        let s = self.streams.get(&stream).ok_or(SendError::NoSuchStream)?;
+        if !s.local_open() {
+            return Err(SendError::Finished);
+        }
+        if !s.response_started {
+            return Err(SendError::NoHead);
+        }
+        self.scratch.clear();
+        let fields = fields.into_iter().filter(|(n, _)| !connection_specific(n));
+        self.encoder.encode_fields(&mut self.scratch, fields);
+        encode::headers(
+            &mut self.out,
+            stream,
+            &self.scratch,
+            true,
+            self.peer.max_frame_size,
+        );
+        self.close_local(stream);
+        Ok(())
+    }
+
+    /// How many payload bytes the next DATA frame on `stream` may carry:
+    /// bounded by the stream's and the connection's send windows and the
+    /// peer's SETTINGS_MAX_FRAME_SIZE. 0 when blocked or not sendable.
+    pub fn send_window(&self, stream: StreamId) -> usize {
+        match self.streams.get(&stream) {
+            Some(s) if s.local_open() && s.response_started => {
+                flow::budget(s.send_window, self.conn_send, self.peer.max_frame_size)
+            }
+            _ => 0,
+        }
+    }
+
+    /// The 9-byte header of a DATA frame of `len` bytes, debiting both
+    /// windows. The caller sends it and then exactly `len` payload bytes,
+    /// after everything in [`Self::output`] at this moment. `len` 0 with
+    /// `end_stream` ends the response whatever the windows.
+    pub fn data_header(
+        &mut self,
+        stream: StreamId,
+        len: usize,
+        end_stream: bool,
+    ) -> Result<[u8; HEADER_LEN], SendError> {
+        let budget = self.send_window(stream);
+        let s = self
+            .streams
+            .get_mut(&stream)
+            .ok_or(SendError::NoSuchStream)?;
+        if !s.local_open() {
+            return Err(SendError::Finished);
+        }
+        if !s.response_started {
+            return Err(SendError::NoHead);
+        }
+        if len > budget {
+            return Err(SendError::OverWindow);
+        }
+        s.send_window -= len as i64;
+        self.conn_send -= len as i64;
+        if end_stream {
+            self.close_local(stream);
+        }
+        Ok(encode::data_header(stream, len, end_stream))
+    }
+
+    /// Says whether `stream` has response data waiting to be sent; ready
+    /// streams are what [`Self::next_stream_to_send`] chooses from.
+    pub fn set_ready(&mut self, stream: StreamId, ready: bool) {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        s.ready = ready;
+        if ready && s.queued_at != Some(s.priority.urgency) {
+            s.queued_at = Some(s.priority.urgency);
+            self.sched.push(stream, s.priority.urgency);
+        }
+    }
+
+    /// The ready stream to send the next DATA frame on (RFC 9218: lowest
+    /// urgency first, in turn among equals), or `None` when no ready stream
+    /// has window. Ask again after each frame; a stream stays ready until
+    /// [`Self::set_ready`] says otherwise or it ends.
+    pub fn next_stream_to_send(&mut self) -> Option<StreamId> {
+        if self.conn_send <= 0 {
+            return None;
+        }
+        let streams = &mut self.streams;
+        self.sched.next(|id, u| match streams.get_mut(&id) {
+            Some(s) if s.ready && s.queued_at == Some(u) && s.local_open() => {
+                // Before its head, a stream waits for the caller to send one.
+                if s.send_window > 0 && s.response_started {
+                    Candidate::Send
+                } else {
+                    Candidate::Blocked
+                }
+            }
+            Some(s) => {
+                if s.queued_at == Some(u) {
+                    s.queued_at = None;
+                }
+                Candidate::Stale
+            }
+            None => Candidate::Stale,
+        })
+    }
+
+    /// The unconsumed request body of `stream`.
+    pub fn body(&self, stream: StreamId) -> &[u8] {
+        match self.streams.get(&stream) {
+            Some(s) => &s.body[s.body_start..],
+            None => &[],
+        }
+    }
+
+    /// Marks `n` body bytes consumed; their flow-control credit goes back
+    /// to the client (in a WINDOW_UPDATE once enough is owed).
+    pub fn consume_body(&mut self, stream: StreamId, n: usize) {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        let n = n.min(s.buffered());
+        s.body_start += n;
+        if s.body_start == s.body.len() {
+            s.body.clear();
+            s.body_start = 0;
+        }
+        let drained = s.state == State::Closed && s.buffered() == 0;
+        if s.remote_open() {
+            s.recv_unacked += n as u32;
+            if flow::due(s.recv_unacked, self.cfg.stream_window) {
+                encode::window_update(&mut self.out, stream, s.recv_unacked);
+                s.recv_window += s.recv_unacked as i64;
+                s.recv_unacked = 0;
+            }
+        }
+        self.credit_conn(n);
+        if drained {
+            self.remove_stream(stream, Closed::EndStream);
+        }
+    }
+
+    /// Cancels a stream from this side (a backend failed, the handler gave
+    /// up): RST_STREAM(`code`), and the stream is gone.
+    pub fn reset_stream(&mut self, stream: StreamId, code: ErrorCode) {
+        match self.streams.get(&stream).map(|s| s.state) {
+            // Closed on the wire already, kept only for its body: no frame.
+            Some(State::Closed) => self.remove_stream(stream, Closed::EndStream),
+            Some(_) => {
+                encode::rst_stream(&mut self.out, stream, code);
+                self.remove_stream(stream, Closed::ResetByUs);
+            }
+            None => {}
+        }
+    }
+
+    /// Returns `n` bytes of connection-level credit, by WINDOW_UPDATE once due.
+    fn credit_conn(&mut self, n: usize) {
+        self.conn_unacked = self.conn_unacked.saturating_add(n as u32);
+        if flow::due(self.conn_unacked, self.cfg.connection_window) {
+            encode::window_update(&mut self.out, 0, self.conn_unacked);
+            self.conn_recv += self.conn_unacked as i64;
+            self.conn_unacked = 0;
+        }
+    }
+
+    /// Remembers how a stream without a record ended (a fixed number of them).
+    fn note_closed(&mut self, id: StreamId, how: Closed) {
+        if self.recently_closed.len() >= limits::RECENTLY_CLOSED {
+            self.recently_closed.pop_front();
+        }
+        self.recently_closed.push_back((id, how));
+    }
+
+    /// This side sent END_STREAM on `stream`.
+    fn close_local(&mut self, stream: StreamId) {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        match s.state {
+            State::Open => s.state = State::HalfClosedLocal,
+            // The caller still has body to read: keep the record for it.
+            State::HalfClosedRemote if s.buffered() > 0 => s.state = State::Closed,
+            _ => self.remove_stream(stream, Closed::EndStream),
+        }
+    }
+
+    /// Forgets a closed stream; its unconsumed body's credit goes back to
+    /// the connection window, or that window would shrink for good.
+    fn remove_stream(&mut self, stream: StreamId, how: Closed) {
+        if let Some(s) = self.streams.remove(&stream) {
+            let left = s.buffered();
+            if left > 0 {
+                self.credit_conn(left);
+            }
+            self.note_closed(stream, how);
+        }
+    }
+}
+
+/// Fields HTTP/2 forbids (RFC 9113 §8.2.2), dropped from responses.
+fn connection_specific(name: &[u8]) -> bool {
+    [
+        &b"connection"[..],
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"upgrade",
+    ]
+    .iter()
+    .any(|c| c.eq_ignore_ascii_case(name))
+}

@@ -1,0 +1,325 @@
+//! Request heads and trailers: the RFC 9113 §8.2 and §8.3 checks that make
+//! a decoded field list a request, or the stream malformed (a stream error
+//! of type PROTOCOL_ERROR, §8.1.1).
+
+use crate::proto::h2::hpack::HeaderList;
+
+/// A validated request head. The pseudo-header fields are found once; the
+/// regular fields are read with [`RequestHead::fields`] in the order sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestHead {
+    list: HeaderList,
+    method: Option<usize>,
+    scheme: Option<usize>,
+    authority: Option<usize>,
+    path: Option<usize>,
+    /// Where the regular fields start in `list`.
+    first_field: usize,
+    content_length: Option<u64>,
+}
+
+impl RequestHead {
+    fn value(&self, at: Option<usize>) -> Option<&[u8]> {
+        self.list.get(at?).map(|(_, v)| v)
+    }
+
+    pub fn method(&self) -> &[u8] {
+        self.value(self.method).unwrap_or_default()
+    }
+
+    /// `:scheme`; absent only for CONNECT.
+    pub fn scheme(&self) -> Option<&[u8]> {
+        self.value(self.scheme)
+    }
+
+    /// `:authority`, or the `host` field when it is absent (§8.3.1).
+    pub fn authority(&self) -> Option<&[u8]> {
+        self.value(self.authority).or_else(|| self.header(b"host"))
+    }
+
+    /// `:path`: origin form, or `*` for OPTIONS; absent only for CONNECT.
+    pub fn path(&self) -> Option<&[u8]> {
+        self.value(self.path)
+    }
+
+    /// The regular fields as sent. Names are lowercase. `cookie` may come
+    /// split in several fields (§8.2.3); join them with "; " for one value.
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.list.iter().skip(self.first_field)
+    }
+
+    /// The first regular field called `name` (lowercase).
+    pub fn header(&self, name: &[u8]) -> Option<&[u8]> {
+        self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    /// The `content-length`, when sent; DATA is checked against it.
+    pub fn content_length(&self) -> Option<u64> {
+        self.content_length
+    }
+}
+
+/// Why a head or trailers are malformed (said in logs).
+pub type Malformed = &'static str;
+
+/// Checks one field of a request or trailers against §8.2.1 and §8.2.2.
+fn check_field(name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+    if name.is_empty() {
+        return Err("empty field name");
+    }
+    // §8.2.1: no 0x00-0x20, no uppercase 0x41-0x5a, no 0x7f-0xff; a colon
+    // only as a pseudo-header's first character (checked by the caller).
+    if name
+        .iter()
+        .any(|&c| c <= 0x20 || c.is_ascii_uppercase() || c >= 0x7f || c == b':')
+    {
+        return Err("field name with a character not allowed");
+    }
+    if value.iter().any(|&c| c == 0 || c == b'\r' || c == b'\n') {
+        return Err("field value with NUL, CR or LF");
+    }
+    if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t')) {
+        return Err("field value with surrounding whitespace");
+    }
+    // §8.2.2: connection-specific fields have no meaning in HTTP/2.
+    match name {
+        b"connection" | b"proxy-connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade" => {
+            Err("connection-specific field")
+        }
+        b"te" if value != b"trailers" => Err("te other than \"trailers\""),
+        _ => Ok(()),
+    }
+}
+
+/// Parses `content-length` (RFC 9110 §8.6: digits only); repeated values
+/// must agree.
+fn content_length(prev: Option<u64>, value: &[u8]) -> Result<u64, Malformed> {
+    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
+        return Err("content-length not a number");
+    }
+    let n = value.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    match prev {
+        Some(p) if p != n => Err("content-length values differ"),
+        _ => Ok(n),
+    }
+}
+
+/// Turns a decoded list into a request head (§8.3.1), or says why not.
+pub fn request_head(list: HeaderList) -> Result<RequestHead, Malformed> {
+    let mut h = RequestHead {
+        first_field: list.len(),
+        ..RequestHead::default()
+    };
+    let mut regular = false;
+    let mut host: Option<usize> = None;
+    for (i, (name, value)) in list.iter().enumerate() {
+        if let Some(pseudo) = name.strip_prefix(b":") {
+            // §8.3: every pseudo-header comes before the regular fields.
+            if regular {
+                return Err("pseudo-header after a regular field");
+            }
+            let slot = match pseudo {
+                b"method" => &mut h.method,
+                b"scheme" => &mut h.scheme,
+                b"authority" => &mut h.authority,
+                b"path" => &mut h.path,
+                // :protocol needs SETTINGS_ENABLE_CONNECT_PROTOCOL, not sent.
+                _ => return Err("unknown or response pseudo-header"),
+            };
+            if slot.replace(i).is_some() {
+                return Err("repeated pseudo-header");
+            }
+            if value.iter().any(|&c| c == 0 || c == b'\r' || c == b'\n') {
+                return Err("pseudo-header value with NUL, CR or LF");
+            }
+            continue;
+        }
+        if !regular {
+            regular = true;
+            h.first_field = i;
+        }
+        check_field(name, value)?;
+        match name {
+            b"content-length" => h.content_length = Some(content_length(h.content_length, value)?),
+            b"host" if host.is_none() => host = Some(i),
+            _ => {}
+        }
+    }
+    h.list = list;
+    let method = h.value(h.method).ok_or("no :method")?;
+    if method.is_empty() {
+        return Err("empty :method");
+    }
+    if method == b"CONNECT" {
+        // §8.5: only :method and :authority.
+        if h.scheme.is_some() || h.path.is_some() {
+            return Err("CONNECT with :scheme or :path");
+        }
+        if h.authority.is_none() {
+            return Err("CONNECT without :authority");
+        }
+    } else {
+        let scheme = h.value(h.scheme).ok_or("no :scheme")?;
+        let path = h.value(h.path).ok_or("no :path")?;
+        if scheme.is_empty() {
+            return Err("empty :scheme");
+        }
+        let is_http = scheme.eq_ignore_ascii_case(b"http") || scheme.eq_ignore_ascii_case(b"https");
+        if path.is_empty() {
+            return Err("empty :path");
+        }
+        if is_http && !(path[0] == b'/' || (path == b"*" && method == b"OPTIONS")) {
+            return Err(":path neither origin form nor OPTIONS *");
+        }
+    }
+    // §8.3.1: a host field naming another entity than :authority.
+    if let (Some(a), Some(host)) = (h.value(h.authority), host.and_then(|i| h.list.get(i))) {
+        if !a.eq_ignore_ascii_case(host.1) {
+            return Err("host differs from :authority");
+        }
+    }
+    Ok(h)
+}
+
+/// Checks trailers: regular fields only (§8.1).
+pub fn trailers(list: &HeaderList) -> Result<(), Malformed> {
+    for (name, value) in list.iter() {
+        if name.first() == Some(&b':') {
+            return Err("pseudo-header in trailers");
+        }
+        check_field(name, value)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(fields: &[(&str, &str)]) -> HeaderList {
+        let mut l = HeaderList::default();
+        for (n, v) in fields {
+            l.push(n.as_bytes(), v.as_bytes());
+        }
+        l
+    }
+
+    const GET: [(&str, &str); 4] = [
+        (":method", "GET"),
+        (":scheme", "https"),
+        (":authority", "example.com"),
+        (":path", "/a?b"),
+    ];
+
+    fn get_with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+        GET.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn good_heads() {
+        let h = request_head(list(&get_with(&[
+            ("accept", "*/*"),
+            ("cookie", "a=1"),
+            ("cookie", "b=2"),
+        ])));
+        let Ok(h) = h else { panic!("{h:?}") };
+        assert_eq!(h.method(), b"GET");
+        assert_eq!(h.scheme(), Some(&b"https"[..]));
+        assert_eq!(h.authority(), Some(&b"example.com"[..]));
+        assert_eq!(h.path(), Some(&b"/a?b"[..]));
+        let f: Vec<_> = h.fields().collect();
+        assert_eq!(f.len(), 3);
+        assert_eq!(h.header(b"accept"), Some(&b"*/*"[..]));
+        assert_eq!(h.content_length(), None);
+        // host instead of :authority; OPTIONS *; CONNECT; content-length; te.
+        let ok: &[&[(&str, &str)]] = &[
+            &[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":path", "/"),
+                ("host", "h"),
+            ],
+            &[(":method", "OPTIONS"), (":scheme", "https"), (":path", "*")],
+            &[(":method", "CONNECT"), (":authority", "h:443")],
+            &[
+                (":method", "POST"),
+                (":scheme", "https"),
+                (":path", "/"),
+                ("content-length", "5"),
+                ("content-length", "5"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/"),
+                ("te", "trailers"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/"),
+                (":authority", "H"),
+                ("host", "h"),
+            ],
+        ];
+        for fields in ok {
+            assert!(request_head(list(fields)).is_ok(), "{fields:?}");
+        }
+        let h = request_head(list(ok[0])).unwrap_or_default();
+        assert_eq!(h.authority(), Some(&b"h"[..]));
+        let h = request_head(list(ok[3])).unwrap_or_default();
+        assert_eq!(h.content_length(), Some(5));
+    }
+
+    #[test]
+    #[rustfmt::skip]
+    fn malformed_heads() {
+        let cases: &[(&str, Vec<(&str, &str)>)] = &[
+            ("no :method", vec![(":scheme", "https"), (":path", "/")]),
+            ("no :scheme", vec![(":method", "GET"), (":path", "/")]),
+            ("no :path", vec![(":method", "GET"), (":scheme", "https")]),
+            ("empty :path", vec![(":method", "GET"), (":scheme", "https"), (":path", "")]),
+            ("path not origin form", vec![(":method", "GET"), (":scheme", "https"), (":path", "a")]),
+            ("* for GET", vec![(":method", "GET"), (":scheme", "https"), (":path", "*")]),
+            ("repeated :path", get_with(&[]).into_iter().chain([(":path", "/")]).collect()),
+            ("pseudo after regular", vec![(":method", "GET"), ("accept", "x"), (":scheme", "https"), (":path", "/")]),
+            ("unknown pseudo", get_with(&[]).into_iter().rev().chain([(":foo", "x")]).collect()),
+            ("response pseudo", vec![(":status", "200"), (":method", "GET"), (":scheme", "https"), (":path", "/")]),
+            (":protocol not enabled", vec![(":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":path", "/"), (":authority", "h")]),
+            ("CONNECT with :path", vec![(":method", "CONNECT"), (":authority", "h"), (":path", "/")]),
+            ("CONNECT without :authority", vec![(":method", "CONNECT")]),
+            ("uppercase name", get_with(&[("Accept", "x")])),
+            ("space in name", get_with(&[("a b", "x")])),
+            ("colon in a regular name", get_with(&[("a:b", "x")])),
+            ("byte 0x7f in name", get_with(&[("a\u{7f}", "x")])),
+            ("empty name", get_with(&[("", "x")])),
+            ("CR in value", get_with(&[("a", "x\ry")])),
+            ("LF in value", get_with(&[("a", "x\ny")])),
+            ("NUL in value", get_with(&[("a", "x\0y")])),
+            ("leading space in value", get_with(&[("a", " x")])),
+            ("trailing tab in value", get_with(&[("a", "x\t")])),
+            ("connection", get_with(&[("connection", "keep-alive")])),
+            ("keep-alive", get_with(&[("keep-alive", "5")])),
+            ("proxy-connection", get_with(&[("proxy-connection", "x")])),
+            ("transfer-encoding", get_with(&[("transfer-encoding", "chunked")])),
+            ("upgrade", get_with(&[("upgrade", "h2c")])),
+            ("te gzip", get_with(&[("te", "gzip")])),
+            ("content-length not digits", get_with(&[("content-length", "1x")])),
+            ("content-length negative", get_with(&[("content-length", "-1")])),
+            ("content-length too long", get_with(&[("content-length", "99999999999999999999")])),
+            ("content-lengths differ", get_with(&[("content-length", "1"), ("content-length", "2")])),
+            ("host differs from :authority", get_with(&[("host", "other.example")])),
+        ];
+        for (why, fields) in cases {
+            assert!(request_head(list(fields)).is_err(), "{why}");
+        }
+    }
+
+    #[test]
+    fn trailer_rules() {
+        assert_eq!(trailers(&list(&[("x-checksum", "abc")])), Ok(()));
+        assert!(trailers(&list(&[(":path", "/")])).is_err());
+        assert!(trailers(&list(&[("X-Up", "1")])).is_err());
+        assert!(trailers(&list(&[("connection", "close")])).is_err());
+    }
+}
