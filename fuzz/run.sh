@@ -15,8 +15,7 @@ secs=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(request_head path_normalize range config backend_answer upstream_answer proxy_protocol)
-  targets=(request_head path_normalize range config backend_answer h2_conn hpack)
+  targets=(request_head path_normalize range config backend_answer upstream_answer proxy_protocol h2_conn hpack)
 fi
 
 export RUSTC_BOOTSTRAP=1

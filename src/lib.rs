@@ -21,7 +21,10 @@
 //! 8. The base: [`config`], [`clock`], [`authn`], and below them [`path`],
 //!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`], and pure
 //!    modules that import nothing of glint: [`compress`] (mod_deflate's
-//!    options, Accept-Encoding, streaming encoders, the cache).
+//!    options, Accept-Encoding, streaming encoders, the cache), [`tls`]
+//!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
+//!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's
+//!    options) and [`forwarded`] (mod_extforward, the PROXY protocol).
 pub mod service;
 
 pub mod server;
@@ -48,6 +51,9 @@ pub mod buf;
 pub mod compress;
 pub mod date;
 pub mod errorlog;
+pub mod forwarded;
+pub mod httpup;
 pub mod path;
 pub mod signals;
 pub mod stats;
+pub mod tls;

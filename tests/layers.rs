@@ -26,9 +26,12 @@ const LAYERS: &[(&str, u8)] = &[
     ("compress", 1),
     ("date", 1),
     ("errorlog", 1),
+    ("forwarded", 1),
+    ("httpup", 1),
     ("path", 1),
     ("signals", 1),
     ("stats", 1),
+    ("tls", 1),
 ];
 
 fn layer(m: &str) -> Option<u8> {

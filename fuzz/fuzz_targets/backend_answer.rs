@@ -5,9 +5,9 @@
 //! FCGI_GET_VALUES decodes or is refused.
 #![no_main]
 
-use glint::gateway::cgi::parse_head;
-use glint::gateway::fastcgi::{decode, decode_values, Piece};
-use glint::http::chunked::Decoder;
+use glint::upstream::cgi::parse_head;
+use glint::upstream::fastcgi::{decode, decode_values, Piece};
+use glint::proto::h1::chunked::Decoder;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

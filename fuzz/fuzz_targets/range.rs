@@ -2,7 +2,7 @@
 //! the file: first <= last < len.
 #![no_main]
 
-use glint::http::range::{parse_range, RangeRequest, MAX_RANGES};
+use glint::msg::range::{parse_range, RangeRequest, MAX_RANGES};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,8 @@
 //! more bytes than it was given.
 #![no_main]
 
-use glint::http::request::{parse, MAX_HEADERS};
+use glint::msg::MAX_HEADERS;
+use glint::proto::h1::parse;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

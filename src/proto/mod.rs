@@ -1,9 +1,6 @@
-<<<<<<< HEAD
-//! Wire protocols: HTTP/1.x ([`h1`]): parsing request heads, writing
-//! response heads and framing bodies.
+//! Wire protocols, no I/O: HTTP/1.x ([`h1`]: parsing request heads, writing
+//! response heads, framing bodies) and HTTP/2 ([`h2`]: frames, HPACK, the
+//! sans-IO connection state machine).
 
 pub mod h1;
-=======
-//! Wire protocols below the exchange layer: parse and encode, no I/O.
 pub mod h2;
->>>>>>> h2-codec
