@@ -334,6 +334,25 @@ impl Config {
         s
     }
 
+    /// Every `deflate.cache-dir` (or `compress.cache-dir`) some scope sets,
+    /// the global scope's first, each once: made at start as lighttpd does.
+    pub fn deflate_cache_dirs(&self) -> Vec<String> {
+        let mut dirs: Vec<String> = self.global.deflate.cache_dir.iter().cloned().collect();
+        for a in self.assigns.iter().flatten() {
+            if a.key != "deflate.cache-dir" && a.key != "compress.cache-dir" {
+                continue;
+            }
+            let mut s = Settings::default();
+            let _ = options::apply(&mut s, &a.key, &a.value, &a.origin);
+            if let Some(d) = s.deflate.cache_dir {
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
+        dirs
+    }
+
     /// The configuration in lighttpd syntax: every global option glint uses
     /// with its value, then the conditional blocks. Parsing the text again
     /// gives an equal configuration.
@@ -389,6 +408,10 @@ fn check(s: &mut Settings, e: &Entry, warnings: &mut Vec<String>) -> Result<bool
     let origin = origin_of(&e.pos);
     let m = match options::apply(s, &e.key, &e.value, &origin) {
         Ok(Applied::Known) => return Ok(true),
+        Ok(Applied::KnownWarn(w)) => {
+            warnings.push(format!("{}:{}: {w}", e.pos.file, e.pos.line));
+            return Ok(true);
+        }
         Ok(Applied::Unknown) => match support::classify(&e.key, &e.value) {
             Ok(support::Support::DefaultValue) => return Ok(false),
             Ok(support::Support::Ignored(why)) => {

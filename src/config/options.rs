@@ -19,6 +19,11 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_status",
     "mod_scgi",
     "mod_fastcgi",
+    "mod_deflate",
+    // lighttpd 1.4.69 loads mod_deflate in its place (configfile.c,
+    // config_deprecate_module_compress()); its `compress.*` names are
+    // mod_deflate's options under their old names.
+    "mod_compress",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -51,12 +56,15 @@ pub const GLOBAL_ONLY: &[&str] = &[
 ];
 
 /// What applying an option did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied {
     /// Stored in a typed field or in [`Settings::raw`].
     Known,
     /// glint does not know the option: the caller warns and ignores it.
     Unknown,
+    /// Stored, with a note to log (lighttpd's "DEPRECATED: compress.x
+    /// replaced with deflate.y").
+    KnownWarn(String),
 }
 
 fn string(v: &Value) -> Result<String, String> {
@@ -259,9 +267,34 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
             _ => return Err("expects \"scgi\" or \"uwsgi\"".into()),
         },
         k if KEPT_OPTIONS.contains(&k) => keep_raw(s, k, v),
+        k if crate::compress::spec::KEYS.contains(&k) => {
+            let warning = s.deflate.set(k, &opt_value(v))?;
+            match s.deflate_options.iter_mut().find(|(rk, _)| rk == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => s.deflate_options.push((k.to_string(), v.clone())),
+            }
+            if let Some(w) = warning {
+                return Ok(Applied::KnownWarn(w));
+            }
+        }
         _ => return Ok(Applied::Unknown),
     }
     Ok(Applied::Known)
+}
+
+/// A configuration value as [`crate::compress`] takes it.
+fn opt_value(v: &Value) -> crate::compress::OptValue {
+    use crate::compress::OptValue;
+    match v {
+        Value::Str(s) => OptValue::Str(s.clone()),
+        Value::Int(i) => OptValue::Int(*i),
+        Value::Array(items) => OptValue::List(
+            items
+                .iter()
+                .map(|(k, v)| (k.clone(), opt_value(v)))
+                .collect(),
+        ),
+    }
 }
 
 /// Stores an option in [`Settings::raw`], replacing an earlier value.
@@ -444,6 +477,9 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
         put("fastcgi.server", v.clone());
     }
     for (k, v) in &s.raw {
+        put(k, v.clone());
+    }
+    for (k, v) in &s.deflate_options {
         put(k, v.clone());
     }
     out

@@ -6,6 +6,7 @@
 //! parent's settings with the block's assignments applied.
 
 use super::value::Value;
+use crate::compress::DeflateSpec;
 use std::path::PathBuf;
 
 /// Where a value was set: shown in start-up errors ("set at glint.conf:12").
@@ -169,6 +170,13 @@ pub struct Settings {
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
+    /// mod_deflate's `deflate.*` options, mod_compress's `compress.*` names
+    /// for them, `deflate.sync-flush` and `glint.static-precompressed`,
+    /// resolved (see [`crate::compress::spec`]). Off by default:
+    /// `deflate.mimetypes` is empty.
+    pub deflate: DeflateSpec,
+    /// Those options as they were set, in order, for `-p`.
+    pub deflate_options: Vec<(String, Value)>,
 }
 
 /// lighttpd's default access log format.
@@ -247,6 +255,8 @@ impl Default for Settings {
             scgi_scope: 0,
             fastcgi_scope: 0,
             raw: Vec::new(),
+            deflate: DeflateSpec::default(),
+            deflate_options: Vec::new(),
         }
     }
 }

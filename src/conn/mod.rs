@@ -9,6 +9,7 @@
 //! ready (`readable`, `writable`) and acts only on what its phase needs, so a
 //! spurious event costs nothing.
 
+mod encoded;
 mod gateway;
 mod session;
 
@@ -21,7 +22,9 @@ use crate::buf::{InBuf, Pool};
 use crate::exchange::{BodyAction, ConnInfo, Services};
 use crate::msg::{Body, ExchangeId};
 use crate::net::Stream;
+use crate::output::encode::Step;
 use crate::output::{Output, WriteError, WriteOutcome};
+use encoded::Encoded;
 use gateway::GwSide;
 
 /// What a connection needs besides itself: the services every exchange
@@ -174,6 +177,8 @@ pub struct Connection {
     /// Stopped at [`PUMP_ROUNDS`] with body bytes still moving: no new edge
     /// will come for them, so the loop drives it again next turn.
     more: bool,
+    /// The rest of a reply being compressed as it is sent (mod_deflate).
+    encoded: Option<Box<Encoded>>,
 }
 
 impl Connection {
@@ -207,6 +212,7 @@ impl Connection {
             registered: false,
             watches_writes: false,
             more: false,
+            encoded: None,
         }
     }
 
@@ -270,10 +276,20 @@ impl Connection {
     /// Makes whatever progress the readiness allows.
     pub fn drive(&mut self, cx: &mut Ctx<'_>) {
         let mut rounds = 0;
+        let mut compressed = false;
         loop {
             match self.phase {
                 Phase::Closed => break,
                 Phase::Writing { then } => match self.flush(cx) {
+                    Flushed::Done if self.encoded.is_some() => {
+                        if compressed {
+                            // One slice per turn: the others get theirs.
+                            self.more = true;
+                            break;
+                        }
+                        compressed = true;
+                        self.compress_slice(cx);
+                    }
                     Flushed::Done => self.after_write(then, cx),
                     Flushed::Blocked => break,
                     Flushed::Closed => {}
@@ -305,6 +321,29 @@ impl Connection {
         }
         if self.phase == Phase::Idle || self.phase == Phase::Closed {
             self.release_buffers(cx.pool);
+        }
+    }
+
+    /// Compresses one slice of the reply in [`Connection::encoded`] into the
+    /// output queue; a body that cannot be completed closes the connection.
+    fn compress_slice(&mut self, cx: &mut Ctx<'_>) {
+        let Some(enc) = self.encoded.as_mut() else {
+            return;
+        };
+        match enc.step(&mut self.out) {
+            Ok(Step::Pending) => {}
+            Ok(Step::Done) => self.encoded = None,
+            Err(e) => {
+                log::warn!("{e}; connection closed");
+                self.encoded = None;
+                // What is queued goes out; the cut body then ends with the
+                // connection, so the client sees it incomplete.
+                self.linger = false;
+                self.phase = Phase::Writing {
+                    then: AfterWrite::Close,
+                };
+                let _ = self.flush(cx);
+            }
         }
     }
 
@@ -414,6 +453,7 @@ impl Connection {
     pub fn close(&mut self, cx: &mut Ctx<'_>) {
         self.phase = Phase::Closed;
         self.out.clear();
+        self.encoded = None;
         if let Some(gw) = self.gw.take() {
             cx.sv.upstream.finish(gw.start.job);
         }

@@ -73,7 +73,8 @@ impl Connection {
                 }
                 Phase::Writing {
                     then: AfterWrite::NextRequest,
-                } if self.out.pending_mem() < PIPELINE_HIGH_WATER
+                } if self.encoded.is_none()
+                    && self.out.pending_mem() < PIPELINE_HIGH_WATER
                     && self.out.pending_files() < PIPELINE_MAX_FILES
                     && !input.is_empty() =>
                 {
@@ -121,7 +122,7 @@ impl Connection {
 
     /// `Writing` while answers are queued, else `Idle`.
     pub(super) fn idle_or_writing(&self) -> Phase {
-        if self.out.is_empty() {
+        if self.out.is_empty() && self.encoded.is_none() {
             Phase::Idle
         } else {
             Phase::Writing {
@@ -222,14 +223,19 @@ impl Connection {
             Outcome::Reply { action, orig_line } => {
                 self.prepare_output(cx.pool);
                 let sv = &mut *cx.sv;
-                let keep = keep_alive && !sv.reply.close;
-                let head = h1::write_reply(
-                    &mut self.out,
-                    &sv.reply,
-                    &sv.clock.http_date,
-                    keep,
-                    req.minor,
-                );
+                let head = match sv.reply.encode {
+                    Some(coding) => self.write_encoded_head(sv, coding, keep_alive, req.minor),
+                    None => {
+                        let keep = keep_alive && !sv.reply.close;
+                        h1::write_reply(
+                            &mut self.out,
+                            &sv.reply,
+                            &sv.clock.http_date,
+                            keep,
+                            req.minor,
+                        )
+                    }
+                };
                 let head_bytes = head as u64;
                 exchange::log_reply(sv, info, req, orig_line.as_deref(), head_bytes);
                 action
@@ -245,6 +251,59 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// The head of a reply whose body is compressed as it is sent: chunked
+    /// on HTTP/1.1, close-delimited on HTTP/1.0 (the connection then
+    /// closes after it); the body goes to [`Connection::encoded`].
+    fn write_encoded_head(
+        &mut self,
+        sv: &mut exchange::Services,
+        coding: crate::compress::Coding,
+        keep_alive: bool,
+        minor: u8,
+    ) -> usize {
+        let r = &mut sv.reply;
+        let body = !r.head_only && !r.pieces().is_empty();
+        let encoded = if body {
+            match super::encoded::Encoded::of_reply(r, coding, minor >= 1) {
+                Some(e) => Some(e),
+                None => {
+                    // The head is not written yet: an error page instead.
+                    exchange::error_reply(sv, 500);
+                    return h1::write_reply(
+                        &mut self.out,
+                        &sv.reply,
+                        &sv.clock.http_date,
+                        false,
+                        minor,
+                    );
+                }
+            }
+        } else {
+            None
+        };
+        let r = &mut sv.reply;
+        if body && minor == 0 {
+            r.close = true;
+        }
+        let framing = if body && minor >= 1 {
+            h1::Framing::Chunked
+        } else {
+            h1::Framing::None
+        };
+        let head = h1::Head {
+            status: r.status,
+            fields: h1::Fields::Lines(&r.fields),
+            framing,
+            settings: &r.settings,
+            date: &sv.clock.http_date,
+            keep_alive: keep_alive && !r.close,
+            minor,
+        };
+        let n = h1::write_head(&mut self.out, &head);
+        self.encoded = encoded.map(Box::new);
+        n
     }
 
     /// Answers a request that could not be parsed (or whose body broke):

@@ -26,7 +26,7 @@ use mio::Registry;
 use crate::accesslog::AccessLogs;
 use crate::clock::Clock;
 use crate::config::{Config, RequestFacts, Settings};
-use crate::handler::{static_file, status_page};
+use crate::handler::{deflate, static_file, status_page};
 use crate::msg::{Body, ExchangeId, Method, OwnedHead, Reply, Request};
 use crate::stats::Stats;
 use crate::upstream::{Gateways, JobId};
@@ -57,6 +57,8 @@ pub struct Services {
     pub shutting_down: bool,
     /// The reply of the request being answered (its buffers are reused).
     pub reply: Reply,
+    /// mod_deflate: the cache's worker pool, the load average, the sweeper.
+    pub deflate: deflate::Deflater,
 }
 
 impl Services {
@@ -75,6 +77,7 @@ impl Services {
             bound_ips: Vec::new(),
             shutting_down: false,
             reply: Reply::new(global, false),
+            deflate: deflate::Deflater::default(),
         }
     }
 
@@ -255,6 +258,13 @@ pub(crate) fn respond_with(
                 sv.reply.clear_answer();
                 sv.reply.error(status);
             }
+        }
+        if sv.reply.settings.deflate.enabled() {
+            let load = sv
+                .deflate
+                .load_for(&sv.reply.settings.deflate, sv.clock.mono_secs);
+            let ask = deflate::Ask::of(req.headers, req.method_str);
+            deflate::filter_reply(&mut sv.reply, &ask, load);
         }
         return Outcome::Reply {
             action: if sv.reply.close {
@@ -483,7 +493,13 @@ fn route(
                 now: sv.clock.unix,
                 mono: sv.clock.mono_secs,
             };
-            static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
+            static_file::serve(
+                &sreq,
+                &mut sv.reply,
+                &mut sv.scratch.fs_path,
+                &mut sv.files,
+                &mut sv.deflate,
+            );
             Once::Reply(BodyAction::Discard)
         }
     };

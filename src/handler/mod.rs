@@ -1,6 +1,8 @@
 //! What glint answers from itself, as [`crate::msg::Reply`] values: static
-//! files (with mod_expire's headers), directory listings, the status page.
+//! files (with mod_expire's headers), directory listings, the status page,
+//! and mod_deflate's compression of them ([`deflate`]).
 
+pub mod deflate;
 pub mod dirlisting;
 pub mod expire;
 pub mod static_file;

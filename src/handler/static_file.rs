@@ -1,14 +1,20 @@
 //! Static files: stat, directory indexes, ETag and conditional requests,
 //! Range, MIME types.
 
-use std::fs::{File, OpenOptions};
+use std::cell::RefCell;
+use std::fs::{File, Metadata, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
 use std::rc::Rc;
 
 use httparse::Header;
 use nix::libc;
 
+use super::deflate::{compress_now, Deflater};
+use crate::compress::negotiate::{cacheable, parse_accept_encoding, variant_etag};
+use crate::compress::pool::{Job, SourceId};
+use crate::compress::{cache, decide, precompressed, Coding, Decision, ResponseFacts};
 use crate::config::Settings;
 use crate::date::{format_http_date, parse_http_date};
 use crate::msg::range::{parse_range, RangeRequest};
@@ -35,6 +41,48 @@ pub struct OpenFile {
     /// The settings the entry was made under (MIME types and ETag options differ per scope).
     settings_id: usize,
     born: u64,
+    meta: Metadata,
+    /// The `Content-Type` value as sent, which `deflate.mimetypes` matches.
+    ctype_value: String,
+    /// Its compressed forms found so far, kept as long as the entry.
+    variants: RefCell<Variants>,
+}
+
+/// The compressed forms of one file: precompressed siblings (looked for
+/// once per entry) and copies in `deflate.cache-dir` (opened once found).
+#[derive(Default)]
+struct Variants {
+    siblings: Option<Vec<Rc<Variant>>>,
+    cached: Vec<(Coding, Rc<Variant>)>,
+}
+
+/// A compressed form of a file that is a file of its own.
+struct Variant {
+    coding: Coding,
+    file: Rc<File>,
+    len: u64,
+    small: Option<Rc<[u8]>>,
+    /// The identity ETag the variant's tag is made from: the sibling's own
+    /// (a rebuilt `.br` is a new tag), or the file's for a cached copy.
+    base_etag: Option<String>,
+    last_modified: [u8; 29],
+    mtime: i64,
+}
+
+impl Variant {
+    fn open(coding: Coding, file: File, meta: &Metadata, base: Option<String>) -> Variant {
+        let len = meta.size();
+        let small = (len <= SMALL_FILE).then(|| read_all(&file, len)).flatten();
+        Variant {
+            coding,
+            file: Rc::new(file),
+            len,
+            small,
+            base_etag: base,
+            last_modified: format_http_date(meta.mtime()),
+            mtime: meta.mtime(),
+        }
+    }
 }
 
 /// Most entries in the [`FileCache`], and most bytes of small-file content it holds.
@@ -132,13 +180,24 @@ impl StaticRequest<'_> {
             .find(|h| h.name.eq_ignore_ascii_case(name))
             .map(|h| h.value)
     }
+
+    fn header_str(&self, name: &str) -> Option<&str> {
+        self.header(name).and_then(|v| std::str::from_utf8(v).ok())
+    }
 }
 
 const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 
 /// Serves `req.path` from the docroot of `r.settings`.
-/// `scratch` is a reusable buffer for building file system paths.
-pub fn serve(req: &StaticRequest<'_>, r: &mut Reply, scratch: &mut String, cache: &mut FileCache) {
+/// `scratch` is a reusable buffer for building file system paths;
+/// `dz` compresses into `deflate.cache-dir`.
+pub fn serve(
+    req: &StaticRequest<'_>,
+    r: &mut Reply,
+    scratch: &mut String,
+    cache: &mut FileCache,
+    dz: &mut Deflater,
+) {
     let settings = Rc::clone(&r.settings);
     let s: &Settings = &settings;
     let Some(root) = req.docroot else {
@@ -156,7 +215,7 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Reply, scratch: &mut String, cache
     let settings_id = s as *const Settings as usize;
     if cacheable {
         if let Some(e) = cache.get(scratch, settings_id, req.mono) {
-            return serve_file(req, r, &e);
+            return serve_file(req, r, &e, scratch, dz);
         }
     }
 
@@ -198,7 +257,7 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Reply, scratch: &mut String, cache
     if cacheable {
         cache.insert(scratch, Rc::clone(&e));
     }
-    serve_file(req, r, &e)
+    serve_file(req, r, &e, scratch, dz)
 }
 
 impl OpenFile {
@@ -213,6 +272,10 @@ impl OpenFile {
         let len = meta.size();
         let (t, charset) = content_type(fs_path, s);
         let small = (len <= SMALL_FILE).then(|| read_all(&file, len)).flatten();
+        let mut ctype_value = t.to_string();
+        if charset {
+            ctype_value.push_str("; charset=utf-8");
+        }
         OpenFile {
             file: Rc::new(file),
             len,
@@ -221,8 +284,67 @@ impl OpenFile {
             small,
             settings_id,
             born: now,
+            meta: meta.clone(),
+            ctype_value,
+            variants: RefCell::new(Variants::default()),
         }
     }
+
+    /// The precompressed siblings of this file among `offered`, fresh (not
+    /// older than the file), opened under the same symlink rules.
+    fn siblings(&self, fs_path: &str, s: &Settings, root: &str) -> Vec<Rc<Variant>> {
+        if let Some(found) = &self.variants.borrow().siblings {
+            return found.clone();
+        }
+        let mut found = Vec::new();
+        for &coding in &s.deflate.precompressed {
+            let Some(sfx) = precompressed::suffix(coding) else {
+                continue;
+            };
+            let path = format!("{fs_path}{sfx}");
+            let Ok((file, meta)) = open(&path, s, root) else {
+                continue;
+            };
+            let fresh =
+                (meta.mtime(), meta.mtime_nsec()) >= (self.meta.mtime(), self.meta.mtime_nsec());
+            if meta.is_file() && fresh {
+                let base = Validators::new(&meta, s).etag_string();
+                found.push(Rc::new(Variant::open(coding, file, &meta, base)));
+            }
+        }
+        self.variants.borrow_mut().siblings = Some(found.clone());
+        found
+    }
+
+    /// The copy of this file in the cache under `coding`, if one was made.
+    fn cached(&self, coding: Coding, path: &Path) -> Option<Rc<Variant>> {
+        if let Some((_, v)) = self
+            .variants
+            .borrow()
+            .cached
+            .iter()
+            .find(|(c, _)| *c == coding)
+        {
+            return Some(Rc::clone(v));
+        }
+        let (file, meta) = cache::open_cached(path)?;
+        let mut v = Variant::open(coding, file, &meta, self.v.etag_string());
+        // A copy is the file's content: the file's modification time.
+        v.last_modified = self.v.last_modified;
+        v.mtime = self.v.mtime;
+        let v = Rc::new(v);
+        self.variants
+            .borrow_mut()
+            .cached
+            .push((coding, Rc::clone(&v)));
+        Some(v)
+    }
+}
+
+/// The ETag glint sends for a file with this metadata under `s` (for the
+/// cache sweeper: a copy under another tag is stale).
+pub fn etag_of(meta: &Metadata, s: &Settings) -> Option<String> {
+    Validators::new(meta, s).etag_string()
 }
 
 /// Reads a small file whole; None when it is not `len` bytes long any more
@@ -403,6 +525,12 @@ struct Validators {
 }
 
 impl Validators {
+    fn etag_string(&self) -> Option<String> {
+        self.etag
+            .as_ref()
+            .map(|t| String::from_utf8_lossy(t).into_owned())
+    }
+
     fn new(meta: &std::fs::Metadata, s: &Settings) -> Self {
         let etag = (s.static_file_etags
             && (s.etag_use_inode || s.etag_use_mtime || s.etag_use_size))
@@ -465,7 +593,114 @@ fn header_date(v: &[u8]) -> Option<i64> {
     std::str::from_utf8(v).ok().and_then(parse_http_date)
 }
 
-fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
+/// Which form of a file answers a GET or HEAD.
+enum Form {
+    /// The file itself (and Range may apply).
+    Identity,
+    /// A precompressed sibling or a cached copy, sent as a file.
+    Variant(Rc<Variant>, Coding),
+    /// Compressed here, whole: a small file.
+    Inline(Vec<u8>, Coding),
+    /// Compressed as it is sent (no cache): no length in the head.
+    Stream(Coding),
+}
+
+/// The form of `of` to send, and whether the answer depends on
+/// Accept-Encoding (`Vary`). `has_range`: Range will be answered.
+fn choose_form(
+    req: &StaticRequest<'_>,
+    s: &Settings,
+    of: &OpenFile,
+    fs_path: &str,
+    dz: &mut Deflater,
+    has_range: bool,
+) -> (Form, bool) {
+    let spec = &s.deflate;
+    let ae = req.header_str("accept-encoding");
+    let mut vary = false;
+    if !spec.precompressed.is_empty() && !has_range {
+        if let Some(root) = req.docroot {
+            let siblings = of.siblings(fs_path, s, root);
+            if !siblings.is_empty() {
+                vary = true;
+                let codings: Vec<Coding> = siblings.iter().map(|v| v.coding).collect();
+                let chosen = ae.and_then(|ae| parse_accept_encoding(ae).choose_among(&codings));
+                if let Some(label) = chosen {
+                    let want = if label == Coding::XGzip {
+                        Coding::Gzip
+                    } else {
+                        label
+                    };
+                    if let Some(v) = siblings.into_iter().find(|v| v.coding == want) {
+                        return (Form::Variant(v, label), true);
+                    }
+                }
+            }
+        }
+    }
+    if !spec.enabled() {
+        return (Form::Identity, vary);
+    }
+    let facts = ResponseFacts {
+        status: 200,
+        request_has_range: has_range,
+        content_encoding: None,
+        cache_control: None,
+        content_type: Some(&of.ctype_value),
+        length: Some(of.len),
+    };
+    let load = dz.load_for(spec, req.mono);
+    let coding = match decide(spec, &facts, ae, load) {
+        Decision::Skip => return (Form::Identity, vary),
+        Decision::Identity => return (Form::Identity, true),
+        Decision::Compress(c) => c,
+    };
+    let etag = of.v.etag_string().and_then(|t| variant_etag(&t, coding));
+    let inline = |of: &OpenFile| {
+        of.small
+            .as_ref()
+            .and_then(|b| compress_now(coding, spec, Some(&of.ctype_value), b))
+            .map_or(Form::Identity, |b| Form::Inline(b, coding))
+    };
+    let dest = match (&spec.cache_dir, etag.as_deref()) {
+        (Some(dir), Some(tag)) if cacheable(spec, false, Some(tag), None, true, 200) => {
+            cache::cache_path(dir, Path::new(fs_path), tag)
+        }
+        _ => None,
+    };
+    let Some(dest) = dest else {
+        // No cache for it: compressed each time it is sent, as lighttpd does.
+        return match &of.small {
+            Some(_) => (inline(of), true),
+            None => (Form::Stream(coding), true),
+        };
+    };
+    if let Some(v) = of.cached(coding, &dest) {
+        return (Form::Variant(v, coding), true);
+    }
+    let job = Job {
+        source: fs_path.into(),
+        expect: SourceId::of(&of.meta),
+        dest,
+        coding,
+        params: spec.encoder_params(),
+        content_type: Some(of.ctype_value.clone()),
+    };
+    if let Err(why) = dz.submit(job) {
+        log::debug!("{fs_path}: compression into the cache not queued: {why:?}");
+    }
+    // Until the copy is made: a small file is compressed here (16 KiB at
+    // most, under a millisecond), a larger one goes out as it is.
+    (inline(of), true)
+}
+
+fn serve_file(
+    req: &StaticRequest<'_>,
+    r: &mut Reply,
+    of: &OpenFile,
+    fs_path: &str,
+    dz: &mut Deflater,
+) {
     let get_or_head = matches!(req.method, Method::Get | Method::Head);
     if req.method == Method::Options {
         r.start(200);
@@ -475,6 +710,8 @@ fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
     if !get_or_head {
         return r.error_with(405, &[("Allow", ALLOW)]);
     }
+    let settings = Rc::clone(&r.settings);
+    let s: &Settings = &settings;
     let v = &of.v;
     let etag = v.etag.as_ref().map(|t| &t[..]);
     let len = of.len;
@@ -489,19 +726,81 @@ fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
             return r.error(412);
         }
     }
+    let has_range = s.range_requests && req.method == Method::Get && req.header("range").is_some();
+    let (form, vary) = if s.deflate.enabled() || !s.deflate.precompressed.is_empty() {
+        r.encoding_decided = true;
+        choose_form(req, s, of, fs_path, dz, has_range)
+    } else {
+        (Form::Identity, false)
+    };
+    // The validators of the form chosen: If-None-Match meets the variant's tag.
+    let coding = match &form {
+        Form::Identity => None,
+        Form::Variant(_, c) | Form::Inline(_, c) | Form::Stream(c) => Some(*c),
+    };
+    let (form_etag, form_lm, form_mtime) = match (&form, coding) {
+        (Form::Variant(var, _), Some(c)) => (
+            var.base_etag.as_deref().and_then(|t| variant_etag(t, c)),
+            &var.last_modified,
+            var.mtime,
+        ),
+        (_, Some(c)) => (
+            v.etag_string().and_then(|t| variant_etag(&t, c)),
+            &v.last_modified,
+            v.mtime,
+        ),
+        (_, None) => (v.etag_string(), &v.last_modified, v.mtime),
+    };
+    let form_etag = form_etag.map(String::into_bytes);
     let ctype = (of.ctype.0.as_str(), of.ctype.1);
     let not_modified = if let Some(inm) = req.header("if-none-match") {
-        etag_matches(inm, etag, true)
+        etag_matches(inm, form_etag.as_deref(), true)
     } else if let Some(d) = req.header("if-modified-since").and_then(header_date) {
-        v.mtime <= d
+        form_mtime <= d
     } else {
         false
     };
+    let write_form_validators = |r: &mut Reply| {
+        if let Some(t) = &form_etag {
+            r.header("ETag", t);
+        }
+        r.header("Last-Modified", form_lm);
+        if vary {
+            super::deflate::add_vary(r);
+        }
+    };
     if not_modified {
         r.start(304);
-        write_validators(r, v);
-        write_expire(r, req, ctype.0, v.mtime);
+        write_form_validators(r);
+        write_expire(r, req, ctype.0, form_mtime);
         return r.end_head(None);
+    }
+    if let Some(c) = coding {
+        r.start(200);
+        write_form_validators(r);
+        write_expire(r, req, ctype.0, form_mtime);
+        write_content_type(r, ctype);
+        r.header("Content-Encoding", c.label().as_bytes());
+        match form {
+            Form::Variant(var, _) => match &var.small {
+                Some(body) => {
+                    r.end_head(Some(var.len));
+                    r.push_shared(Rc::clone(body));
+                }
+                None => r.body_file(Rc::clone(&var.file), 0, var.len),
+            },
+            Form::Inline(bytes, _) => {
+                r.end_head(Some(bytes.len() as u64));
+                r.push_mem(&bytes);
+            }
+            Form::Stream(c) => {
+                r.end_head(None);
+                r.push_file(Rc::clone(&of.file), 0, len);
+                r.encode = Some(c);
+            }
+            Form::Identity => {}
+        }
+        return;
     }
 
     let mut ranges = RangeRequest::Ignore;
@@ -524,6 +823,9 @@ fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
         RangeRequest::Ignore => {
             r.start(200);
             write_validators(r, v);
+            if vary {
+                super::deflate::add_vary(r);
+            }
             write_expire(r, req, ctype.0, v.mtime);
             r.header("Accept-Ranges", b"bytes");
             write_content_type(r, ctype);
@@ -544,6 +846,9 @@ fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
             let (first, last) = parts[0];
             r.start(206);
             write_validators(r, v);
+            if vary {
+                super::deflate::add_vary(r);
+            }
             write_expire(r, req, ctype.0, v.mtime);
             r.header("Accept-Ranges", b"bytes");
             write_content_type(r, ctype);
@@ -579,6 +884,9 @@ fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
                 + tail.len() as u64;
             r.start(206);
             write_validators(r, v);
+            if vary {
+                super::deflate::add_vary(r);
+            }
             r.header("Accept-Ranges", b"bytes");
             let mut ct = b"multipart/byteranges; boundary=".to_vec();
             ct.extend_from_slice(&boundary);

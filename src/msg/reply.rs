@@ -10,6 +10,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::rc::Rc;
 
+use crate::compress::Coding;
 use crate::config::Settings;
 use crate::msg::status::{itoa_u64, write_error_page};
 
@@ -47,6 +48,13 @@ pub struct Reply {
     /// Close the connection after this reply (a body is left unread, or
     /// the answer could not be completed as announced).
     pub close: bool,
+    /// The body goes out compressed with this coding as it is written (a
+    /// stream: the head has no Content-Length). The head already says so
+    /// (`Content-Encoding`, `Vary`, the variant's ETag).
+    pub encode: Option<Coding>,
+    /// Compression was decided for this reply where it was made (a static
+    /// file and its variants): the generic step leaves it alone.
+    pub encoding_decided: bool,
     pieces: Vec<Piece>,
     mem: Vec<u8>,
 }
@@ -61,6 +69,8 @@ impl Reply {
             head_only,
             status_override: None,
             close: false,
+            encode: None,
+            encoding_decided: false,
             pieces: Vec::new(),
             mem: Vec::new(),
         }
@@ -75,6 +85,8 @@ impl Reply {
         self.head_only = head_only;
         self.status_override = None;
         self.close = false;
+        self.encode = None;
+        self.encoding_decided = false;
         self.pieces.clear();
         self.mem.clear();
     }
@@ -84,8 +96,41 @@ impl Reply {
         self.status = 0;
         self.fields.clear();
         self.content_length = None;
+        self.encode = None;
+        self.encoding_decided = false;
         self.pieces.clear();
         self.mem.clear();
+    }
+
+    /// The value of the first header line named `name` (ASCII case-insensitive).
+    pub fn field(&self, name: &str) -> Option<&[u8]> {
+        self.fields.split(|&b| b == b'\n').find_map(|line| {
+            let line = line.strip_suffix(b"\r")?;
+            let colon = line.iter().position(|&b| b == b':')?;
+            line[..colon]
+                .eq_ignore_ascii_case(name.as_bytes())
+                .then(|| trim_value(&line[colon + 1..]))
+        })
+    }
+
+    /// Removes every header line named `name`.
+    pub fn remove_field(&mut self, name: &str) {
+        let mut kept = Vec::with_capacity(self.fields.len());
+        for line in self.fields.split_inclusive(|&b| b == b'\n') {
+            let colon = line.iter().position(|&b| b == b':');
+            if !colon.is_some_and(|c| line[..c].eq_ignore_ascii_case(name.as_bytes())) {
+                kept.extend_from_slice(line);
+            }
+        }
+        self.fields = kept;
+    }
+
+    /// Replaces the body with `bytes` (the compressed form of what it was);
+    /// the caller sets the length with [`Reply::end_head`].
+    pub fn replace_body(&mut self, bytes: &[u8]) {
+        self.pieces.clear();
+        self.mem.clear();
+        self.push_mem(bytes);
     }
 
     /// Sets the status; any header lines follow.
@@ -190,8 +235,34 @@ impl Reply {
         self.mem.get(r.clone()).unwrap_or(&[])
     }
 
+    /// The whole body when it is in memory (no file pieces), for a caller
+    /// that compresses it at once; `None` when a piece is a file.
+    pub fn body_bytes_in_memory(&self) -> Option<Vec<u8>> {
+        let mut all = Vec::new();
+        for p in &self.pieces {
+            match p {
+                Piece::Mem(r) => all.extend_from_slice(self.mem(r)),
+                Piece::Shared(b) => all.extend_from_slice(b),
+                Piece::File { .. } => return None,
+            }
+        }
+        Some(all)
+    }
+
     /// Body bytes as announced, for the access log.
     pub fn body_len(&self) -> u64 {
         self.content_length.unwrap_or(0)
     }
+}
+
+fn trim_value(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &v[start..end.max(start)]
 }

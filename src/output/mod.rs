@@ -5,6 +5,11 @@
 //! written with a single `send`; a file chunk is written with `sendfile`
 //! straight from the open file, after the head was sent with `MSG_MORE` so the
 //! kernel puts head and first file bytes in one packet.
+//!
+//! [`encode`] is the compression filter a body can pass through on its way
+//! into the queue (mod_deflate), free of any protocol's framing.
+
+pub mod encode;
 
 use std::collections::VecDeque;
 use std::fs::File;

@@ -78,6 +78,8 @@ impl Server {
                 } else if ev.token() == SIGNAL {
                     self.drain_signal_wake();
                 } else if ev.token() == WAKER {
+                    // A compression job ended (or a StopHandle was used).
+                    self.sv.deflate.take_finished();
                 } else if t >= BACKEND_BASE {
                     closed_any |= self.backend_event(t - BACKEND_BASE, ev);
                 } else {
@@ -319,6 +321,10 @@ impl Server {
         }
         self.sv.logs.flush();
         self.sv.files.purge(now);
+        let global = std::rc::Rc::clone(&self.sv.config.global);
+        self.sv
+            .deflate
+            .on_tick(&|_, meta| crate::handler::static_file::etag_of(meta, &global));
         any_closed
     }
 }

@@ -129,12 +129,14 @@ impl Server {
             ports.push(lst.port());
             bound_ips.push(lst.bound_ip());
         }
+        let cache_dirs = config.deflate_cache_dirs();
         let max_connections = config.global.max_connections.max(1) as usize;
         let gateways = crate::upstream::Gateways::from_config(&config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let mut sv = Services::new(config, gateways);
         sv.ports = ports;
         sv.bound_ips = bound_ips;
+        sv.deflate.set_cache_dirs(&cache_dirs);
         Ok(Server {
             poll,
             listeners,
@@ -285,6 +287,14 @@ impl Server {
     /// Runs the loop until stopped.
     pub fn run(&mut self) -> io::Result<()> {
         self.sv.upstream.spawn_all().map_err(io::Error::other)?;
+        // A worker of `server.max-worker` has its own poll and waker by now.
+        self.sv.deflate.set_waker(Arc::clone(&self.waker));
+        // As lighttpd, each deflate.cache-dir is made once privileges are
+        // dropped (so that the server's user owns it), and glint does not
+        // run without it.
+        for d in self.sv.config.deflate_cache_dirs() {
+            crate::compress::cache::prepare_cache_dir(&d).map_err(io::Error::other)?;
+        }
         // Spawned FastCGI backends are asked at once how many connections
         // they serve (keep-conn); the others when first needed.
         self.sv

@@ -78,6 +78,11 @@ impl Server {
                 }
             }
         }
+        // mod_deflate's cache dirs are made before anything changes.
+        let cache_dirs = config.deflate_cache_dirs();
+        for d in &cache_dirs {
+            crate::compress::cache::prepare_cache_dir(d).map_err(io::Error::other)?;
+        }
         // The gateways last: starting a new backend is the last step that may fail.
         self.sv
             .upstream
@@ -140,6 +145,7 @@ impl Server {
         self.sv.bound_ips = bound_ips;
         self.max_connections = config.global.max_connections.max(1) as usize;
         self.sv.config = config;
+        self.sv.deflate.set_cache_dirs(&cache_dirs);
         if let Err(e) = self.open_logs() {
             log::error!("graceful restart: {e}");
         }
