@@ -4,7 +4,9 @@ usage: scgi_app.py tcp [--mute]         -> listens on 127.0.0.1, a free port
        scgi_app.py unix PATH [--mute]   -> listens on a unix socket
 Prints "ready PORT-or-PATH" once listening. Most paths echo the environment
 as NAME=value lines; /redirect?TARGET answers a bare "Location: TARGET",
-/redirect-302?TARGET the same with "Status: 302", /loop redirects to itself.
+/redirect-302?TARGET the same with "Status: 302", /loop redirects to itself,
+/text?N streams N bytes of numbered text lines ("line 00000000 of a streamed
+answer\n", ...) in 16 KiB pieces with ETag "gw1" (for compression).
 With --mute it reads each request whole and closes the connection without
 answering (a backend that breaks before answering). SCGI_APP_LOG names a
 file that gets one line per request (see below).
@@ -112,6 +114,20 @@ class Handler(scgi_server.SCGIHandler):
                 output.write(b"5\r\nhello\r\n")
                 if path == "/chunked":
                     output.write(b"6\r\n world\r\n0\r\n\r\n")
+            return
+        if path == "/text":
+            n = int(query or "1000000")
+            output.write(b"Status: 200 OK\r\nContent-Type: text/plain\r\nETag: \"gw1\"\r\n\r\n")
+            if env.get("REQUEST_METHOD") == "HEAD":
+                return
+            text = bytearray()
+            i = 0
+            while len(text) < n:
+                text += b"line %08d of a streamed answer\n" % i
+                i += 1
+            for at in range(0, n, 16384):
+                output.write(bytes(text[at : min(n, at + 16384)]))
+                output.flush()
             return
         if path == "/slow":
             time.sleep(float(env.get("QUERY_STRING") or "3"))
