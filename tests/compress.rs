@@ -409,17 +409,33 @@ fn streamed_without_a_cache_on_http_1_1_and_1_0() {
     for i in 0..40 {
         d.file(&format!("listed/file-number-{i:03}.txt"), b"x");
     }
+    let log = d.base.join("access.log");
     let s = start(
         &d,
-        "deflate.mimetypes = ( \"text/\" )\ndir-listing.activate = \"enable\"",
+        &format!(
+            "deflate.mimetypes = ( \"text/\" )\ndir-listing.activate = \"enable\"\n\
+             accesslog.filename = \"{}\"\naccesslog.format = \"%b %{{Accept-Encoding}}i\"",
+            log.display()
+        ),
     );
+    let mut sizes = Vec::new();
     for coding in CODINGS {
         let r = get_ae(&s, "/big.txt", coding);
         assert_eq!(r.framing, "chunked", "{coding}: {}", r.describe());
         assert_eq!(r.header("content-encoding"), Some(coding));
         assert_eq!(decode(coding, &r.body), page, "{coding}");
         assert_eq!(decode_external(coding, &r.body), page, "{coding}");
+        sizes.push(format!("{} {coding}", r.body.len()));
     }
+    // The access log counts the bytes that went out, once they have.
+    assert!(
+        wait_for(TIMEOUT, || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            sizes.iter().all(|l| text.lines().any(|x| x == l))
+        }),
+        "want {sizes:?} in {:?}",
+        std::fs::read_to_string(&log)
+    );
     let r = fetch(
         &s,
         b"GET /big.txt HTTP/1.0\r\nAccept-Encoding: gzip\r\n\r\n",

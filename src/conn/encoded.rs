@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use crate::compress::negotiate::{variant_etag, variant_precondition, vary_with_accept_encoding};
 use crate::compress::{decide, Coding, Decision, DeflateSpec, Encoder, ResponseFacts};
-use crate::exchange::GwStart;
+use crate::exchange::{DeferredLog, GwStart};
 use crate::msg::{AnswerHead, Piece, Reply};
 use crate::output::encode::{BodyEncoder, FilterError, Step, MAX_SLICE};
 use crate::output::Output;
@@ -24,6 +24,9 @@ pub struct Encoded {
     flush: bool,
     /// Input per turn of the loop: `deflate.work-block-size`, at most [`MAX_SLICE`].
     slice: usize,
+    /// A reply's access log line, written once its body is (with the
+    /// compressed length).
+    pub log: Option<DeferredLog>,
 }
 
 impl Encoded {
@@ -37,6 +40,7 @@ impl Encoded {
             chunked,
             flush: spec.sync_flush(false),
             slice,
+            log: None,
         }
     }
 
@@ -95,6 +99,11 @@ impl Encoded {
         self.filter
             .step(usize::MAX, self.flush, &mut |b| frame(out, chunked, b))?;
         Ok(self.filter.bytes_out() - before)
+    }
+
+    /// Compressed body bytes written so far.
+    pub fn bytes_out(&self) -> u64 {
+        self.filter.bytes_out()
     }
 
     /// The backend's body ended: the rest and the trailer. Returns the

@@ -332,10 +332,10 @@ impl Connection {
         };
         match enc.step(&mut self.out) {
             Ok(Step::Pending) => {}
-            Ok(Step::Done) => self.encoded = None,
+            Ok(Step::Done) => self.end_encoded(cx),
             Err(e) => {
                 log::warn!("{e}; connection closed");
-                self.encoded = None;
+                self.end_encoded(cx);
                 // What is queued goes out; the cut body then ends with the
                 // connection, so the client sees it incomplete.
                 self.linger = false;
@@ -343,6 +343,16 @@ impl Connection {
                     then: AfterWrite::Close,
                 };
                 let _ = self.flush(cx);
+            }
+        }
+    }
+
+    /// The compressed reply is over (complete or cut): its log line.
+    fn end_encoded(&mut self, cx: &mut Ctx<'_>) {
+        if let Some(enc) = self.encoded.take() {
+            if let Some(l) = &enc.log {
+                let info = self.info(cx.sv);
+                crate::exchange::log_deferred(cx.sv, &info, l, enc.bytes_out());
             }
         }
     }
@@ -453,7 +463,7 @@ impl Connection {
     pub fn close(&mut self, cx: &mut Ctx<'_>) {
         self.phase = Phase::Closed;
         self.out.clear();
-        self.encoded = None;
+        self.end_encoded(cx);
         if let Some(gw) = self.gw.take() {
             cx.sv.upstream.finish(gw.start.job);
         }

@@ -237,7 +237,13 @@ impl Connection {
                     }
                 };
                 let head_bytes = head as u64;
-                exchange::log_reply(sv, info, req, orig_line.as_deref(), head_bytes);
+                match self.encoded.as_mut() {
+                    // Logged when its body is out, with the bytes sent.
+                    Some(enc) => {
+                        enc.log = exchange::defer_reply(sv, req, orig_line.as_deref(), head_bytes)
+                    }
+                    None => exchange::log_reply(sv, info, req, orig_line.as_deref(), head_bytes),
+                }
                 action
             }
             Outcome::Gateway(start) => {

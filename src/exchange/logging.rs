@@ -2,10 +2,12 @@
 //! answer is complete: glint's own replies as they are written, gateway
 //! answers at their end, requests that could not be parsed with their raw line.
 
+use std::rc::Rc;
+
 use super::{ConnInfo, GwStart, Services};
 use crate::accesslog::Entry;
 use crate::config::Settings;
-use crate::msg::Request;
+use crate::msg::{OwnedHead, Request};
 
 /// Logs one of glint's replies (the one in [`Services::reply`]) to `req`;
 /// a request run again is logged with the line the client sent.
@@ -31,6 +33,60 @@ pub fn log_reply(
         status,
         body,
         head_bytes,
+    );
+}
+
+/// The log line of a reply whose body is compressed as it is sent: it is
+/// written once the body is, with the bytes that went out.
+#[derive(Debug)]
+pub struct DeferredLog {
+    settings: Rc<Settings>,
+    head: OwnedHead,
+    orig_line: Option<Vec<u8>>,
+    status: u16,
+    head_bytes: u64,
+}
+
+/// Keeps what the log line of the reply in [`Services::reply`] to `req`
+/// needs, when there is an access log to write it to (else it is counted
+/// now and `None` comes back).
+pub fn defer_reply(
+    sv: &mut Services,
+    req: &Request<'_, '_>,
+    orig_line: Option<&[u8]>,
+    head_bytes: u64,
+) -> Option<DeferredLog> {
+    if sv.reply.settings.accesslog_filename.is_none() {
+        sv.stats.requests += 1;
+        return None;
+    }
+    Some(DeferredLog {
+        settings: Rc::clone(&sv.reply.settings),
+        head: OwnedHead::of(req),
+        orig_line: orig_line.map(<[u8]>::to_vec),
+        status: sv.reply.status,
+        head_bytes,
+    })
+}
+
+/// Writes a deferred log line: the reply's body was `body` bytes.
+pub fn log_deferred(sv: &mut Services, info: &ConnInfo, d: &DeferredLog, body: u64) {
+    let mut headers = Vec::new();
+    let req = d.head.view(&mut headers);
+    let shown = Request {
+        request_line: d.orig_line.as_deref().unwrap_or(req.request_line),
+        ..req
+    };
+    let settings = Rc::clone(&d.settings);
+    log_access(
+        sv,
+        &settings,
+        info,
+        Some(&shown),
+        b"",
+        d.status,
+        body,
+        d.head_bytes,
     );
 }
 

@@ -32,7 +32,7 @@ use crate::stats::Stats;
 use crate::upstream::{Gateways, JobId};
 
 pub use access::access_denied;
-pub use logging::{log_error, log_gateway, log_reply};
+pub use logging::{defer_reply, log_deferred, log_error, log_gateway, log_reply, DeferredLog};
 pub use rerun::{rerun, Rerunning, MAX_RERUNS};
 
 /// What the exchanges of every connection share: the configuration and

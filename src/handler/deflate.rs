@@ -261,7 +261,8 @@ pub fn filter_reply(r: &mut Reply, ask: &Ask<'_>, loadavg: f64) {
             if let Some(v) = vary {
                 r.header("Vary", &v);
             }
-            r.end_head(None);
+            // A 304 has no body; a 412 says it has none.
+            r.end_head((status != 304).then_some(0));
             return;
         }
     }
