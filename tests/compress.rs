@@ -736,7 +736,11 @@ fn debian_20_deflate_conf_works() {
         cache.display()
     );
     let s = start(&d, &debian);
-    assert!(cache.is_dir(), "the cache dir is made at start");
+    // Made at start, once privileges are dropped (just after "listening").
+    assert!(
+        wait_for(TIMEOUT, || cache.is_dir()),
+        "the cache dir is made at start"
+    );
     for (name, body) in &files {
         let r = wait_cached(&s, &format!("/{name}"), "gzip, deflate, br, zstd");
         // lighttpd's order: zstd first.

@@ -259,7 +259,7 @@ pub(crate) fn respond_with(
                 sv.reply.error(status);
             }
         }
-        if sv.reply.settings.deflate.enabled() {
+        if sv.reply.settings.deflate.enabled() && !sv.reply.encoding_decided {
             let load = sv
                 .deflate
                 .load_for(&sv.reply.settings.deflate, sv.clock.mono_secs);

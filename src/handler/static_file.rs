@@ -316,17 +316,17 @@ impl OpenFile {
         found
     }
 
-    /// The copy of this file in the cache under `coding`, if one was made.
-    fn cached(&self, coding: Coding, path: &Path) -> Option<Rc<Variant>> {
-        if let Some((_, v)) = self
-            .variants
-            .borrow()
-            .cached
+    /// The copy of this file in the cache under `coding`, once opened.
+    fn cached(&self, coding: Coding) -> Option<Rc<Variant>> {
+        let v = self.variants.borrow();
+        v.cached
             .iter()
             .find(|(c, _)| *c == coding)
-        {
-            return Some(Rc::clone(v));
-        }
+            .map(|(_, v)| Rc::clone(v))
+    }
+
+    /// Opens the cache's copy at `path`, if it was made, and keeps it.
+    fn open_cached(&self, coding: Coding, path: &Path) -> Option<Rc<Variant>> {
         let (file, meta) = cache::open_cached(path)?;
         let mut v = Variant::open(coding, file, &meta, self.v.etag_string());
         // A copy is the file's content: the file's modification time.
@@ -655,6 +655,10 @@ fn choose_form(
         Decision::Identity => return (Form::Identity, true),
         Decision::Compress(c) => c,
     };
+    // A copy opened before: nothing to look up.
+    if let Some(v) = of.cached(coding) {
+        return (Form::Variant(v, coding), true);
+    }
     let etag = of.v.etag_string().and_then(|t| variant_etag(&t, coding));
     let inline = |of: &OpenFile| {
         of.small
@@ -675,7 +679,7 @@ fn choose_form(
             None => (Form::Stream(coding), true),
         };
     };
-    if let Some(v) = of.cached(coding, &dest) {
+    if let Some(v) = of.open_cached(coding, &dest) {
         return (Form::Variant(v, coding), true);
     }
     let job = Job {
@@ -766,7 +770,7 @@ fn serve_file(
         }
         r.header("Last-Modified", form_lm);
         if vary {
-            super::deflate::add_vary(r);
+            r.header("Vary", b"Accept-Encoding");
         }
     };
     if not_modified {
@@ -824,7 +828,7 @@ fn serve_file(
             r.start(200);
             write_validators(r, v);
             if vary {
-                super::deflate::add_vary(r);
+                r.header("Vary", b"Accept-Encoding");
             }
             write_expire(r, req, ctype.0, v.mtime);
             r.header("Accept-Ranges", b"bytes");
@@ -847,7 +851,7 @@ fn serve_file(
             r.start(206);
             write_validators(r, v);
             if vary {
-                super::deflate::add_vary(r);
+                r.header("Vary", b"Accept-Encoding");
             }
             write_expire(r, req, ctype.0, v.mtime);
             r.header("Accept-Ranges", b"bytes");
@@ -885,7 +889,7 @@ fn serve_file(
             r.start(206);
             write_validators(r, v);
             if vary {
-                super::deflate::add_vary(r);
+                r.header("Vary", b"Accept-Encoding");
             }
             r.header("Accept-Ranges", b"bytes");
             let mut ct = b"multipart/byteranges; boundary=".to_vec();

@@ -115,6 +115,9 @@ impl Reply {
 
     /// Removes every header line named `name`.
     pub fn remove_field(&mut self, name: &str) {
+        if self.field(name).is_none() {
+            return;
+        }
         let mut kept = Vec::with_capacity(self.fields.len());
         for line in self.fields.split_inclusive(|&b| b == b'\n') {
             let colon = line.iter().position(|&b| b == b':');
