@@ -65,6 +65,10 @@ pub struct Job {
     pub coding: Coding,
     pub params: EncoderParams,
     pub content_type: Option<String>,
+    /// The copy's bytes when the caller compressed them already (a small
+    /// file, compressed on the loop for the answer at hand): the job only
+    /// writes them, after checking that the source is still `expect`.
+    pub packed: Option<Vec<u8>>,
 }
 
 /// How a job ended.
@@ -200,6 +204,9 @@ pub fn run(job: &Job) -> Result<u64, JobError> {
     let same = |f: &File| f.metadata().is_ok_and(|m| SourceId::of(&m) == job.expect);
     if !same(&src) {
         return Err(JobError::SourceChanged);
+    }
+    if let Some(packed) = &job.packed {
+        return write_atomic(&job.dest, |out| out.write_all(packed)).map_err(JobError::Io);
     }
     let mut encoder = Encoder::new(
         job.coding,

@@ -45,6 +45,7 @@ fn job_for(source: &Path, cache: &Path, coding: Coding) -> Job {
         dest: cache_path(cache.to_str().unwrap(), source, &variant).unwrap(),
         coding,
         params: DeflateSpec::default().encoder_params(),
+        packed: None,
         content_type: Some("text/css".into()),
     }
 }
@@ -521,4 +522,22 @@ fn measure_7mb() {
         );
         assert!(total > 0 && total < data.len());
     }
+}
+
+#[test]
+fn a_job_with_its_bytes_made_writes_them_if_the_source_is_unchanged() {
+    let dir = scratch("packed");
+    let src = dir.join("a.css");
+    fs::write(&src, text(4000, 1)).unwrap();
+    let cache = dir.join("cache");
+    let mut job = job_for(&src, &cache, Coding::Gzip);
+    job.packed = Some(b"made on the loop".to_vec());
+    assert_eq!(pool::run(&job).unwrap(), 16);
+    assert_eq!(fs::read(&job.dest).unwrap(), b"made on the loop");
+    // The source changed since the bytes were made: nothing is written.
+    fs::remove_file(&job.dest).unwrap();
+    fs::write(&src, text(4001, 2)).unwrap();
+    assert!(matches!(pool::run(&job), Err(JobError::SourceChanged)));
+    assert!(!job.dest.exists());
+    fs::remove_dir_all(&dir).unwrap();
 }

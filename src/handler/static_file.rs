@@ -660,28 +660,29 @@ fn choose_form(
         return (Form::Variant(v, coding), true);
     }
     let etag = of.v.etag_string().and_then(|t| variant_etag(&t, coding));
-    let inline = |of: &OpenFile| {
-        of.small
-            .as_ref()
-            .and_then(|b| compress_now(coding, spec, Some(&of.ctype_value), b))
-            .map_or(Form::Identity, |b| Form::Inline(b, coding))
-    };
     let dest = match (&spec.cache_dir, etag.as_deref()) {
         (Some(dir), Some(tag)) if cacheable(spec, false, Some(tag), None, true, 200) => {
             cache::cache_path(dir, Path::new(fs_path), tag)
         }
         _ => None,
     };
-    let Some(dest) = dest else {
-        // No cache for it: compressed each time it is sent, as lighttpd does.
-        return match &of.small {
-            Some(_) => (inline(of), true),
-            None => (Form::Stream(coding), true),
-        };
-    };
-    if let Some(v) = of.open_cached(coding, &dest) {
+    if let Some(v) = dest.as_deref().and_then(|d| of.open_cached(coding, d)) {
         return (Form::Variant(v, coding), true);
     }
+    // A small file (in memory) is compressed now; the rest goes as it is
+    // until a copy exists, or streams compressed where none can be made.
+    let packed = of
+        .small
+        .as_ref()
+        .and_then(|b| compress_now(coding, spec, Some(&of.ctype_value), b));
+    let Some(dest) = dest else {
+        // No cache for it: compressed each time it is sent, as lighttpd does.
+        return match (packed, &of.small) {
+            (Some(b), _) => (Form::Inline(b, coding), true),
+            (None, Some(_)) => (Form::Identity, true),
+            (None, None) => (Form::Stream(coding), true),
+        };
+    };
     let job = Job {
         source: fs_path.into(),
         expect: SourceId::of(&of.meta),
@@ -689,13 +690,16 @@ fn choose_form(
         coding,
         params: spec.encoder_params(),
         content_type: Some(of.ctype_value.clone()),
+        // What was just compressed is written as it is: not compressed twice.
+        packed: packed.clone(),
     };
     if let Err(why) = dz.submit(job) {
         log::debug!("{fs_path}: compression into the cache not queued: {why:?}");
     }
-    // Until the copy is made: a small file is compressed here (16 KiB at
-    // most, under a millisecond), a larger one goes out as it is.
-    (inline(of), true)
+    match packed {
+        Some(b) => (Form::Inline(b, coding), true),
+        None => (Form::Identity, true),
+    }
 }
 
 fn serve_file(
