@@ -322,9 +322,9 @@ impl Server {
         self.sv.logs.flush();
         self.sv.files.purge(now);
         let global = std::rc::Rc::clone(&self.sv.config.global);
-        self.sv
-            .deflate
-            .on_tick(&|_, meta| crate::handler::static_file::etag_of(meta, &global));
+        self.sv.deflate.on_tick(now, &|_, meta| {
+            crate::handler::static_file::etag_of(meta, &global)
+        });
         any_closed
     }
 }
