@@ -569,7 +569,7 @@ def render(raw, assets, versions, args) -> str:
             ratio = f"{warm[n] / best:.2f}×" if best else "–"
             lines.append(f"| {mode} | {n} | {cold_b:,.0f} | {warm_b:,} | {warm_b / ident.get(n, warm_b):.3f} | "
                          f"{med([c['cpu_us_per_req'] for c in r['cold']]):.1f} | {warm[n]:.1f} | {ratio} |")
-    lines += ["", "Warm runs (median requests/s, and server busy %):", ""]
+    lines += ["", "Warm runs (median requests/s):", ""]
     for n in raw:
         cells = []
         for mode in MODES:
