@@ -2,7 +2,10 @@
 
 use super::settings::{Origin, Settings};
 use super::value::Value;
+use crate::authn::require::{parse_backend, parse_require, OptValue};
+use crate::forwarded::options::{parse_headers, parse_params, ExtForward, Trust};
 use std::path::PathBuf;
+use std::rc::Rc;
 
 /// The modules glint provides; `server.modules` naming another yields a warning.
 pub const PROVIDED_MODULES: &[&str] = &[
@@ -19,6 +22,9 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_status",
     "mod_scgi",
     "mod_fastcgi",
+    "mod_auth",
+    "mod_authn_file",
+    "mod_extforward",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -171,6 +177,124 @@ fn octal_mode(v: &Value) -> Result<u32, String> {
     }
 }
 
+/// `"key" => value` pairs whose values are strings or integers, as text
+/// (`extforward.params = ( "remote_user" => 1 )`).
+fn text_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(|(k, v)| match (k, v) {
+                (Some(k), Value::Str(s)) => Ok((k.clone(), s.clone())),
+                (Some(k), Value::Int(i)) => Ok((k.clone(), i.to_string())),
+                (None, _) => Err("expects an array of \"key\" => \"value\" pairs".to_string()),
+                (Some(k), other) => Err(format!(
+                    "expects a string for key \"{k}\", found {}",
+                    other.type_name()
+                )),
+            })
+            .collect(),
+        other => Err(format!(
+            "expects an array of \"key\" => \"value\" pairs, got {}",
+            other.type_name()
+        )),
+    }
+}
+
+/// A config value as mod_auth's parser takes it.
+fn opt_value(v: &Value) -> OptValue {
+    match v {
+        Value::Str(s) => OptValue::Str(s.clone()),
+        Value::Int(i) => OptValue::Int(*i),
+        Value::Array(_) => OptValue::Array,
+    }
+}
+
+/// One `auth.require` entry: its prefix and its options.
+pub type AuthRule = (String, Vec<(String, OptValue)>);
+
+/// `auth.require = ( "/prefix" => ( "method" => ..., ... ), ... )` as
+/// [`parse_require`] takes it.
+pub fn auth_require_entries(v: &Value) -> Result<Vec<AuthRule>, String> {
+    let Value::Array(items) = v else {
+        return Err(format!(
+            "expects ( \"/prefix\" => ( \"method\" => ..., ... ) ), got {}",
+            v.type_name()
+        ));
+    };
+    items
+        .iter()
+        .map(|(k, rule)| {
+            let Some(prefix) = k else {
+                return Err("each rule needs a \"/prefix\" => ( ... ) key".to_string());
+            };
+            let Value::Array(opts) = rule else {
+                return Err(format!(
+                    "the rule for \"{prefix}\" must be an array of \"key\" => \"value\""
+                ));
+            };
+            let opts = opts
+                .iter()
+                .map(|(k, v)| match k {
+                    Some(k) => Ok((k.clone(), opt_value(v))),
+                    None => Err(format!(
+                        "the rule for \"{prefix}\" must be an array of \"key\" => \"value\""
+                    )),
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok((prefix.clone(), opts))
+        })
+        .collect()
+}
+
+/// `auth.cache = ( "max-age" => "600" )`: the seconds an entry lives.
+fn auth_cache(v: &Value) -> Result<i64, String> {
+    let Value::Array(items) = v else {
+        return Err(format!(
+            "expects ( \"max-age\" => \"600\" ), got {}",
+            v.type_name()
+        ));
+    };
+    let opts: Vec<(String, OptValue)> = items
+        .iter()
+        .map(|(k, v)| (k.clone().unwrap_or_default(), opt_value(v)))
+        .collect();
+    crate::authn::cache::parse_cache_options(&opts).map(|o| o.max_age)
+}
+
+/// The pairs of an `extforward.forwarder`, as [`Trust::parse`] takes them.
+fn borrowed_pairs(p: &[(String, String)]) -> Vec<(&str, &str)> {
+    p.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+/// Computes what is derived from several options at once, once per scope
+/// (the global one, and each combination of conditional blocks): the
+/// `extforward.*` options parsed together. [`apply`] checked each of them
+/// with the same parsers, and no pair of valid values is invalid together,
+/// so the combination cannot fail here.
+pub fn finish(s: &mut Settings) {
+    s.extforward = combined_extforward(s).ok().flatten().map(Rc::new);
+}
+
+/// The `extforward.*` options of `s` together: `None` when nobody is trusted.
+fn combined_extforward(s: &Settings) -> Result<Option<ExtForward>, String> {
+    let trust = Trust::parse(&borrowed_pairs(&s.extforward_forwarder))?;
+    if trust.is_empty() {
+        return Ok(None);
+    }
+    let headers: Option<Vec<&str>> = s
+        .extforward_headers
+        .as_ref()
+        .map(|h| h.iter().map(String::as_str).collect());
+    let xf = ExtForward::parse(
+        &borrowed_pairs(&s.extforward_forwarder),
+        headers.as_deref(),
+        &borrowed_pairs(&s.extforward_params),
+        s.extforward_hap_proxy,
+        s.extforward_hap_proxy_ssl_client_verify,
+    )?;
+    Ok(Some(xf))
+}
+
 fn array(v: &Value) -> Result<Value, String> {
     match v {
         Value::Array(_) => Ok(v.clone()),
@@ -258,6 +382,43 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
             Value::Str(p) if p == "scgi" || p == "uwsgi" => keep_raw(s, key, v),
             _ => return Err("expects \"scgi\" or \"uwsgi\"".into()),
         },
+        "auth.backend" => {
+            let b = string(v)?;
+            parse_backend(&b)?;
+            s.auth_backend = Some(b);
+        }
+        "auth.backend.plain.userfile" => s.auth_plain_userfile = Some(string(v)?),
+        "auth.backend.plain.groupfile" => s.auth_plain_groupfile = Some(string(v)?),
+        "auth.backend.htpasswd.userfile" => s.auth_htpasswd_userfile = Some(string(v)?),
+        "auth.backend.htdigest.userfile" => s.auth_htdigest_userfile = Some(string(v)?),
+        "auth.require" => {
+            // Checked now, for the error's file and line; parsed once per
+            // distinct value at the end of loading.
+            parse_require(&auth_require_entries(v)?)?;
+            s.auth_require = Some(v.clone());
+        }
+        "auth.cache" => s.auth_cache_max_age = Some(auth_cache(v)?),
+        "auth.extern-authn" => s.auth_extern_authn = boolean(v)?,
+        "extforward.forwarder" => {
+            let p = pairs(v)?;
+            Trust::parse(&borrowed_pairs(&p))?;
+            s.extforward_forwarder = p;
+        }
+        "extforward.headers" => {
+            let l = list(v)?;
+            let b: Vec<&str> = l.iter().map(String::as_str).collect();
+            parse_headers(Some(&b), false)?;
+            s.extforward_headers = Some(l);
+        }
+        "extforward.params" => {
+            let p = text_pairs(v)?;
+            parse_params(&borrowed_pairs(&p))?;
+            s.extforward_params = p;
+        }
+        "extforward.hap-PROXY" => s.extforward_hap_proxy = boolean(v)?,
+        "extforward.hap-PROXY-ssl-client-verify" => {
+            s.extforward_hap_proxy_ssl_client_verify = boolean(v)?
+        }
         k if KEPT_OPTIONS.contains(&k) => keep_raw(s, k, v),
         _ => return Ok(Applied::Unknown),
     }
@@ -443,6 +604,41 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     if let Some(v) = &s.fastcgi_server {
         put("fastcgi.server", v.clone());
     }
+    for (k, o) in [
+        ("auth.backend", &s.auth_backend),
+        ("auth.backend.plain.userfile", &s.auth_plain_userfile),
+        ("auth.backend.plain.groupfile", &s.auth_plain_groupfile),
+        ("auth.backend.htpasswd.userfile", &s.auth_htpasswd_userfile),
+        ("auth.backend.htdigest.userfile", &s.auth_htdigest_userfile),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    if let Some(v) = &s.auth_require {
+        put("auth.require", v.clone());
+    }
+    if let Some(n) = s.auth_cache_max_age {
+        put(
+            "auth.cache",
+            Value::Array(vec![(Some("max-age".into()), Value::Int(n))]),
+        );
+    }
+    put("auth.extern-authn", bool_value(s.auth_extern_authn));
+    if !s.extforward_forwarder.is_empty() {
+        put("extforward.forwarder", pairs_value(&s.extforward_forwarder));
+    }
+    if let Some(h) = &s.extforward_headers {
+        put("extforward.headers", list_value(h));
+    }
+    if !s.extforward_params.is_empty() {
+        put("extforward.params", pairs_value(&s.extforward_params));
+    }
+    put("extforward.hap-PROXY", bool_value(s.extforward_hap_proxy));
+    put(
+        "extforward.hap-PROXY-ssl-client-verify",
+        bool_value(s.extforward_hap_proxy_ssl_client_verify),
+    );
     for (k, v) in &s.raw {
         put(k, v.clone());
     }

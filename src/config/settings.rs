@@ -6,7 +6,9 @@
 //! parent's settings with the block's assignments applied.
 
 use super::value::Value;
+use crate::forwarded::options::ExtForward;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 /// Where a value was set: shown in start-up errors ("set at glint.conf:12").
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -166,6 +168,45 @@ pub struct Settings {
     pub scgi_scope: u32,
     /// Which of [`crate::config::Config::fastcgi_servers`] `fastcgi_server` is.
     pub fastcgi_scope: u32,
+    /// `auth.backend`: `plain`, `htpasswd` or `htdigest` (default unset:
+    /// a rule that needs a password answers 500, as lighttpd).
+    pub auth_backend: Option<String>,
+    /// `auth.backend.plain.userfile`: `user:password` lines.
+    pub auth_plain_userfile: Option<String>,
+    /// `auth.backend.plain.groupfile`: accepted and never read, as lighttpd
+    /// 1.4.69 (no file backend reports groups).
+    pub auth_plain_groupfile: Option<String>,
+    /// `auth.backend.htpasswd.userfile`: `user:hash` lines.
+    pub auth_htpasswd_userfile: Option<String>,
+    /// `auth.backend.htdigest.userfile`: `user:realm:HA1` lines.
+    pub auth_htdigest_userfile: Option<String>,
+    /// `auth.require`: the array as written (checked at load); its parsed
+    /// rules are [`crate::config::Config::auth_rules`].
+    pub auth_require: Option<Value>,
+    /// Which of [`crate::config::Config::auth_requires`] `auth_require` is.
+    pub auth_scope: u32,
+    /// `auth.cache = ( "max-age" => "600" )`: seconds a right Basic
+    /// password is remembered (default unset: no cache).
+    pub auth_cache_max_age: Option<i64>,
+    /// `auth.extern-authn` (default disable): a `REMOTE_USER` set before
+    /// mod_auth (by extforward's `remote_user`) that the rule allows lets
+    /// the request through.
+    pub auth_extern_authn: bool,
+    /// `extforward.forwarder`: address (or network, or `all`) => `trust` /
+    /// `untrusted` (default: nobody is trusted; the module does nothing).
+    pub extforward_forwarder: Vec<(String, String)>,
+    /// `extforward.headers` (default `X-Forwarded-For`, `Forwarded-For`;
+    /// none with the PROXY protocol).
+    pub extforward_headers: Option<Vec<String>>,
+    /// `extforward.params`: `host`, `remote_user` => enable/disable.
+    pub extforward_params: Vec<(String, String)>,
+    /// `extforward.hap-PROXY` (default disable).
+    pub extforward_hap_proxy: bool,
+    /// `extforward.hap-PROXY-ssl-client-verify` (default disable).
+    pub extforward_hap_proxy_ssl_client_verify: bool,
+    /// The five `extforward.*` options parsed together, when a forwarder
+    /// is trusted (derived once per scope by `options::finish`).
+    pub extforward: Option<Rc<ExtForward>>,
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
@@ -246,6 +287,21 @@ impl Default for Settings {
             fastcgi_server: None,
             scgi_scope: 0,
             fastcgi_scope: 0,
+            auth_backend: None,
+            auth_plain_userfile: None,
+            auth_plain_groupfile: None,
+            auth_htpasswd_userfile: None,
+            auth_htdigest_userfile: None,
+            auth_require: None,
+            auth_scope: 0,
+            auth_cache_max_age: None,
+            auth_extern_authn: false,
+            extforward_forwarder: Vec::new(),
+            extforward_headers: None,
+            extforward_params: Vec::new(),
+            extforward_hap_proxy: false,
+            extforward_hap_proxy_ssl_client_verify: false,
+            extforward: None,
             raw: Vec::new(),
         }
     }

@@ -402,10 +402,10 @@ mod tests {
     fn classification_table() {
         let cases: &[(&str, Value, Support, &str)] = &[
             (
-                "auth.require",
+                "auth.backend.ldap.hostname",
                 s("x"),
                 Support::NotProvided("mod_auth"),
-                "auth is not provided",
+                "LDAP is not provided",
             ),
             (
                 "ssl.engine",
@@ -432,10 +432,10 @@ mod tests {
                 "CGI refused",
             ),
             (
-                "extforward.forwarder",
+                "extforward.later-option",
                 s("x"),
                 Support::NotProvided("mod_extforward"),
-                "extforward refused",
+                "an extforward option of a later lighttpd is refused",
             ),
             (
                 "alias.url",

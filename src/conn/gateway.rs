@@ -214,8 +214,13 @@ impl Connection {
         };
         // A client that hung up before its answer began is not worth a
         // backend's time: drop it (and its place in the queue) now, not
-        // when the answer finally comes.
-        if self.peer_closed && !gw.head_sent() {
+        // when the answer finally comes. A FIN does not tell a close from a
+        // half-close (shutdown(SHUT_WR)), so it counts as leaving only from
+        // a client that asked to keep the connection: one whose request
+        // ends the connection (HTTP/1.0, `Connection: close`) may shut its
+        // side after sending and still wait for the answer, as lighttpd
+        // allows (its test suite's client does exactly that).
+        if self.peer_closed && !gw.head_sent() && gw.start.keep_alive {
             log::debug!("client {:?} left before its backend answered", self.peer);
             self.close(cx);
             return true;

@@ -163,6 +163,14 @@ pub(super) fn start(
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
     }
+    // Who mod_auth let in, and how (after the authorizer's variables: the
+    // server's own word wins).
+    if let Some(user) = carry.remote_user.as_deref() {
+        env.set(b"REMOTE_USER", user.as_bytes());
+    }
+    if let Some(t) = carry.auth_type {
+        env.set(b"AUTH_TYPE", t.as_bytes());
+    }
     if let Some(run) = carry.error.as_ref() {
         // The status the error handler replaces.
         env.set(

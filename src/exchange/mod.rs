@@ -12,6 +12,7 @@
 //! exchange never writes protocol bytes and never sees the connection.
 
 mod access;
+mod auth;
 mod gateway;
 mod logging;
 mod rerun;
@@ -32,6 +33,7 @@ use crate::stats::Stats;
 use crate::upstream::{Gateways, JobId};
 
 pub use access::access_denied;
+pub use auth::AuthState;
 pub use logging::{log_error, log_gateway, log_reply};
 pub use rerun::{rerun, Rerunning, MAX_RERUNS};
 
@@ -57,6 +59,8 @@ pub struct Services {
     pub shutting_down: bool,
     /// The reply of the request being answered (its buffers are reused).
     pub reply: Reply,
+    /// mod_auth's user files, nonce key and caches.
+    pub auth: AuthState,
 }
 
 impl Services {
@@ -75,6 +79,7 @@ impl Services {
             bound_ips: Vec::new(),
             shutting_down: false,
             reply: Reply::new(global, false),
+            auth: AuthState::default(),
         }
     }
 
@@ -180,6 +185,16 @@ pub struct Carry {
     pub orig_line: Option<Vec<u8>>,
     /// This run is an error handler's, for the error described.
     pub error: Option<ErrorRun>,
+    /// `REMOTE_USER` for the backends: the user mod_auth let in (or a
+    /// trusted forwarder named, with `extforward.params` `remote_user`).
+    pub remote_user: Option<String>,
+    /// `AUTH_TYPE` for the backends: `Basic` or `Digest`.
+    pub auth_type: Option<&'static str>,
+    /// The `auth.require` rule (its id) the request was let in by: a run
+    /// again under the same rule is not asked again.
+    pub auth_rule: Option<u32>,
+    /// Digest's `nextnonce`, sent as `Authentication-Info`.
+    pub authentication_info: Option<String>,
 }
 
 /// An error answer replaced by `server.error-handler` or
@@ -256,6 +271,11 @@ pub(crate) fn respond_with(
                 sv.reply.error(status);
             }
         }
+        if sv.reply.status < 400 {
+            if let Some(info) = carry.authentication_info.as_deref() {
+                sv.reply.header("Authentication-Info", info.as_bytes());
+            }
+        }
         return Outcome::Reply {
             action: if sv.reply.close {
                 BodyAction::Close
@@ -274,7 +294,10 @@ pub(crate) fn respond_with(
 fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
     // Errors about the request itself (malformed, too large, an unknown
     // method or version) are answered as they are.
-    if carry.error.is_some() || status < 400 || matches!(status, 400 | 413 | 414 | 431 | 501 | 505)
+    // A 401 keeps its own page: its challenge must reach the client.
+    if carry.error.is_some()
+        || status < 400
+        || matches!(status, 400 | 401 | 413 | 414 | 431 | 501 | 505)
     {
         return None;
     }
@@ -366,9 +389,18 @@ fn respond_once(
             _ => 301,
         };
         r.error_with(code, &[("Location", loc.as_bytes())]);
+    } else if let auth::Checked::Refused = {
+        // mod_auth, before anything can answer the path (the path buffer
+        // is lent out for the check).
+        let path = std::mem::take(&mut sv.scratch.path);
+        let c = auth::check(sv, info, req, &settings, &path, carry);
+        sv.scratch.path = path;
+        c
+    } {
+        log::debug!("{}: refused by auth.require", sv.scratch.path);
     } else if access_denied(&sv.scratch.path, &settings) {
         log::debug!("{}: denied by url.access-deny/-allow", sv.scratch.path);
-        r.error(403);
+        sv.reply.error(403);
     } else {
         let stats = sv.stats_now();
         if !status_page::serve(
@@ -399,8 +431,9 @@ fn route(
     registry: &Registry,
 ) -> Once {
     let settings = Rc::clone(&sv.reply.settings);
+    // (An authorizer's docroot is copied: `carry` changes below.)
     let docroot = match carry.docroot.as_deref() {
-        Some(d) => Some(Cow::Borrowed(d)),
+        Some(d) => Some(Cow::Owned(d.to_string())),
         None => document_root(&settings, &sv.scratch.host),
     };
     let mut found = gateway::route(&sv.upstream, &settings, &sv.scratch.path, carry);
@@ -419,6 +452,12 @@ fn route(
             );
         }
         if indexed {
+            let index = std::mem::take(&mut sv.scratch.index_path);
+            let checked = auth::check(sv, info, req, &settings, &index, carry);
+            sv.scratch.index_path = index;
+            if let auth::Checked::Refused = checked {
+                return Once::Reply(BodyAction::Discard);
+            }
             if access_denied(&sv.scratch.index_path, &settings) {
                 log::debug!(
                     "{}: denied by url.access-deny/-allow",

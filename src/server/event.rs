@@ -319,6 +319,7 @@ impl Server {
         }
         self.sv.logs.flush();
         self.sv.files.purge(now);
+        self.sv.auth.on_tick(self.sv.clock.unix);
         any_closed
     }
 }
