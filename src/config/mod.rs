@@ -124,6 +124,9 @@ pub struct Config {
     /// scope's first), each with its rules parsed once at load;
     /// [`Settings::auth_scope`] says which applies to a request.
     pub auth_requires: Vec<(Option<Value>, Rc<RequireTable>)>,
+    /// Some scope trusts a forwarder (`extforward.forwarder`): requests
+    /// look for forwarded headers (and connections for a PROXY header).
+    pub extforward_anywhere: bool,
 }
 
 /// One option a conditional block sets (already checked to apply cleanly).
@@ -183,6 +186,7 @@ impl Config {
             }
         };
         Config {
+            extforward_anywhere: settings.extforward.is_some(),
             auth_requires,
             scgi_servers: vec![settings.scgi_server.clone()],
             fastcgi_servers: vec![settings.fastcgi_server.clone()],
@@ -298,7 +302,13 @@ impl Config {
                 auth_requires.push(t);
             }
         }
+        let extforward_anywhere = global.extforward.is_some()
+            || assigns
+                .iter()
+                .flatten()
+                .any(|a| a.key == "extforward.forwarder");
         Ok(Config {
+            extforward_anywhere,
             auth_requires,
             global: Rc::new(global),
             listeners,

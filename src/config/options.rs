@@ -200,6 +200,25 @@ fn text_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
     }
 }
 
+/// Pairs naming request headers: a name must be a header token and a value
+/// hold no CR, LF or NUL (it reaches a backend as a header or a variable).
+fn header_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
+    let p = pairs(v)?;
+    for (k, val) in &p {
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c))
+        {
+            return Err(format!("\"{k}\" is not a header name"));
+        }
+        if val.bytes().any(|c| c == b'\r' || c == b'\n' || c == 0) {
+            return Err(format!("the value for \"{k}\" holds CR, LF or NUL"));
+        }
+    }
+    Ok(p)
+}
+
 /// A config value as mod_auth's parser takes it.
 fn opt_value(v: &Value) -> OptValue {
     match v {
@@ -415,6 +434,10 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
             parse_params(&borrowed_pairs(&p))?;
             s.extforward_params = p;
         }
+        "setenv.add-request-header" => s.setenv_add_request_header = header_pairs(v)?,
+        "setenv.set-request-header" => s.setenv_set_request_header = header_pairs(v)?,
+        "setenv.add-environment" => s.setenv_add_environment = pairs(v)?,
+        "setenv.set-environment" => s.setenv_set_environment = pairs(v)?,
         "extforward.hap-PROXY" => s.extforward_hap_proxy = boolean(v)?,
         "extforward.hap-PROXY-ssl-client-verify" => {
             s.extforward_hap_proxy_ssl_client_verify = boolean(v)?
@@ -633,6 +656,16 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     }
     if !s.extforward_params.is_empty() {
         put("extforward.params", pairs_value(&s.extforward_params));
+    }
+    for (k, p) in [
+        ("setenv.add-request-header", &s.setenv_add_request_header),
+        ("setenv.set-request-header", &s.setenv_set_request_header),
+        ("setenv.add-environment", &s.setenv_add_environment),
+        ("setenv.set-environment", &s.setenv_set_environment),
+    ] {
+        if !p.is_empty() {
+            put(k, pairs_value(p));
+        }
     }
     put("extforward.hap-PROXY", bool_value(s.extforward_hap_proxy));
     put(

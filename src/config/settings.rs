@@ -207,6 +207,17 @@ pub struct Settings {
     /// The five `extforward.*` options parsed together, when a forwarder
     /// is trusted (derived once per scope by `options::finish`).
     pub extforward: Option<Rc<ExtForward>>,
+    /// `setenv.add-request-header`: headers added to the request the
+    /// backends see (after one of the same name, joined with ", ").
+    pub setenv_add_request_header: Vec<(String, String)>,
+    /// `setenv.set-request-header`: headers set (replaced; an empty value
+    /// removes the header) in the request the backends see.
+    pub setenv_set_request_header: Vec<(String, String)>,
+    /// `setenv.add-environment`: variables added to the backends'
+    /// environment (after one of the same name, joined with ", ").
+    pub setenv_add_environment: Vec<(String, String)>,
+    /// `setenv.set-environment`: variables set in the backends' environment.
+    pub setenv_set_environment: Vec<(String, String)>,
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
@@ -302,6 +313,10 @@ impl Default for Settings {
             extforward_hap_proxy: false,
             extforward_hap_proxy_ssl_client_verify: false,
             extforward: None,
+            setenv_add_request_header: Vec::new(),
+            setenv_set_request_header: Vec::new(),
+            setenv_add_environment: Vec::new(),
+            setenv_set_environment: Vec::new(),
             raw: Vec::new(),
         }
     }

@@ -382,10 +382,6 @@ const LIGHTTPD_OPTIONS: &[(&str, &str)] = &[
     ("server.protocol-http11", "core"),
     ("server.reject-expect-100-with-417", "core"),
     ("server.v4mapped", "core"),
-    ("setenv.add-environment", "mod_setenv"),
-    ("setenv.add-request-header", "mod_setenv"),
-    ("setenv.set-environment", "mod_setenv"),
-    ("setenv.set-request-header", "mod_setenv"),
     ("url.rewrite-final", "mod_rewrite"),
     ("url.rewrite-repeat-if-not-file", "mod_rewrite"),
 ];
@@ -466,12 +462,6 @@ mod tests {
                 Value::Int(100),
                 Support::NotDefault("core"),
                 "a limit is refused",
-            ),
-            (
-                "setenv.add-request-header",
-                s("x"),
-                Support::NotProvided("mod_setenv"),
-                "request headers refused",
             ),
             (
                 "server.documnet-root",

@@ -291,7 +291,7 @@ impl Connection {
         let Some(gw) = self.gw.take() else {
             return AfterWrite::Close;
         };
-        let info = self.info(cx.sv);
+        let info = gw.start.info;
         exchange::log_gateway(cx.sv, &info, &gw.start, gw.status, gw.body_sent);
         let rest = cx.sv.upstream.finish(gw.start.job).body_remaining;
         let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down;
@@ -328,7 +328,7 @@ impl Connection {
         let leftover = cx.sv.upstream.finish(gw.start.job).body_remaining > 0;
         let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down && !leftover;
         let minor = gw.start.minor;
-        let info = self.info(cx.sv);
+        let info = gw.start.info;
         let mut hs = Vec::new();
         let head = gw.start.head.clone();
         let r = exchange::rerun(cx.sv, &info, gw.start, why, keep_alive, cx.registry);

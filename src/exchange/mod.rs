@@ -13,6 +13,7 @@
 
 mod access;
 mod auth;
+mod forward;
 mod gateway;
 mod logging;
 mod rerun;
@@ -113,9 +114,21 @@ pub struct Scratch {
 pub struct ConnInfo {
     /// Index of the listener that accepted it.
     pub listener: usize,
+    /// The client: the connection's peer, or behind a trusted forwarder
+    /// the address it names (mod_extforward) for this request.
     pub peer: Option<IpAddr>,
-    /// The client's port (0 on a unix socket), for `REMOTE_PORT`.
+    /// The client's port (0 on a unix socket, or when a forwarder gave
+    /// none), for `REMOTE_PORT`.
     pub peer_port: u16,
+    /// The connection's own peer (after a PROXY protocol header, the
+    /// address it gave), whatever mod_extforward made of the request.
+    pub conn_peer: Option<IpAddr>,
+    /// `http`, or `https` when a trusted forwarder says the client's
+    /// connection to it was (`X-Forwarded-Proto`, the PROXY header's TLS).
+    pub scheme: &'static str,
+    /// mod_extforward ran for this request already (a run again keeps
+    /// what it found).
+    pub forwarded: bool,
     /// The address the client connected to, when the listener is bound to all.
     pub local_ip: Option<IpAddr>,
     /// The id of this exchange.
@@ -166,6 +179,9 @@ pub struct GwStart {
     pub carry: Carry,
     /// The route it went to (for log lines).
     pub route: usize,
+    /// The connection as the request saw it (its client after
+    /// mod_extforward), for the access log and a run again.
+    pub info: ConnInfo,
 }
 
 /// What one client request carries from one run through the phases to
@@ -195,6 +211,9 @@ pub struct Carry {
     pub auth_rule: Option<u32>,
     /// Digest's `nextnonce`, sent as `Authentication-Info`.
     pub authentication_info: Option<String>,
+    /// The Host a trusted forwarder named (`Forwarded: host=` with
+    /// `extforward.params` `host`), for conditionals and virtual hosts.
+    pub host: Option<String>,
 }
 
 /// An error answer replaced by `server.error-handler` or
@@ -214,14 +233,57 @@ pub struct ErrorRun {
 const MAX_REWRITES: usize = 8;
 
 /// Answers one parsed request: glint's own reply, or a backend's job.
+/// mod_extforward may change `info` (the client, the scheme): the caller
+/// logs the request with it. `conn_env` is what the connection sets for
+/// every request (a PROXY protocol header's TLS details, `REMOTE_USER`).
 pub fn respond(
     sv: &mut Services,
-    info: &ConnInfo,
+    info: &mut ConnInfo,
     req: &Request<'_, '_>,
     keep_alive: bool,
+    conn_env: &[(&'static str, Vec<u8>)],
     registry: &Registry,
 ) -> Outcome {
-    respond_with(sv, info, req, keep_alive, Carry::default(), registry)
+    let mut carry = Carry::default();
+    for (k, v) in conn_env {
+        match *k {
+            "REMOTE_USER" => carry.remote_user = Some(String::from_utf8_lossy(v).into_owned()),
+            "AUTH_TYPE" => {}
+            _ => carry.vars.push((k.to_string(), v.clone())),
+        }
+    }
+    if conn_env.iter().any(|(k, _)| *k == "AUTH_TYPE") {
+        carry.auth_type = Some("SSL_CLIENT_VERIFY");
+    }
+    set_host(sv, req, &carry);
+    if let Err(why) = forward::apply(sv, info, req, &mut carry) {
+        log::warn!(
+            "(mod_extforward) bad Forwarded header from {:?}: {why}; answering 400",
+            info.conn_peer
+        );
+        sv.reply
+            .reset(Rc::clone(&sv.config.global), req.method == Method::Head);
+        sv.reply.error(400);
+        return Outcome::Reply {
+            action: BodyAction::Discard,
+            orig_line: None,
+        };
+    }
+    respond_with(sv, info, req, keep_alive, carry, registry)
+}
+
+/// The request's Host, lowercased, in `sv.scratch.host` (a trusted
+/// forwarder's when it named one).
+fn set_host(sv: &mut Services, req: &Request<'_, '_>, carry: &Carry) {
+    sv.scratch.host.clear();
+    match carry.host.as_deref() {
+        Some(h) => sv.scratch.host.push_str(h),
+        None => {
+            for &b in req.host {
+                sv.scratch.host.push(b.to_ascii_lowercase() as char);
+            }
+        }
+    }
 }
 
 /// Answers a request that may have run before (see [`rerun`]): `carry`
@@ -234,10 +296,7 @@ pub(crate) fn respond_with(
     mut carry: Carry,
     registry: &Registry,
 ) -> Outcome {
-    sv.scratch.host.clear();
-    for &b in req.host {
-        sv.scratch.host.push(b.to_ascii_lowercase() as char);
-    }
+    set_host(sv, req, &carry);
     // The target of this run: the client's, or an error handler's.
     let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
     loop {
@@ -609,7 +668,7 @@ fn facts<'a>(
     RequestFacts {
         listener: info.listener,
         remote_ip: info.peer,
-        scheme: "http",
+        scheme: info.scheme,
         method: req.method_str,
         host,
         url,

@@ -12,7 +12,7 @@ use regex::Regex;
 use super::{facts, ConnInfo, Services, MAX_REWRITES};
 use crate::config::Resolved;
 use crate::msg::Request;
-use crate::path::normalize;
+use crate::path::{normalize, normalize_target};
 
 /// Compiled patterns, built on first use. The configuration checked every
 /// pattern at load, so a compile failure here is logged once and the rule skipped.
@@ -48,7 +48,9 @@ pub fn resolve_and_rewrite<'a>(
     req: &Request<'_, '_>,
     first: &'a str,
 ) -> (Cow<'a, str>, Resolved, bool) {
-    let mut rewritten: Option<String> = None;
+    // Rules match the target in lighttpd's normal form (`%3a` is `%3A`):
+    // the one the client sent when it is in that form already.
+    let mut rewritten: Option<String> = normalize_target(first);
     let mut rewrites = 0;
     loop {
         let uri = rewritten.as_deref().unwrap_or(first);
@@ -74,7 +76,7 @@ pub fn resolve_and_rewrite<'a>(
             Some(n) if n != uri => {
                 let s = &resolved.settings;
                 let once_done = rewrites == 0 && s.url_rewrite_repeat.is_empty();
-                rewritten = Some(n);
+                rewritten = Some(normalize_target(&n).unwrap_or(n));
                 rewrites = if once_done {
                     MAX_REWRITES
                 } else {

@@ -245,9 +245,18 @@ fn read_all(file: &File, len: u64) -> Option<Rc<[u8]>> {
 /// (`""` is every path) is never sent as a file, as lighttpd's
 /// mod_staticfile declines it.
 pub fn excluded(path: &str, s: &Settings) -> bool {
-    s.static_file_exclude_extensions
-        .iter()
-        .any(|suffix| path.ends_with(suffix.as_str()))
+    // Under `server.force-lowercase-filenames` the file's name is the
+    // path in lower case: a suffix matches in any case (`/image.JPG` is
+    // `image.jpg`), as lighttpd checks the lowercased physical path.
+    s.static_file_exclude_extensions.iter().any(|suffix| {
+        if s.force_lowercase_filenames {
+            path.len() >= suffix.len()
+                && path.is_char_boundary(path.len() - suffix.len())
+                && path[path.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+        } else {
+            path.ends_with(suffix.as_str())
+        }
+    })
 }
 
 /// Appends the file system form of URL path `path` to `out`: lowercased
@@ -380,19 +389,44 @@ fn open_error_status(e: &io::Error) -> u16 {
     }
 }
 
+/// A directory asked for without its slash: 301 to the path with one. The
+/// Location is a path (RFC 9110 10.2.2 allows a relative reference, and
+/// lighttpd sends one unless `server.absolute-dir-redirect`), percent-
+/// encoded from the decoded path: `/~test%20ä_` goes to `/~test%20%C3%A4_/`.
 fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Reply) {
-    let mut loc = Vec::with_capacity(req.host.len() + req.raw_path.len() + req.query.len() + 10);
-    if !req.host.is_empty() {
-        loc.extend_from_slice(b"http://");
-        loc.extend_from_slice(req.host);
-    }
-    loc.extend_from_slice(req.raw_path.as_bytes());
+    let mut loc = Vec::with_capacity(req.path.len() * 3 + req.query.len() + 4);
+    encode_path(req.path, &mut loc);
     loc.push(b'/');
     if !req.query.is_empty() {
         loc.push(b'?');
         loc.extend_from_slice(req.query.as_bytes());
     }
     r.error_with(301, &[("Location", &loc)]);
+}
+
+/// Percent-encodes a decoded path for a Location: everything but
+/// unreserved characters, `/`, `!`, `(`, `)` and `*` (lighttpd's
+/// `ENCODING_REL_URI`). An encoded slash, which the decoded path keeps as
+/// `%2F`, stays one.
+fn encode_path(path: &str, out: &mut Vec<u8>) {
+    let b = path.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'%' && b.get(i + 1..i + 3) == Some(b"2F") {
+            out.extend_from_slice(b"%2F");
+            i += 3;
+            continue;
+        }
+        if c.is_ascii_alphanumeric() || b"-._~/!()*".contains(&c) {
+            out.push(c);
+        } else {
+            out.push(b'%');
+            out.push(b"0123456789ABCDEF"[usize::from(c >> 4)]);
+            out.push(b"0123456789ABCDEF"[usize::from(c & 15)]);
+        }
+        i += 1;
+    }
 }
 
 /// The validators of one file.
@@ -466,7 +500,9 @@ fn header_date(v: &[u8]) -> Option<i64> {
 }
 
 fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
-    let get_or_head = matches!(req.method, Method::Get | Method::Head);
+    // POST gets the file too, as lighttpd's mod_staticfile serves it
+    // (its body, if any, is read and dropped).
+    let get_or_head = matches!(req.method, Method::Get | Method::Head | Method::Post);
     if req.method == Method::Options {
         r.start(200);
         r.header("Allow", ALLOW);
@@ -492,11 +528,21 @@ fn serve_file(req: &StaticRequest<'_>, r: &mut Reply, of: &OpenFile) {
     let ctype = (of.ctype.0.as_str(), of.ctype.1);
     let not_modified = if let Some(inm) = req.header("if-none-match") {
         etag_matches(inm, etag, true)
-    } else if let Some(d) = req.header("if-modified-since").and_then(header_date) {
+    } else if let Some(d) = req
+        .header("if-modified-since")
+        .filter(|_| req.method != Method::Post)
+        .and_then(header_date)
+    {
+        // (RFC 9110 13.1.3: only GET and HEAD evaluate If-Modified-Since.)
         v.mtime <= d
     } else {
         false
     };
+    if not_modified && req.method == Method::Post {
+        // RFC 9110 13.1.2: for a method other than GET and HEAD a matching
+        // If-None-Match is a failed precondition, not a 304.
+        return r.error(412);
+    }
     if not_modified {
         r.start(304);
         write_validators(r, v);
