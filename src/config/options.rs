@@ -25,6 +25,9 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_auth",
     "mod_authn_file",
     "mod_extforward",
+    "mod_alias",
+    "mod_userdir",
+    "mod_evhost",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -219,6 +222,56 @@ fn header_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
     Ok(p)
 }
 
+/// A string option where a blank value means unset (lighttpd's
+/// `buffer_is_blank` checks).
+fn nonblank(v: &Value) -> Result<Option<String>, String> {
+    Ok(Some(string(v)?).filter(|s| !s.trim().is_empty()))
+}
+
+/// `dir-listing.show-readme` / `show-header`: `enable` names the usual
+/// file, `disable` (or blank) none, anything else is the file's name,
+/// which must be a plain name in the directory.
+fn shown_file(v: &Value, usual: &str) -> Result<Option<String>, String> {
+    let t = match v {
+        Value::Int(i) => {
+            if *i != 0 {
+                return Ok(Some(usual.to_string()));
+            }
+            return Ok(None);
+        }
+        _ => string(v)?,
+    };
+    match t.as_str() {
+        "" | "disable" => Ok(None),
+        "enable" => Ok(Some(usual.to_string())),
+        name if name.contains('/') || name == "." || name == ".." => Err(format!(
+            "\"{name}\" must be the name of a file in the listed directory"
+        )),
+        name => Ok(Some(name.to_string())),
+    }
+}
+
+/// `alias.url`: prefix => path pairs. As lighttpd (`mod_alias_check_order`),
+/// a prefix listed after a shorter one that starts it is an error: it could
+/// never match, since the first matching prefix wins there.
+fn alias_url(v: &Value) -> Result<Vec<(String, String)>, String> {
+    let p = pairs(v)?;
+    for (i, (k, t)) in p.iter().enumerate() {
+        if k.is_empty() {
+            return Err("an empty URL prefix would alias every path".into());
+        }
+        if t.is_empty() {
+            return Err(format!("the path for \"{k}\" is empty"));
+        }
+        if let Some((short, _)) = p[..i].iter().find(|(s, _)| k.starts_with(s.as_str())) {
+            return Err(format!(
+                "url-prefix \"{k}\" is never used: \"{short}\" before it matches first (list the longer prefix first)"
+            ));
+        }
+    }
+    Ok(p)
+}
+
 /// A config value as mod_auth's parser takes it.
 fn opt_value(v: &Value) -> OptValue {
     match v {
@@ -379,7 +432,10 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "expire.mimetypes" => s.expire_mimetypes = pairs(v)?,
         "url.redirect" => s.url_redirect = regex_pairs(v)?,
         "url.redirect-code" => s.url_redirect_code = uint16(v)?,
-        "url.rewrite-once" | "url.rewrite" => s.url_rewrite_once = regex_pairs(v)?,
+        "url.rewrite-once" | "url.rewrite" | "url.rewrite-final" => {
+            s.url_rewrite_once = regex_pairs(v)?
+        }
+        "url.rewrite-repeat-if-not-file" => s.url_rewrite_repeat_if_not_file = regex_pairs(v)?,
         "url.rewrite-repeat" => s.url_rewrite_repeat = regex_pairs(v)?,
         "url.rewrite-if-not-file" => s.url_rewrite_if_not_file = regex_pairs(v)?,
         "simple-vhost.server-root" => s.simple_vhost_server_root = Some(string(v)?),
@@ -438,6 +494,25 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "setenv.set-request-header" => s.setenv_set_request_header = header_pairs(v)?,
         "setenv.add-environment" => s.setenv_add_environment = pairs(v)?,
         "setenv.set-environment" => s.setenv_set_environment = pairs(v)?,
+        "alias.url" => s.alias_url = alias_url(v)?,
+        "userdir.path" => s.userdir_path = Some(string(v)?),
+        "userdir.basepath" => {
+            s.userdir_basepath = Some(string(v)?).filter(|b| !b.trim().is_empty())
+        }
+        "userdir.exclude-user" => s.userdir_exclude_user = list(v)?,
+        "userdir.include-user" => s.userdir_include_user = Some(list(v)?),
+        "userdir.letterhomes" => s.userdir_letterhomes = boolean(v)?,
+        "userdir.active" => s.userdir_active = boolean(v)?,
+        "evhost.path-pattern" => s.evhost_path_pattern = Some(string(v)?),
+        "dir-listing.encoding" => s.dir_listing_encoding = nonblank(v)?,
+        "dir-listing.external-css" => s.dir_listing_external_css = nonblank(v)?,
+        "dir-listing.external-js" => s.dir_listing_external_js = nonblank(v)?,
+        "dir-listing.show-readme" => s.dir_listing_show_readme = shown_file(v, "README.txt")?,
+        "dir-listing.show-header" => s.dir_listing_show_header = shown_file(v, "HEADER.txt")?,
+        "dir-listing.set-footer" => s.dir_listing_set_footer = nonblank(v)?,
+        "dir-listing.encode-readme" => s.dir_listing_encode_readme = boolean(v)?,
+        "dir-listing.encode-header" => s.dir_listing_encode_header = boolean(v)?,
+        "dir-listing.auto-layout" => s.dir_listing_auto_layout = boolean(v)?,
         "extforward.hap-PROXY" => s.extforward_hap_proxy = boolean(v)?,
         "extforward.hap-PROXY-ssl-client-verify" => {
             s.extforward_hap_proxy_ssl_client_verify = boolean(v)?
@@ -658,6 +733,11 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
         put("extforward.params", pairs_value(&s.extforward_params));
     }
     for (k, p) in [
+        ("alias.url", &s.alias_url),
+        (
+            "url.rewrite-repeat-if-not-file",
+            &s.url_rewrite_repeat_if_not_file,
+        ),
         ("setenv.add-request-header", &s.setenv_add_request_header),
         ("setenv.set-request-header", &s.setenv_set_request_header),
         ("setenv.add-environment", &s.setenv_add_environment),
@@ -667,6 +747,39 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
             put(k, pairs_value(p));
         }
     }
+    for (k, o) in [
+        ("userdir.path", &s.userdir_path),
+        ("userdir.basepath", &s.userdir_basepath),
+        ("evhost.path-pattern", &s.evhost_path_pattern),
+        ("dir-listing.encoding", &s.dir_listing_encoding),
+        ("dir-listing.external-css", &s.dir_listing_external_css),
+        ("dir-listing.external-js", &s.dir_listing_external_js),
+        ("dir-listing.show-readme", &s.dir_listing_show_readme),
+        ("dir-listing.show-header", &s.dir_listing_show_header),
+        ("dir-listing.set-footer", &s.dir_listing_set_footer),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("userdir.exclude-user", list_value(&s.userdir_exclude_user));
+    if let Some(l) = &s.userdir_include_user {
+        put("userdir.include-user", list_value(l));
+    }
+    put("userdir.letterhomes", bool_value(s.userdir_letterhomes));
+    put("userdir.active", bool_value(s.userdir_active));
+    put(
+        "dir-listing.encode-readme",
+        bool_value(s.dir_listing_encode_readme),
+    );
+    put(
+        "dir-listing.encode-header",
+        bool_value(s.dir_listing_encode_header),
+    );
+    put(
+        "dir-listing.auto-layout",
+        bool_value(s.dir_listing_auto_layout),
+    );
     put("extforward.hap-PROXY", bool_value(s.extforward_hap_proxy));
     put(
         "extforward.hap-PROXY-ssl-client-verify",

@@ -218,6 +218,53 @@ pub struct Settings {
     pub setenv_add_environment: Vec<(String, String)>,
     /// `setenv.set-environment`: variables set in the backends' environment.
     pub setenv_set_environment: Vec<(String, String)>,
+    /// `alias.url`: URL prefix => file system path; the longest prefix
+    /// that starts the path maps it below its directory.
+    pub alias_url: Vec<(String, String)>,
+    /// `userdir.path`: the directory below a user's home served for
+    /// `/~user/` (unset: mod_userdir does nothing, as lighttpd).
+    pub userdir_path: Option<String>,
+    /// `userdir.basepath`: homes are `basepath/user` (or `basepath/u/user`
+    /// with `letterhomes`) instead of the password database's.
+    pub userdir_basepath: Option<String>,
+    /// `userdir.exclude-user`: users never served.
+    pub userdir_exclude_user: Vec<String>,
+    /// `userdir.include-user`: when set, only these users are served.
+    pub userdir_include_user: Option<Vec<String>>,
+    /// `userdir.letterhomes` (default disable).
+    pub userdir_letterhomes: bool,
+    /// `userdir.active` (default enable, as lighttpd).
+    pub userdir_active: bool,
+    /// `evhost.path-pattern`: the docroot built from the Host's parts
+    /// (`%0` domain, `%1` tld, `%2` domain without tld, `%3`.. subdomains,
+    /// `%_` the whole name).
+    pub evhost_path_pattern: Option<String>,
+    /// `url.rewrite-repeat-if-not-file`: `url.rewrite-repeat` rules applied
+    /// only when the path is not a file.
+    pub url_rewrite_repeat_if_not_file: Vec<(String, String)>,
+    /// `dir-listing.encoding`: the charset named in listings (default
+    /// unset: UTF-8).
+    pub dir_listing_encoding: Option<String>,
+    /// `dir-listing.external-css`: a stylesheet URL instead of the built-in style.
+    pub dir_listing_external_css: Option<String>,
+    /// `dir-listing.external-js`: a script URL added to listings.
+    pub dir_listing_external_js: Option<String>,
+    /// `dir-listing.show-readme`: a file of the directory shown below the
+    /// listing (`enable` is `README.txt`).
+    pub dir_listing_show_readme: Option<String>,
+    /// `dir-listing.show-header`: a file shown above the listing
+    /// (`enable` is `HEADER.txt`).
+    pub dir_listing_show_header: Option<String>,
+    /// `dir-listing.set-footer`: the text at the foot of listings.
+    pub dir_listing_set_footer: Option<String>,
+    /// `dir-listing.encode-readme` (default enable): the readme is shown
+    /// as text, HTML-escaped, rather than as HTML.
+    pub dir_listing_encode_readme: bool,
+    /// `dir-listing.encode-header` (default enable).
+    pub dir_listing_encode_header: bool,
+    /// `dir-listing.auto-layout` (default enable): the built-in style and
+    /// sorting script when no external one is set.
+    pub dir_listing_auto_layout: bool,
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
@@ -317,6 +364,24 @@ impl Default for Settings {
             setenv_set_request_header: Vec::new(),
             setenv_add_environment: Vec::new(),
             setenv_set_environment: Vec::new(),
+            alias_url: Vec::new(),
+            userdir_path: None,
+            userdir_basepath: None,
+            userdir_exclude_user: Vec::new(),
+            userdir_include_user: None,
+            userdir_letterhomes: false,
+            userdir_active: true,
+            evhost_path_pattern: None,
+            url_rewrite_repeat_if_not_file: Vec::new(),
+            dir_listing_encoding: None,
+            dir_listing_external_css: None,
+            dir_listing_external_js: None,
+            dir_listing_show_readme: None,
+            dir_listing_show_header: None,
+            dir_listing_set_footer: None,
+            dir_listing_encode_readme: true,
+            dir_listing_encode_header: true,
+            dir_listing_auto_layout: true,
             raw: Vec::new(),
         }
     }

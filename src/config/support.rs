@@ -130,22 +130,7 @@ pub const IGNORED: &[(&str, &str)] = &[
     ),
     ("simple-vhost.debug", "log verbosity only"),
     ("proxy.debug", "log verbosity only"),
-    ("dir-listing.encoding", "glint's listings are UTF-8"),
-    ("dir-listing.external-css", "the look of directory listings"),
-    ("dir-listing.external-js", "the look of directory listings"),
-    ("dir-listing.set-footer", "the look of directory listings"),
-    ("dir-listing.auto-layout", "the look of directory listings"),
     ("dir-listing.cache", "listings are built for each request"),
-    (
-        "dir-listing.show-readme",
-        "the look of directory listings (README.txt stays a file of its own)",
-    ),
-    (
-        "dir-listing.show-header",
-        "the look of directory listings (HEADER.txt stays a file of its own)",
-    ),
-    ("dir-listing.encode-readme", "only used with show-readme"),
-    ("dir-listing.encode-header", "only used with show-header"),
     (
         "compress.",
         "glint sends responses uncompressed: the same content in more bytes",
@@ -180,7 +165,6 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
     ("cgi.execute-x-only", Default::Bool(false)),
     ("webdav.activate", Default::Bool(false)),
     ("maxminddb.activate", Default::Bool(false)),
-    ("userdir.active", Default::Bool(false)),
     ("ssl.verifyclient.activate", Default::Bool(false)),
 ];
 
@@ -382,8 +366,6 @@ const LIGHTTPD_OPTIONS: &[(&str, &str)] = &[
     ("server.protocol-http11", "core"),
     ("server.reject-expect-100-with-417", "core"),
     ("server.v4mapped", "core"),
-    ("url.rewrite-final", "mod_rewrite"),
-    ("url.rewrite-repeat-if-not-file", "mod_rewrite"),
 ];
 
 #[cfg(test)]
@@ -434,10 +416,10 @@ mod tests {
                 "an extforward option of a later lighttpd is refused",
             ),
             (
-                "alias.url",
+                "alias.later-option",
                 s("x"),
                 Support::NotProvided("mod_alias"),
-                "alias refused",
+                "an alias option of a later lighttpd is refused",
             ),
             (
                 "secdownload.secret",

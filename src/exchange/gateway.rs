@@ -145,15 +145,14 @@ pub(super) fn start(
         script_name = "";
         path_info = path;
     }
-    if spec.check_local
-        && !authorizer
-        && !sv
-            .upstream
-            .local_scripts
-            .check(docroot_req, script_name, now)
-    {
+    // The script's file where mod_userdir or mod_alias put it (a backend's
+    // own `docroot` puts it there instead).
+    let ph = super::physical::map(settings, docroot_req, script_name)?;
+    let mapped = spec.docroot.is_none() && ph.mapped(docroot_req);
+    if spec.check_local && !authorizer && !sv.upstream.local_scripts.check(&ph.base, &ph.rel, now) {
         return Err(404);
     }
+    let docroot = if mapped { &*ph.base } else { docroot };
     // `server.error-handler` runs as a GET without the request's body;
     // glint does not run a backend for a request whose body it would have
     // to hold back: the error's own page answers it.
@@ -214,6 +213,9 @@ pub(super) fn start(
         scgi: protocol == Protocol::Scgi,
         authorizer,
     });
+    if mapped && !authorizer {
+        env.set(b"SCRIPT_FILENAME", ph.join().as_bytes());
+    }
     setenv(&mut env, settings);
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);

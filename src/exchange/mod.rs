@@ -16,6 +16,7 @@ mod auth;
 mod forward;
 mod gateway;
 mod logging;
+pub mod physical;
 mod rerun;
 pub mod rewrite;
 
@@ -440,7 +441,12 @@ fn respond_once(
     } else if let Some(loc) = rewrite::first_match(
         &settings.url_redirect,
         &uri,
-        &resolved.captures,
+        &rewrite::Subst {
+            cond: &resolved.captures,
+            scheme: info.scheme,
+            authority: &sv.scratch.host,
+            port: sv.ports.get(info.listener).copied().unwrap_or(0),
+        },
         &mut sv.regexes,
     ) {
         let code = match settings.url_redirect_code {
@@ -501,9 +507,18 @@ fn route(
         // mod_indexfile: the directory's index file is the request's path
         // from here on, and meets access and the gateways again.
         if let Some(root) = docroot.as_deref() {
+            // The directory where mod_userdir or mod_alias puts it.
+            let ph = match physical::map(&settings, root, &sv.scratch.path) {
+                Ok(ph) => ph,
+                Err(status) => {
+                    sv.reply.error(status);
+                    return Once::Reply(BodyAction::Discard);
+                }
+            };
             indexed = static_file::find_index(
-                root,
+                &ph.base,
                 &sv.scratch.path,
+                &ph.rel,
                 &settings,
                 &mut sv.files,
                 sv.clock.mono_secs,
@@ -570,18 +585,32 @@ fn route(
                 Some(run) if run.generic && req.method != Method::Head => Method::Get,
                 _ => req.method,
             };
-            let sreq = static_file::StaticRequest {
-                method,
-                raw_path,
-                path: &path,
-                query,
-                host: req.host,
-                headers: req.headers,
-                docroot: docroot.as_deref(),
-                now: sv.clock.unix,
-                mono: sv.clock.mono_secs,
+            let ph = match docroot
+                .as_deref()
+                .map(|d| physical::map(&settings, d, &path))
+            {
+                Some(Ok(ph)) => Some(ph),
+                Some(Err(status)) => {
+                    sv.reply.error(status);
+                    None
+                }
+                None => None,
             };
-            static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
+            if sv.reply.status == 0 {
+                let sreq = static_file::StaticRequest {
+                    method,
+                    raw_path,
+                    path: &path,
+                    fs_rel: ph.as_ref().map_or(path.as_str(), |p| &p.rel),
+                    query,
+                    host: req.host,
+                    headers: req.headers,
+                    docroot: ph.as_ref().map(|p| &*p.base),
+                    now: sv.clock.unix,
+                    mono: sv.clock.mono_secs,
+                };
+                static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
+            }
             Once::Reply(BodyAction::Discard)
         }
     };
@@ -602,9 +631,16 @@ pub fn error_reply(sv: &mut Services, status: u16) {
     sv.reply.error(status);
 }
 
-/// The docroot: `mod_simple_vhost` when configured, else `server.document-root`.
+/// The docroot: mod_evhost's, `mod_simple_vhost`'s when configured, else
+/// `server.document-root`.
 /// Borrowed from the settings in the common case: no allocation per request.
 fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
+    if let Some(pattern) = s.evhost_path_pattern.as_deref() {
+        // mod_evhost: the docroot from the Host's parts, when it exists.
+        if let Some(d) = physical::evhost(pattern, host_without_port(host)) {
+            return Some(Cow::Owned(d));
+        }
+    }
     let plain = || {
         s.document_root
             .as_ref()

@@ -113,6 +113,10 @@ pub struct StaticRequest<'r> {
     pub raw_path: &'r str,
     /// The decoded, normalised path.
     pub path: &'r str,
+    /// Where the path is below `docroot` on the file system: the path
+    /// itself, or what mod_userdir or mod_alias left of it (empty for the
+    /// directory `docroot` itself).
+    pub fs_rel: &'r str,
     pub query: &'r str,
     /// The Host (validated by the parser: no CR, LF, `/`).
     pub host: &'r [u8],
@@ -150,7 +154,7 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Reply, scratch: &mut String, cache
     };
     scratch.clear();
     scratch.push_str(root.trim_end_matches('/'));
-    push_rel_path(scratch, req.path, s);
+    push_rel_path(scratch, req.fs_rel, s);
     // Symlink checks walk the path each time; only the default setting is cached.
     let cacheable = s.follow_symlink;
     let settings_id = s as *const Settings as usize;
@@ -174,7 +178,16 @@ pub fn serve(req: &StaticRequest<'_>, r: &mut Reply, scratch: &mut String, cache
             return match super::dirlisting::render(scratch, req.path, s) {
                 Ok(page) => {
                     r.start(200);
-                    r.body_bytes(b"text/html; charset=utf-8", &page)
+                    let charset = s
+                        .dir_listing_encoding
+                        .as_deref()
+                        .filter(|c| {
+                            c.bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                        })
+                        .unwrap_or("utf-8");
+                    let ct = format!("text/html; charset={charset}");
+                    r.body_bytes(ct.as_bytes(), &page)
                 }
                 Err(e) => {
                     log::warn!("listing {scratch}: {e}");
@@ -270,7 +283,8 @@ fn push_rel_path(out: &mut String, path: &str, s: &Settings) {
 }
 
 /// mod_indexfile: the URL path of the first of `index-file.names` that is
-/// a file in directory `path` (which ends in `/`), written to `out`; false
+/// a file in directory `path` (which ends in `/`; on the file system
+/// `fs_rel` below `root`), written to `out`; false
 /// when `path` is no directory or has none of them. Names starting with
 /// `/` are taken from the docroot, as lighttpd does. Answers are kept in
 /// `cache` for as long as open files are, so a busy directory costs no
@@ -278,6 +292,7 @@ fn push_rel_path(out: &mut String, path: &str, s: &Settings) {
 pub fn find_index(
     root: &str,
     path: &str,
+    fs_rel: &str,
     s: &Settings,
     cache: &mut FileCache,
     now: u64,
@@ -290,7 +305,11 @@ pub fn find_index(
     // The directory's file system path, built in `out` for the cache
     // lookup: a hit costs no allocation.
     out.push_str(root.trim_end_matches('/'));
-    push_rel_path(out, path, s);
+    push_rel_path(out, fs_rel, s);
+    if !out.ends_with('/') {
+        // (An alias target or a home named without its slash.)
+        out.push('/');
+    }
     let settings_id = s as *const Settings as usize;
     if let Some(found) = cache.index_of(out, settings_id, now) {
         return match found {
