@@ -231,6 +231,7 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "server.use-ipv6" => s.use_ipv6 = boolean(v)?,
         "server.set-v6only" => s.set_v6only = boolean(v)?,
         "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
+        "server.defer-accept" => s.defer_accept = boolean(v)?,
         k if k.starts_with("ssl.") => return apply_ssl(s, k, v),
         "server.feature-flags" => {
             super::support::feature_flags(v)?;
@@ -481,6 +482,7 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     if let Some(m) = s.socket_perms {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }
+    put("server.defer-accept", bool_value(s.defer_accept));
     ssl_entries(s, &mut put);
     for (k, p) in [
         ("setenv.add-response-header", &s.setenv_add_response_header),

@@ -112,6 +112,9 @@ pub struct Settings {
     pub set_v6only: bool,
     /// `server.socket-perms`: octal mode of unix socket listeners (e.g. "0660").
     pub socket_perms: Option<u32>,
+    /// `server.defer-accept` (default disable, as lighttpd): TCP_DEFER_ACCEPT
+    /// on the listeners of this scope.
+    pub defer_accept: bool,
     /// `ssl.engine` (default disable): TLS on the sockets of this scope.
     pub ssl_engine: bool,
     /// The `ssl.*` options of a connection scope (certificate, key, CAs,
@@ -236,6 +239,7 @@ impl Default for Settings {
             use_ipv6: false,
             set_v6only: true,
             socket_perms: None,
+            defer_accept: false,
             ssl_engine: false,
             ssl: crate::tls::ScopeOptions::default(),
             ssl_cipher_list: None,

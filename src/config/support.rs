@@ -67,7 +67,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "process setting with no effect on what is served",
     ),
     ("server.chunkqueue-chunk-sz", "buffer size tuning only"),
-    ("server.defer-accept", "glint sets TCP_DEFER_ACCEPT itself"),
     (
         "server.bsd-accept-filter",
         "a BSD kernel option; glint runs on Linux",

@@ -49,7 +49,7 @@ const MAX_DISCARD: u64 = 16 * 1024 * 1024;
 
 /// How long a closing connection keeps reading what the client still sends,
 /// so that closing does not reset the connection under the last response.
-const LINGER_SECS: u64 = 2;
+pub const LINGER_SECS: u64 = 2;
 
 /// Most rounds of an upload (the client fills the body window, the backend
 /// drains it) per drive: 16 windows of 64 KiB, 1 MiB, before others get a turn.
@@ -202,8 +202,8 @@ impl Connection {
             phase: Phase::Idle,
             input: None,
             out: Output::default(),
-            // Try at once: a freshly accepted socket usually has its request
-            // (TCP_DEFER_ACCEPT) and always has room to write.
+            // Try at once: a freshly accepted socket often has its request
+            // (clients send it behind the handshake) and always has room to write.
             readable: true,
             writable: true,
             peer_closed: false,
@@ -407,6 +407,7 @@ impl Connection {
             self.phase = Phase::Lingering {
                 until: cx.sv.clock.mono_secs + LINGER_SECS,
             };
+            cx.sv.lingering += 1;
         } else {
             self.close(cx);
         }
@@ -414,6 +415,9 @@ impl Connection {
 
     /// Drops the connection at once (and its gateway exchange, if any).
     pub fn close(&mut self, cx: &mut Ctx<'_>) {
+        if matches!(self.phase, Phase::Lingering { .. }) {
+            cx.sv.lingering = cx.sv.lingering.saturating_sub(1);
+        }
         self.phase = Phase::Closed;
         self.end_handshake(cx);
         self.out.clear();
@@ -442,6 +446,25 @@ impl Connection {
         if self.out.mem.capacity() == 0 {
             self.out.mem = pool.take_out();
         }
+    }
+
+    /// Lingering after its last answer (it waits only for the client's end).
+    pub fn is_lingering(&self) -> bool {
+        matches!(self.phase, Phase::Lingering { .. })
+    }
+
+    /// When the connection became idle, if it waits for a request with
+    /// nothing read of it, nothing to write and no backend: keep-alive
+    /// between requests, or a client that has sent nothing yet. Closing such
+    /// a connection loses nothing the client sent.
+    pub fn idle_since(&self) -> Option<u64> {
+        let waiting = self.phase == Phase::Idle
+            && !self.readable
+            && self.out.is_empty()
+            && self.gw.is_none()
+            && self.tls.as_deref().is_none_or(|t| !t.is_handshaking())
+            && self.input.as_ref().is_none_or(InBuf::is_empty);
+        waiting.then_some(self.last_active)
     }
 
     /// Called once a second: closes the connection when it has been idle too long.

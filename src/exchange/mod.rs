@@ -55,6 +55,14 @@ pub struct Services {
     pub bound_ips: Vec<Option<IpAddr>>,
     /// Stop keeping connections open after their current response.
     pub shutting_down: bool,
+    /// Accepting is paused (at `server.max-connections`, or out of file
+    /// descriptors) while clients wait in a listener's backlog: answers
+    /// close their connection instead of offering keep-alive, so that
+    /// every answer frees a slot for the next client waiting.
+    pub accept_paused: bool,
+    /// Connections lingering after their last answer: they do not count
+    /// against `server.max-connections` (see the server's `at_limit`).
+    pub lingering: usize,
     /// The reply of the request being answered (its buffers are reused).
     pub reply: Reply,
 }
@@ -74,6 +82,8 @@ impl Services {
             ports: Vec::new(),
             bound_ips: Vec::new(),
             shutting_down: false,
+            accept_paused: false,
+            lingering: 0,
             reply: Reply::new(global, false),
         }
     }

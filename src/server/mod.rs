@@ -72,8 +72,6 @@ pub struct Server {
     sv: Services,
     pool: Pool,
     max_connections: usize,
-    /// Accepting paused: at `server.max-connections`, or out of file descriptors.
-    accept_paused: bool,
     /// A listener stopped at its accept batch with connections still waiting.
     accept_more: bool,
     /// Connections to drive next turn without an event (they stopped at
@@ -150,7 +148,6 @@ impl Server {
             sv,
             pool: Pool::default(),
             max_connections,
-            accept_paused: false,
             accept_more: false,
             wake: Vec::new(),
             tls,
