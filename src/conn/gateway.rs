@@ -90,12 +90,49 @@ impl ClientSink<'_> {
     }
 }
 
+impl ClientSink<'_> {
+    /// A 101 to an `Upgrade` request: the head as the backend gave it
+    /// (`Upgrade`, `Connection: upgrade`), then the connection is a
+    /// tunnel: bytes both ways, unframed, until either side closes; it is
+    /// never used for another request.
+    fn switch(&mut self, head: &AnswerHead<'_>) {
+        let g = &mut self.gw;
+        g.status = head.status;
+        g.sent = Sent::Body {
+            chunked: false,
+            remaining: None,
+        };
+        let mut fields = head.headers.to_vec();
+        if !fields
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
+        {
+            fields.push(("Connection".into(), b"upgrade".to_vec()));
+        }
+        let h = Head {
+            status: head.status,
+            fields: Fields::Pairs(&fields),
+            framing: Framing::None,
+            settings: &g.start.settings,
+            date: self.date,
+            // (Not `Connection: close`: the field above says what happens.)
+            keep_alive: true,
+            minor: g.start.minor,
+        };
+        h1::write_head(self.out, &h);
+        g.start.keep_alive = false;
+    }
+}
+
 impl Sink for ClientSink<'_> {
     fn has_room(&self) -> bool {
         self.out.pending_mem() < CLIENT_HIGH_WATER
     }
 
     fn head(&mut self, head: &AnswerHead<'_>) {
+        if head.upgrade {
+            return self.switch(head);
+        }
         let g = &mut self.gw;
         let (framing, remaining) = match head.content_length {
             _ if head.bodiless => (Framing::None, None),
@@ -168,7 +205,7 @@ impl Sink for ClientSink<'_> {
                 if chunked {
                     h1::write_last_chunk(self.out);
                 }
-                if remaining.is_some_and(|r| r > 0) {
+                if remaining.is_some_and(|r| r > 0) && !g.start.head_only {
                     log::error!(
                         "backend sent less than its Content-Length; closing the connection"
                     );
