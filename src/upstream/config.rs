@@ -114,8 +114,9 @@ pub struct RouteSpec {
 }
 
 impl RouteSpec {
+    /// `""` is a prefix too: that of every path.
     pub fn is_extension(&self) -> bool {
-        !self.pattern.starts_with('/')
+        !self.pattern.is_empty() && !self.pattern.starts_with('/')
     }
 }
 

@@ -31,6 +31,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def end_headers(self):
+        # Which backend answered, on every answer (balancing tests).
+        self.send_header("X-Backend", NAME)
+        super().end_headers()
+
     def q(self, key, default):
         v = parse_qs(urlsplit(self.path).query).get(key)
         return v[0] if v else default
