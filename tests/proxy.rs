@@ -7,10 +7,9 @@ mod common;
 
 use common::*;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// A backend process, killed on drop.
 struct Backend {
@@ -320,7 +319,11 @@ fn two_application_servers_balanced_and_one_going_down() {
         .collect();
     assert!(names.iter().all(|n| n == "a"), "{names:?}");
     let named = wait_for(TIMEOUT, || s.log().contains(&format!("127.0.0.1:{b_port}")));
-    assert!(named, "no log line names the backend that went away:\n{}", s.log());
+    assert!(
+        named,
+        "no log line names the backend that went away:\n{}",
+        s.log()
+    );
 
     // Both gone: 503 at once (every backend disabled), never a hang.
     drop(a);

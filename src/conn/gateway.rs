@@ -58,6 +58,17 @@ impl GwSide {
     pub fn head_sent(&self) -> bool {
         self.sent != Sent::Nothing
     }
+
+    /// The client has the whole body its head announced.
+    pub fn body_complete(&self) -> bool {
+        matches!(
+            self.sent,
+            Sent::Body {
+                remaining: Some(0),
+                ..
+            }
+        )
+    }
 }
 
 /// The [`Sink`] of one gateway exchange: its connection's output queue.
@@ -252,12 +263,24 @@ impl Connection {
         // A client that hung up before its answer began is not worth a
         // backend's time: drop it (and its place in the queue) now, not
         // when the answer finally comes.
-        if self.peer_closed && !gw.head_sent() {
-            log::debug!("client {:?} left before its backend answered", self.peer);
+        let job = gw.start.job;
+        // Once the answer began too: a client that closed while no body of
+        // its is due is gone (nginx's "client prematurely closed" as well),
+        // and its backend's work — a CGI program, a long stream — stops now,
+        // not at the next write. A tunnel's close goes on to its backend.
+        // (One that has its whole body already just left first: the backend
+        // finishes, and its connection may be kept.)
+        let gone = self.peer_closed
+            && (!gw.head_sent()
+                || !(cx.sv.upstream.takes_body(job)
+                    || cx.sv.upstream.in_tunnel(job)
+                    || gw.done
+                    || gw.body_complete()));
+        if gone {
+            log::debug!("client {:?} left before its answer was complete", self.peer);
             self.close(cx);
             return true;
         }
-        let job = gw.start.job;
         if !self.out.is_empty() {
             match self.flush(cx) {
                 Flushed::Done => {}

@@ -160,10 +160,10 @@ impl Gateways {
         })
     }
 
-    /// The client's side is a tunnel now (after a 101): its bytes go to the
-    /// backend as they come.
+    /// The client's side is a tunnel (after a 101): its bytes go to the
+    /// backend as they come, and its close is passed on, not an abort.
     pub fn in_tunnel(&self, id: JobId) -> bool {
-        self.job(id).is_some_and(|j| j.upload.is_tunnel())
+        self.job(id).is_some_and(|j| j.upload.tunneled())
     }
 
     /// The client closed its side of a tunnel: the backend hears it (its
