@@ -326,6 +326,61 @@ impl Config {
         self.merged(&ids)
     }
 
+    /// For listener `i`, the `$HTTP["host"] ==` and `=~` blocks (at the top
+    /// level or inside `$SERVER["socket"]` blocks that name `i`) that set
+    /// `ssl.*` options, each with only the values it sets: the certificates
+    /// the TLS handshake picks by server name (SNI), as lighttpd does.
+    pub fn tls_hosts(&self, i: usize) -> Vec<(crate::tls::HostMatch, crate::tls::ScopeOptions)> {
+        let spec = self.listeners.get(i).map_or("", |l| l.spec.as_str());
+        let facts = RequestFacts {
+            listener: i,
+            remote_ip: None,
+            scheme: "",
+            method: "",
+            host: "",
+            url: "",
+            query: "",
+            headers: &[],
+        };
+        let mut out = Vec::new();
+        self.collect_tls_hosts(&self.chains, &facts, spec, &mut out);
+        out
+    }
+
+    fn collect_tls_hosts(
+        &self,
+        chains: &[Vec<CondBlock>],
+        facts: &RequestFacts<'_>,
+        spec: &str,
+        out: &mut Vec<(crate::tls::HostMatch, crate::tls::ScopeOptions)>,
+    ) {
+        let mut captures = Vec::new();
+        for b in chains.iter().flatten() {
+            let Some(c) = &b.cond else { continue };
+            match (&c.field, &c.test) {
+                (cond::Field::Socket, _) if c.matches(facts, spec, &mut captures) => {
+                    self.collect_tls_hosts(&b.children, facts, spec, out);
+                }
+                (cond::Field::Host, Test::Eq(_) | Test::Match(_)) => {
+                    let mut own = Settings::default();
+                    for a in self.assigns.get(b.id as usize).into_iter().flatten() {
+                        let _ = options::apply(&mut own, &a.key, &a.value, &a.origin);
+                    }
+                    if own.ssl != crate::tls::ScopeOptions::default() {
+                        let m = match &c.test {
+                            Test::Match(re) => {
+                                crate::tls::HostMatch::Regex(re.as_str().to_string())
+                            }
+                            _ => crate::tls::HostMatch::Exact(c.pattern.clone()),
+                        };
+                        out.push((m, own.ssl));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// The settings for a combination of matched blocks, from the cache when possible.
     fn merged(&self, ids: &[u32]) -> Rc<Settings> {
         if ids.is_empty() {

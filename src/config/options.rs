@@ -22,6 +22,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_fastcgi",
     "mod_proxy",
     "mod_cgi",
+    "mod_openssl",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -234,6 +235,12 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "server.use-ipv6" => s.use_ipv6 = boolean(v)?,
         "server.set-v6only" => s.set_v6only = boolean(v)?,
         "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
+        k if k.starts_with("ssl.") => return apply_ssl(s, k, v),
+        "server.feature-flags" => {
+            super::support::feature_flags(v)?;
+            s.ssl_session_cache = feature_flag(v, "ssl.session-cache")?.unwrap_or(false);
+            keep_raw(s, key, v);
+        }
         "setenv.add-response-header" => s.setenv_add_response_header = pairs(v)?,
         "setenv.set-response-header" => s.setenv_set_response_header = pairs(v)?,
         "expire.url" => s.expire_url = pairs(v)?,
@@ -394,6 +401,91 @@ fn signal_number(s: &str) -> Option<i32> {
     SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
 }
 
+/// The `ssl.*` options (mod_openssl); `ssl.verifyclient.ca-*` are
+/// lighttpd's other names for `ssl.ca-*`.
+fn apply_ssl(s: &mut Settings, key: &str, v: &Value) -> Result<Applied, String> {
+    let o = &mut s.ssl;
+    match key {
+        "ssl.engine" => s.ssl_engine = boolean(v)?,
+        "ssl.pemfile" => o.pemfile = Some(string(v)?),
+        "ssl.privkey" => o.privkey = Some(string(v)?),
+        "ssl.ca-file" | "ssl.verifyclient.ca-file" => o.ca_file = Some(string(v)?),
+        "ssl.ca-dn-file" | "ssl.verifyclient.ca-dn-file" => o.ca_dn_file = Some(string(v)?),
+        "ssl.ca-crl-file" | "ssl.verifyclient.ca-crl-file" => o.ca_crl_file = Some(string(v)?),
+        "ssl.stapling-file" => o.stapling_file = Some(string(v)?),
+        "ssl.verifyclient.activate" => o.verifyclient_activate = Some(boolean(v)?),
+        "ssl.verifyclient.enforce" => o.verifyclient_enforce = Some(boolean(v)?),
+        "ssl.verifyclient.depth" => o.verifyclient_depth = Some(uint32(v)?),
+        "ssl.verifyclient.username" => o.verifyclient_username = Some(string(v)?),
+        "ssl.verifyclient.exportcert" => o.verifyclient_exportcert = Some(boolean(v)?),
+        "ssl.acme-tls-1" => o.acme_tls_1 = Some(string(v)?),
+        "ssl.read-ahead" => o.read_ahead = Some(boolean(v)?),
+        "ssl.disable-client-renegotiation" => o.disable_client_renegotiation = Some(boolean(v)?),
+        "ssl.cipher-list" => s.ssl_cipher_list = Some(string(v)?),
+        "ssl.openssl.ssl-conf-cmd" => s.ssl_conf_cmd = pairs(v)?,
+        "ssl.honor-cipher-order" => s.ssl_honor_cipher_order = Some(boolean(v)?),
+        "ssl.stek-file" => s.ssl_stek_file = Some(string(v)?),
+        _ => return Ok(Applied::Unknown),
+    }
+    Ok(Applied::Known)
+}
+
+/// The value of flag `name` in `server.feature-flags`, if set.
+fn feature_flag(v: &Value, name: &str) -> Result<Option<bool>, String> {
+    let Value::Array(items) = v else {
+        return Ok(None);
+    };
+    match items.iter().find(|(k, _)| k.as_deref() == Some(name)) {
+        Some((_, v)) => boolean(v).map(Some).map_err(|e| format!("{name}: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// `ssl.*` options for `-p`.
+fn ssl_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    if s.ssl_engine {
+        put("ssl.engine", bool_value(true));
+    }
+    let o = &s.ssl;
+    for (k, v) in [
+        ("ssl.pemfile", &o.pemfile),
+        ("ssl.privkey", &o.privkey),
+        ("ssl.ca-file", &o.ca_file),
+        ("ssl.ca-dn-file", &o.ca_dn_file),
+        ("ssl.ca-crl-file", &o.ca_crl_file),
+        ("ssl.stapling-file", &o.stapling_file),
+        ("ssl.verifyclient.username", &o.verifyclient_username),
+        ("ssl.acme-tls-1", &o.acme_tls_1),
+        ("ssl.cipher-list", &s.ssl_cipher_list),
+        ("ssl.stek-file", &s.ssl_stek_file),
+    ] {
+        if let Some(v) = v {
+            put(k, Value::Str(v.clone()));
+        }
+    }
+    for (k, b) in [
+        ("ssl.verifyclient.activate", o.verifyclient_activate),
+        ("ssl.verifyclient.enforce", o.verifyclient_enforce),
+        ("ssl.verifyclient.exportcert", o.verifyclient_exportcert),
+        ("ssl.read-ahead", o.read_ahead),
+        (
+            "ssl.disable-client-renegotiation",
+            o.disable_client_renegotiation,
+        ),
+        ("ssl.honor-cipher-order", s.ssl_honor_cipher_order),
+    ] {
+        if let Some(b) = b {
+            put(k, bool_value(b));
+        }
+    }
+    if let Some(d) = o.verifyclient_depth {
+        put("ssl.verifyclient.depth", Value::Int(i64::from(d)));
+    }
+    if !s.ssl_conf_cmd.is_empty() {
+        put("ssl.openssl.ssl-conf-cmd", pairs_value(&s.ssl_conf_cmd));
+    }
+}
+
 /// Stores an option in [`Settings::raw`], replacing an earlier value.
 fn keep_raw(s: &mut Settings, k: &str, v: &Value) {
     if let Some(slot) = s.raw.iter_mut().find(|(rk, _)| rk == k) {
@@ -519,6 +611,7 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     if let Some(m) = s.socket_perms {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }
+    ssl_entries(s, &mut put);
     for (k, p) in [
         ("setenv.add-response-header", &s.setenv_add_response_header),
         ("setenv.set-response-header", &s.setenv_set_response_header),

@@ -114,6 +114,22 @@ pub struct Settings {
     pub set_v6only: bool,
     /// `server.socket-perms`: octal mode of unix socket listeners (e.g. "0660").
     pub socket_perms: Option<u32>,
+    /// `ssl.engine` (default disable): TLS on the sockets of this scope.
+    pub ssl_engine: bool,
+    /// The `ssl.*` options of a connection scope (certificate, key, CAs,
+    /// client certificates, OCSP, ACME), `None` where unset.
+    pub ssl: crate::tls::ScopeOptions,
+    /// `ssl.cipher-list` (per socket).
+    pub ssl_cipher_list: Option<String>,
+    /// `ssl.openssl.ssl-conf-cmd` (per socket), in configuration order.
+    pub ssl_conf_cmd: Vec<(String, String)>,
+    /// `ssl.honor-cipher-order` (per socket).
+    pub ssl_honor_cipher_order: Option<bool>,
+    /// `ssl.stek-file`: session-ticket keys an outside job maintains (global).
+    pub ssl_stek_file: Option<String>,
+    /// `server.feature-flags` `"ssl.session-cache"`: a server-side session
+    /// cache beside tickets (default off).
+    pub ssl_session_cache: bool,
     /// `setenv.add-response-header`.
     pub setenv_add_response_header: Vec<(String, String)>,
     /// `setenv.set-response-header`.
@@ -283,6 +299,13 @@ impl Default for Settings {
             use_ipv6: false,
             set_v6only: true,
             socket_perms: None,
+            ssl_engine: false,
+            ssl: crate::tls::ScopeOptions::default(),
+            ssl_cipher_list: None,
+            ssl_conf_cmd: Vec::new(),
+            ssl_honor_cipher_order: None,
+            ssl_stek_file: None,
+            ssl_session_cache: false,
             setenv_add_response_header: Vec::new(),
             setenv_set_response_header: Vec::new(),
             expire_url: Vec::new(),

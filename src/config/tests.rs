@@ -608,9 +608,9 @@ fn errors_table() {
             "t.conf:1:1: option auth.require (mod_auth) is not provided by glint",
         ),
         (
-            "ssl.engine enabled on a socket",
-            "$SERVER[\"socket\"] == \":443\" {\n  ssl.engine = \"enable\"\n}",
-            "t.conf:2:3: option ssl.engine = \"enable\" (mod_openssl) is not provided by glint (only its default is)",
+            "SSLv3 asked for on a socket",
+            "$SERVER[\"socket\"] == \":443\" {\n  ssl.use-sslv3 = \"enable\"\n}",
+            "t.conf:2:3: option ssl.use-sslv3 = \"enable\" (mod_openssl) is not provided by glint (only its default is)",
         ),
         (
             "cgi.assign not pairs",

@@ -11,6 +11,7 @@
 
 mod gateway;
 mod session;
+mod transport;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -21,7 +22,7 @@ use crate::buf::{InBuf, Pool};
 use crate::exchange::{BodyAction, ConnInfo, Services};
 use crate::msg::{Body, ExchangeId};
 use crate::net::Stream;
-use crate::output::{Output, WriteError, WriteOutcome};
+use crate::output::Output;
 use gateway::GwSide;
 
 /// What a connection needs besides itself: the services every exchange
@@ -136,7 +137,6 @@ fn skip_body(action: BodyAction, body: Body, buffered: usize, expect: bool) -> (
 }
 
 /// One client connection.
-#[derive(Debug)]
 pub struct Connection {
     pub stream: Stream,
     /// Index of the listener that accepted it.
@@ -174,6 +174,14 @@ pub struct Connection {
     /// Stopped at [`PUMP_ROUNDS`] with body bytes still moving: no new edge
     /// will come for them, so the loop drives it again next turn.
     more: bool,
+    /// TLS over the socket, on a listener with `ssl.engine`.
+    tls: Option<Box<crate::tls::TlsConn>>,
+    /// What the TLS handshake came to, once it is done.
+    tls_facts: Option<std::rc::Rc<crate::exchange::TlsFacts>>,
+    /// `clock.mono_secs` of the accept (the handshake's time-out).
+    born: u64,
+    /// Counted in `Stats::tls_handshaking` (until the handshake ends).
+    in_handshake: bool,
 }
 
 impl Connection {
@@ -183,6 +191,7 @@ impl Connection {
         peer: Option<SocketAddr>,
         id: ExchangeId,
         now: u64,
+        tls: Option<Box<crate::tls::TlsConn>>,
     ) -> Connection {
         Connection {
             stream,
@@ -207,6 +216,10 @@ impl Connection {
             registered: false,
             watches_writes: false,
             more: false,
+            in_handshake: tls.is_some(),
+            tls,
+            tls_facts: None,
+            born: now,
         }
     }
 
@@ -264,6 +277,7 @@ impl Connection {
             peer_port: self.peer_port,
             local_ip,
             ex: self.id,
+            tls: self.tls_facts.clone(),
         }
     }
 
@@ -303,6 +317,9 @@ impl Connection {
                 _ => break,
             }
         }
+        if self.phase != Phase::Closed {
+            self.flush_tls_records(cx);
+        }
         if self.phase == Phase::Idle || self.phase == Phase::Closed {
             self.release_buffers(cx.pool);
         }
@@ -314,34 +331,18 @@ impl Connection {
         if !self.writable {
             return Flushed::Blocked;
         }
+        if let Some(f) = self.flush_tls(cx) {
+            return f;
+        }
         let result = self.out.write_to(self.stream.fd());
-        let n = self.out.take_written();
-        if n > 0 {
-            cx.sv.stats.bytes_out += n;
-            self.last_active = cx.sv.clock.mono_secs;
-        }
-        match result {
-            Ok(WriteOutcome::Done) => Flushed::Done,
-            Ok(WriteOutcome::Blocked) => {
-                self.writable = false;
-                Flushed::Blocked
-            }
-            Err(e) => {
-                match e {
-                    WriteError::PeerGone => {}
-                    WriteError::FileTruncated => {
-                        log::warn!("a file shrank while it was being sent; connection closed")
-                    }
-                    WriteError::Io(e) => log::warn!("write to client failed: {e}"),
-                }
-                self.close(cx);
-                Flushed::Closed
-            }
-        }
+        self.after_flush(result, cx)
     }
 
     /// One read from the socket, then whatever the bytes allow.
     fn read_some(&mut self, cx: &mut Ctx<'_>) {
+        if self.tls.is_some() {
+            return self.read_tls(cx);
+        }
         let input = self.input.get_or_insert_with(|| cx.pool.take_in());
         let spare = input.spare();
         if spare.is_empty() {
@@ -412,6 +413,7 @@ impl Connection {
     /// that unread bytes do not turn the close into a reset that destroys the
     /// response in flight.
     fn finish(&mut self, cx: &mut Ctx<'_>) {
+        self.tls_goodbye();
         if self.linger {
             self.stream.shutdown_write();
             self.phase = Phase::Lingering {
@@ -425,6 +427,7 @@ impl Connection {
     /// Drops the connection at once (and its gateway exchange, if any).
     pub fn close(&mut self, cx: &mut Ctx<'_>) {
         self.phase = Phase::Closed;
+        self.end_handshake(cx);
         self.out.clear();
         if let Some(gw) = self.gw.take() {
             cx.sv.upstream.finish(gw.start.job);
@@ -461,6 +464,11 @@ impl Connection {
             .gw
             .as_ref()
             .is_some_and(|gw| cx.sv.upstream.takes_body(gw.start.job));
+        if self.handshake_overdue(now, g.max_read_idle as u64) {
+            log::debug!("TLS handshake from {:?} not done in time", self.peer);
+            self.close(cx);
+            return;
+        }
         let limit = match self.phase {
             Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
             Phase::Idle => g.max_keep_alive_idle as u64,

@@ -151,6 +151,9 @@ fn run(
         scgi: false,
         authorizer: false,
     });
+    if here.info.scheme() == "https" {
+        env.set(b"HTTPS", b"on");
+    }
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
     }

@@ -168,6 +168,14 @@ pub(super) fn start(
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
     }
+    // The scheme, and on TLS lighttpd's `HTTPS` and `SSL_*` variables.
+    env.set(b"REQUEST_SCHEME", at.info.scheme().as_bytes());
+    if let Some(t) = at.info.tls.as_deref() {
+        env.set(b"HTTPS", b"on");
+        for (k, v) in &t.env {
+            env.set(k.as_bytes(), v.as_bytes());
+        }
+    }
     if let Some(run) = carry.error.as_ref() {
         // The status the error handler replaces.
         env.set(

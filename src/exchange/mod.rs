@@ -105,8 +105,18 @@ pub struct Scratch {
     pub index_path: String,
 }
 
+/// What a TLS connection tells its exchanges (after the handshake).
+#[derive(Debug, Default)]
+pub struct TlsFacts {
+    /// `TLSv1.3` or `TLSv1.2`.
+    pub version: &'static str,
+    /// lighttpd's `SSL_*` variables for backends (protocol, cipher, and
+    /// the client certificate's when one is asked for).
+    pub env: Vec<(String, String)>,
+}
+
 /// What an exchange knows of its connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ConnInfo {
     /// Index of the listener that accepted it.
     pub listener: usize,
@@ -117,6 +127,20 @@ pub struct ConnInfo {
     pub local_ip: Option<IpAddr>,
     /// The id of this exchange.
     pub ex: ExchangeId,
+    /// The connection speaks TLS (`$HTTP["scheme"] == "https"`, `HTTPS=on`),
+    /// with what its handshake came to.
+    pub tls: Option<Rc<TlsFacts>>,
+}
+
+impl ConnInfo {
+    /// `https` or `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
 }
 
 /// What to do with a request body once the answer is decided.
@@ -505,6 +529,7 @@ fn route(
                 };
                 let sreq = static_file::StaticRequest {
                     method,
+                    scheme: info.scheme(),
                     raw_path,
                     path: &path,
                     query,
@@ -602,7 +627,7 @@ fn facts<'a>(
     RequestFacts {
         listener: info.listener,
         remote_ip: info.peer,
-        scheme: "http",
+        scheme: info.scheme(),
         method: req.method_str,
         host,
         url,

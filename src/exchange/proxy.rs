@@ -65,7 +65,7 @@ pub(super) fn start(
             Some(ip) => Peer::Ip(ip),
             None => Peer::Unix("unix"),
         },
-        scheme: "http",
+        scheme: at.info.scheme(),
         host,
         local: server_ip.map(|ip| Local::Inet(std::net::SocketAddr::new(ip, server_port))),
     };
@@ -79,7 +79,7 @@ pub(super) fn start(
         },
         headers: &headers,
         body,
-        scheme: "http",
+        scheme: at.info.scheme(),
         host,
         remote_user: None,
         conn,

@@ -109,6 +109,8 @@ impl FileCache {
 /// What the static handler needs to know about a request.
 pub struct StaticRequest<'r> {
     pub method: Method,
+    /// `http` or `https`, for redirects.
+    pub scheme: &'r str,
     /// The path as the client sent it (still percent-encoded), for redirects.
     pub raw_path: &'r str,
     /// The decoded, normalised path.
@@ -383,7 +385,8 @@ fn open_error_status(e: &io::Error) -> u16 {
 fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Reply) {
     let mut loc = Vec::with_capacity(req.host.len() + req.raw_path.len() + req.query.len() + 10);
     if !req.host.is_empty() {
-        loc.extend_from_slice(b"http://");
+        loc.extend_from_slice(req.scheme.as_bytes());
+        loc.extend_from_slice(b"://");
         loc.extend_from_slice(req.host);
     }
     loc.extend_from_slice(req.raw_path.as_bytes());

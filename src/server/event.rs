@@ -21,6 +21,13 @@ use crate::upstream::BACKEND_BASE;
 /// fast client must not keep the loop from signals, time-outs and others.
 const ACCEPT_BATCH: usize = 64;
 
+/// At most 1/HANDSHAKE_SHARE of `server.max-connections` may be TLS
+/// connections still in their handshake: a flood of stalled handshakes
+/// (each held up to the handshake time-out) leaves the other slots to
+/// clients that finished theirs. A new TLS connection past it is closed at
+/// once rather than left hanging.
+const HANDSHAKE_SHARE: usize = 2;
+
 /// Most rounds of delivering the backends' news to connections per turn
 /// (driving one may bring news for another); what is left waits a turn.
 const NEWS_ROUNDS: usize = 8;
@@ -240,6 +247,18 @@ impl Server {
                 Ok((stream, peer)) => {
                     self.sv.stats.connections += 1;
                     self.next_gen += 1;
+                    let ctx = self.tls.contexts.get(i).and_then(Option::as_ref);
+                    if ctx.is_some() {
+                        let cap = (self.max_connections / HANDSHAKE_SHARE).max(1) as u64;
+                        if self.sv.stats.tls_handshaking >= cap {
+                            log::warn!("{cap} TLS handshakes under way; closing a new connection");
+                            drop(stream);
+                            continue;
+                        }
+                        self.sv.stats.tls_handshaking += 1;
+                        self.sv.stats.tls_connections += 1;
+                    }
+                    let tls = ctx.map(|ctx| Box::new(crate::tls::TlsConn::new(ctx)));
                     let entry = self.conns.vacant_entry();
                     let key = entry.key();
                     let id = ExchangeId {
@@ -252,6 +271,7 @@ impl Server {
                         peer,
                         id,
                         self.sv.clock.mono_secs,
+                        tls,
                     ));
                     // TCP_DEFER_ACCEPT means the request is usually here already:
                     // answer it now, and register with epoll only if the
@@ -317,6 +337,7 @@ impl Server {
                 any_closed = true;
             }
         }
+        self.tls.tick(self.sv.clock.unix);
         self.sv.logs.flush();
         self.sv.files.purge(now);
         any_closed

@@ -8,6 +8,7 @@
 mod event;
 mod listen;
 mod reload;
+mod secure;
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -87,6 +88,8 @@ pub struct Server {
     reloader: Option<Reloader>,
     /// Read end (registered) and write end of the signal wake-up socket.
     signal_wake: Option<(mio::net::UnixStream, std::os::unix::net::UnixStream)>,
+    /// The TLS configuration of the listeners with `ssl.engine`.
+    tls: secure::Tls,
 }
 
 impl Server {
@@ -132,6 +135,10 @@ impl Server {
         let max_connections = config.global.max_connections.max(1) as usize;
         let gateways = crate::upstream::Gateways::from_config(&config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        // Certificates and keys are read now, before chroot and the switch
+        // of user.
+        let tls = secure::Tls::load(&config, crate::clock::unix_now())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let mut sv = Services::new(config, gateways);
         sv.ports = ports;
         sv.bound_ips = bound_ips;
@@ -146,6 +153,7 @@ impl Server {
             accept_paused: false,
             accept_more: false,
             wake: Vec::new(),
+            tls,
             stop: Arc::new(AtomicU8::new(RUN)),
             waker,
             use_signals: false,
