@@ -377,7 +377,7 @@ auth.require = ( "/server-status" => ( "method" => "basic", "realm" => "r", "req
 cgi.assign = ( ".py" => "/usr/bin/python3" )
 "#,
         requests: &[("/x.py", ran_cgi)],
-        glint_refuses: Some((4, "module mod_cgi is not provided by glint")),
+        glint_refuses: None,
         in_lighttpd: true,
         php: false,
     },

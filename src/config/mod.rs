@@ -27,8 +27,8 @@ mod value;
 mod tests;
 
 pub use error::ConfigError;
-pub use options::{KEPT_OPTIONS, PROVIDED_MODULES};
-pub use settings::{Origin, Settings, DEFAULT_ACCESSLOG_FORMAT};
+pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
+pub use settings::{CgiLimits, CgiSettings, Origin, Settings, DEFAULT_ACCESSLOG_FORMAT};
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 
@@ -119,6 +119,10 @@ pub struct Config {
     pub scgi_servers: Vec<Option<Value>>,
     /// The same for `fastcgi.server` ([`Settings::fastcgi_scope`]).
     pub fastcgi_servers: Vec<Option<Value>>,
+    /// The same for `proxy.server` ([`Settings::proxy_scope`]).
+    pub proxy_servers: Vec<Option<Value>>,
+    /// `cgi.assign` is set in some scope: CGI programs may run.
+    pub cgi_used: bool,
 }
 
 /// One option a conditional block sets (already checked to apply cleanly).
@@ -149,9 +153,12 @@ impl Config {
         let mut settings = settings;
         settings.scgi_scope = 0;
         settings.fastcgi_scope = 0;
+        settings.proxy_scope = 0;
         Config {
             scgi_servers: vec![settings.scgi_server.clone()],
             fastcgi_servers: vec![settings.fastcgi_server.clone()],
+            proxy_servers: vec![settings.proxy_server.clone()],
+            cgi_used: !settings.cgi.assign.is_empty(),
             global: Rc::new(settings),
             listeners,
             warnings: Vec::new(),
@@ -226,10 +233,12 @@ impl Config {
         let chains = compile_chains(parsed.chains, &socket_map, &mut assigns, &mut warnings)?;
         let mut scgi_servers = vec![global.scgi_server.clone()];
         let mut fastcgi_servers = vec![global.fastcgi_server.clone()];
+        let mut proxy_servers = vec![global.proxy_server.clone()];
         for a in assigns.iter().flatten() {
             let list = match a.key.as_str() {
                 "scgi.server" => &mut scgi_servers,
                 "fastcgi.server" => &mut fastcgi_servers,
+                "proxy.server" => &mut proxy_servers,
                 _ => continue,
             };
             // As the option stores it (the assignment was checked already).
@@ -237,6 +246,7 @@ impl Config {
             let _ = options::apply(&mut s, &a.key, &a.value, &a.origin);
             let v = match a.key.as_str() {
                 "scgi.server" => s.scgi_server,
+                "proxy.server" => s.proxy_server,
                 _ => s.fastcgi_server,
             };
             if !list.contains(&v) {
@@ -245,6 +255,9 @@ impl Config {
         }
         global.scgi_scope = 0;
         global.fastcgi_scope = 0;
+        global.proxy_scope = 0;
+        let cgi_used = !global.cgi.assign.is_empty()
+            || assigns.iter().flatten().any(|a| a.key == "cgi.assign");
         Ok(Config {
             global: Rc::new(global),
             listeners,
@@ -254,6 +267,8 @@ impl Config {
             assigns,
             scgi_servers,
             fastcgi_servers,
+            proxy_servers,
+            cgi_used,
         })
     }
 
@@ -384,6 +399,7 @@ impl Config {
         // Once per combination: which gateway route tables apply.
         s.scgi_scope = scope_of(&self.scgi_servers, &s.scgi_server);
         s.fastcgi_scope = scope_of(&self.fastcgi_servers, &s.fastcgi_server);
+        s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
         let s = Rc::new(s);
         self.cache.borrow_mut().insert(ids.to_vec(), Rc::clone(&s));
         s

@@ -3,6 +3,7 @@
 use super::settings::{Origin, Settings};
 use super::value::Value;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 /// The modules glint provides; `server.modules` naming another yields a warning.
 pub const PROVIDED_MODULES: &[&str] = &[
@@ -19,6 +20,8 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_status",
     "mod_scgi",
     "mod_fastcgi",
+    "mod_proxy",
+    "mod_cgi",
     "mod_openssl",
 ];
 
@@ -31,6 +34,7 @@ pub const KEPT_OPTIONS: &[&str] = &[
     "fastcgi.balance",
     "fastcgi.debug",
     "fastcgi.map-extensions",
+    "proxy.map-extensions",
 ];
 
 /// Options that only mean something in the global scope; in a conditional
@@ -266,10 +270,136 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
             Value::Str(p) if p == "scgi" || p == "uwsgi" => keep_raw(s, key, v),
             _ => return Err("expects \"scgi\" or \"uwsgi\"".into()),
         },
+        "proxy.server" => {
+            // Checked whole now, so that a request never meets a bad one.
+            crate::httpup::options::parse_servers(&conf_value(v))?;
+            s.proxy_server = Some(array(v)?);
+        }
+        "proxy.balance" => {
+            crate::httpup::options::parse_balance(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.forwarded" => {
+            Rc::make_mut(&mut s.proxy).forwarded =
+                crate::httpup::options::parse_forwarded(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.header" => {
+            Rc::make_mut(&mut s.proxy).header =
+                crate::httpup::options::parse_header(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.replace-http-host" => {
+            Rc::make_mut(&mut s.proxy).replace_http_host = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "proxy.map-extensions" => {
+            crate::httpup::options::parse_map_extensions(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "cgi.assign" => {
+            Rc::make_mut(&mut s.cgi).assign = pairs(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.execute-x-only" => {
+            Rc::make_mut(&mut s.cgi).execute_x_only = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.x-sendfile" => {
+            Rc::make_mut(&mut s.cgi).x_sendfile = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.x-sendfile-docroot" => {
+            Rc::make_mut(&mut s.cgi).x_sendfile_docroot = list(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.local-redir" => {
+            Rc::make_mut(&mut s.cgi).local_redir = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.upgrade" => {
+            Rc::make_mut(&mut s.cgi).upgrade = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.limits" => {
+            Rc::make_mut(&mut s.cgi).limits = cgi_limits(v)?;
+            keep_raw(s, key, v);
+        }
         k if KEPT_OPTIONS.contains(&k) => keep_raw(s, k, v),
         _ => return Ok(Applied::Unknown),
     }
     Ok(Applied::Known)
+}
+
+/// A configuration value in the shape [`crate::httpup`] reads (one to one).
+pub fn conf_value(v: &Value) -> crate::httpup::ConfValue {
+    use crate::httpup::ConfValue;
+    match v {
+        Value::Str(s) => ConfValue::Str(s.clone()),
+        Value::Int(i) => ConfValue::Int(*i),
+        Value::Array(items) => ConfValue::Array(
+            items
+                .iter()
+                .map(|(k, v)| (k.clone(), conf_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// `cgi.limits`: lighttpd's `read-timeout`, `write-timeout` and
+/// `tcp-fin-propagate` (a signal name, or enable for SIGTERM), and glint's
+/// `max-procs`. An unknown key is refused (lighttpd logs it and goes on).
+fn cgi_limits(v: &Value) -> Result<super::settings::CgiLimits, String> {
+    let Value::Array(items) = v else {
+        return Err("expects ( \"read-timeout\" => n, ... )".into());
+    };
+    let mut l = super::settings::CgiLimits::default();
+    for (k, val) in items {
+        let k = k.as_deref().unwrap_or("");
+        match k.to_ascii_lowercase().as_str() {
+            "read-timeout" => l.read_timeout = uint32(val)?,
+            "write-timeout" => l.write_timeout = uint32(val)?,
+            "max-procs" => l.max_procs = uint32(val)?.max(1),
+            "tcp-fin-propagate" => {
+                l.fin_signal = match val {
+                    Value::Int(n) => {
+                        i32::try_from(*n).map_err(|_| "tcp-fin-propagate: not a signal")?
+                    }
+                    Value::Str(s) if s.eq_ignore_ascii_case("enable") => 15,
+                    Value::Str(s) if s.eq_ignore_ascii_case("disable") => 0,
+                    Value::Str(s) => signal_number(s)
+                        .ok_or_else(|| format!("tcp-fin-propagate: unknown signal \"{s}\""))?,
+                    Value::Array(_) => return Err("tcp-fin-propagate: expects a signal".into()),
+                }
+            }
+            _ => {
+                return Err(format!(
+                "unknown key \"{k}\" (read-timeout, write-timeout, tcp-fin-propagate, max-procs)"
+            ))
+            }
+        }
+    }
+    Ok(l)
+}
+
+/// A signal by name, with or without `SIG` (`"TERM"`, `"SIGHUP"`).
+fn signal_number(s: &str) -> Option<i32> {
+    let up = s.to_ascii_uppercase();
+    let name = up.strip_prefix("SIG").unwrap_or(&up);
+    const SIGNALS: &[(&str, i32)] = &[
+        ("HUP", 1),
+        ("INT", 2),
+        ("QUIT", 3),
+        ("KILL", 9),
+        ("USR1", 10),
+        ("USR2", 12),
+        ("PIPE", 13),
+        ("ALRM", 14),
+        ("TERM", 15),
+        ("CONT", 18),
+        ("STOP", 19),
+    ];
+    SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
 }
 
 /// The `ssl.*` options (mod_openssl); `ssl.verifyclient.ca-*` are
@@ -537,6 +667,9 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     }
     if let Some(v) = &s.fastcgi_server {
         put("fastcgi.server", v.clone());
+    }
+    if let Some(v) = &s.proxy_server {
+        put("proxy.server", v.clone());
     }
     for (k, v) in &s.raw {
         put(k, v.clone());

@@ -39,7 +39,7 @@ pub const IGNORED: &[(&str, &str)] = &[
     ("debug.", "log verbosity only"),
     (
         "server.breakagelog",
-        "where CGI programs' stderr goes; glint runs no CGI programs",
+        "where CGI programs' stderr goes; glint logs it to the error log",
     ),
     (
         "server.compat-module-load",
@@ -182,7 +182,6 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
     ("connection.kbytes-per-second", Default::Int(0)),
     ("server.v4mapped", Default::Bool(false)),
     ("server.absolute-dir-redirect", Default::Bool(false)),
-    ("cgi.execute-x-only", Default::Bool(false)),
     ("webdav.activate", Default::Bool(false)),
     ("maxminddb.activate", Default::Bool(false)),
     ("userdir.active", Default::Bool(false)),
@@ -428,12 +427,6 @@ mod tests {
                 s("x"),
                 Support::NotProvided("mod_openssl"),
                 "an unknown ssl.* option is refused",
-            ),
-            (
-                "cgi.assign",
-                s("x"),
-                Support::NotProvided("mod_cgi"),
-                "CGI refused",
             ),
             (
                 "extforward.forwarder",

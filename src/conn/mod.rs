@@ -354,8 +354,20 @@ impl Connection {
         let want = spare.len();
         match self.stream.read(spare) {
             Ok(0) => {
-                // The client closed its side. A request in progress cannot complete.
                 self.readable = false;
+                if let Some(job) = self
+                    .gw
+                    .as_ref()
+                    .map(|g| g.start.job)
+                    .filter(|&j| cx.sv.upstream.in_tunnel(j))
+                {
+                    // The client closed its side of a tunnel: the backend
+                    // hears it, and may still answer before it closes too.
+                    let now = cx.sv.clock.mono_secs;
+                    cx.sv.upstream.end_input(job, now, cx.registry);
+                    return;
+                }
+                // The client closed its side. A request in progress cannot complete.
                 self.close(cx);
             }
             Ok(n) => {

@@ -33,6 +33,8 @@ pub(super) fn route(
 /// Where a gateway request goes.
 pub(super) struct At<'a> {
     pub route: usize,
+    /// The request-target after rewrites, as received (not decoded).
+    pub raw_path: &'a str,
     /// Where the script name ends in the path.
     pub split: usize,
     /// The path the route matched (the request's, or its index file's).
@@ -76,14 +78,17 @@ pub(super) fn start(
         None => at.info.local_ip,
     };
     let route = &sv.upstream.routes[at.route];
+    if route.protocol == Protocol::Http {
+        return super::proxy::start(sv, at, req, settings, carry, registry);
+    }
     let Some(spec) = route.hosts.first().map(|&h| &sv.upstream.hosts[h].spec) else {
         return Err(503);
     };
     // An authorizer is not a script below the docroot, and never sees the body.
     let authorizer = route.authorizer;
     let protocol = match route.protocol {
-        Protocol::FastCgi => Protocol::FastCgi,
         Protocol::Scgi | Protocol::Uwsgi => Protocol::of_scgi_server(settings),
+        p => p,
     };
     let docroot = spec.docroot.as_deref().unwrap_or(docroot_req);
     let (mut script_name, mut path_info) = path.split_at(at.split.min(path.len()));
@@ -212,6 +217,8 @@ pub(super) fn start(
                     return Err(431);
                 }
             }
+            // (No authorizer speaks these.)
+            Protocol::Http | Protocol::Cgi => return Err(500),
         }
     }
     let upload = if authorizer {
@@ -232,6 +239,9 @@ pub(super) fn start(
         authorizer,
         local_redir: spec.local_redir,
         head_only: req.method == Method::Head,
+        method: String::new(),
+        http: None,
+        cgi: None,
     };
     let job = sv.upstream.start(job_spec, at.info.ex, now, registry)?;
     Ok(Box::new(GwStart {

@@ -12,8 +12,10 @@
 //! exchange never writes protocol bytes and never sees the connection.
 
 mod access;
+mod cgi;
 mod gateway;
 mod logging;
+mod proxy;
 mod rerun;
 pub mod rewrite;
 
@@ -434,7 +436,8 @@ fn route(
 ) -> Once {
     let settings = Rc::clone(&sv.reply.settings);
     let docroot = match carry.docroot.as_deref() {
-        Some(d) => Some(Cow::Borrowed(d)),
+        // (Owned: `carry` goes on to a CGI or gateway job.)
+        Some(d) => Some(Cow::Owned(d.to_string())),
         None => document_root(&settings, &sv.scratch.host),
     };
     let mut found = gateway::route(&sv.upstream, &settings, &sv.scratch.path, carry);
@@ -469,58 +472,87 @@ fn route(
     } else {
         std::mem::take(&mut sv.scratch.path)
     };
-    let once = match found {
-        Some((route, split)) => {
-            let at = gateway::At {
-                route,
-                split,
+    // mod_cgi: a file `cgi.assign` takes runs instead of being sent.
+    let cgi = match (found, docroot.as_deref()) {
+        (None, Some(root)) if !settings.cgi.assign.is_empty() => {
+            let here = cgi::Here {
+                docroot: root,
                 path: &path,
                 query,
                 keep_alive,
                 info,
             };
-            match gateway::start(sv, &at, req, &settings, carry, registry) {
-                Ok(g) => Once::Gateway(g),
-                Err(status) => {
-                    if status == 413 {
-                        sv.reply.close = true;
+            cgi::start(sv, &here, req, &settings, carry, registry)
+        }
+        _ => None,
+    };
+    let once = match (found, cgi) {
+        (_, Some(Ok(g))) => Once::Gateway(g),
+        (_, Some(Err(status))) => {
+            if status == 413 {
+                sv.reply.close = true;
+            }
+            sv.reply.error(status);
+            Once::Reply(if status == 413 {
+                BodyAction::Close
+            } else {
+                BodyAction::Discard
+            })
+        }
+        (found, None) => match found {
+            Some((route, split)) => {
+                let at = gateway::At {
+                    route,
+                    raw_path,
+                    split,
+                    path: &path,
+                    query,
+                    keep_alive,
+                    info,
+                };
+                match gateway::start(sv, &at, req, &settings, carry, registry) {
+                    Ok(g) => Once::Gateway(g),
+                    Err(status) => {
+                        if status == 413 {
+                            sv.reply.close = true;
+                        }
+                        sv.reply.error(status);
+                        Once::Reply(if status == 413 {
+                            BodyAction::Close
+                        } else {
+                            BodyAction::Discard
+                        })
                     }
-                    sv.reply.error(status);
-                    Once::Reply(if status == 413 {
-                        BodyAction::Close
-                    } else {
-                        BodyAction::Discard
-                    })
                 }
             }
-        }
-        None if static_file::excluded(&path, &settings) => {
-            // mod_staticfile declines; no other handler: 403, as lighttpd.
-            log::debug!("{path}: not sent, static-file.exclude-extensions");
-            sv.reply.error(403);
-            Once::Reply(BodyAction::Discard)
-        }
-        None => {
-            // `server.error-handler` runs as a GET (HEAD stays HEAD).
-            let method = match carry.error.as_ref() {
-                Some(run) if run.generic && req.method != Method::Head => Method::Get,
-                _ => req.method,
-            };
-            let sreq = static_file::StaticRequest {
-                method,
-                scheme: info.scheme(),
-                raw_path,
-                path: &path,
-                query,
-                host: req.host,
-                headers: req.headers,
-                docroot: docroot.as_deref(),
-                now: sv.clock.unix,
-                mono: sv.clock.mono_secs,
-            };
-            static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
-            Once::Reply(BodyAction::Discard)
-        }
+            None if static_file::excluded(&path, &settings) => {
+                // mod_staticfile declines; no other handler: 403, as lighttpd.
+                log::debug!("{path}: not sent, static-file.exclude-extensions");
+                sv.reply.error(403);
+                Once::Reply(BodyAction::Discard)
+            }
+            None => {
+                // `server.error-handler` runs as a GET (HEAD stays HEAD).
+                let method = match carry.error.as_ref() {
+                    Some(run) if run.generic && req.method != Method::Head => Method::Get,
+                    _ => req.method,
+                };
+                let sreq = static_file::StaticRequest {
+                    method,
+                    scheme: info.scheme(),
+                    raw_path,
+                    path: &path,
+                    query,
+                    host: req.host,
+                    headers: req.headers,
+                    docroot: docroot.as_deref(),
+                    now: sv.clock.unix,
+                    mono: sv.clock.mono_secs,
+                };
+                static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
+                Once::Reply(BodyAction::Discard)
+            }
+        },
     };
     // The path buffer goes back for the next request.
     if indexed {

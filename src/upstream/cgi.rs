@@ -111,6 +111,19 @@ impl Env {
     }
 }
 
+impl Env {
+    /// Removes `name` (the `Upgrade` a CGI program may not act on).
+    pub fn remove(&mut self, name: &[u8]) {
+        if self.pairs().any(|(k, _)| k == name) {
+            let mut kept = Env::default();
+            for (k, v) in self.pairs().filter(|(k, _)| *k != name) {
+                kept.put(k, v);
+            }
+            *self = kept;
+        }
+    }
+}
+
 /// The variable an authorizer's `Variable-NAME` header sets: NAME in upper
 /// case, with every character but letters and digits turned into `_`
 /// (`Variable-auth-user` sets `AUTH_USER`). None for other headers.
