@@ -471,10 +471,7 @@ fastcgi.server = ( ".php" => (( "bin-path" => "{php}", "socket" => "{dir}/php.so
 }
 "#,
         requests: &[],
-        glint_refuses: Some((
-            5,
-            "option ssl.engine = \"enable\" (mod_openssl) is not provided by glint",
-        )),
+        glint_refuses: None,
         in_lighttpd: true,
         php: false,
     },
@@ -485,7 +482,7 @@ fastcgi.server = ( ".php" => (( "bin-path" => "{php}", "socket" => "{dir}/php.so
 cgi.assign = ( ".py" => "/usr/bin/python3" )
 "#,
         requests: &[("/x.py", ran_cgi)],
-        glint_refuses: Some((4, "module mod_cgi is not provided by glint")),
+        glint_refuses: None,
         in_lighttpd: true,
         php: false,
     },
@@ -826,7 +823,8 @@ fn run_glint(row: &Row, fails: &mut Vec<String>) {
     }
     let dir = TempDir::new("failclosed");
     row_support_files(&dir);
-    let conf = write_row_conf(row, &d, &dir, 0, free_port(), false);
+    let tlsport = free_port();
+    let conf = write_row_conf(row, &d, &dir, 0, tlsport, false);
     if let Some((line, msg)) = row.glint_refuses {
         let at = format!("test.conf:{line}:");
         for args in [&["-t"][..], &["-tt"][..], &["-D"][..]] {
@@ -840,12 +838,23 @@ fn run_glint(row: &Row, fails: &mut Vec<String>) {
         }
         return;
     }
-    let s = Launch::new().config_file(&conf).start();
+    let listeners = if row.conf.contains("$SERVER[\"socket\"]") {
+        2
+    } else {
+        1
+    };
+    let s = Launch::new()
+        .config_file(&conf)
+        .listeners(listeners)
+        .start();
     for (spec, check) in row.requests {
         let r = answer(exchange(&s, &request_for(spec)).map(|(r, _)| r));
         if let Err(e) = check(&r) {
             fails.push(format!("{}: GET {}: {e}", row.name, shown(spec)));
         }
+    }
+    if row.name.starts_with("ssl.engine") {
+        plain_http_gets_nothing(row, tlsport, fails);
     }
 }
 
@@ -881,12 +890,18 @@ fn run_lighttpd(row: &Row, fails: &mut Vec<String>) {
         }
     }
     if row.name.starts_with("ssl.engine") {
-        // Plain HTTP on the TLS port gets no page.
-        let tls = std::net::SocketAddr::from(([127, 0, 0, 1], tlsport));
-        if let Ok(mut c) = Conn::open(tls) {
+        plain_http_gets_nothing(row, tlsport, fails);
+    }
+}
+
+/// Plain HTTP on a TLS port gets no page (an error in clear, or nothing).
+fn plain_http_gets_nothing(row: &Row, tlsport: u16, fails: &mut Vec<String>) {
+    let tls = std::net::SocketAddr::from(([127, 0, 0, 1], tlsport));
+    match Conn::open(tls) {
+        Ok(mut c) => {
             let _ = c.send(&get("/index.html", &[]));
             if let Ok(r) = c.read_response(false) {
-                if find(&r.body, b"PROTECTED-CONTENT").is_some() {
+                if find(&r.body, b"PROTECTED-CONTENT").is_some() || r.status < 400 {
                     fails.push(format!(
                         "{}: plain HTTP on the TLS port: {}",
                         row.name,
@@ -895,6 +910,7 @@ fn run_lighttpd(row: &Row, fails: &mut Vec<String>) {
                 }
             }
         }
+        Err(e) => fails.push(format!("{}: the TLS port is not open: {e}", row.name)),
     }
 }
 

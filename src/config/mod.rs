@@ -27,8 +27,8 @@ mod value;
 mod tests;
 
 pub use error::ConfigError;
-pub use options::{KEPT_OPTIONS, PROVIDED_MODULES};
-pub use settings::{Origin, Settings, DEFAULT_ACCESSLOG_FORMAT};
+pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
+pub use settings::{CgiLimits, CgiSettings, Origin, Settings, DEFAULT_ACCESSLOG_FORMAT};
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 
@@ -127,6 +127,10 @@ pub struct Config {
     /// Some scope trusts a forwarder (`extforward.forwarder`): requests
     /// look for forwarded headers (and connections for a PROXY header).
     pub extforward_anywhere: bool,
+    /// The same for `proxy.server` ([`Settings::proxy_scope`]).
+    pub proxy_servers: Vec<Option<Value>>,
+    /// `cgi.assign` is set in some scope: CGI programs may run.
+    pub cgi_used: bool,
 }
 
 /// One option a conditional block sets (already checked to apply cleanly).
@@ -185,11 +189,14 @@ impl Config {
                 vec![(settings.auth_require.clone(), Rc::new(table))]
             }
         };
+        settings.proxy_scope = 0;
         Config {
             extforward_anywhere: settings.extforward.is_some(),
             auth_requires,
             scgi_servers: vec![settings.scgi_server.clone()],
             fastcgi_servers: vec![settings.fastcgi_server.clone()],
+            proxy_servers: vec![settings.proxy_server.clone()],
+            cgi_used: !settings.cgi.assign.is_empty(),
             global: Rc::new(settings),
             listeners,
             warnings,
@@ -264,10 +271,12 @@ impl Config {
         let chains = compile_chains(parsed.chains, &socket_map, &mut assigns, &mut warnings)?;
         let mut scgi_servers = vec![global.scgi_server.clone()];
         let mut fastcgi_servers = vec![global.fastcgi_server.clone()];
+        let mut proxy_servers = vec![global.proxy_server.clone()];
         for a in assigns.iter().flatten() {
             let list = match a.key.as_str() {
                 "scgi.server" => &mut scgi_servers,
                 "fastcgi.server" => &mut fastcgi_servers,
+                "proxy.server" => &mut proxy_servers,
                 _ => continue,
             };
             // As the option stores it (the assignment was checked already).
@@ -275,6 +284,7 @@ impl Config {
             let _ = options::apply(&mut s, &a.key, &a.value, &a.origin);
             let v = match a.key.as_str() {
                 "scgi.server" => s.scgi_server,
+                "proxy.server" => s.proxy_server,
                 _ => s.fastcgi_server,
             };
             if !list.contains(&v) {
@@ -307,6 +317,9 @@ impl Config {
                 .iter()
                 .flatten()
                 .any(|a| a.key == "extforward.forwarder");
+        global.proxy_scope = 0;
+        let cgi_used = !global.cgi.assign.is_empty()
+            || assigns.iter().flatten().any(|a| a.key == "cgi.assign");
         Ok(Config {
             extforward_anywhere,
             auth_requires,
@@ -318,6 +331,8 @@ impl Config {
             assigns,
             scgi_servers,
             fastcgi_servers,
+            proxy_servers,
+            cgi_used,
         })
     }
 
@@ -375,6 +390,61 @@ impl Config {
         self.merged(&ids)
     }
 
+    /// For listener `i`, the `$HTTP["host"] ==` and `=~` blocks (at the top
+    /// level or inside `$SERVER["socket"]` blocks that name `i`) that set
+    /// `ssl.*` options, each with only the values it sets: the certificates
+    /// the TLS handshake picks by server name (SNI), as lighttpd does.
+    pub fn tls_hosts(&self, i: usize) -> Vec<(crate::tls::HostMatch, crate::tls::ScopeOptions)> {
+        let spec = self.listeners.get(i).map_or("", |l| l.spec.as_str());
+        let facts = RequestFacts {
+            listener: i,
+            remote_ip: None,
+            scheme: "",
+            method: "",
+            host: "",
+            url: "",
+            query: "",
+            headers: &[],
+        };
+        let mut out = Vec::new();
+        self.collect_tls_hosts(&self.chains, &facts, spec, &mut out);
+        out
+    }
+
+    fn collect_tls_hosts(
+        &self,
+        chains: &[Vec<CondBlock>],
+        facts: &RequestFacts<'_>,
+        spec: &str,
+        out: &mut Vec<(crate::tls::HostMatch, crate::tls::ScopeOptions)>,
+    ) {
+        let mut captures = Vec::new();
+        for b in chains.iter().flatten() {
+            let Some(c) = &b.cond else { continue };
+            match (&c.field, &c.test) {
+                (cond::Field::Socket, _) if c.matches(facts, spec, &mut captures) => {
+                    self.collect_tls_hosts(&b.children, facts, spec, out);
+                }
+                (cond::Field::Host, Test::Eq(_) | Test::Match(_)) => {
+                    let mut own = Settings::default();
+                    for a in self.assigns.get(b.id as usize).into_iter().flatten() {
+                        let _ = options::apply(&mut own, &a.key, &a.value, &a.origin);
+                    }
+                    if own.ssl != crate::tls::ScopeOptions::default() {
+                        let m = match &c.test {
+                            Test::Match(re) => {
+                                crate::tls::HostMatch::Regex(re.as_str().to_string())
+                            }
+                            _ => crate::tls::HostMatch::Exact(c.pattern.clone()),
+                        };
+                        out.push((m, own.ssl));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// The settings for a combination of matched blocks, from the cache when possible.
     fn merged(&self, ids: &[u32]) -> Rc<Settings> {
         if ids.is_empty() {
@@ -399,6 +469,7 @@ impl Config {
             .position(|(v, _)| *v == s.auth_require)
             .unwrap_or(0) as u32;
         options::finish(&mut s);
+        s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
         let s = Rc::new(s);
         self.cache.borrow_mut().insert(ids.to_vec(), Rc::clone(&s));
         s

@@ -28,6 +28,9 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_alias",
     "mod_userdir",
     "mod_evhost",
+    "mod_proxy",
+    "mod_cgi",
+    "mod_openssl",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -39,6 +42,7 @@ pub const KEPT_OPTIONS: &[&str] = &[
     "fastcgi.balance",
     "fastcgi.debug",
     "fastcgi.map-extensions",
+    "proxy.map-extensions",
 ];
 
 /// Options that only mean something in the global scope; in a conditional
@@ -426,6 +430,13 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "server.use-ipv6" => s.use_ipv6 = boolean(v)?,
         "server.set-v6only" => s.set_v6only = boolean(v)?,
         "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
+        "server.defer-accept" => s.defer_accept = boolean(v)?,
+        k if k.starts_with("ssl.") => return apply_ssl(s, k, v),
+        "server.feature-flags" => {
+            super::support::feature_flags(v)?;
+            s.ssl_session_cache = feature_flag(v, "ssl.session-cache")?.unwrap_or(false);
+            keep_raw(s, key, v);
+        }
         "setenv.add-response-header" => s.setenv_add_response_header = pairs(v)?,
         "setenv.set-response-header" => s.setenv_set_response_header = pairs(v)?,
         "expire.url" => s.expire_url = pairs(v)?,
@@ -517,10 +528,221 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "extforward.hap-PROXY-ssl-client-verify" => {
             s.extforward_hap_proxy_ssl_client_verify = boolean(v)?
         }
+        "proxy.server" => {
+            // Checked whole now, so that a request never meets a bad one.
+            crate::httpup::options::parse_servers(&conf_value(v))?;
+            s.proxy_server = Some(array(v)?);
+        }
+        "proxy.balance" => {
+            crate::httpup::options::parse_balance(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.forwarded" => {
+            Rc::make_mut(&mut s.proxy).forwarded =
+                crate::httpup::options::parse_forwarded(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.header" => {
+            Rc::make_mut(&mut s.proxy).header =
+                crate::httpup::options::parse_header(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.replace-http-host" => {
+            Rc::make_mut(&mut s.proxy).replace_http_host = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "proxy.map-extensions" => {
+            crate::httpup::options::parse_map_extensions(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "cgi.assign" => {
+            Rc::make_mut(&mut s.cgi).assign = pairs(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.execute-x-only" => {
+            Rc::make_mut(&mut s.cgi).execute_x_only = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.x-sendfile" => {
+            Rc::make_mut(&mut s.cgi).x_sendfile = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.x-sendfile-docroot" => {
+            Rc::make_mut(&mut s.cgi).x_sendfile_docroot = list(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.local-redir" => {
+            Rc::make_mut(&mut s.cgi).local_redir = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.upgrade" => {
+            Rc::make_mut(&mut s.cgi).upgrade = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.limits" => {
+            Rc::make_mut(&mut s.cgi).limits = cgi_limits(v)?;
+            keep_raw(s, key, v);
+        }
         k if KEPT_OPTIONS.contains(&k) => keep_raw(s, k, v),
         _ => return Ok(Applied::Unknown),
     }
     Ok(Applied::Known)
+}
+
+/// A configuration value in the shape [`crate::httpup`] reads (one to one).
+pub fn conf_value(v: &Value) -> crate::httpup::ConfValue {
+    use crate::httpup::ConfValue;
+    match v {
+        Value::Str(s) => ConfValue::Str(s.clone()),
+        Value::Int(i) => ConfValue::Int(*i),
+        Value::Array(items) => ConfValue::Array(
+            items
+                .iter()
+                .map(|(k, v)| (k.clone(), conf_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// `cgi.limits`: lighttpd's `read-timeout`, `write-timeout` and
+/// `tcp-fin-propagate` (a signal name, or enable for SIGTERM), and glint's
+/// `max-procs`. An unknown key is refused (lighttpd logs it and goes on).
+fn cgi_limits(v: &Value) -> Result<super::settings::CgiLimits, String> {
+    let Value::Array(items) = v else {
+        return Err("expects ( \"read-timeout\" => n, ... )".into());
+    };
+    let mut l = super::settings::CgiLimits::default();
+    for (k, val) in items {
+        let k = k.as_deref().unwrap_or("");
+        match k.to_ascii_lowercase().as_str() {
+            "read-timeout" => l.read_timeout = uint32(val)?,
+            "write-timeout" => l.write_timeout = uint32(val)?,
+            "max-procs" => l.max_procs = uint32(val)?.max(1),
+            "tcp-fin-propagate" => {
+                l.fin_signal = match val {
+                    Value::Int(n) => {
+                        i32::try_from(*n).map_err(|_| "tcp-fin-propagate: not a signal")?
+                    }
+                    Value::Str(s) if s.eq_ignore_ascii_case("enable") => 15,
+                    Value::Str(s) if s.eq_ignore_ascii_case("disable") => 0,
+                    Value::Str(s) => signal_number(s)
+                        .ok_or_else(|| format!("tcp-fin-propagate: unknown signal \"{s}\""))?,
+                    Value::Array(_) => return Err("tcp-fin-propagate: expects a signal".into()),
+                }
+            }
+            _ => {
+                return Err(format!(
+                "unknown key \"{k}\" (read-timeout, write-timeout, tcp-fin-propagate, max-procs)"
+            ))
+            }
+        }
+    }
+    Ok(l)
+}
+
+/// A signal by name, with or without `SIG` (`"TERM"`, `"SIGHUP"`).
+fn signal_number(s: &str) -> Option<i32> {
+    let up = s.to_ascii_uppercase();
+    let name = up.strip_prefix("SIG").unwrap_or(&up);
+    const SIGNALS: &[(&str, i32)] = &[
+        ("HUP", 1),
+        ("INT", 2),
+        ("QUIT", 3),
+        ("KILL", 9),
+        ("USR1", 10),
+        ("USR2", 12),
+        ("PIPE", 13),
+        ("ALRM", 14),
+        ("TERM", 15),
+        ("CONT", 18),
+        ("STOP", 19),
+    ];
+    SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+/// The `ssl.*` options (mod_openssl); `ssl.verifyclient.ca-*` are
+/// lighttpd's other names for `ssl.ca-*`.
+fn apply_ssl(s: &mut Settings, key: &str, v: &Value) -> Result<Applied, String> {
+    let o = &mut s.ssl;
+    match key {
+        "ssl.engine" => s.ssl_engine = boolean(v)?,
+        "ssl.pemfile" => o.pemfile = Some(string(v)?),
+        "ssl.privkey" => o.privkey = Some(string(v)?),
+        "ssl.ca-file" | "ssl.verifyclient.ca-file" => o.ca_file = Some(string(v)?),
+        "ssl.ca-dn-file" | "ssl.verifyclient.ca-dn-file" => o.ca_dn_file = Some(string(v)?),
+        "ssl.ca-crl-file" | "ssl.verifyclient.ca-crl-file" => o.ca_crl_file = Some(string(v)?),
+        "ssl.stapling-file" => o.stapling_file = Some(string(v)?),
+        "ssl.verifyclient.activate" => o.verifyclient_activate = Some(boolean(v)?),
+        "ssl.verifyclient.enforce" => o.verifyclient_enforce = Some(boolean(v)?),
+        "ssl.verifyclient.depth" => o.verifyclient_depth = Some(uint32(v)?),
+        "ssl.verifyclient.username" => o.verifyclient_username = Some(string(v)?),
+        "ssl.verifyclient.exportcert" => o.verifyclient_exportcert = Some(boolean(v)?),
+        "ssl.acme-tls-1" => o.acme_tls_1 = Some(string(v)?),
+        "ssl.read-ahead" => o.read_ahead = Some(boolean(v)?),
+        "ssl.disable-client-renegotiation" => o.disable_client_renegotiation = Some(boolean(v)?),
+        "ssl.cipher-list" => s.ssl_cipher_list = Some(string(v)?),
+        "ssl.openssl.ssl-conf-cmd" => s.ssl_conf_cmd = pairs(v)?,
+        "ssl.honor-cipher-order" => s.ssl_honor_cipher_order = Some(boolean(v)?),
+        "ssl.stek-file" => s.ssl_stek_file = Some(string(v)?),
+        _ => return Ok(Applied::Unknown),
+    }
+    Ok(Applied::Known)
+}
+
+/// The value of flag `name` in `server.feature-flags`, if set.
+fn feature_flag(v: &Value, name: &str) -> Result<Option<bool>, String> {
+    let Value::Array(items) = v else {
+        return Ok(None);
+    };
+    match items.iter().find(|(k, _)| k.as_deref() == Some(name)) {
+        Some((_, v)) => boolean(v).map(Some).map_err(|e| format!("{name}: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// `ssl.*` options for `-p`.
+fn ssl_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    if s.ssl_engine {
+        put("ssl.engine", bool_value(true));
+    }
+    let o = &s.ssl;
+    for (k, v) in [
+        ("ssl.pemfile", &o.pemfile),
+        ("ssl.privkey", &o.privkey),
+        ("ssl.ca-file", &o.ca_file),
+        ("ssl.ca-dn-file", &o.ca_dn_file),
+        ("ssl.ca-crl-file", &o.ca_crl_file),
+        ("ssl.stapling-file", &o.stapling_file),
+        ("ssl.verifyclient.username", &o.verifyclient_username),
+        ("ssl.acme-tls-1", &o.acme_tls_1),
+        ("ssl.cipher-list", &s.ssl_cipher_list),
+        ("ssl.stek-file", &s.ssl_stek_file),
+    ] {
+        if let Some(v) = v {
+            put(k, Value::Str(v.clone()));
+        }
+    }
+    for (k, b) in [
+        ("ssl.verifyclient.activate", o.verifyclient_activate),
+        ("ssl.verifyclient.enforce", o.verifyclient_enforce),
+        ("ssl.verifyclient.exportcert", o.verifyclient_exportcert),
+        ("ssl.read-ahead", o.read_ahead),
+        (
+            "ssl.disable-client-renegotiation",
+            o.disable_client_renegotiation,
+        ),
+        ("ssl.honor-cipher-order", s.ssl_honor_cipher_order),
+    ] {
+        if let Some(b) = b {
+            put(k, bool_value(b));
+        }
+    }
+    if let Some(d) = o.verifyclient_depth {
+        put("ssl.verifyclient.depth", Value::Int(i64::from(d)));
+    }
+    if !s.ssl_conf_cmd.is_empty() {
+        put("ssl.openssl.ssl-conf-cmd", pairs_value(&s.ssl_conf_cmd));
+    }
 }
 
 /// Stores an option in [`Settings::raw`], replacing an earlier value.
@@ -648,6 +870,8 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     if let Some(m) = s.socket_perms {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }
+    put("server.defer-accept", bool_value(s.defer_accept));
+    ssl_entries(s, &mut put);
     for (k, p) in [
         ("setenv.add-response-header", &s.setenv_add_response_header),
         ("setenv.set-response-header", &s.setenv_set_response_header),
@@ -785,6 +1009,9 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
         "extforward.hap-PROXY-ssl-client-verify",
         bool_value(s.extforward_hap_proxy_ssl_client_verify),
     );
+    if let Some(v) = &s.proxy_server {
+        put("proxy.server", v.clone());
+    }
     for (k, v) in &s.raw {
         put(k, v.clone());
     }

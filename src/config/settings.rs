@@ -7,6 +7,7 @@
 
 use super::value::Value;
 use crate::forwarded::options::ExtForward;
+use crate::httpup::options::ProxyOptions;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -114,6 +115,25 @@ pub struct Settings {
     pub set_v6only: bool,
     /// `server.socket-perms`: octal mode of unix socket listeners (e.g. "0660").
     pub socket_perms: Option<u32>,
+    /// `server.defer-accept` (default disable, as lighttpd): TCP_DEFER_ACCEPT
+    /// on the listeners of this scope.
+    pub defer_accept: bool,
+    /// `ssl.engine` (default disable): TLS on the sockets of this scope.
+    pub ssl_engine: bool,
+    /// The `ssl.*` options of a connection scope (certificate, key, CAs,
+    /// client certificates, OCSP, ACME), `None` where unset.
+    pub ssl: crate::tls::ScopeOptions,
+    /// `ssl.cipher-list` (per socket).
+    pub ssl_cipher_list: Option<String>,
+    /// `ssl.openssl.ssl-conf-cmd` (per socket), in configuration order.
+    pub ssl_conf_cmd: Vec<(String, String)>,
+    /// `ssl.honor-cipher-order` (per socket).
+    pub ssl_honor_cipher_order: Option<bool>,
+    /// `ssl.stek-file`: session-ticket keys an outside job maintains (global).
+    pub ssl_stek_file: Option<String>,
+    /// `server.feature-flags` `"ssl.session-cache"`: a server-side session
+    /// cache beside tickets (default off).
+    pub ssl_session_cache: bool,
     /// `setenv.add-response-header`.
     pub setenv_add_response_header: Vec<(String, String)>,
     /// `setenv.set-response-header`.
@@ -268,6 +288,67 @@ pub struct Settings {
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
+    /// `proxy.server`: the parsed array, read by the HTTP proxy.
+    pub proxy_server: Option<Value>,
+    /// Which of [`crate::config::Config::proxy_servers`] `proxy_server` is.
+    pub proxy_scope: u32,
+    /// `proxy.forwarded`, `proxy.header`, `proxy.replace-http-host`: how a
+    /// request goes upstream (shared: most scopes never change them).
+    pub proxy: Rc<ProxyOptions>,
+    /// The `cgi.*` options (shared for the same reason).
+    pub cgi: Rc<CgiSettings>,
+}
+
+/// mod_cgi's options of one scope.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CgiSettings {
+    /// `cgi.assign`: (suffix of the file's path, interpreter; "" runs the
+    /// file itself), in order; the first suffix that matches wins.
+    pub assign: Vec<(String, String)>,
+    /// `cgi.execute-x-only` (default disable): only files with an execute bit run.
+    pub execute_x_only: bool,
+    /// `cgi.x-sendfile` (default disable) and `cgi.x-sendfile-docroot`.
+    pub x_sendfile: bool,
+    pub x_sendfile_docroot: Vec<String>,
+    /// `cgi.local-redir` (default disable, as lighttpd): a `Location: /path`
+    /// answer alone is served by glint itself.
+    pub local_redir: bool,
+    /// `cgi.upgrade` (default disable): a script may answer an `Upgrade`
+    /// request with 101 and then talk to the client both ways.
+    pub upgrade: bool,
+    /// `cgi.limits`.
+    pub limits: CgiLimits,
+}
+
+/// `cgi.limits = ( "read-timeout" => s, "write-timeout" => s,
+/// "tcp-fin-propagate" => "SIGTERM", "max-procs" => n )`. 0 means none for
+/// the time-outs (lighttpd's default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CgiLimits {
+    pub read_timeout: u32,
+    pub write_timeout: u32,
+    /// The signal sent to the script when the client half-closes (0: none).
+    pub fin_signal: i32,
+    /// glint's own `max-procs`: most CGI processes running at once
+    /// (global scope only); more requests wait in the gateways' queue.
+    pub max_procs: u32,
+}
+
+/// CGI processes at once unless `cgi.limits` says otherwise: each is a
+/// process (a Python one starts at about 10 MB) and three pipes; 32 keep
+/// a 2-core machine busy with CPU-bound scripts and leave room for slow
+/// ones, while a burst of 1000 requests queues instead of forking 1000.
+pub const CGI_MAX_PROCS: u32 = 32;
+
+impl Default for CgiLimits {
+    fn default() -> Self {
+        CgiLimits {
+            read_timeout: 0,
+            write_timeout: 0,
+            fin_signal: 0,
+            max_procs: CGI_MAX_PROCS,
+        }
+    }
 }
 
 /// lighttpd's default access log format.
@@ -319,6 +400,14 @@ impl Default for Settings {
             use_ipv6: false,
             set_v6only: true,
             socket_perms: None,
+            defer_accept: false,
+            ssl_engine: false,
+            ssl: crate::tls::ScopeOptions::default(),
+            ssl_cipher_list: None,
+            ssl_conf_cmd: Vec::new(),
+            ssl_honor_cipher_order: None,
+            ssl_stek_file: None,
+            ssl_session_cache: false,
             setenv_add_response_header: Vec::new(),
             setenv_set_response_header: Vec::new(),
             expire_url: Vec::new(),
@@ -383,6 +472,10 @@ impl Default for Settings {
             dir_listing_encode_header: true,
             dir_listing_auto_layout: true,
             raw: Vec::new(),
+            proxy_server: None,
+            proxy_scope: 0,
+            proxy: Rc::default(),
+            cgi: Rc::default(),
         }
     }
 }

@@ -619,14 +619,24 @@ fn errors_table() {
             "t.conf:1:1: option auth.backend.ldap.hostname (mod_auth) is not provided by glint",
         ),
         (
-            "ssl.engine enabled on a socket",
-            "$SERVER[\"socket\"] == \":443\" {\n  ssl.engine = \"enable\"\n}",
-            "t.conf:2:3: option ssl.engine = \"enable\" (mod_openssl) is not provided by glint (only its default is)",
+            "SSLv3 asked for on a socket",
+            "$SERVER[\"socket\"] == \":443\" {\n  ssl.use-sslv3 = \"enable\"\n}",
+            "t.conf:2:3: option ssl.use-sslv3 = \"enable\" (mod_openssl) is not provided by glint (only its default is)",
         ),
         (
-            "cgi.assign",
-            "cgi.assign = ( \".py\" => \"/usr/bin/python3\" )",
-            "t.conf:1:1: option cgi.assign (mod_cgi) is not provided by glint",
+            "cgi.assign not pairs",
+            "cgi.assign = \"/usr/bin/python3\"",
+            "t.conf:1:1: cgi.assign: expects an array of \"key\" => \"value\" pairs, got a string",
+        ),
+        (
+            "cgi.limits with a key glint does not know",
+            "cgi.limits = ( \"read-timout\" => 5 )",
+            "t.conf:1:1: cgi.limits: unknown key \"read-timout\" (read-timeout, write-timeout, tcp-fin-propagate, max-procs)",
+        ),
+        (
+            "proxy.header with a key lighttpd does not know",
+            "proxy.header = ( \"upgrad\" => \"enable\" )",
+            "t.conf:1:1: proxy.header: unexpected key \"upgrad\" (map-urlpath, map-host-request, map-host-response, https-remap, upgrade, connect, force-http10)",
         ),
         (
             "an extforward forwarder that is no address",

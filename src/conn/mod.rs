@@ -11,6 +11,7 @@
 
 mod gateway;
 mod session;
+mod transport;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -21,7 +22,7 @@ use crate::buf::{InBuf, Pool};
 use crate::exchange::{BodyAction, ConnInfo, Services};
 use crate::msg::{Body, ExchangeId};
 use crate::net::Stream;
-use crate::output::{Output, WriteError, WriteOutcome};
+use crate::output::Output;
 use gateway::GwSide;
 
 /// What a connection needs besides itself: the services every exchange
@@ -48,7 +49,7 @@ const MAX_DISCARD: u64 = 16 * 1024 * 1024;
 
 /// How long a closing connection keeps reading what the client still sends,
 /// so that closing does not reset the connection under the last response.
-const LINGER_SECS: u64 = 2;
+pub const LINGER_SECS: u64 = 2;
 
 /// Most rounds of an upload (the client fills the body window, the backend
 /// drains it) per drive: 16 windows of 64 KiB, 1 MiB, before others get a turn.
@@ -136,7 +137,6 @@ fn skip_body(action: BodyAction, body: Body, buffered: usize, expect: bool) -> (
 }
 
 /// One client connection.
-#[derive(Debug)]
 pub struct Connection {
     pub stream: Stream,
     /// Index of the listener that accepted it.
@@ -177,12 +177,20 @@ pub struct Connection {
     /// A trusted forwarder's PROXY protocol header is due before the first
     /// request (`extforward.hap-PROXY`).
     proxy_wait: bool,
-    /// `http`, or `https` when the PROXY header says the client spoke TLS.
-    scheme: &'static str,
+    /// The PROXY header says the client spoke TLS to the forwarder.
+    proxy_https: bool,
     /// What the PROXY header sets for every request of the connection
     /// (`SSL_*`, `PP2_UNIQUE_ID`, with `hap-PROXY-ssl-client-verify`
     /// `REMOTE_USER`).
     proxy_env: Vec<(&'static str, Vec<u8>)>,
+    /// TLS over the socket, on a listener with `ssl.engine`.
+    tls: Option<Box<crate::tls::TlsConn>>,
+    /// What the TLS handshake came to, once it is done.
+    tls_facts: Option<std::rc::Rc<crate::exchange::TlsFacts>>,
+    /// `clock.mono_secs` of the accept (the handshake's time-out).
+    born: u64,
+    /// Counted in `Stats::tls_handshaking` (until the handshake ends).
+    in_handshake: bool,
 }
 
 impl Connection {
@@ -192,6 +200,7 @@ impl Connection {
         peer: Option<SocketAddr>,
         id: ExchangeId,
         now: u64,
+        tls: Option<Box<crate::tls::TlsConn>>,
     ) -> Connection {
         Connection {
             stream,
@@ -202,8 +211,8 @@ impl Connection {
             phase: Phase::Idle,
             input: None,
             out: Output::default(),
-            // Try at once: a freshly accepted socket usually has its request
-            // (TCP_DEFER_ACCEPT) and always has room to write.
+            // Try at once: a freshly accepted socket often has its request
+            // (clients send it behind the handshake) and always has room to write.
             readable: true,
             writable: true,
             peer_closed: false,
@@ -217,8 +226,12 @@ impl Connection {
             watches_writes: false,
             more: false,
             proxy_wait: false,
-            scheme: "http",
+            proxy_https: false,
             proxy_env: Vec::new(),
+            in_handshake: tls.is_some(),
+            tls,
+            tls_facts: None,
+            born: now,
         }
     }
 
@@ -281,10 +294,11 @@ impl Connection {
             peer: self.peer,
             peer_port: self.peer_port,
             conn_peer: self.peer,
-            scheme: self.scheme,
+            forwarded_scheme: self.proxy_https.then_some("https"),
             forwarded: false,
             local_ip,
             ex: self.id,
+            tls: self.tls_facts.clone(),
         }
     }
 
@@ -324,6 +338,9 @@ impl Connection {
                 _ => break,
             }
         }
+        if self.phase != Phase::Closed {
+            self.flush_tls_records(cx);
+        }
         if self.phase == Phase::Idle || self.phase == Phase::Closed {
             self.release_buffers(cx.pool);
         }
@@ -335,34 +352,18 @@ impl Connection {
         if !self.writable {
             return Flushed::Blocked;
         }
+        if let Some(f) = self.flush_tls(cx) {
+            return f;
+        }
         let result = self.out.write_to(self.stream.fd());
-        let n = self.out.take_written();
-        if n > 0 {
-            cx.sv.stats.bytes_out += n;
-            self.last_active = cx.sv.clock.mono_secs;
-        }
-        match result {
-            Ok(WriteOutcome::Done) => Flushed::Done,
-            Ok(WriteOutcome::Blocked) => {
-                self.writable = false;
-                Flushed::Blocked
-            }
-            Err(e) => {
-                match e {
-                    WriteError::PeerGone => {}
-                    WriteError::FileTruncated => {
-                        log::warn!("a file shrank while it was being sent; connection closed")
-                    }
-                    WriteError::Io(e) => log::warn!("write to client failed: {e}"),
-                }
-                self.close(cx);
-                Flushed::Closed
-            }
-        }
+        self.after_flush(result, cx)
     }
 
     /// One read from the socket, then whatever the bytes allow.
     fn read_some(&mut self, cx: &mut Ctx<'_>) {
+        if self.tls.is_some() {
+            return self.read_tls(cx);
+        }
         let input = self.input.get_or_insert_with(|| cx.pool.take_in());
         let spare = input.spare();
         if spare.is_empty() {
@@ -374,8 +375,20 @@ impl Connection {
         let want = spare.len();
         match self.stream.read(spare) {
             Ok(0) => {
-                // The client closed its side. A request in progress cannot complete.
                 self.readable = false;
+                if let Some(job) = self
+                    .gw
+                    .as_ref()
+                    .map(|g| g.start.job)
+                    .filter(|&j| cx.sv.upstream.in_tunnel(j))
+                {
+                    // The client closed its side of a tunnel: the backend
+                    // hears it, and may still answer before it closes too.
+                    let now = cx.sv.clock.mono_secs;
+                    cx.sv.upstream.end_input(job, now, cx.registry);
+                    return;
+                }
+                // The client closed its side. A request in progress cannot complete.
                 self.close(cx);
             }
             Ok(n) => {
@@ -421,11 +434,13 @@ impl Connection {
     /// that unread bytes do not turn the close into a reset that destroys the
     /// response in flight.
     fn finish(&mut self, cx: &mut Ctx<'_>) {
+        self.tls_goodbye();
         if self.linger {
             self.stream.shutdown_write();
             self.phase = Phase::Lingering {
                 until: cx.sv.clock.mono_secs + LINGER_SECS,
             };
+            cx.sv.lingering += 1;
         } else {
             self.close(cx);
         }
@@ -433,7 +448,11 @@ impl Connection {
 
     /// Drops the connection at once (and its gateway exchange, if any).
     pub fn close(&mut self, cx: &mut Ctx<'_>) {
+        if matches!(self.phase, Phase::Lingering { .. }) {
+            cx.sv.lingering = cx.sv.lingering.saturating_sub(1);
+        }
         self.phase = Phase::Closed;
+        self.end_handshake(cx);
         self.out.clear();
         if let Some(gw) = self.gw.take() {
             cx.sv.upstream.finish(gw.start.job);
@@ -471,9 +490,7 @@ impl Connection {
                         self.peer_port = 0;
                     }
                 }
-                if h.client_tls() {
-                    self.scheme = "https";
-                }
+                self.proxy_https = h.client_tls();
                 let verify = cx
                     .sv
                     .config
@@ -513,6 +530,25 @@ impl Connection {
         }
     }
 
+    /// Lingering after its last answer (it waits only for the client's end).
+    pub fn is_lingering(&self) -> bool {
+        matches!(self.phase, Phase::Lingering { .. })
+    }
+
+    /// When the connection became idle, if it waits for a request with
+    /// nothing read of it, nothing to write and no backend: keep-alive
+    /// between requests, or a client that has sent nothing yet. Closing such
+    /// a connection loses nothing the client sent.
+    pub fn idle_since(&self) -> Option<u64> {
+        let waiting = self.phase == Phase::Idle
+            && !self.readable
+            && self.out.is_empty()
+            && self.gw.is_none()
+            && self.tls.as_deref().is_none_or(|t| !t.is_handshaking())
+            && self.input.as_ref().is_none_or(InBuf::is_empty);
+        waiting.then_some(self.last_active)
+    }
+
     /// Called once a second: closes the connection when it has been idle too long.
     pub fn on_tick(&mut self, cx: &mut Ctx<'_>) {
         let g = &cx.sv.config.global;
@@ -521,6 +557,11 @@ impl Connection {
             .gw
             .as_ref()
             .is_some_and(|gw| cx.sv.upstream.takes_body(gw.start.job));
+        if self.handshake_overdue(now, g.max_read_idle as u64) {
+            log::debug!("TLS handshake from {:?} not done in time", self.peer);
+            self.close(cx);
+            return;
+        }
         let limit = match self.phase {
             Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
             Phase::Idle => g.max_keep_alive_idle as u64,

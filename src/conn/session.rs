@@ -171,8 +171,14 @@ impl Connection {
             }
             Ok(Some(req)) => {
                 self.requests += 1;
+                // Clients wait for a slot: this answer frees one for them.
+                // (Keeping connections alive for a turn of a second instead
+                // served 2,989 of 5,000 storm clients in 8 s, not all, and
+                // wrk saw 178 answers later than 2 s: the backlog stays full
+                // between turns, and the clients whose SYNs it drops back off.)
                 let keep_alive = req.keep_alive
                     && !cx.sv.shutting_down
+                    && !cx.sv.accept_paused
                     && self.requests < cx.sv.config.global.max_keep_alive_requests;
                 if keep_alive && !self.nodelay {
                     // A persistent connection: the last segment of a response must
@@ -195,7 +201,10 @@ impl Connection {
                     BodyAction::Gateway => {
                         // A chunked body is collected before a backend is
                         // asked; any other goes to the backend as it arrives.
-                        let continue_100 = wants_continue(&req);
+                        // RFC 9110 10.1.1: no `100 Continue` for a body
+                        // that is here already (lighttpd sends none then).
+                        let continue_100 = wants_continue(&req)
+                            && !matches!(req.body, Body::Length(n) if body_here as u64 >= n);
                         input.consume(req.head_len);
                         self.start_gateway_body(cx, continue_100);
                         return true;

@@ -41,7 +41,7 @@ pub(super) fn apply(
     let headers: Vec<(&str, &[u8])> = req.headers.iter().map(|h| (h.name, h.value)).collect();
     let view = client::Request {
         peer: info.peer,
-        scheme: info.scheme,
+        scheme: info.scheme(),
         headers: &headers,
     };
     let found = client::resolve(xf, &view).map_err(|e| e.0)?;
@@ -54,10 +54,10 @@ pub(super) fn apply(
         info.peer_port = found.port.unwrap_or(0);
     }
     if let Some(s) = found.scheme {
-        info.scheme = match s {
+        info.forwarded_scheme = Some(match s {
             Scheme::Http => "http",
             Scheme::Https => "https",
-        };
+        });
     }
     if let Some(host) = found.host {
         carry.host = Some(host);

@@ -33,6 +33,8 @@ pub(super) fn route(
 /// Where a gateway request goes.
 pub(super) struct At<'a> {
     pub route: usize,
+    /// The request-target after rewrites, as received (not decoded).
+    pub raw_path: &'a str,
     /// Where the script name ends in the path.
     pub split: usize,
     /// The path the route matched (the request's, or its index file's).
@@ -83,7 +85,7 @@ fn append(env: &mut crate::upstream::cgi::Env, name: &[u8], v: &[u8]) {
 /// mod_setenv for the backends: request headers added and set (an empty
 /// value removes the header), then environment variables added and set,
 /// in lighttpd's order.
-fn setenv(env: &mut crate::upstream::cgi::Env, s: &Settings) {
+pub(super) fn setenv(env: &mut crate::upstream::cgi::Env, s: &Settings) {
     for (name, v) in &s.setenv_add_request_header {
         append(env, &header_var(name), v.as_bytes());
     }
@@ -130,14 +132,17 @@ pub(super) fn start(
         None => at.info.local_ip,
     };
     let route = &sv.upstream.routes[at.route];
+    if route.protocol == Protocol::Http {
+        return super::proxy::start(sv, at, req, settings, carry, registry);
+    }
     let Some(spec) = route.hosts.first().map(|&h| &sv.upstream.hosts[h].spec) else {
         return Err(503);
     };
     // An authorizer is not a script below the docroot, and never sees the body.
     let authorizer = route.authorizer;
     let protocol = match route.protocol {
-        Protocol::FastCgi => Protocol::FastCgi,
         Protocol::Scgi | Protocol::Uwsgi => Protocol::of_scgi_server(settings),
+        p => p,
     };
     let docroot = spec.docroot.as_deref().unwrap_or(docroot_req);
     let (mut script_name, mut path_info) = path.split_at(at.split.min(path.len()));
@@ -228,6 +233,14 @@ pub(super) fn start(
     if let Some(t) = carry.auth_type {
         env.set(b"AUTH_TYPE", t.as_bytes());
     }
+    // The scheme, and on TLS lighttpd's `HTTPS` and `SSL_*` variables.
+    env.set(b"REQUEST_SCHEME", at.info.scheme().as_bytes());
+    if let Some(t) = at.info.tls.as_deref() {
+        env.set(b"HTTPS", b"on");
+        for (k, v) in &t.env {
+            env.set(k.as_bytes(), v.as_bytes());
+        }
+    }
     if let Some(run) = carry.error.as_ref() {
         // The status the error handler replaces.
         env.set(
@@ -269,6 +282,8 @@ pub(super) fn start(
                     return Err(431);
                 }
             }
+            // (No authorizer speaks these.)
+            Protocol::Http | Protocol::Cgi => return Err(500),
         }
     }
     let upload = if authorizer {
@@ -289,6 +304,9 @@ pub(super) fn start(
         authorizer,
         local_redir: spec.local_redir,
         head_only: req.method == Method::Head,
+        method: String::new(),
+        http: None,
+        cgi: None,
     };
     let job = sv.upstream.start(job_spec, at.info.ex, now, registry)?;
     Ok(Box::new(GwStart {
@@ -301,6 +319,6 @@ pub(super) fn start(
         head: OwnedHead::of(req),
         carry: std::mem::take(carry),
         route: at.route,
-        info: *at.info,
+        info: at.info.clone(),
     }))
 }

@@ -13,10 +13,12 @@
 
 mod access;
 mod auth;
+mod cgi;
 mod forward;
 mod gateway;
 mod logging;
 pub mod physical;
+mod proxy;
 mod rerun;
 pub mod rewrite;
 
@@ -59,6 +61,14 @@ pub struct Services {
     pub bound_ips: Vec<Option<IpAddr>>,
     /// Stop keeping connections open after their current response.
     pub shutting_down: bool,
+    /// Accepting is paused (at `server.max-connections`, or out of file
+    /// descriptors) while clients wait in a listener's backlog: answers
+    /// close their connection instead of offering keep-alive, so that
+    /// every answer frees a slot for the next client waiting.
+    pub accept_paused: bool,
+    /// Connections lingering after their last answer: they do not count
+    /// against `server.max-connections` (see the server's `at_limit`).
+    pub lingering: usize,
     /// The reply of the request being answered (its buffers are reused).
     pub reply: Reply,
     /// mod_auth's user files, nonce key and caches.
@@ -80,6 +90,8 @@ impl Services {
             ports: Vec::new(),
             bound_ips: Vec::new(),
             shutting_down: false,
+            accept_paused: false,
+            lingering: 0,
             reply: Reply::new(global, false),
             auth: AuthState::default(),
         }
@@ -110,8 +122,18 @@ pub struct Scratch {
     pub index_path: String,
 }
 
+/// What a TLS connection tells its exchanges (after the handshake).
+#[derive(Debug, Default)]
+pub struct TlsFacts {
+    /// `TLSv1.3` or `TLSv1.2`.
+    pub version: &'static str,
+    /// lighttpd's `SSL_*` variables for backends (protocol, cipher, and
+    /// the client certificate's when one is asked for).
+    pub env: Vec<(String, String)>,
+}
+
 /// What an exchange knows of its connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ConnInfo {
     /// Index of the listener that accepted it.
     pub listener: usize,
@@ -124,9 +146,10 @@ pub struct ConnInfo {
     /// The connection's own peer (after a PROXY protocol header, the
     /// address it gave), whatever mod_extforward made of the request.
     pub conn_peer: Option<IpAddr>,
-    /// `http`, or `https` when a trusted forwarder says the client's
-    /// connection to it was (`X-Forwarded-Proto`, the PROXY header's TLS).
-    pub scheme: &'static str,
+    /// `http` or `https` as a trusted forwarder says the client's
+    /// connection to it was (`X-Forwarded-Proto`, `Forwarded: proto=`, the
+    /// PROXY header's TLS); `None`: as this connection is.
+    pub forwarded_scheme: Option<&'static str>,
     /// mod_extforward ran for this request already (a run again keeps
     /// what it found).
     pub forwarded: bool,
@@ -134,6 +157,23 @@ pub struct ConnInfo {
     pub local_ip: Option<IpAddr>,
     /// The id of this exchange.
     pub ex: ExchangeId,
+    /// The connection speaks TLS (`$HTTP["scheme"] == "https"`, `HTTPS=on`),
+    /// with what its handshake came to.
+    pub tls: Option<Rc<TlsFacts>>,
+}
+
+impl ConnInfo {
+    /// `https` or `http`: a trusted forwarder's word, else this connection's.
+    pub fn scheme(&self) -> &'static str {
+        if let Some(s) = self.forwarded_scheme {
+            return s;
+        }
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
 }
 
 /// What to do with a request body once the answer is decided.
@@ -443,7 +483,7 @@ fn respond_once(
         &uri,
         &rewrite::Subst {
             cond: &resolved.captures,
-            scheme: info.scheme,
+            scheme: info.scheme(),
             authority: &sv.scratch.host,
             port: sv.ports.get(info.listener).copied().unwrap_or(0),
         },
@@ -498,6 +538,7 @@ fn route(
     let settings = Rc::clone(&sv.reply.settings);
     // (An authorizer's docroot is copied: `carry` changes below.)
     let docroot = match carry.docroot.as_deref() {
+        // (Owned: `carry` goes on to a CGI or gateway job.)
         Some(d) => Some(Cow::Owned(d.to_string())),
         None => document_root(&settings, &sv.scratch.host),
     };
@@ -548,10 +589,56 @@ fn route(
     } else {
         std::mem::take(&mut sv.scratch.path)
     };
-    let once = match found {
-        Some((route, split)) => {
+    // Where the path is on the file system (mod_userdir, mod_alias): for
+    // CGI programs and static files; the URL path still decides the rest.
+    let ph = match docroot
+        .as_deref()
+        .map(|d| physical::map(&settings, d, &path))
+    {
+        Some(Ok(ph)) => Some(ph),
+        Some(Err(status)) => {
+            sv.reply.error(status);
+            if indexed {
+                sv.scratch.index_path = path;
+            } else {
+                sv.scratch.path = path;
+            }
+            return Once::Reply(BodyAction::Discard);
+        }
+        None => None,
+    };
+    // mod_cgi: a file `cgi.assign` takes runs instead of being sent.
+    let cgi = match (found, ph.as_ref()) {
+        (None, Some(ph)) if !settings.cgi.assign.is_empty() => {
+            let here = cgi::Here {
+                docroot: &ph.base,
+                path: &path,
+                fs_rel: &ph.rel,
+                query,
+                keep_alive,
+                info,
+            };
+            cgi::start(sv, &here, req, &settings, carry, registry)
+        }
+        _ => None,
+    };
+    let once = match (found, cgi) {
+        (_, Some(Ok(g))) => Once::Gateway(g),
+        (_, Some(Err(status))) => {
+            if status == 413 {
+                sv.reply.close = true;
+            }
+            sv.reply.error(status);
+            Once::Reply(if status == 413 {
+                BodyAction::Close
+            } else {
+                BodyAction::Discard
+            })
+        }
+        (Some((route, split)), None) => {
             let at = gateway::At {
                 route,
+                raw_path,
                 split,
                 path: &path,
                 query,
@@ -573,44 +660,32 @@ fn route(
                 }
             }
         }
-        None if static_file::excluded(&path, &settings) => {
+        (None, None) if static_file::excluded(&path, &settings) => {
             // mod_staticfile declines; no other handler: 403, as lighttpd.
             log::debug!("{path}: not sent, static-file.exclude-extensions");
             sv.reply.error(403);
             Once::Reply(BodyAction::Discard)
         }
-        None => {
+        (None, None) => {
             // `server.error-handler` runs as a GET (HEAD stays HEAD).
             let method = match carry.error.as_ref() {
                 Some(run) if run.generic && req.method != Method::Head => Method::Get,
                 _ => req.method,
             };
-            let ph = match docroot
-                .as_deref()
-                .map(|d| physical::map(&settings, d, &path))
-            {
-                Some(Ok(ph)) => Some(ph),
-                Some(Err(status)) => {
-                    sv.reply.error(status);
-                    None
-                }
-                None => None,
+            let sreq = static_file::StaticRequest {
+                method,
+                scheme: info.scheme(),
+                raw_path,
+                path: &path,
+                fs_rel: ph.as_ref().map_or(path.as_str(), |p| &p.rel),
+                query,
+                host: req.host,
+                headers: req.headers,
+                docroot: ph.as_ref().map(|p| &*p.base),
+                now: sv.clock.unix,
+                mono: sv.clock.mono_secs,
             };
-            if sv.reply.status == 0 {
-                let sreq = static_file::StaticRequest {
-                    method,
-                    raw_path,
-                    path: &path,
-                    fs_rel: ph.as_ref().map_or(path.as_str(), |p| &p.rel),
-                    query,
-                    host: req.host,
-                    headers: req.headers,
-                    docroot: ph.as_ref().map(|p| &*p.base),
-                    now: sv.clock.unix,
-                    mono: sv.clock.mono_secs,
-                };
-                static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
-            }
+            static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
             Once::Reply(BodyAction::Discard)
         }
     };
@@ -704,7 +779,7 @@ fn facts<'a>(
     RequestFacts {
         listener: info.listener,
         remote_ip: info.peer,
-        scheme: info.scheme,
+        scheme: info.scheme(),
         method: req.method_str,
         host,
         url,

@@ -113,7 +113,7 @@ fn rewrite_once(
     let host = sv.scratch.host.clone();
     let caps = &Subst {
         cond: &resolved.captures,
-        scheme: info.scheme,
+        scheme: info.scheme(),
         authority: &host,
         port,
     };

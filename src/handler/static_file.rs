@@ -109,6 +109,8 @@ impl FileCache {
 /// What the static handler needs to know about a request.
 pub struct StaticRequest<'r> {
     pub method: Method,
+    /// `http` or `https`, for redirects.
+    pub scheme: &'r str,
     /// The path as the client sent it (still percent-encoded), for redirects.
     pub raw_path: &'r str,
     /// The decoded, normalised path.

@@ -78,6 +78,12 @@ impl Server {
                 }
             }
         }
+        // Certificates and keys read again (a renewal needs no restart); a
+        // file that does not load keeps the running configuration.
+        let tls = self
+            .tls
+            .reloaded(&config, self.sv.clock.unix)
+            .map_err(io::Error::other)?;
         // The gateways last: starting a new backend is the last step that may fail.
         self.sv
             .upstream
@@ -136,6 +142,7 @@ impl Server {
             conn.listener = remap.get(conn.listener).copied().unwrap_or(usize::MAX);
         }
         self.listeners = next;
+        self.tls.contexts = tls;
         self.sv.ports = ports;
         self.sv.bound_ips = bound_ips;
         self.max_connections = config.global.max_connections.max(1) as usize;

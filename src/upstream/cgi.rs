@@ -104,7 +104,8 @@ impl Env {
         self.put(name, value);
     }
 
-    /// Drops the variable `name`, if it is there.
+    /// Drops the variable `name`, if it is there (an `Upgrade` a CGI
+    /// program may not act on, a header `setenv.set-request-header` empties).
     pub fn remove(&mut self, name: &[u8]) {
         if self.pairs().any(|(k, _)| k == name) {
             let mut kept = Env::default();

@@ -69,6 +69,7 @@ impl Gateways {
     /// Stops spawned backends: their kill signal, then SIGKILL for those still there after 2 s.
     pub fn shutdown(&mut self) {
         use nix::sys::signal::{killpg, Signal};
+        self.kill_all_cgi();
         use nix::unistd::Pid;
         let mut children: Vec<(Child, Option<std::path::PathBuf>)> = Vec::new();
         for h in &mut self.hosts {

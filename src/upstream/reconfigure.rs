@@ -150,6 +150,10 @@ impl Gateways {
             j.route = routes.get(j.route).copied().flatten().unwrap_or(usize::MAX);
         }
         next.next_gen = self.next_gen;
+        next.exiting = std::mem::take(&mut self.exiting);
+        for e in &mut next.exiting {
+            e.host = map.get(e.host).copied().flatten().unwrap_or(usize::MAX);
+        }
         next.woken = std::mem::take(&mut self.woken);
         next.failed = std::mem::take(&mut self.failed);
         next.ended = std::mem::take(&mut self.ended);
