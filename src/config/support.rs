@@ -34,7 +34,7 @@ pub enum Support {
 /// Options glint accepts and ignores, by exact name or by prefix (ending
 /// in `.` or `-`), each with why ignoring it can neither expose a file, send
 /// something in clear that lighttpd would encrypt, nor run or serve
-/// something differently. README lists them.
+/// something differently. docs/configuration.md lists them.
 pub const IGNORED: &[(&str, &str)] = &[
     ("debug.", "log verbosity only"),
     (
@@ -460,10 +460,10 @@ mod tests {
         }
     }
 
-    /// README's table of ignored options names every one of them.
+    /// The table of ignored options (docs/configuration.md) names every one of them.
     #[test]
     fn readme_lists_every_ignored_option() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/configuration.md");
         for (key, _) in IGNORED {
             let name = key.trim_end_matches(['.', '-']);
             assert!(
