@@ -151,3 +151,38 @@ fn a_listing_with_its_options() {
     assert!(page.contains("served by us"), "{page}");
     assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
 }
+
+#[test]
+fn the_access_log_names_the_user_mod_auth_let_in() {
+    let d = Docroot::new();
+    d.file("private/index.html", b"members\n");
+    let log = d.base.join("access.log");
+    let users = d.base.join("users");
+    std::fs::write(&users, b"alice:secret\n").unwrap();
+    let conf = format!(
+        "server.modules = ( \"mod_auth\", \"mod_authn_file\", \"mod_accesslog\" )\n\
+         accesslog.filename = \"{}\"\n\
+         auth.backend = \"plain\"\n\
+         auth.backend.plain.userfile = \"{}\"\n\
+         auth.require = ( \"/private/\" => ( \"method\" => \"basic\", \"realm\" => \"m\", \"require\" => \"valid-user\" ) )\n",
+        log.display(),
+        users.display()
+    );
+    let s = start_conf(&d, &conf);
+    let r = fetch(&s, &get("/private/", &[]));
+    assert_eq!(r.status, 401, "{}", r.describe());
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Basic realm=\"m\", charset=\"UTF-8\"")
+    );
+    // alice:secret
+    let r = fetch(
+        &s,
+        &get("/private/", &["Authorization: Basic YWxpY2U6c2VjcmV0"]),
+    );
+    assert_eq!(r.body, b"members\n", "{}", r.describe());
+    drop(s);
+    let lines = std::fs::read_to_string(&log).expect("access log");
+    let users: Vec<&str> = lines.lines().filter_map(|l| l.split(' ').nth(2)).collect();
+    assert_eq!(users, ["-", "alice"], "{lines}");
+}

@@ -73,6 +73,9 @@ pub struct Services {
     pub reply: Reply,
     /// mod_auth's user files, nonce key and caches.
     pub auth: AuthState,
+    /// The user mod_auth let in for the reply being written, for the
+    /// access log's `%u` (taken by [`log_reply`]).
+    pub remote_user: Option<String>,
 }
 
 impl Services {
@@ -94,6 +97,7 @@ impl Services {
             lingering: 0,
             reply: Reply::new(global, false),
             auth: AuthState::default(),
+            remote_user: None,
         }
     }
 
@@ -376,6 +380,7 @@ pub(crate) fn respond_with(
                 sv.reply.header("Authentication-Info", info.as_bytes());
             }
         }
+        sv.remote_user = carry.remote_user.take();
         return Outcome::Reply {
             action: if sv.reply.close {
                 BodyAction::Close
