@@ -59,6 +59,13 @@ impl Clock {
     }
 }
 
+/// Seconds since the epoch now (0 if the clock is before it).
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

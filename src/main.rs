@@ -68,7 +68,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if cli.features {
-        println!("{VERSION} - a light and fast web server\n\nEvent handler:\n\t+ epoll (mio)\n\nNetwork handler:\n\t+ sendfile\n\t+ writev\n\nFeatures:\n\t+ IPv6 support\n\t+ unix sockets\n\t- TLS");
+        println!("{VERSION} - a light and fast web server\n\nEvent handler:\n\t+ epoll (mio)\n\nNetwork handler:\n\t+ sendfile\n\t+ writev\n\nFeatures:\n\t+ IPv6 support\n\t+ unix sockets\n\t+ TLS (rustls, {})", glint::tls::provider_name());
         return ExitCode::SUCCESS;
     }
     match run(cli) {

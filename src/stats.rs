@@ -13,4 +13,8 @@ pub struct Stats {
     /// requests sent on a kept FastCGI connection instead, since start.
     pub backend_opened: u64,
     pub backend_reused: u64,
+    /// TLS connections still in their handshake now.
+    pub tls_handshaking: u64,
+    /// TLS connections accepted since start.
+    pub tls_connections: u64,
 }

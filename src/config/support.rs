@@ -34,12 +34,12 @@ pub enum Support {
 /// Options glint accepts and ignores, by exact name or by prefix (ending
 /// in `.` or `-`), each with why ignoring it can neither expose a file, send
 /// something in clear that lighttpd would encrypt, nor run or serve
-/// something differently. README lists them.
+/// something differently. docs/configuration.md lists them.
 pub const IGNORED: &[(&str, &str)] = &[
     ("debug.", "log verbosity only"),
     (
         "server.breakagelog",
-        "where CGI programs' stderr goes; glint runs no CGI programs",
+        "where CGI programs' stderr goes; glint logs it to the error log",
     ),
     (
         "server.compat-module-load",
@@ -67,7 +67,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "process setting with no effect on what is served",
     ),
     ("server.chunkqueue-chunk-sz", "buffer size tuning only"),
-    ("server.defer-accept", "glint sets TCP_DEFER_ACCEPT itself"),
     (
         "server.bsd-accept-filter",
         "a BSD kernel option; glint runs on Linux",
@@ -130,34 +129,25 @@ pub const IGNORED: &[(&str, &str)] = &[
     ),
     ("simple-vhost.debug", "log verbosity only"),
     ("proxy.debug", "log verbosity only"),
-    ("dir-listing.encoding", "glint's listings are UTF-8"),
-    ("dir-listing.external-css", "the look of directory listings"),
-    ("dir-listing.external-js", "the look of directory listings"),
-    ("dir-listing.set-footer", "the look of directory listings"),
-    ("dir-listing.auto-layout", "the look of directory listings"),
     ("dir-listing.cache", "listings are built for each request"),
-    (
-        "dir-listing.show-readme",
-        "the look of directory listings (README.txt stays a file of its own)",
-    ),
-    (
-        "dir-listing.show-header",
-        "the look of directory listings (HEADER.txt stays a file of its own)",
-    ),
-    ("dir-listing.encode-readme", "only used with show-readme"),
-    ("dir-listing.encode-header", "only used with show-header"),
     (
         "gzip.",
         "not an option of lighttpd's own: it reads gzip.* only as keys of deflate.params, which glint honours",
     ),
     ("rrdtool.", "traffic graphs only"),
+    ("ssl.dh-file", "glint offers no finite-field DHE: TLS 1.2 uses ECDHE, TLS 1.3 its own groups"),
+    ("ssl.ec-curve", "rustls negotiates X25519, P-256 or P-384 (set ssl.openssl.ssl-conf-cmd \"Groups\" to choose)"),
+    ("ssl.empty-fragments", "a TLS 1.0 workaround; glint speaks TLS 1.2 and 1.3 only"),
 ];
 
 /// Options accepted only with the value that is both lighttpd's default
 /// and what glint does; any other value is refused like an option glint
 /// does not provide. Values compare as lighttpd's booleans and integers do.
 const DEFAULT_ONLY: &[(&str, Default)] = &[
-    ("ssl.engine", Default::Bool(false)),
+    // Protocols glint never speaks, at the value that turns them off.
+    ("ssl.use-sslv2", Default::Bool(false)),
+    ("ssl.use-sslv3", Default::Bool(false)),
+    ("ssl.use-compression", Default::Bool(false)),
     ("server.protocol-http11", Default::Bool(true)),
     ("server.reject-expect-100-with-417", Default::Bool(false)),
     ("server.errorlog-use-syslog", Default::Bool(false)),
@@ -169,11 +159,8 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
     ("connection.kbytes-per-second", Default::Int(0)),
     ("server.v4mapped", Default::Bool(false)),
     ("server.absolute-dir-redirect", Default::Bool(false)),
-    ("cgi.execute-x-only", Default::Bool(false)),
     ("webdav.activate", Default::Bool(false)),
     ("maxminddb.activate", Default::Bool(false)),
-    ("userdir.active", Default::Bool(false)),
-    ("ssl.verifyclient.activate", Default::Bool(false)),
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -237,6 +224,7 @@ const FEATURE_FLAGS: &[&str] = &[
     "server.h2proto",
     "server.h2c",
     "server.pcre_jit",
+    "ssl.session-cache",
     "auth.http-goaway-invalid-creds",
     "auth.delay-invalid-creds",
 ];
@@ -245,10 +233,8 @@ const FEATURE_FLAGS: &[&str] = &[
 /// take. `Err` is a message about the value (for options glint accepts
 /// only partly).
 pub fn classify(key: &str, v: &Value) -> Result<Support, String> {
-    match key {
-        "server.http-parseopts" => return parseopts(v).map(|()| Support::DefaultValue),
-        "server.feature-flags" => return feature_flags(v).map(|()| Support::DefaultValue),
-        _ => {}
+    if key == "server.http-parseopts" {
+        return parseopts(v).map(|()| Support::DefaultValue);
     }
     if let Some((_, reason)) = IGNORED.iter().find(|(k, _)| {
         if k.ends_with('.') || k.ends_with('-') {
@@ -299,7 +285,8 @@ fn parseopts(v: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn feature_flags(v: &Value) -> Result<(), String> {
+/// Checks `server.feature-flags`: every flag must be one glint knows.
+pub(super) fn feature_flags(v: &Value) -> Result<(), String> {
     let Value::Array(items) = v else {
         return Err("expects an array of \"flag\" => value".into());
     };
@@ -374,12 +361,6 @@ const LIGHTTPD_OPTIONS: &[(&str, &str)] = &[
     ("server.protocol-http11", "core"),
     ("server.reject-expect-100-with-417", "core"),
     ("server.v4mapped", "core"),
-    ("setenv.add-environment", "mod_setenv"),
-    ("setenv.add-request-header", "mod_setenv"),
-    ("setenv.set-environment", "mod_setenv"),
-    ("setenv.set-request-header", "mod_setenv"),
-    ("url.rewrite-final", "mod_rewrite"),
-    ("url.rewrite-repeat-if-not-file", "mod_rewrite"),
 ];
 
 #[cfg(test)]
@@ -394,46 +375,40 @@ mod tests {
     fn classification_table() {
         let cases: &[(&str, Value, Support, &str)] = &[
             (
-                "auth.require",
+                "auth.backend.ldap.hostname",
                 s("x"),
                 Support::NotProvided("mod_auth"),
-                "auth is not provided",
+                "LDAP is not provided",
             ),
             (
-                "ssl.engine",
+                "ssl.use-sslv3",
                 s("enable"),
                 Support::NotDefault("mod_openssl"),
-                "TLS is not provided",
+                "SSLv3 is not provided",
             ),
             (
-                "ssl.engine",
+                "ssl.use-sslv3",
                 s("disable"),
                 Support::DefaultValue,
-                "TLS off is what glint does",
+                "SSLv3 off is what glint does",
             ),
             (
-                "ssl.pemfile",
-                s("/x.pem"),
-                Support::NotProvided("mod_openssl"),
-                "ssl.* refused",
-            ),
-            (
-                "cgi.assign",
+                "ssl.some-later-option",
                 s("x"),
-                Support::NotProvided("mod_cgi"),
-                "CGI refused",
+                Support::NotProvided("mod_openssl"),
+                "an unknown ssl.* option is refused",
             ),
             (
-                "extforward.forwarder",
+                "extforward.later-option",
                 s("x"),
                 Support::NotProvided("mod_extforward"),
-                "extforward refused",
+                "an extforward option of a later lighttpd is refused",
             ),
             (
-                "alias.url",
+                "alias.later-option",
                 s("x"),
                 Support::NotProvided("mod_alias"),
-                "alias refused",
+                "an alias option of a later lighttpd is refused",
             ),
             (
                 "secdownload.secret",
@@ -460,12 +435,6 @@ mod tests {
                 "a limit is refused",
             ),
             (
-                "setenv.add-request-header",
-                s("x"),
-                Support::NotProvided("mod_setenv"),
-                "request headers refused",
-            ),
-            (
                 "server.documnet-root",
                 s("/x"),
                 Support::Unknown,
@@ -483,10 +452,10 @@ mod tests {
         }
     }
 
-    /// README's table of ignored options names every one of them.
+    /// The table of ignored options (docs/configuration.md) names every one of them.
     #[test]
     fn readme_lists_every_ignored_option() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/configuration.md");
         for (key, _) in IGNORED {
             let name = key.trim_end_matches(['.', '-']);
             assert!(
@@ -515,7 +484,7 @@ mod tests {
         )
         .is_ok());
         assert!(classify("server.http-parseopts", &opts("no-such", "enable")).is_err());
-        assert!(classify("server.feature-flags", &opts("server.h2proto", "enable")).is_ok());
-        assert!(classify("server.feature-flags", &opts("server.unknown", "enable")).is_err());
+        assert!(feature_flags(&opts("server.h2proto", "enable")).is_ok());
+        assert!(feature_flags(&opts("server.unknown", "enable")).is_err());
     }
 }

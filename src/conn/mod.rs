@@ -12,6 +12,7 @@
 mod encoded;
 mod gateway;
 mod session;
+mod transport;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -23,7 +24,7 @@ use crate::exchange::{BodyAction, ConnInfo, Services};
 use crate::msg::{Body, ExchangeId};
 use crate::net::Stream;
 use crate::output::encode::Step;
-use crate::output::{Output, WriteError, WriteOutcome};
+use crate::output::Output;
 use encoded::Encoded;
 use gateway::GwSide;
 
@@ -51,7 +52,7 @@ const MAX_DISCARD: u64 = 16 * 1024 * 1024;
 
 /// How long a closing connection keeps reading what the client still sends,
 /// so that closing does not reset the connection under the last response.
-const LINGER_SECS: u64 = 2;
+pub const LINGER_SECS: u64 = 2;
 
 /// Most rounds of an upload (the client fills the body window, the backend
 /// drains it) per drive: 16 windows of 64 KiB, 1 MiB, before others get a turn.
@@ -139,7 +140,6 @@ fn skip_body(action: BodyAction, body: Body, buffered: usize, expect: bool) -> (
 }
 
 /// One client connection.
-#[derive(Debug)]
 pub struct Connection {
     pub stream: Stream,
     /// Index of the listener that accepted it.
@@ -179,6 +179,23 @@ pub struct Connection {
     more: bool,
     /// The rest of a reply being compressed as it is sent (mod_deflate).
     encoded: Option<Box<Encoded>>,
+    /// A trusted forwarder's PROXY protocol header is due before the first
+    /// request (`extforward.hap-PROXY`).
+    proxy_wait: bool,
+    /// The PROXY header says the client spoke TLS to the forwarder.
+    proxy_https: bool,
+    /// What the PROXY header sets for every request of the connection
+    /// (`SSL_*`, `PP2_UNIQUE_ID`, with `hap-PROXY-ssl-client-verify`
+    /// `REMOTE_USER`).
+    proxy_env: Vec<(&'static str, Vec<u8>)>,
+    /// TLS over the socket, on a listener with `ssl.engine`.
+    tls: Option<Box<crate::tls::TlsConn>>,
+    /// What the TLS handshake came to, once it is done.
+    tls_facts: Option<std::rc::Rc<crate::exchange::TlsFacts>>,
+    /// `clock.mono_secs` of the accept (the handshake's time-out).
+    born: u64,
+    /// Counted in `Stats::tls_handshaking` (until the handshake ends).
+    in_handshake: bool,
 }
 
 impl Connection {
@@ -188,6 +205,7 @@ impl Connection {
         peer: Option<SocketAddr>,
         id: ExchangeId,
         now: u64,
+        tls: Option<Box<crate::tls::TlsConn>>,
     ) -> Connection {
         Connection {
             stream,
@@ -198,8 +216,8 @@ impl Connection {
             phase: Phase::Idle,
             input: None,
             out: Output::default(),
-            // Try at once: a freshly accepted socket usually has its request
-            // (TCP_DEFER_ACCEPT) and always has room to write.
+            // Try at once: a freshly accepted socket often has its request
+            // (clients send it behind the handshake) and always has room to write.
             readable: true,
             writable: true,
             peer_closed: false,
@@ -213,7 +231,20 @@ impl Connection {
             watches_writes: false,
             more: false,
             encoded: None,
+            proxy_wait: false,
+            proxy_https: false,
+            proxy_env: Vec::new(),
+            in_handshake: tls.is_some(),
+            tls,
+            tls_facts: None,
+            born: now,
         }
+    }
+
+    /// The connection comes from a forwarder trusted to send the PROXY
+    /// protocol: its first bytes must be a PROXY header, or it is closed.
+    pub fn expect_proxy_header(&mut self) {
+        self.proxy_wait = true;
     }
 
     /// Whether the loop should drive it again next turn without an event
@@ -268,8 +299,12 @@ impl Connection {
             listener: self.listener,
             peer: self.peer,
             peer_port: self.peer_port,
+            conn_peer: self.peer,
+            forwarded_scheme: self.proxy_https.then_some("https"),
+            forwarded: false,
             local_ip,
             ex: self.id,
+            tls: self.tls_facts.clone(),
         }
     }
 
@@ -319,6 +354,9 @@ impl Connection {
                 _ => break,
             }
         }
+        if self.phase != Phase::Closed {
+            self.flush_tls_records(cx);
+        }
         if self.phase == Phase::Idle || self.phase == Phase::Closed {
             self.release_buffers(cx.pool);
         }
@@ -363,34 +401,18 @@ impl Connection {
         if !self.writable {
             return Flushed::Blocked;
         }
+        if let Some(f) = self.flush_tls(cx) {
+            return f;
+        }
         let result = self.out.write_to(self.stream.fd());
-        let n = self.out.take_written();
-        if n > 0 {
-            cx.sv.stats.bytes_out += n;
-            self.last_active = cx.sv.clock.mono_secs;
-        }
-        match result {
-            Ok(WriteOutcome::Done) => Flushed::Done,
-            Ok(WriteOutcome::Blocked) => {
-                self.writable = false;
-                Flushed::Blocked
-            }
-            Err(e) => {
-                match e {
-                    WriteError::PeerGone => {}
-                    WriteError::FileTruncated => {
-                        log::warn!("a file shrank while it was being sent; connection closed")
-                    }
-                    WriteError::Io(e) => log::warn!("write to client failed: {e}"),
-                }
-                self.close(cx);
-                Flushed::Closed
-            }
-        }
+        self.after_flush(result, cx)
     }
 
     /// One read from the socket, then whatever the bytes allow.
     fn read_some(&mut self, cx: &mut Ctx<'_>) {
+        if self.tls.is_some() {
+            return self.read_tls(cx);
+        }
         let input = self.input.get_or_insert_with(|| cx.pool.take_in());
         let spare = input.spare();
         if spare.is_empty() {
@@ -402,8 +424,20 @@ impl Connection {
         let want = spare.len();
         match self.stream.read(spare) {
             Ok(0) => {
-                // The client closed its side. A request in progress cannot complete.
                 self.readable = false;
+                if let Some(job) = self
+                    .gw
+                    .as_ref()
+                    .map(|g| g.start.job)
+                    .filter(|&j| cx.sv.upstream.in_tunnel(j))
+                {
+                    // The client closed its side of a tunnel: the backend
+                    // hears it, and may still answer before it closes too.
+                    let now = cx.sv.clock.mono_secs;
+                    cx.sv.upstream.end_input(job, now, cx.registry);
+                    return;
+                }
+                // The client closed its side. A request in progress cannot complete.
                 self.close(cx);
             }
             Ok(n) => {
@@ -449,11 +483,13 @@ impl Connection {
     /// that unread bytes do not turn the close into a reset that destroys the
     /// response in flight.
     fn finish(&mut self, cx: &mut Ctx<'_>) {
+        self.tls_goodbye();
         if self.linger {
             self.stream.shutdown_write();
             self.phase = Phase::Lingering {
                 until: cx.sv.clock.mono_secs + LINGER_SECS,
             };
+            cx.sv.lingering += 1;
         } else {
             self.close(cx);
         }
@@ -461,13 +497,66 @@ impl Connection {
 
     /// Drops the connection at once (and its gateway exchange, if any).
     pub fn close(&mut self, cx: &mut Ctx<'_>) {
+        if matches!(self.phase, Phase::Lingering { .. }) {
+            cx.sv.lingering = cx.sv.lingering.saturating_sub(1);
+        }
         self.phase = Phase::Closed;
+        self.end_handshake(cx);
         self.out.clear();
         self.end_encoded(cx);
         if let Some(gw) = self.gw.take() {
             cx.sv.upstream.finish(gw.start.job);
         }
         self.release_buffers(cx.pool);
+    }
+
+    /// The PROXY protocol header at the start of `input`: its addresses
+    /// become the connection's. False when more bytes are needed, or the
+    /// header was bad and the connection is closed (the specification:
+    /// "must be discarded and cause the receiver to abort the connection").
+    /// Its time-out is `server.max-read-idle`, as for a request head.
+    fn read_proxy_header(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
+        use crate::forwarded::proxy_protocol::{self, Endpoints};
+        match proxy_protocol::parse(input.pending()) {
+            Ok(None) if input.spare().is_empty() => {
+                log::warn!("PROXY header from {:?} too long; closing", self.peer);
+                self.close(cx);
+                false
+            }
+            Ok(None) => false,
+            Ok(Some(h)) => {
+                input.consume(h.len);
+                self.proxy_wait = false;
+                match &h.endpoints {
+                    Endpoints::Keep => {}
+                    Endpoints::Tcp { src, dst } => {
+                        log::debug!("PROXY header: client {src} (via {:?})", self.peer);
+                        self.peer = Some(src.ip());
+                        self.peer_port = src.port();
+                        self.local_ip = Some(Some(dst.ip()));
+                    }
+                    Endpoints::Unix { .. } => {
+                        self.peer = None;
+                        self.peer_port = 0;
+                    }
+                }
+                self.proxy_https = h.client_tls();
+                let verify = cx
+                    .sv
+                    .config
+                    .socket_settings(self.listener)
+                    .extforward
+                    .as_ref()
+                    .is_some_and(|x| x.hap_proxy_ssl_client_verify);
+                self.proxy_env = h.env(verify);
+                true
+            }
+            Err(e) => {
+                log::warn!("{e} from {:?}; closing", self.peer);
+                self.close(cx);
+                false
+            }
+        }
     }
 
     /// Returns buffers to the pool while nothing is buffered.
@@ -491,6 +580,25 @@ impl Connection {
         }
     }
 
+    /// Lingering after its last answer (it waits only for the client's end).
+    pub fn is_lingering(&self) -> bool {
+        matches!(self.phase, Phase::Lingering { .. })
+    }
+
+    /// When the connection became idle, if it waits for a request with
+    /// nothing read of it, nothing to write and no backend: keep-alive
+    /// between requests, or a client that has sent nothing yet. Closing such
+    /// a connection loses nothing the client sent.
+    pub fn idle_since(&self) -> Option<u64> {
+        let waiting = self.phase == Phase::Idle
+            && !self.readable
+            && self.out.is_empty()
+            && self.gw.is_none()
+            && self.tls.as_deref().is_none_or(|t| !t.is_handshaking())
+            && self.input.as_ref().is_none_or(InBuf::is_empty);
+        waiting.then_some(self.last_active)
+    }
+
     /// Called once a second: closes the connection when it has been idle too long.
     pub fn on_tick(&mut self, cx: &mut Ctx<'_>) {
         let g = &cx.sv.config.global;
@@ -499,6 +607,11 @@ impl Connection {
             .gw
             .as_ref()
             .is_some_and(|gw| cx.sv.upstream.takes_body(gw.start.job));
+        if self.handshake_overdue(now, g.max_read_idle as u64) {
+            log::debug!("TLS handshake from {:?} not done in time", self.peer);
+            self.close(cx);
+            return;
+        }
         let limit = match self.phase {
             Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
             Phase::Idle => g.max_keep_alive_idle as u64,

@@ -24,6 +24,7 @@ pub fn log_reply(
         request_line: orig_line.unwrap_or(req.request_line),
         ..*req
     };
+    let user = sv.remote_user.take();
     log_access(
         sv,
         &settings,
@@ -33,6 +34,7 @@ pub fn log_reply(
         status,
         body,
         head_bytes,
+        user.as_deref(),
     );
 }
 
@@ -45,6 +47,7 @@ pub struct DeferredLog {
     orig_line: Option<Vec<u8>>,
     status: u16,
     head_bytes: u64,
+    remote_user: Option<String>,
 }
 
 /// Keeps what the log line of the reply in [`Services::reply`] to `req`
@@ -56,6 +59,7 @@ pub fn defer_reply(
     orig_line: Option<&[u8]>,
     head_bytes: u64,
 ) -> Option<DeferredLog> {
+    let remote_user = sv.remote_user.take();
     if sv.reply.settings.accesslog_filename.is_none() {
         sv.stats.requests += 1;
         return None;
@@ -66,6 +70,7 @@ pub fn defer_reply(
         orig_line: orig_line.map(<[u8]>::to_vec),
         status: sv.reply.status,
         head_bytes,
+        remote_user,
     })
 }
 
@@ -87,6 +92,7 @@ pub fn log_deferred(sv: &mut Services, info: &ConnInfo, d: &DeferredLog, body: u
         d.status,
         body,
         d.head_bytes,
+        d.remote_user.as_deref(),
     );
 }
 
@@ -103,7 +109,18 @@ pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16
         ..req
     };
     let settings = std::rc::Rc::clone(&gw.settings);
-    log_access(sv, &settings, info, Some(&shown), b"", status, body, 0);
+    let user = gw.carry.remote_user.clone();
+    log_access(
+        sv,
+        &settings,
+        info,
+        Some(&shown),
+        b"",
+        status,
+        body,
+        0,
+        user.as_deref(),
+    );
 }
 
 /// Logs the answer to a request that could not be parsed (the reply in
@@ -111,7 +128,7 @@ pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16
 pub fn log_error(sv: &mut Services, info: &ConnInfo, raw_line: &[u8]) {
     let settings = std::rc::Rc::clone(&sv.reply.settings);
     let (status, body) = (sv.reply.status, sv.reply.body_len());
-    log_access(sv, &settings, info, None, raw_line, status, body, 0);
+    log_access(sv, &settings, info, None, raw_line, status, body, 0, None);
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -124,6 +141,7 @@ fn log_access(
     status: u16,
     body_len: u64,
     head_bytes: u64,
+    remote_user: Option<&str>,
 ) {
     sv.stats.requests += 1;
     let Some(name) = &settings.accesslog_filename else {
@@ -143,6 +161,7 @@ fn log_access(
         head_bytes,
         server_port: sv.ports.get(info.listener).copied().unwrap_or(0),
         elapsed_us: 0,
+        remote_user,
     };
     sv.logs.log(name, format, &e);
 }

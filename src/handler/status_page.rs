@@ -48,6 +48,7 @@ pub fn serve(
                  <tr><th align=\"left\">Bytes sent</th><td>{}</td></tr>\n\
                  <tr><th align=\"left\">Connections accepted</th><td>{}</td></tr>\n\
                  <tr><th align=\"left\">Connections open</th><td>{}</td></tr>\n\
+                 <tr><th align=\"left\">TLS connections accepted</th><td>{}</td></tr>\n\
                  <tr><th align=\"left\">Requests per second (average)</th><td>{:.2}</td></tr>\n\
                  </table>\n</body></html>\n",
                 uptime,
@@ -55,6 +56,7 @@ pub fn serve(
                 stats.bytes_out,
                 stats.connections,
                 stats.active,
+                stats.tls_connections,
                 stats.requests as f64 / uptime as f64,
             );
             r.start(200);
@@ -66,14 +68,17 @@ pub fn serve(
     if is(&s.status_statistics_url) {
         let body = format!(
             "glint.requests: {}\nglint.bytes-out: {}\nglint.connections: {}\nglint.connections-open: {}\nglint.uptime: {}\n\
-             glint.backend-connections-opened: {}\nglint.backend-connections-reused: {}\n",
+             glint.backend-connections-opened: {}\nglint.backend-connections-reused: {}\n\
+             glint.tls-connections: {}\nglint.tls-handshakes-open: {}\n",
             stats.requests,
             stats.bytes_out,
             stats.connections,
             stats.active,
             clock.mono_secs,
             stats.backend_opened,
-            stats.backend_reused
+            stats.backend_reused,
+            stats.tls_connections,
+            stats.tls_handshaking
         );
         r.start(200);
         r.header("Cache-Control", b"no-cache");

@@ -189,6 +189,88 @@ impl Output {
     }
 }
 
+impl Output {
+    /// Writes as much as a TLS connection takes: memory and file chunks go
+    /// into it as plaintext (files read in record-sized pieces, never whole),
+    /// its records to `sock`.
+    pub fn write_tls<W: io::Write>(
+        &mut self,
+        tls: &mut crate::tls::TlsConn,
+        sock: &mut W,
+    ) -> Result<WriteOutcome, WriteError> {
+        self.seal();
+        loop {
+            let mut took = false;
+            while let Some(front) = self.chunks.front_mut() {
+                let n = match front {
+                    Chunk::Mem { end } => {
+                        let end = *end;
+                        let n = tls.write_plain(&self.mem[self.mem_pos..end]);
+                        self.mem_pos += n;
+                        if self.mem_pos == end {
+                            self.chunks.pop_front();
+                        }
+                        n as u64
+                    }
+                    Chunk::File {
+                        file,
+                        offset,
+                        remaining,
+                    } => {
+                        let n = tls
+                            .send_file(file, *offset, *remaining)
+                            .map_err(tls_error)?;
+                        *offset += n;
+                        *remaining -= n;
+                        if *remaining == 0 {
+                            self.chunks.pop_front();
+                        }
+                        n
+                    }
+                };
+                if n == 0 {
+                    // The TLS send buffer is full.
+                    break;
+                }
+                self.written += n;
+                took = true;
+            }
+            match tls.write_tls_to(sock) {
+                Ok(true) if self.chunks.is_empty() => {
+                    self.clear();
+                    return Ok(WriteOutcome::Done);
+                }
+                // Records flushed: room for more plaintext.
+                Ok(true) if took => {}
+                // Nothing went in although the buffer is empty (no
+                // handshake yet): wait for the next event.
+                Ok(true) => return Ok(WriteOutcome::Blocked),
+                Ok(false) => return Ok(WriteOutcome::Blocked),
+                Err(e) => return Err(tls_error(e)),
+            }
+        }
+    }
+}
+
+fn tls_error(e: crate::tls::TlsError) -> WriteError {
+    match e {
+        crate::tls::TlsError::FileTruncated => WriteError::FileTruncated,
+        crate::tls::TlsError::Io(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe
+                    | io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::NotConnected
+                    | io::ErrorKind::WriteZero
+            ) =>
+        {
+            WriteError::PeerGone
+        }
+        crate::tls::TlsError::Io(e) => WriteError::Io(e),
+        other => WriteError::Io(io::Error::other(other.to_string())),
+    }
+}
+
 /// Collapses a write error into the three cases that matter.
 fn classify(e: Errno) -> Result<WriteOutcome, WriteError> {
     match e {

@@ -83,6 +83,12 @@ impl Server {
         for d in &cache_dirs {
             crate::compress::cache::prepare_cache_dir(d).map_err(io::Error::other)?;
         }
+        // Certificates and keys read again (a renewal needs no restart); a
+        // file that does not load keeps the running configuration.
+        let tls = self
+            .tls
+            .reloaded(&config, self.sv.clock.unix)
+            .map_err(io::Error::other)?;
         // The gateways last: starting a new backend is the last step that may fail.
         self.sv
             .upstream
@@ -141,9 +147,11 @@ impl Server {
             conn.listener = remap.get(conn.listener).copied().unwrap_or(usize::MAX);
         }
         self.listeners = next;
+        self.tls.contexts = tls;
         self.sv.ports = ports;
         self.sv.bound_ips = bound_ips;
         self.max_connections = config.global.max_connections.max(1) as usize;
+        self.sv.auth.reconfigure(&config);
         self.sv.config = config;
         self.sv.deflate.set_cache_dirs(&cache_dirs);
         if let Err(e) = self.open_logs() {
