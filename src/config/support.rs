@@ -109,14 +109,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "glint never passes a backend's 1xx answers on",
     ),
     (
-        "server.h2proto",
-        "glint answers HTTP/1.1; clients fall back to it",
-    ),
-    (
-        "server.h2c",
-        "glint answers HTTP/1.1; clients fall back to it",
-    ),
-    (
         "server.http-parseopt-",
         "glint always parses request heads and Host strictly",
     ),

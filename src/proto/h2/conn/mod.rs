@@ -143,6 +143,8 @@ pub struct Connection {
     goaway_received: bool,
     /// Scratch for encoding a field block.
     scratch: Vec<u8>,
+    /// Our SETTINGS went out and the client has not acknowledged them yet.
+    settings_unacked: bool,
 }
 
 impl Connection {
@@ -184,6 +186,7 @@ impl Connection {
             goaway_sent: None,
             goaway_received: false,
             scratch: Vec::new(),
+            settings_unacked: true,
         };
         encode::settings(
             &mut c.out,
@@ -201,6 +204,45 @@ impl Connection {
             c.conn_recv += raise as i64;
         }
         c
+    }
+
+    /// A connection that starts with HTTP/1.1's `Upgrade: h2c` (RFC 7540
+    /// §3.2): `settings` is the decoded `HTTP2-Settings` value, the
+    /// client's SETTINGS payload, taken as if a SETTINGS frame had brought
+    /// it (the 101 response acknowledges it: no ACK is sent). The request
+    /// that carried the upgrade is stream 1, half-closed from the client;
+    /// the caller answers it with [`Self::send_headers`] as any other
+    /// (there is no `Request` event for it). The client's preface follows.
+    pub fn upgrade(cfg: Config, settings: &[u8]) -> Result<Connection, Error> {
+        let mut c = Connection::new(cfg);
+        let mut f = encode::head(settings.len(), frame::kind::SETTINGS, 0, 0).to_vec();
+        f.extend_from_slice(settings);
+        match frame::parse(&f, frame::MAX_MAX_FRAME_SIZE)? {
+            Some((frame::Frame::Settings { ack: false, params }, _)) => c.apply_settings(params)?,
+            _ => {
+                return Err(Error::conn(
+                    ErrorCode::PROTOCOL_ERROR,
+                    "HTTP2-Settings is not a SETTINGS payload",
+                ))
+            }
+        }
+        c.last_stream = 1;
+        let s = Stream::new(c.peer.initial_window, c.cfg.stream_window, true);
+        c.streams.insert(1, s);
+        Ok(c)
+    }
+
+    /// Our SETTINGS are not acknowledged yet. RFC 9113 §6.5.3 lets the
+    /// server end a connection whose client takes too long
+    /// (SETTINGS_TIMEOUT, see [`Self::abort`]); how long is the caller's.
+    pub fn awaits_settings_ack(&self) -> bool {
+        self.settings_unacked
+    }
+
+    /// Ends the connection for a reason the caller found (a time-out):
+    /// GOAWAY(`code`) is queued and nothing more is read.
+    pub fn abort(&mut self, code: ErrorCode, why: &'static str) {
+        self.fail(Error::conn(code, why));
     }
 
     /// The next event, in the order they happened.

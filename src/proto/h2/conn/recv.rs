@@ -214,7 +214,9 @@ impl Connection {
             Frame::Priority { .. } | Frame::Unknown { .. } => Ok(()),
             Frame::RstStream { stream, code } => self.on_rst(stream, code, now_ms),
             Frame::Settings { ack, params } => {
-                if !ack {
+                if ack {
+                    self.settings_unacked = false;
+                } else {
                     self.on_settings(params)?;
                 }
                 Ok(())

@@ -1,0 +1,161 @@
+//! The writing side: the protocol core's frames (control frames, response
+//! heads) into the connection's output queue, then DATA frames chosen by
+//! the core's scheduler (RFC 9218 urgency, round-robin within one), each a
+//! 9-byte header from memory followed by its payload: copied from memory
+//! pieces, or queued as a file range (sendfile on cleartext, read into
+//! records on TLS). The queue is filled only to [`FILL_HIGH_WATER`]: the
+//! rest waits until the socket took that, so a large download cannot
+//! occupy the socket's buffer ahead of a small answer that becomes ready
+//! a moment later.
+
+use std::rc::Rc;
+
+use super::stream::{Chunk, Task};
+use super::{Session, STREAM_LOW_WATER};
+use crate::output::Output;
+use crate::proto::h2::ErrorCode;
+use crate::stats::Stats;
+
+/// Bytes of output queued (memory and file ranges) past which no more
+/// DATA frames are framed until the socket took them. 64 KiB is what the
+/// socket buffer of a loopback or LAN connection takes in one go and four
+/// TLS records; smaller would cost system calls, larger would let one
+/// stream's frames sit ahead of a newly ready stream's for longer.
+pub const FILL_HIGH_WATER: u64 = 64 * 1024;
+
+impl Session {
+    /// Frames into `out` what can go: the core's own frames always, DATA up
+    /// to [`FILL_HIGH_WATER`]. Streams whose backend paused and whose queue
+    /// drained are noted in `self.pump`.
+    pub fn fill(&mut self, out: &mut Output, now: u64, stats: &mut Stats) {
+        self.control(out);
+        self.end_waiting(out, stats);
+        while out.pending_bytes() < FILL_HIGH_WATER {
+            let Some(s) = self.core.next_stream_to_send() else {
+                break;
+            };
+            let Some(mut task) = self.tasks.remove(&s) else {
+                self.core.set_ready(s, false);
+                continue;
+            };
+            let framed = self.frame_one(s, &mut task, out, now);
+            if task.paused.get() && task.mem < STREAM_LOW_WATER && !self.pump.contains(&s) {
+                task.paused.set(false);
+                self.pump.push(s);
+            }
+            self.settle(s, task, stats);
+            self.control(out);
+            if !framed {
+                break;
+            }
+        }
+    }
+
+    /// Moves the core's queued frames into `out` (they must precede any
+    /// DATA framed after this moment).
+    pub fn control(&mut self, out: &mut Output) {
+        let n = self.core.output().len();
+        if n > 0 {
+            out.mem.extend_from_slice(self.core.output());
+            self.core.advance_output(n);
+        }
+    }
+
+    /// Streams whose body is all out and whose END_STREAM (or reset) is
+    /// due: an empty DATA frame with END_STREAM needs no window, so it must
+    /// not wait in the scheduler for one.
+    fn end_waiting(&mut self, out: &mut Output, stats: &mut Stats) {
+        let due: Vec<u32> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.complete && !t.ended && t.pieces.is_empty())
+            .map(|(&s, _)| s)
+            .collect();
+        for s in due {
+            if let Some(mut task) = self.tasks.remove(&s) {
+                self.end_stream(s, &mut task, out);
+                self.settle(s, task, stats);
+            }
+        }
+        self.control(out);
+    }
+
+    /// The answer on `s` is all framed: END_STREAM, or a reset when it
+    /// was cut short.
+    fn end_stream(&mut self, s: u32, task: &mut Task, out: &mut Output) {
+        task.ended = true;
+        if task.cut {
+            self.core.reset_stream(s, ErrorCode::INTERNAL_ERROR);
+            return;
+        }
+        match self.core.data_header(s, 0, true) {
+            Ok(h) => out.mem.extend_from_slice(&h),
+            Err(e) => log::debug!("HTTP/2 stream {s}: no END_STREAM: {e:?}"),
+        }
+    }
+
+    /// One DATA frame on `s` (or its end); false when nothing could be
+    /// framed (no window after all), so that the caller stops asking.
+    fn frame_one(&mut self, s: u32, task: &mut Task, out: &mut Output, now: u64) -> bool {
+        if task.ended {
+            self.core.set_ready(s, false);
+            return true;
+        }
+        let only_one = task.pieces.len() == 1;
+        let Some(front) = task.pieces.front_mut() else {
+            if task.complete {
+                self.end_stream(s, task, out);
+            } else {
+                // Waiting for its backend: ready again when data comes.
+                self.core.set_ready(s, false);
+                task.last_sent = now;
+            }
+            return true;
+        };
+        let window = self.core.send_window(s) as u64;
+        if window == 0 {
+            return false;
+        }
+        let left = front.left();
+        let n = window.min(left);
+        let last = task.complete && !task.cut && only_one && n == left;
+        let header = match self.core.data_header(s, n as usize, last) {
+            Ok(h) => h,
+            Err(e) => {
+                log::debug!("HTTP/2 stream {s}: DATA refused: {e:?}");
+                task.ended = true;
+                task.drop_pieces();
+                return true;
+            }
+        };
+        out.mem.extend_from_slice(&header);
+        let n = n as usize;
+        match front {
+            Chunk::Mem(v, at) => {
+                out.mem.extend_from_slice(&v[*at..*at + n]);
+                *at += n;
+                task.mem -= n;
+            }
+            Chunk::Shared(v, at) => {
+                out.mem.extend_from_slice(&v[*at..*at + n]);
+                *at += n;
+                task.mem -= n;
+            }
+            Chunk::File { file, offset, len } => {
+                out.push_file(Rc::clone(file), *offset, n as u64);
+                *offset += n as u64;
+                *len -= n as u64;
+            }
+        }
+        if front.left() == 0 {
+            if let Some(Chunk::File { .. }) = task.pieces.pop_front() {
+                task.files -= 1;
+            }
+        }
+        task.last_sent = now;
+        if last {
+            task.ended = true;
+        }
+        true
+    }
+}
