@@ -67,10 +67,16 @@ pub const CONN_QUEUE_CAP: usize = 1024 * 1024;
 /// go out side by side, while 1,000 connections hold at most 32,000.
 pub const MAX_QUEUED_FILES: usize = 32;
 
-/// The client must acknowledge our SETTINGS within this many seconds, or
-/// the connection ends with SETTINGS_TIMEOUT (RFC 9113 §6.5.3). Every
-/// client acks in one round trip; 10 s is the TLS handshake's own bound.
+/// The client must acknowledge our SETTINGS within this many seconds (or
+/// `server.max-read-idle` when that is shorter), or the connection ends
+/// with SETTINGS_TIMEOUT (RFC 9113 §6.5.3). Every client acks in one round
+/// trip; 10 s is the TLS handshake's own bound.
 pub const SETTINGS_ACK_SECS: u64 = 10;
+
+/// After a connection error (GOAWAY queued), the client has this long to
+/// read what is left before the socket closes: a flooding client that
+/// reads nothing holds its buffers no longer than that.
+pub const FAILED_SECS: u64 = 2;
 
 /// Most rounds of reading and writing per drive before others get a turn
 /// (16 rounds of 64 KiB, 1 MiB, as an HTTP/1 upload's).
@@ -124,6 +130,9 @@ pub struct Session {
     pump: Vec<u32>,
     /// Scratch for an unframed request body given to a job.
     chunk: Vec<u8>,
+    /// When the connection was first seen failed (GOAWAY for an error
+    /// queued): it closes [`FAILED_SECS`] later, written or not.
+    failed_at: Option<u64>,
 }
 
 /// How a connection's first bytes (or its ALPN) decide the protocol.
@@ -160,6 +169,7 @@ impl Session {
             idle_since: now,
             pump: Vec::new(),
             chunk: Vec::new(),
+            failed_at: None,
         }
     }
 
@@ -514,8 +524,8 @@ impl Session {
 
     /// Puts a task back, or lets it go when it is done: its answer framed
     /// and nothing more to read for it. A request body still coming then
-    /// is stopped with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows
-    /// after a complete response.
+    /// is stopped with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows after
+    /// a complete response (and as lighttpd does).
     fn settle(&mut self, stream: u32, task: Task, stats: &mut Stats) {
         if !task.finished() {
             self.tasks.insert(stream, task);
@@ -612,7 +622,7 @@ impl Session {
         let g = std::rc::Rc::clone(&io.sv.config.global);
         if self.core.awaits_settings_ack()
             && self.core.wants_read()
-            && now.saturating_sub(self.since) >= SETTINGS_ACK_SECS
+            && now.saturating_sub(self.since) >= SETTINGS_ACK_SECS.min(g.max_read_idle as u64)
         {
             log::debug!(
                 "HTTP/2 client {:?} never acknowledged SETTINGS",
@@ -622,6 +632,12 @@ impl Session {
                 .abort(ErrorCode::SETTINGS_TIMEOUT, "SETTINGS not acknowledged");
             self.drop_all(io.sv);
             return true;
+        }
+        if !self.core.wants_read() {
+            let since = *self.failed_at.get_or_insert(now);
+            if now.saturating_sub(since) >= FAILED_SECS {
+                return false;
+            }
         }
         if !out_pending {
             self.last_write = now;
@@ -640,7 +656,8 @@ impl Session {
                 reset.push(s);
                 continue;
             }
-            let waits_body = matches!(t.body.use_, stream::Use::Feed) && !t.body.done;
+            // Body bytes a backend waits for: the client's read time-out.
+            let waits_body = !t.body.done && matches!(t.body.use_, stream::Use::Feed);
             if waits_body && now.saturating_sub(t.last_recv) >= g.max_read_idle as u64 {
                 reset.push(s);
             }

@@ -165,7 +165,7 @@ impl Task {
         !self.ended && (!self.pieces.is_empty() || self.complete)
     }
 
-    /// Done with: its answer is out and its request body needs no more.
+    /// Done with: its answer is out and no backend needs its body.
     pub fn finished(&self) -> bool {
         self.ended && self.gw.is_none()
     }

@@ -31,6 +31,9 @@ impl Session {
         self.control(out);
         self.end_waiting(out, stats);
         while out.pending_bytes() < FILL_HIGH_WATER {
+            if !self.core.output().is_empty() {
+                break;
+            }
             let Some(s) = self.core.next_stream_to_send() else {
                 break;
             };
@@ -52,10 +55,13 @@ impl Session {
     }
 
     /// Moves the core's queued frames into `out` (they must precede any
-    /// DATA framed after this moment).
+    /// DATA framed after this moment) while `out` has room: frames the
+    /// client provokes (PING and SETTINGS acks) then stay in the core when
+    /// the client does not read, where its own bound ends a flood
+    /// (`limits::MAX_PENDING_OUTPUT`), instead of growing `out`.
     pub fn control(&mut self, out: &mut Output) {
         let n = self.core.output().len();
-        if n > 0 {
+        if n > 0 && out.pending_bytes() < FILL_HIGH_WATER {
             out.mem.extend_from_slice(self.core.output());
             self.core.advance_output(n);
         }
@@ -65,6 +71,10 @@ impl Session {
     /// due: an empty DATA frame with END_STREAM needs no window, so it must
     /// not wait in the scheduler for one.
     fn end_waiting(&mut self, out: &mut Output, stats: &mut Stats) {
+        if !self.core.output().is_empty() {
+            // HEADERS of these streams may still be in the core.
+            return;
+        }
         let due: Vec<u32> = self
             .tasks
             .iter()
