@@ -130,9 +130,9 @@ def workloads(n: int) -> list[dict]:
 
 def parse_h2load(out: str) -> dict:
     r: dict = {}
-    m = re.search(r"finished in ([\d.]+)s, ([\d.]+) req/s", out)
+    m = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out)
     if m:
-        r["rps"] = float(m.group(2))
+        r["rps"] = float(m.group(3))
     m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
                   r"(\d+) errored, (\d+) timeout", out)
     if m:
@@ -347,6 +347,7 @@ def main() -> int:
         pass
     cmp.NOFILE = cmp.raise_nofile()
     tmp = Path(tempfile.mkdtemp(prefix="h2bench-"))
+    tmp.chmod(0o755)  # nginx's worker and h2o run as nobody when started as root
     docroot = tmp / "www"
     cmp.make_docroot(docroot)
     certs = make_cert(tmp)
@@ -362,6 +363,7 @@ def main() -> int:
         for s in servers:
             d = tmp / s
             d.mkdir()
+            d.chmod(0o755)
             p = cmp.free_port(port)
             tp = cmp.free_port(p + 1)
             port = tp + 1

@@ -34,17 +34,17 @@ mod stream;
 mod upgrade;
 mod write;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use mio::Registry;
 
 use super::{Connection, Ctx, Flushed, Phase};
 use crate::exchange::{self, ConnInfo, Outcome, Services};
 use crate::msg::{Body, Request, MAX_HEADERS};
-use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead, PREFACE};
+use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead, StreamMap, PREFACE};
 use crate::proto::h2::ErrorCode;
 use crate::stats::Stats;
-use fields::FieldBuf;
+use fields::{FieldBuf, HeadCache};
 use sink::{send_reply, StreamSink};
 use stream::Task;
 
@@ -62,9 +62,10 @@ pub const STREAM_LOW_WATER: usize = STREAM_HIGH_WATER / 2;
 /// this much, not 100 answers.
 pub const CONN_QUEUE_CAP: usize = 1024 * 1024;
 
-/// File ranges queued on one connection's streams (each holds a
-/// descriptor open) past which new requests wait: 32 lets a page's images
-/// go out side by side, while 1,000 connections hold at most 32,000.
+/// Descriptors held by the file ranges queued on one connection's streams
+/// past which new requests wait (ranges of one cached file share one): 32
+/// lets a page's images go out side by side, while 1,000 connections hold
+/// at most 32,000.
 pub const MAX_QUEUED_FILES: usize = 32;
 
 /// The client must acknowledge our SETTINGS within this many seconds (or
@@ -117,9 +118,10 @@ pub struct Session {
     /// The start of a frame that did not fit in one read (a frame may be
     /// 16,393 bytes, the input buffer holds 16,384).
     partial: Vec<u8>,
-    tasks: HashMap<u32, Task>,
+    tasks: StreamMap<Task>,
     held: VecDeque<Held>,
     fields: FieldBuf,
+    heads: HeadCache,
     /// `clock.mono_secs` when our SETTINGS went out.
     since: u64,
     /// When the output queue last moved (or was empty).
@@ -130,6 +132,8 @@ pub struct Session {
     pump: Vec<u32>,
     /// Scratch for an unframed request body given to a job.
     chunk: Vec<u8>,
+    /// Scratch for the request line the access log shows.
+    line: String,
     /// When the connection was first seen failed (GOAWAY for an error
     /// queued): it closes [`FAILED_SECS`] later, written or not.
     failed_at: Option<u64>,
@@ -161,14 +165,16 @@ impl Session {
         Session {
             core,
             partial: Vec::new(),
-            tasks: HashMap::new(),
+            tasks: StreamMap::default(),
             held: VecDeque::new(),
             fields: FieldBuf::default(),
+            heads: HeadCache::default(),
             since: now,
             last_write: now,
             idle_since: now,
             pump: Vec::new(),
             chunk: Vec::new(),
+            line: String::new(),
             failed_at: None,
         }
     }
@@ -177,8 +183,24 @@ impl Session {
         self.tasks.values().map(|t| t.mem).sum()
     }
 
+    /// Descriptors the queued file ranges hold (ranges of one cached file
+    /// share its descriptor).
     fn queued_files(&self) -> usize {
-        self.tasks.values().map(|t| t.files).sum()
+        if self.tasks.values().map(|t| t.files).sum::<usize>() < MAX_QUEUED_FILES {
+            return 0;
+        }
+        let mut fds: Vec<*const std::fs::File> = self
+            .tasks
+            .values()
+            .flat_map(|t| t.pieces.iter())
+            .filter_map(|p| match p {
+                stream::Chunk::File { file, .. } => Some(std::rc::Rc::as_ptr(file)),
+                _ => None,
+            })
+            .collect();
+        fds.sort_unstable();
+        fds.dedup();
+        fds.len()
     }
 
     /// The connection holds as much unsent as it may: new requests wait.
@@ -226,13 +248,15 @@ impl Session {
     /// glint its frames, not an exchange.
     fn on_events(&mut self, io: &mut Io<'_>) {
         let events: Vec<Event> = std::iter::from_fn(|| self.core.poll_event()).collect();
-        let reset: HashSet<u32> = events
+        let reset: Vec<u32> = events
             .iter()
             .filter_map(|e| match e {
                 Event::Reset { stream, .. } => Some(*stream),
                 _ => None,
             })
             .collect();
+        let mut reset = reset;
+        reset.sort_unstable();
         for ev in events {
             match ev {
                 Event::Request {
@@ -242,7 +266,7 @@ impl Session {
                 } => {
                     io.sv.stats.h2_streams += 1;
                     io.sv.stats.h2_streams_open += 1;
-                    if reset.contains(&stream) {
+                    if reset.binary_search(&stream).is_ok() {
                         // Counted and dropped at its Reset.
                         self.held.push_back(Held {
                             stream,
@@ -299,7 +323,8 @@ impl Session {
         let head_only = head.method() == b"HEAD";
         let mut task = Task::new(io.now(), end_stream, head_only);
         let info = io.info_for(stream);
-        stream::with_request(head, end_stream, |r| match r {
+        let mut line = std::mem::take(&mut self.line);
+        stream::with_request(head, end_stream, &mut line, |r| match r {
             Ok(req) => self.respond(stream, &mut task, req, &info, io),
             Err((status, why)) => {
                 log::debug!("bad HTTP/2 request from {:?}: {why}", info.peer);
@@ -308,15 +333,17 @@ impl Session {
                 send_reply(
                     &mut self.core,
                     &mut self.fields,
+                    &mut self.heads,
                     &mut task,
                     stream,
                     &io.sv.reply,
                     &date,
                 );
-                let line = head.path().unwrap_or_default();
-                exchange::log_error(io.sv, &info, &line[..line.len().min(256)]);
+                let path = head.path().unwrap_or_default();
+                exchange::log_error(io.sv, &info, &path[..path.len().min(256)]);
             }
         });
+        self.line = line;
         self.tasks.insert(stream, task);
         self.feed_body(stream, io);
         if let Some(task) = self.tasks.remove(&stream) {
@@ -358,6 +385,7 @@ impl Session {
                 let head = send_reply(
                     &mut self.core,
                     &mut self.fields,
+                    &mut self.heads,
                     task,
                     stream,
                     &io.sv.reply,
@@ -477,6 +505,7 @@ impl Session {
                     let mut sink = StreamSink {
                         core: &mut self.core,
                         fields: &mut self.fields,
+                        heads: &mut self.heads,
                         task,
                         stream,
                         others: 0,
@@ -604,6 +633,7 @@ impl Session {
             let mut sink = StreamSink {
                 core: &mut self.core,
                 fields: &mut self.fields,
+                heads: &mut self.heads,
                 task: &mut task,
                 stream,
                 others,
@@ -769,10 +799,16 @@ impl Connection {
                     return;
                 }
             }
-            self.with_session(cx, |s, io, _| {
-                s.pump_paused(io);
-                s.start_held(io);
-            });
+            if self
+                .h2
+                .as_ref()
+                .is_some_and(|s| !s.pump.is_empty() || !s.held.is_empty())
+            {
+                self.with_session(cx, |s, io, _| {
+                    s.pump_paused(io);
+                    s.start_held(io);
+                });
+            }
             let now = cx.sv.clock.mono_secs;
             let stats = &mut cx.sv.stats;
             if let Some(s) = self.h2.as_deref_mut() {

@@ -7,14 +7,14 @@
 use std::fs::File;
 use std::rc::Rc;
 
-use super::fields::FieldBuf;
+use super::fields::{FieldBuf, HeadCache};
 use super::stream::Task;
 use super::{CONN_QUEUE_CAP, STREAM_HIGH_WATER};
 use crate::conn::gateway::Sent;
 use crate::date::HTTP_DATE_LEN;
 use crate::exchange::error_run_status;
 use crate::msg::{AnswerHead, Reply, Rerun, Sink};
-use crate::proto::h2::conn::Connection as Core;
+use crate::proto::h2::conn::{Connection as Core, SendError};
 
 /// Sends one of glint's replies on `stream`: its head (with END_STREAM
 /// when there is no body: HEAD, 304, 204, an empty file) and its body's
@@ -22,17 +22,45 @@ use crate::proto::h2::conn::Connection as Core;
 pub fn send_reply(
     core: &mut Core,
     fields: &mut FieldBuf,
+    heads: &mut HeadCache,
     task: &mut Task,
     stream: u32,
     r: &Reply,
     date: &[u8],
 ) -> usize {
-    fields.start(&r.settings, date);
-    fields.lines(&r.fields);
-    fields.finish(&r.settings, r.content_length);
     let has_body = !r.head_only && !task.head_only && !r.pieces().is_empty();
     let before = core.output().len();
-    if let Err(e) = core.send_headers(stream, r.status, fields.iter(), !has_body) {
+    let cached = heads.find(r.status, r.content_length, &r.settings, date, &r.fields);
+    let sent = match cached {
+        Some((block, generation)) => {
+            core.send_head_block(stream, r.status, block, generation, !has_body)
+        }
+        None => Err(SendError::Stale),
+    };
+    let sent = match sent {
+        Err(SendError::Stale) => {
+            fields.start(&r.settings, date);
+            fields.lines(&r.fields);
+            fields.finish(&r.settings, r.content_length);
+            let generation = core.encoder_generation();
+            let sent = core.send_headers(stream, r.status, fields.iter(), !has_body);
+            if sent.is_ok() && core.encoder_generation() == generation {
+                let block = core.last_head_block();
+                heads.put(
+                    r.status,
+                    r.content_length,
+                    &r.settings,
+                    date,
+                    &r.fields,
+                    generation,
+                    block,
+                );
+            }
+            sent
+        }
+        other => other,
+    };
+    if let Err(e) = sent {
         log::debug!("HTTP/2 stream {stream}: no head sent: {e:?}");
         task.complete = true;
         task.ended = true;
@@ -54,6 +82,7 @@ pub fn send_reply(
 pub struct StreamSink<'a> {
     pub core: &'a mut Core,
     pub fields: &'a mut FieldBuf,
+    pub heads: &'a mut HeadCache,
     pub task: &'a mut Task,
     pub stream: u32,
     /// Memory queued by the connection's other streams, for the
@@ -228,7 +257,15 @@ impl Sink for StreamSink<'_> {
             remaining: Some(0),
         };
         let date = self.date;
-        send_reply(self.core, self.fields, self.task, self.stream, &r, &date);
+        send_reply(
+            self.core,
+            self.fields,
+            self.heads,
+            self.task,
+            self.stream,
+            &r,
+            &date,
+        );
     }
 
     fn rerun(&mut self, why: Rerun) {

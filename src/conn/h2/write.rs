@@ -129,17 +129,41 @@ impl Session {
         let left = front.left();
         let n = window.min(left);
         let last = task.complete && !task.cut && only_one && n == left;
-        let header = match self.core.data_header(s, n as usize, last) {
+        let n = n as usize;
+        // The header's place: filled once the payload is known to be there.
+        let at = out.mem.len();
+        out.mem.extend_from_slice(&[0; 9]);
+        if let Chunk::File {
+            file,
+            offset,
+            read: true,
+            ..
+        } = front
+        {
+            out.mem.resize(at + 9 + n, 0);
+            let buf = &mut out.mem[at + 9..];
+            if let Err(e) = std::os::unix::fs::FileExt::read_exact_at(&**file, buf, *offset) {
+                // Shrunk since it was opened: this stream's answer cannot be
+                // what its head announced; the others go on.
+                log::warn!("a file could not be read for an HTTP/2 answer: {e}");
+                out.mem.truncate(at);
+                task.drop_pieces();
+                task.cut = true;
+                self.end_stream(s, task, out);
+                return true;
+            }
+        }
+        let header = match self.core.data_header(s, n, last) {
             Ok(h) => h,
             Err(e) => {
                 log::debug!("HTTP/2 stream {s}: DATA refused: {e:?}");
+                out.mem.truncate(at);
                 task.ended = true;
                 task.drop_pieces();
                 return true;
             }
         };
-        out.mem.extend_from_slice(&header);
-        let n = n as usize;
+        out.mem[at..at + 9].copy_from_slice(&header);
         match front {
             Chunk::Mem(v, at) => {
                 out.mem.extend_from_slice(&v[*at..*at + n]);
@@ -151,8 +175,15 @@ impl Session {
                 *at += n;
                 task.mem -= n;
             }
-            Chunk::File { file, offset, len } => {
-                out.push_file(Rc::clone(file), *offset, n as u64);
+            Chunk::File {
+                file,
+                offset,
+                len,
+                read,
+            } => {
+                if !*read {
+                    out.push_file(Rc::clone(file), *offset, n as u64);
+                }
                 *offset += n as u64;
                 *len -= n as u64;
             }

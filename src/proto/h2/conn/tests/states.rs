@@ -405,3 +405,50 @@ fn settings_ack_is_tracked_and_abort_says_goaway() {
     assert!(!c.conn.wants_read());
     assert!(c.conn.is_done());
 }
+
+/// A head block that changed nothing in the encoder's table can be sent
+/// again while the table stays the same; one from a passed generation is
+/// refused.
+#[test]
+fn head_blocks_are_replayed_only_at_their_generation() {
+    let mut c = Client::new();
+    c.get(1);
+    c.get(3);
+    c.get(5);
+    let fields = [
+        (&b"content-type"[..], &b"text/html"[..]),
+        (b"etag", b"\"x\""),
+    ];
+    // The first time content-type enters the table: the generation moves.
+    let g0 = c.conn.encoder_generation();
+    c.conn.send_headers(1, 200, fields, true).expect("head");
+    assert_ne!(c.conn.encoder_generation(), g0);
+    let g1 = c.conn.encoder_generation();
+    c.conn.send_headers(3, 200, fields, true).expect("head");
+    assert_eq!(
+        c.conn.encoder_generation(),
+        g1,
+        "found in the table: no change"
+    );
+    let block = c.conn.last_head_block().to_vec();
+    c.conn
+        .send_head_block(5, 200, &block, g1, true)
+        .expect("replayed");
+    let out = c.frames();
+    let heads: Vec<&Out> = out
+        .iter()
+        .filter(|o| matches!(o, Out::Headers { .. }))
+        .collect();
+    assert_eq!(heads.len(), 3);
+    let fields_of = |o: &Out| match o {
+        Out::Headers { fields, .. } => fields.clone(),
+        _ => Vec::new(),
+    };
+    assert_eq!(fields_of(heads[1]), fields_of(heads[2]));
+    assert_eq!(fields_of(heads[0]), fields_of(heads[2]));
+    c.get(7);
+    assert_eq!(
+        c.conn.send_head_block(7, 200, &block, g0, true),
+        Err(SendError::Stale)
+    );
+}
