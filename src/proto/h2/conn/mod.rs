@@ -262,6 +262,30 @@ impl Connection {
         Ok(c)
     }
 
+    /// Releases memory kept only for speed while no stream is open (an
+    /// idle connection among thousands): emptied maps and queues give
+    /// their capacity back, scratch buffers go, the encoder forgets its
+    /// recent literals. Protocol state (HPACK tables, windows, the
+    /// recently closed ids) stays.
+    pub fn compact(&mut self) {
+        if !self.streams.is_empty() || self.pending.is_some() {
+            return;
+        }
+        self.streams.shrink_to_fit();
+        self.events.shrink_to_fit();
+        self.recently_closed.shrink_to_fit();
+        self.early_priority.shrink_to_fit();
+        if self.output().is_empty() {
+            self.out = Vec::new();
+            self.out_start = 0;
+        }
+        self.scratch = Vec::new();
+        self.block = Vec::new();
+        self.encoder.compact();
+        self.decoder.compact();
+        self.sched.compact();
+    }
+
     /// Our SETTINGS are not acknowledged yet. RFC 9113 §6.5.3 lets the
     /// server end a connection whose client takes too long
     /// (SETTINGS_TIMEOUT, see [`Self::abort`]); how long is the caller's.

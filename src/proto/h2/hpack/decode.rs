@@ -85,6 +85,13 @@ pub struct Decoder {
     scratch: Vec<u8>,
 }
 
+impl Decoder {
+    /// Lets go of scratch memory between field blocks (an idle connection).
+    pub fn compact(&mut self) {
+        self.scratch = Vec::new();
+    }
+}
+
 impl Default for Decoder {
     fn default() -> Decoder {
         Decoder::new(DEFAULT_TABLE_SIZE)

@@ -125,6 +125,14 @@ impl Encoder {
         &self.table
     }
 
+    /// Lets go of what only speeds up the next heads (an idle connection):
+    /// the remembered literals and the scratch name. The table stays: it is
+    /// shared state with the peer.
+    pub fn compact(&mut self) {
+        self.recent = Recent::default();
+        self.name = Vec::new();
+    }
+
     /// Changes with every change of the dynamic table and with every size
     /// update owed. A block whose encoding left it unchanged changed nothing
     /// in the peer's table either, so it decodes the same if sent again
