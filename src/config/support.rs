@@ -229,8 +229,9 @@ const PARSEOPTS: &[(&str, Option<bool>)] = &[
     ("url-query-20-plus", Some(false)),
 ];
 
-/// Keys of `server.feature-flags` glint accepts (none of them changes what
-/// is served or how it is protected under glint).
+/// Keys of `server.feature-flags` glint accepts (`server.h2proto`,
+/// `server.h2c` and `ssl.session-cache` are read by `options::apply`; the
+/// others change neither what is served nor how it is protected).
 const FEATURE_FLAGS: &[&str] = &[
     "server.graceful-restart-bg",
     "server.graceful-shutdown-timeout",

@@ -134,6 +134,8 @@ pub struct Session {
     chunk: Vec<u8>,
     /// Scratch for the request line the access log shows.
     line: String,
+    /// The core's events of one read, reused.
+    events: Vec<Event>,
     /// When the connection was first seen failed (GOAWAY for an error
     /// queued): it closes [`FAILED_SECS`] later, written or not.
     failed_at: Option<u64>,
@@ -175,6 +177,7 @@ impl Session {
             pump: Vec::new(),
             chunk: Vec::new(),
             line: String::new(),
+            events: Vec::new(),
             failed_at: None,
         }
     }
@@ -247,17 +250,17 @@ impl Session {
     /// same batch is never started: a rapid reset (CVE-2023-44487) costs
     /// glint its frames, not an exchange.
     fn on_events(&mut self, io: &mut Io<'_>) {
-        let events: Vec<Event> = std::iter::from_fn(|| self.core.poll_event()).collect();
-        let reset: Vec<u32> = events
+        let mut events = std::mem::take(&mut self.events);
+        events.extend(std::iter::from_fn(|| self.core.poll_event()));
+        let mut reset: Vec<u32> = events
             .iter()
             .filter_map(|e| match e {
                 Event::Reset { stream, .. } => Some(*stream),
                 _ => None,
             })
             .collect();
-        let mut reset = reset;
         reset.sort_unstable();
-        for ev in events {
+        for ev in events.drain(..) {
             match ev {
                 Event::Request {
                     stream,
@@ -299,6 +302,7 @@ impl Session {
                 }
             }
         }
+        self.events = events;
     }
 
     /// Body bytes (or its end) for `stream`.
@@ -723,6 +727,7 @@ impl Session {
         self.chunk = Vec::new();
         self.line = String::new();
         self.pump = Vec::new();
+        self.events = Vec::new();
     }
 }
 

@@ -140,9 +140,7 @@ impl Session {
             ..
         } = front
         {
-            out.mem.resize(at + 9 + n, 0);
-            let buf = &mut out.mem[at + 9..];
-            if let Err(e) = std::os::unix::fs::FileExt::read_exact_at(&**file, buf, *offset) {
+            if let Err(e) = read_onto(&mut out.mem, file, *offset, n) {
                 // Shrunk since it was opened: this stream's answer cannot be
                 // what its head announced; the others go on.
                 log::warn!("a file could not be read for an HTTP/2 answer: {e}");
@@ -198,5 +196,69 @@ impl Session {
             task.ended = true;
         }
         true
+    }
+}
+
+/// Appends `n` bytes of `file` from `offset` to `buf`, read with `pread`
+/// straight into its spare capacity: zeroing 16 KiB first for each frame
+/// was 3% of the CPU of a 25 KB file over h2c. Short files are an error
+/// (the caller truncates what was appended).
+fn read_onto(
+    buf: &mut Vec<u8>,
+    file: &std::fs::File,
+    offset: u64,
+    n: usize,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    buf.reserve(n);
+    let mut got = 0;
+    while got < n {
+        let spare = buf.spare_capacity_mut();
+        let want = (n - got).min(spare.len());
+        let at = offset + got as u64;
+        // SAFETY: `spare` is the vector's reserved, unused capacity, at least
+        // `want` bytes long; pread writes at most `want` bytes into it and
+        // reads nothing from it.
+        let r = unsafe {
+            nix::libc::pread(
+                file.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                want,
+                at as nix::libc::off_t,
+            )
+        };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        // SAFETY: the kernel initialised those `r` (<= `want`) bytes.
+        unsafe { buf.set_len(buf.len() + r as usize) };
+        got += r as usize;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_onto;
+
+    #[test]
+    fn read_onto_appends_and_refuses_short_files() {
+        let dir = std::env::temp_dir().join(format!("glint-h2-read-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("f");
+        std::fs::write(&path, b"0123456789").expect("write");
+        let f = std::fs::File::open(&path).expect("open");
+        let mut buf = b"head".to_vec();
+        read_onto(&mut buf, &f, 3, 5).expect("read");
+        assert_eq!(buf, b"head34567");
+        assert!(read_onto(&mut buf, &f, 8, 5).is_err(), "only 2 bytes left");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

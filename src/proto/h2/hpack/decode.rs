@@ -34,6 +34,16 @@ pub struct HeaderList {
 }
 
 impl HeaderList {
+    /// An empty list with room for `bytes` of names and values and
+    /// `fields` fields, so that decoding a block grows nothing.
+    pub fn with_capacity(bytes: usize, fields: usize) -> HeaderList {
+        HeaderList {
+            bytes: Vec::with_capacity(bytes),
+            fields: Vec::with_capacity(fields),
+            size: 0,
+        }
+    }
+
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();
