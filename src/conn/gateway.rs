@@ -58,6 +58,17 @@ impl GwSide {
     pub fn head_sent(&self) -> bool {
         self.sent != Sent::Nothing
     }
+
+    /// The client has the whole body its head announced.
+    pub fn body_complete(&self) -> bool {
+        matches!(
+            self.sent,
+            Sent::Body {
+                remaining: Some(0),
+                ..
+            }
+        )
+    }
 }
 
 /// The [`Sink`] of one gateway exchange: its connection's output queue.
@@ -90,12 +101,49 @@ impl ClientSink<'_> {
     }
 }
 
+impl ClientSink<'_> {
+    /// A 101 to an `Upgrade` request: the head as the backend gave it
+    /// (`Upgrade`, `Connection: upgrade`), then the connection is a
+    /// tunnel: bytes both ways, unframed, until either side closes; it is
+    /// never used for another request.
+    fn switch(&mut self, head: &AnswerHead<'_>) {
+        let g = &mut self.gw;
+        g.status = head.status;
+        g.sent = Sent::Body {
+            chunked: false,
+            remaining: None,
+        };
+        let mut fields = head.headers.to_vec();
+        if !fields
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
+        {
+            fields.push(("Connection".into(), b"upgrade".to_vec()));
+        }
+        let h = Head {
+            status: head.status,
+            fields: Fields::Pairs(&fields),
+            framing: Framing::None,
+            settings: &g.start.settings,
+            date: self.date,
+            // (Not `Connection: close`: the field above says what happens.)
+            keep_alive: true,
+            minor: g.start.minor,
+        };
+        h1::write_head(self.out, &h);
+        g.start.keep_alive = false;
+    }
+}
+
 impl Sink for ClientSink<'_> {
     fn has_room(&self) -> bool {
         self.out.pending_mem() < CLIENT_HIGH_WATER
     }
 
     fn head(&mut self, head: &AnswerHead<'_>) {
+        if head.upgrade {
+            return self.switch(head);
+        }
         let g = &mut self.gw;
         let (framing, remaining) = match head.content_length {
             _ if head.bodiless => (Framing::None, None),
@@ -168,7 +216,7 @@ impl Sink for ClientSink<'_> {
                 if chunked {
                     h1::write_last_chunk(self.out);
                 }
-                if remaining.is_some_and(|r| r > 0) {
+                if remaining.is_some_and(|r| r > 0) && !g.start.head_only {
                     log::error!(
                         "backend sent less than its Content-Length; closing the connection"
                     );
@@ -215,12 +263,31 @@ impl Connection {
         // A client that hung up before its answer began is not worth a
         // backend's time: drop it (and its place in the queue) now, not
         // when the answer finally comes.
-        if self.peer_closed && !gw.head_sent() {
-            log::debug!("client {:?} left before its backend answered", self.peer);
+        let job = gw.start.job;
+        // Once the answer began too: a client that closed while no body of
+        // its is due is gone (nginx's "client prematurely closed" as well),
+        // and its backend's work — a CGI program, a long stream — stops now,
+        // not at the next write. A tunnel's close goes on to its backend.
+        // (One that has its whole body already just left first: the backend
+        // finishes, and its connection may be kept.)
+        // A FIN does not tell a close from a half-close (shutdown(SHUT_WR)):
+        // a client whose request ends the connection (HTTP/1.0, `Connection:
+        // close`) and whose body is all in may shut its side after sending
+        // and still wait for the answer, as lighttpd allows (its test
+        // suite's client does exactly that); the write that fails tells.
+        let half_closed = !gw.start.keep_alive && !cx.sv.upstream.takes_body(job);
+        let gone = self.peer_closed
+            && !half_closed
+            && (!gw.head_sent()
+                || !(cx.sv.upstream.takes_body(job)
+                    || cx.sv.upstream.in_tunnel(job)
+                    || gw.done
+                    || gw.body_complete()));
+        if gone {
+            log::debug!("client {:?} left before its answer was complete", self.peer);
             self.close(cx);
             return true;
         }
-        let job = gw.start.job;
         if !self.out.is_empty() {
             match self.flush(cx) {
                 Flushed::Done => {}
@@ -286,7 +353,7 @@ impl Connection {
         let Some(gw) = self.gw.take() else {
             return AfterWrite::Close;
         };
-        let info = self.info(cx.sv);
+        let info = gw.start.info.clone();
         exchange::log_gateway(cx.sv, &info, &gw.start, gw.status, gw.body_sent);
         let rest = cx.sv.upstream.finish(gw.start.job).body_remaining;
         let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down;
@@ -323,7 +390,7 @@ impl Connection {
         let leftover = cx.sv.upstream.finish(gw.start.job).body_remaining > 0;
         let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down && !leftover;
         let minor = gw.start.minor;
-        let info = self.info(cx.sv);
+        let info = gw.start.info.clone();
         let mut hs = Vec::new();
         let head = gw.start.head.clone();
         let r = exchange::rerun(cx.sv, &info, gw.start, why, keep_alive, cx.registry);

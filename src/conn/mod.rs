@@ -50,7 +50,7 @@ const MAX_DISCARD: u64 = 16 * 1024 * 1024;
 
 /// How long a closing connection keeps reading what the client still sends,
 /// so that closing does not reset the connection under the last response.
-const LINGER_SECS: u64 = 2;
+pub const LINGER_SECS: u64 = 2;
 
 /// Most rounds of an upload (the client fills the body window, the backend
 /// drains it) per drive: 16 windows of 64 KiB, 1 MiB, before others get a turn.
@@ -177,6 +177,15 @@ pub struct Connection {
     /// Stopped at [`PUMP_ROUNDS`] with body bytes still moving: no new edge
     /// will come for them, so the loop drives it again next turn.
     more: bool,
+    /// A trusted forwarder's PROXY protocol header is due before the first
+    /// request (`extforward.hap-PROXY`).
+    proxy_wait: bool,
+    /// The PROXY header says the client spoke TLS to the forwarder.
+    proxy_https: bool,
+    /// What the PROXY header sets for every request of the connection
+    /// (`SSL_*`, `PP2_UNIQUE_ID`, with `hap-PROXY-ssl-client-verify`
+    /// `REMOTE_USER`).
+    proxy_env: Vec<(&'static str, Vec<u8>)>,
     /// TLS over the socket, on a listener with `ssl.engine`.
     tls: Option<Box<crate::tls::TlsConn>>,
     /// What the TLS handshake came to, once it is done.
@@ -207,8 +216,8 @@ impl Connection {
             phase: Phase::Idle,
             input: None,
             out: Output::default(),
-            // Try at once: a freshly accepted socket usually has its request
-            // (TCP_DEFER_ACCEPT) and always has room to write.
+            // Try at once: a freshly accepted socket often has its request
+            // (clients send it behind the handshake) and always has room to write.
             readable: true,
             writable: true,
             peer_closed: false,
@@ -221,12 +230,21 @@ impl Connection {
             registered: false,
             watches_writes: false,
             more: false,
+            proxy_wait: false,
+            proxy_https: false,
+            proxy_env: Vec::new(),
             in_handshake: tls.is_some(),
             tls,
             tls_facts: None,
             born: now,
             h2: None,
         }
+    }
+
+    /// The connection comes from a forwarder trusted to send the PROXY
+    /// protocol: its first bytes must be a PROXY header, or it is closed.
+    pub fn expect_proxy_header(&mut self) {
+        self.proxy_wait = true;
     }
 
     /// Whether the loop should drive it again next turn without an event
@@ -281,6 +299,9 @@ impl Connection {
             listener: self.listener,
             peer: self.peer,
             peer_port: self.peer_port,
+            conn_peer: self.peer,
+            forwarded_scheme: self.proxy_https.then_some("https"),
+            forwarded: false,
             local_ip,
             ex: self.id,
             tls: self.tls_facts.clone(),
@@ -364,8 +385,20 @@ impl Connection {
         let want = spare.len();
         match self.stream.read(spare) {
             Ok(0) => {
-                // The client closed its side. A request in progress cannot complete.
                 self.readable = false;
+                if let Some(job) = self
+                    .gw
+                    .as_ref()
+                    .map(|g| g.start.job)
+                    .filter(|&j| cx.sv.upstream.in_tunnel(j))
+                {
+                    // The client closed its side of a tunnel: the backend
+                    // hears it, and may still answer before it closes too.
+                    let now = cx.sv.clock.mono_secs;
+                    cx.sv.upstream.end_input(job, now, cx.registry);
+                    return;
+                }
+                // The client closed its side. A request in progress cannot complete.
                 self.close(cx);
             }
             Ok(n) => {
@@ -417,6 +450,7 @@ impl Connection {
             self.phase = Phase::Lingering {
                 until: cx.sv.clock.mono_secs + LINGER_SECS,
             };
+            cx.sv.lingering += 1;
         } else {
             self.close(cx);
         }
@@ -424,6 +458,9 @@ impl Connection {
 
     /// Drops the connection at once (and its gateway exchange, if any).
     pub fn close(&mut self, cx: &mut Ctx<'_>) {
+        if matches!(self.phase, Phase::Lingering { .. }) {
+            cx.sv.lingering = cx.sv.lingering.saturating_sub(1);
+        }
         self.phase = Phase::Closed;
         self.end_handshake(cx);
         self.h2_release(cx);
@@ -432,6 +469,55 @@ impl Connection {
             cx.sv.upstream.finish(gw.start.job);
         }
         self.release_buffers(cx.pool);
+    }
+
+    /// The PROXY protocol header at the start of `input`: its addresses
+    /// become the connection's. False when more bytes are needed, or the
+    /// header was bad and the connection is closed (the specification:
+    /// "must be discarded and cause the receiver to abort the connection").
+    /// Its time-out is `server.max-read-idle`, as for a request head.
+    fn read_proxy_header(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
+        use crate::forwarded::proxy_protocol::{self, Endpoints};
+        match proxy_protocol::parse(input.pending()) {
+            Ok(None) if input.spare().is_empty() => {
+                log::warn!("PROXY header from {:?} too long; closing", self.peer);
+                self.close(cx);
+                false
+            }
+            Ok(None) => false,
+            Ok(Some(h)) => {
+                input.consume(h.len);
+                self.proxy_wait = false;
+                match &h.endpoints {
+                    Endpoints::Keep => {}
+                    Endpoints::Tcp { src, dst } => {
+                        log::debug!("PROXY header: client {src} (via {:?})", self.peer);
+                        self.peer = Some(src.ip());
+                        self.peer_port = src.port();
+                        self.local_ip = Some(Some(dst.ip()));
+                    }
+                    Endpoints::Unix { .. } => {
+                        self.peer = None;
+                        self.peer_port = 0;
+                    }
+                }
+                self.proxy_https = h.client_tls();
+                let verify = cx
+                    .sv
+                    .config
+                    .socket_settings(self.listener)
+                    .extforward
+                    .as_ref()
+                    .is_some_and(|x| x.hap_proxy_ssl_client_verify);
+                self.proxy_env = h.env(verify);
+                true
+            }
+            Err(e) => {
+                log::warn!("{e} from {:?}; closing", self.peer);
+                self.close(cx);
+                false
+            }
+        }
     }
 
     /// Returns buffers to the pool while nothing is buffered.
@@ -453,6 +539,34 @@ impl Connection {
         if self.out.mem.capacity() == 0 {
             self.out.mem = pool.take_out();
         }
+    }
+
+    /// Lingering after its last answer (it waits only for the client's end).
+    pub fn is_lingering(&self) -> bool {
+        matches!(self.phase, Phase::Lingering { .. })
+    }
+
+    /// When the connection became idle, if it waits for a request with
+    /// nothing read of it, nothing to write and no backend: keep-alive
+    /// between requests, or a client that has sent nothing yet. Closing such
+    /// a connection loses nothing the client sent.
+    pub fn idle_since(&self) -> Option<u64> {
+        if self.phase == Phase::Http2 {
+            // No stream open, nothing to write or half read.
+            return self
+                .h2
+                .as_deref()
+                .is_some_and(|s| s.is_idle())
+                .then_some(self.last_active)
+                .filter(|_| self.out.is_empty());
+        }
+        let waiting = self.phase == Phase::Idle
+            && !self.readable
+            && self.out.is_empty()
+            && self.gw.is_none()
+            && self.tls.as_deref().is_none_or(|t| !t.is_handshaking())
+            && self.input.as_ref().is_none_or(InBuf::is_empty);
+        waiting.then_some(self.last_active)
     }
 
     /// The server shuts down gracefully: an HTTP/2 connection says GOAWAY

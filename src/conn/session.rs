@@ -55,22 +55,25 @@ impl Connection {
                     self.feed_body(&mut input, cx);
                     break;
                 }
-                Phase::Idle | Phase::ReadingHead if self.requests == 0 => {
-                    // The first bytes (or ALPN) may say HTTP/2.
-                    match self.h2_start(input.pending(), cx.sv) {
-                        Start::H2 => self.enter_h2(None, cx),
-                        Start::Wait => {
-                            self.phase = Phase::ReadingHead;
-                            break;
-                        }
-                        Start::H1 => {
-                            if !self.answer_h1(&mut input, cx) {
+                Phase::Idle | Phase::ReadingHead => {
+                    // (A PROXY v2 header starts with blank lines: before those are skipped.)
+                    if self.proxy_wait && !self.read_proxy_header(&mut input, cx) {
+                        break;
+                    }
+                    if self.requests == 0 {
+                        // The first bytes (or ALPN) may say HTTP/2.
+                        match self.h2_start(input.pending(), cx.sv) {
+                            Start::H2 => {
+                                self.enter_h2(None, cx);
+                                continue;
+                            }
+                            Start::Wait => {
+                                self.phase = Phase::ReadingHead;
                                 break;
                             }
+                            Start::H1 => {}
                         }
                     }
-                }
-                Phase::Idle | Phase::ReadingHead => {
                     if !self.answer_h1(&mut input, cx) {
                         break;
                     }
@@ -98,12 +101,27 @@ impl Connection {
     /// Answers one HTTP/1 request from `input` if it is complete; false
     /// when the loop over the input is to stop.
     fn answer_h1(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
-        // RFC 9112 §2.2: ignore empty lines before a request line.
+        // RFC 9112 §2.2: ignore an empty line before a request
+        // line ("at least one"); more than one is not a request
+        // line either, and gets 400, as lighttpd answers it.
         let lead = input
             .pending()
             .iter()
             .take_while(|&&b| b == b'\r' || b == b'\n')
             .count();
+        let lines = input.pending()[..lead]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        if lines > 1 {
+            self.answer_error(400, b"", cx);
+            self.linger = true;
+            input.consume_all();
+            self.phase = Phase::Writing {
+                then: AfterWrite::Close,
+            };
+            return false;
+        }
         input.consume(lead);
         if input.is_empty() {
             self.phase = self.idle_or_writing();
@@ -190,8 +208,14 @@ impl Connection {
                     input.consume(req.head_len);
                     return true;
                 }
+                // Clients wait for a slot: this answer frees one for them.
+                // (Keeping connections alive for a turn of a second instead
+                // served 2,989 of 5,000 storm clients in 8 s, not all, and
+                // wrk saw 178 answers later than 2 s: the backlog stays full
+                // between turns, and the clients whose SYNs it drops back off.)
                 let keep_alive = req.keep_alive
                     && !cx.sv.shutting_down
+                    && !cx.sv.accept_paused
                     && self.requests < cx.sv.config.global.max_keep_alive_requests;
                 if keep_alive && !self.nodelay {
                     // A persistent connection: the last segment of a response must
@@ -200,14 +224,24 @@ impl Connection {
                     self.nodelay = true;
                 }
                 let body_here = pending.len() - req.head_len;
-                let info = self.info(cx.sv);
-                let outcome = exchange::respond(cx.sv, &info, &req, keep_alive, cx.registry);
+                let mut info = self.info(cx.sv);
+                let outcome = exchange::respond(
+                    cx.sv,
+                    &mut info,
+                    &req,
+                    keep_alive,
+                    &self.proxy_env,
+                    cx.registry,
+                );
                 let action = self.take_outcome(outcome, &req, keep_alive, &info, cx);
                 match action {
                     BodyAction::Gateway => {
                         // A chunked body is collected before a backend is
                         // asked; any other goes to the backend as it arrives.
-                        let continue_100 = wants_continue(&req);
+                        // RFC 9110 10.1.1: no `100 Continue` for a body
+                        // that is here already (lighttpd sends none then).
+                        let continue_100 = wants_continue(&req)
+                            && !matches!(req.body, Body::Length(n) if body_here as u64 >= n);
                         input.consume(req.head_len);
                         self.start_gateway_body(cx, continue_100);
                         return true;

@@ -263,7 +263,8 @@ const MAX_SOCKET_PATH: usize = 108 - 3;
 pub fn parse_servers(v: &ConfValue) -> Result<Vec<Route>, String> {
     let mut routes = Vec::new();
     for (pattern, hosts) in entries("proxy.server", v)? {
-        let Some(pattern) = pattern.clone().filter(|p| !p.is_empty()) else {
+        // `""` is the prefix of every path (Debian's 10-proxy.conf uses it).
+        let Some(pattern) = pattern.clone() else {
             return Err(
                 "proxy.server: each entry needs a \"/prefix\" or \".extension\" key".into(),
             );

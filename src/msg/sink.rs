@@ -1,4 +1,4 @@
-//! How an upstream (a FastCGI, SCGI or uwsgi backend) hands its answer to
+//! How an upstream (a FastCGI, SCGI, uwsgi or HTTP backend, a CGI program) hands its answer to
 //! the client's side: through a [`Sink`] that the protocol layer
 //! implements. The upstream never sees the client's connection, and the
 //! client's side never sees a backend.
@@ -39,6 +39,9 @@ pub struct AnswerHead<'a> {
     pub content_length: Option<u64>,
     /// There is no body (1xx, 204, 304).
     pub bodiless: bool,
+    /// A 101 to an `Upgrade` request: after the head, bytes go both ways
+    /// as they come (a tunnel) until either side closes.
+    pub upgrade: bool,
 }
 
 /// Why glint runs a request again once its backend's answer is read.

@@ -72,8 +72,6 @@ pub struct Server {
     sv: Services,
     pool: Pool,
     max_connections: usize,
-    /// Accepting paused: at `server.max-connections`, or out of file descriptors.
-    accept_paused: bool,
     /// A listener stopped at its accept batch with connections still waiting.
     accept_more: bool,
     /// Connections to drive next turn without an event (they stopped at
@@ -135,11 +133,13 @@ impl Server {
         let max_connections = config.global.max_connections.max(1) as usize;
         let gateways = crate::upstream::Gateways::from_config(&config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let auth = crate::exchange::AuthState::from_config(&config);
         // Certificates and keys are read now, before chroot and the switch
         // of user.
         let tls = secure::Tls::load(&config, crate::clock::unix_now())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let mut sv = Services::new(config, gateways);
+        sv.auth = auth;
         sv.ports = ports;
         sv.bound_ips = bound_ips;
         Ok(Server {
@@ -150,7 +150,6 @@ impl Server {
             sv,
             pool: Pool::default(),
             max_connections,
-            accept_paused: false,
             accept_more: false,
             wake: Vec::new(),
             tls,

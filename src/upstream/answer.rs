@@ -51,8 +51,17 @@ pub(super) fn deliver(
                     return Ok(false);
                 }
             }
-            let bodiless = matches!(head.status, 100..=199 | 204 | 304);
-            if head.chunked && !bodiless && !job.head_only {
+            // A CGI program allowed to upgrade (`cgi.upgrade`) may answer
+            // 101 and then talk to the client both ways.
+            let upgrade = head.status == 101 && job.cgi.as_ref().is_some_and(|c| c.upgrade);
+            if head.status == 101 && !upgrade {
+                return Err("101 Switching Protocols without a requested upgrade".into());
+            }
+            if upgrade {
+                job.upload.start_tunnel();
+            }
+            let bodiless = matches!(head.status, 100..=199 | 204 | 304) && !upgrade;
+            if head.chunked && !bodiless && !job.head_only && !upgrade {
                 // (A backend may leave out the body of a HEAD answer, chunks and all.)
                 *dechunk = Some(chunked::Decoder::default());
             }
@@ -60,8 +69,9 @@ pub(super) fn deliver(
             sink.head(&AnswerHead {
                 status: head.status,
                 headers: &head.headers,
-                content_length: head.content_length,
+                content_length: head.content_length.filter(|_| !upgrade),
                 bodiless,
+                upgrade,
             });
             owned = head_buf.split_off(used);
             head_buf.clear();
@@ -174,6 +184,7 @@ fn send_file_instead(
         headers: &head.headers,
         content_length: Some(len),
         bodiless: false,
+        upgrade: false,
     };
     sink.file(&h, Rc::new(file), len);
 }

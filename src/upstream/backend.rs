@@ -7,11 +7,66 @@ use std::io;
 use mio::Registry;
 
 use super::answer::deliver;
+use super::cgi_run::CgiProc;
 use super::job::Answer;
+use super::proxy::{self, HttpRead, Step};
 use super::{fastcgi, Gateways, Protocol, MAX_ATTEMPTS};
 use crate::msg::Sink;
 use crate::net::{interest, Stream};
 use crate::proto::h1::chunked;
+
+/// What a backend connection is made of: a socket, or a CGI process's pipes.
+#[derive(Debug)]
+pub(super) enum Link {
+    Sock(Stream),
+    Cgi(Box<CgiProc>),
+}
+
+impl Link {
+    pub(super) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Link::Sock(s) => s.read(buf),
+            Link::Cgi(p) => p.read(buf),
+        }
+    }
+
+    pub(super) fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Link::Sock(s) => s.write(buf),
+            Link::Cgi(p) => p.write(buf),
+        }
+    }
+
+    pub(super) fn take_error(&self) -> io::Result<Option<io::Error>> {
+        match self {
+            Link::Sock(s) => s.take_error(),
+            Link::Cgi(_) => Ok(None),
+        }
+    }
+
+    /// The request is all written: a tunnel's backend hears the client
+    /// closed, a CGI program the end of its stdin.
+    pub(super) fn shutdown_write(&mut self) {
+        match self {
+            Link::Sock(s) => s.shutdown_write(),
+            Link::Cgi(p) => p.close_stdin(),
+        }
+    }
+
+    pub(super) fn register(&mut self, r: &Registry, t: mio::Token, writes: bool) -> io::Result<()> {
+        match self {
+            Link::Sock(s) => r.register(s, t, interest(writes)),
+            Link::Cgi(p) => p.register(r, t, writes),
+        }
+    }
+
+    pub(super) fn watch_writes(&mut self, r: &Registry, t: mio::Token) -> io::Result<()> {
+        match self {
+            Link::Sock(s) => r.reregister(s, t, interest(true)),
+            Link::Cgi(p) => p.watch_stdin(r, t),
+        }
+    }
+}
 
 /// Backend connection tokens start here (client connections are below,
 /// listeners above).
@@ -42,7 +97,7 @@ pub(super) enum Progress {
 /// A connection to a backend: serving one job, kept open between two
 /// (FastCGI keep-conn), or asking the backend FCGI_GET_VALUES.
 pub(super) struct BackendConn {
-    pub(super) stream: Stream,
+    pub(super) stream: Link,
     /// What it is for now.
     pub(super) state: Use,
     pub(super) host: usize,
@@ -81,6 +136,12 @@ pub(super) struct BackendConn {
     /// It carried a request before this one: a close before any answer
     /// may just mean the backend let the kept connection go.
     pub(super) reused: bool,
+    /// HTTP: how far the answer has come.
+    pub(super) http: HttpRead,
+    /// Kept idle for at most this many seconds.
+    pub(super) idle_limit: u64,
+    /// The write side was shut (the end of a tunnel, or of a CGI's stdin).
+    pub(super) half_closed: bool,
 }
 
 /// Why a backend attempt failed.
@@ -103,11 +164,12 @@ impl Failure {
 }
 
 impl BackendConn {
-    pub(super) fn new(stream: Stream, state: Use, host: usize, protocol: Protocol) -> Self {
+    pub(super) fn new(stream: Link, state: Use, host: usize, protocol: Protocol) -> Self {
         // A unix socket connects at once (or says EAGAIN), and a TCP
         // connect to a near backend is usually done too: the first write
-        // goes out now instead of after an epoll round trip.
-        let connected = matches!(stream, Stream::Unix(_));
+        // goes out now instead of after an epoll round trip. Pipes are
+        // there at once.
+        let connected = matches!(stream, Link::Sock(Stream::Unix(_)) | Link::Cgi(_));
         BackendConn {
             stream,
             state,
@@ -129,6 +191,9 @@ impl BackendConn {
             last_active: 0,
             keep: false,
             reused: false,
+            http: HttpRead::default(),
+            idle_limit: super::IDLE_KEEP_SECS,
+            half_closed: false,
         }
     }
 
@@ -149,6 +214,7 @@ impl BackendConn {
         self.records.clear();
         self.head.clear();
         self.dechunk = None;
+        self.http = HttpRead::default();
         self.progress = Progress::Silent;
         self.paused = false;
         self.started = now;
@@ -161,14 +227,20 @@ impl BackendConn {
             (_, Progress::Silent) => Err(Failure::Retry(
                 "closed the connection without an answer".into(),
             )),
-            (Protocol::Scgi | Protocol::Uwsgi, _)
+            (Protocol::Scgi | Protocol::Uwsgi | Protocol::Cgi, _)
                 if self.dechunk.as_ref().is_some_and(|d| !d.is_done()) =>
             {
                 Err(Failure::Broken(
                     "closed the connection inside its chunked answer".into(),
                 ))
             }
-            (Protocol::Scgi | Protocol::Uwsgi, _) => Ok(true),
+            (Protocol::Cgi, _) if !self.head.is_empty() => Err(Failure::Broken(
+                "ended its output inside its header block".into(),
+            )),
+            (Protocol::Scgi | Protocol::Uwsgi | Protocol::Cgi, _) => Ok(true),
+            (Protocol::Http, _) => proxy::complete_at_close(&self.http)
+                .map(|()| true)
+                .map_err(Failure::Broken),
             (Protocol::FastCgi, Progress::Ended) => Ok(true),
             (Protocol::FastCgi, _) => Err(Failure::Broken(
                 "closed the connection before END_REQUEST".into(),
@@ -194,11 +266,14 @@ impl Gateways {
         if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
             b.writable = true;
         }
-        if ev.is_read_closed() || ev.is_error() {
+        // A CGI's three pipes share one token: which of them closed is not
+        // known, so its stdout is read to its end instead.
+        let pipes = matches!(b.stream, Link::Cgi(_));
+        if (ev.is_read_closed() || ev.is_error()) && !pipes {
             b.peer_closed = true;
         }
         // An orderly end of stream (FIN), not a reset.
-        if ev.is_read_closed() && !ev.is_error() {
+        if ev.is_read_closed() && !ev.is_error() && !pipes {
             b.fin_seen = true;
         }
         match b.state {
@@ -263,6 +338,14 @@ impl Gateways {
         match result {
             Ok(false) => self.watch_writes(bkey, registry),
             Ok(true) => self.finish_answer(bkey, sink, now),
+            Err(Failure::Retry(why))
+                if self
+                    .conns
+                    .get(bkey)
+                    .is_some_and(|b| b.protocol == Protocol::Http) =>
+            {
+                self.http_retry(bkey, job, why, sink, now, registry);
+            }
             Err(Failure::Retry(why)) => {
                 let Some(b) = self.remove_conn(bkey) else {
                     return;
@@ -315,6 +398,73 @@ impl Gateways {
         }
     }
 
+    /// An HTTP backend failed before answering. Not connected yet: the
+    /// request never left, so another backend (or this one later) may take
+    /// it, as for the gateways. A kept connection found closed: sent again
+    /// on a new one when [`crate::httpup::retry::may_retry`] allows (an
+    /// idempotent method, the request still whole), else 502. A new
+    /// connection that failed: the backend's failure, 502 and disabled.
+    fn http_retry(
+        &mut self,
+        bkey: usize,
+        job: usize,
+        why: String,
+        sink: Option<&mut dyn Sink>,
+        now: u64,
+        registry: &Registry,
+    ) {
+        let Some(b) = self.remove_conn(bkey) else {
+            return;
+        };
+        let host = &mut self.hosts[b.host];
+        let name = host.name();
+        let Some(j) = self.jobs.get_mut(job) else {
+            return;
+        };
+        j.backend = None;
+        if !b.connected {
+            log::error!(
+                "backend {name}: {why}; disabled for {} s",
+                host.spec.disable_time
+            );
+            host.disabled_until = now + host.spec.disable_time;
+            if j.attempts < MAX_ATTEMPTS && j.answer == Answer::Nothing && j.upload.rewind() {
+                if let Err(status) = self.dispatch(job, now, registry) {
+                    self.fail_job(job, status, sink);
+                }
+                return;
+            }
+            return self.fail_job(job, 502, sink);
+        }
+        let f = crate::httpup::retry::Failure {
+            reused: b.reused,
+            answer_started: b.answered() || j.answer != Answer::Nothing,
+            body_replayable: j.upload.is_whole(),
+        };
+        if crate::httpup::retry::may_retry(&j.method, f) && j.upload.rewind() {
+            log::debug!("backend {name}: a kept connection was closed ({why}); sending the request again on a new one");
+            j.attempts = j.attempts.saturating_sub(1);
+            j.fresh_conn = true;
+            if let Err(status) = self.dispatch(job, now, registry) {
+                self.fail_job(job, status, sink);
+            }
+            return;
+        }
+        if b.reused {
+            log::error!(
+                "backend {name}: {why} on a kept connection; a {} request is not sent twice: answering 502",
+                j.method
+            );
+        } else {
+            log::error!(
+                "backend {name}: {why}; answering 502, disabled for {} s",
+                host.spec.disable_time
+            );
+            host.disabled_until = now + host.spec.disable_time;
+        }
+        self.fail_job(job, 502, sink);
+    }
+
     /// Registers for writability once a write blocked (a TCP connect under
     /// way, or a full socket).
     fn watch_writes(&mut self, bkey: usize, registry: &Registry) {
@@ -322,7 +472,7 @@ impl Gateways {
             if !b.writable && !b.watches_writes {
                 b.watches_writes = true;
                 let t = mio::Token(BACKEND_BASE + bkey);
-                if let Err(e) = registry.reregister(&mut b.stream, t, interest(true)) {
+                if let Err(e) = b.stream.watch_writes(registry, t) {
                     log::error!("cannot watch a backend connection: {e}");
                 }
             }
@@ -380,6 +530,18 @@ impl Gateways {
                 }
             }
         }
+        // The whole request is out: a CGI program reads the end of its
+        // body (unless a tunnel may follow), a tunnel's backend hears the
+        // client closed.
+        let done_writing = up.all_sent() && !b.half_closed;
+        let closes = match &b.stream {
+            Link::Cgi(p) => !p.hold_stdin,
+            Link::Sock(_) => up.tunneled(),
+        };
+        if done_writing && closes && !b.write_shut {
+            b.half_closed = true;
+            b.stream.shutdown_write();
+        }
         // Room in the body window: the client may be read again.
         if up.pending().len() < before {
             if let Some(j) = b.job().and_then(|j| self.jobs.get(j)) {
@@ -399,16 +561,30 @@ impl Gateways {
             return Ok(false);
         };
         let buf = &mut self.scratch;
+        let fields = &mut self.http_fields;
         let spec = &self.hosts[b.host].spec;
-        let xs = spec
-            .x_sendfile
-            .then_some(spec.x_sendfile_docroot.as_slice());
+        // A CGI's x-sendfile is the request's (`cgi.x-sendfile` may be set
+        // per scope); a backend's is its own.
+        let cgi_xs: Option<Vec<String>> = job.cgi.as_ref().and_then(|c| c.x_sendfile.clone());
+        let xs = match &cgi_xs {
+            Some(roots) => Some(roots.as_slice()),
+            None => spec
+                .x_sendfile
+                .then_some(spec.x_sendfile_docroot.as_slice()),
+        };
+        if let Link::Cgi(p) = &mut b.stream {
+            p.drain_stderr();
+        }
         while b.readable && !b.paused {
             buf.resize(64 * 1024, 0);
             match b.stream.read(buf) {
                 Ok(0) => {
                     b.readable = false;
-                    return b.at_end();
+                    let end = b.at_end();
+                    if end.is_ok() {
+                        b.progress = Progress::Ended;
+                    }
+                    return end;
                 }
                 Ok(n) => {
                     b.last_active = now;
@@ -418,9 +594,28 @@ impl Gateways {
                     let data = &buf[..n];
                     let finished = match b.protocol {
                         // Both end when the backend closes, or with the last chunk.
-                        Protocol::Scgi | Protocol::Uwsgi => {
+                        Protocol::Scgi | Protocol::Uwsgi | Protocol::Cgi => {
                             deliver(job, &mut b.head, &mut b.dechunk, data, xs, sink)
                                 .map_err(Failure::Broken)?
+                        }
+                        Protocol::Http => {
+                            let step =
+                                proxy::deliver(job, &mut b.head, &mut b.http, fields, data, sink)
+                                    .map_err(Failure::Broken)?;
+                            match step {
+                                Step::More => false,
+                                Step::Complete => {
+                                    b.progress = Progress::Ended;
+                                    b.keep &= b.http.reusable;
+                                    if let Some(t) = b.http.keep_secs {
+                                        // Gone before the backend lets it go.
+                                        let t = u64::from(t).saturating_sub(1);
+                                        b.idle_limit = b.idle_limit.min(t);
+                                        b.keep &= t > 0;
+                                    }
+                                    true
+                                }
+                            }
                         }
                         Protocol::FastCgi => {
                             b.records.extend_from_slice(data);

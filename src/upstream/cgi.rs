@@ -100,6 +100,13 @@ impl Env {
     /// Sets `name` to `value`, replacing what glint or the client put there
     /// (an authorizer's `Variable-` headers are trusted over both).
     pub fn set(&mut self, name: &[u8], value: &[u8]) {
+        self.remove(name);
+        self.put(name, value);
+    }
+
+    /// Drops the variable `name`, if it is there (an `Upgrade` a CGI
+    /// program may not act on, a header `setenv.set-request-header` empties).
+    pub fn remove(&mut self, name: &[u8]) {
         if self.pairs().any(|(k, _)| k == name) {
             let mut kept = Env::default();
             for (k, v) in self.pairs().filter(|(k, _)| *k != name) {
@@ -107,7 +114,6 @@ impl Env {
             }
             *self = kept;
         }
-        self.put(name, value);
     }
 }
 

@@ -13,6 +13,11 @@ pub enum Protocol {
     FastCgi,
     /// uWSGI's own protocol: `scgi.server` backends with `scgi.protocol = "uwsgi"`.
     Uwsgi,
+    /// HTTP/1.1 to an application server (`proxy.server`, mod_proxy).
+    Http,
+    /// A CGI program glint runs for the request (`cgi.assign`, mod_cgi):
+    /// the body on its stdin, its answer on its stdout.
+    Cgi,
 }
 
 impl Protocol {
@@ -95,6 +100,9 @@ pub struct HostSpec {
     /// how many connections it serves (FCGI_GET_VALUES) and keeps them
     /// only when it says.
     pub keep_conn: Option<bool>,
+    /// `proxy.server`: the host's key as written (`""` when it has none),
+    /// the Host `proxy.replace-http-host` sends.
+    pub http_label: String,
 }
 
 /// One mapping from a URL prefix or an extension to backends.
@@ -106,8 +114,9 @@ pub struct RouteSpec {
 }
 
 impl RouteSpec {
+    /// `""` is a prefix too: that of every path.
     pub fn is_extension(&self) -> bool {
-        !self.pattern.starts_with('/')
+        !self.pattern.is_empty() && !self.pattern.starts_with('/')
     }
 }
 
@@ -201,6 +210,7 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
         authorizer: false,
         local_redir: true,
         keep_conn: None,
+        http_label: String::new(),
     };
     let mut kill_signal = 15;
     for (k, v) in items {
@@ -314,6 +324,95 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
         out.push(s);
     }
     Ok(out)
+}
+
+/// `proxy.server` (checked by [`crate::httpup::options::parse_servers`]
+/// when the option was set): each host an HTTP backend, its name resolved
+/// now (as lighttpd does at start). A `read-timeout` or `write-timeout` of
+/// 0, lighttpd's default, is none: an answer may take as long as it takes
+/// (a server-sent event stream is quiet for minutes).
+pub fn parse_proxy_servers(v: &Value) -> Result<Vec<RouteSpec>, String> {
+    use crate::httpup::options::{parse_servers, UpstreamAddr};
+    let routes = parse_servers(&crate::config::conf_value(v))?;
+    let never = |t: u32| if t == 0 { u64::MAX } else { u64::from(t) };
+    let mut out = Vec::with_capacity(routes.len());
+    for r in routes {
+        let mut hosts = Vec::with_capacity(r.hosts.len());
+        for (i, h) in r.hosts.into_iter().enumerate() {
+            let addr = match &h.addr {
+                UpstreamAddr::Unix(p) => BackendAddr::Unix(PathBuf::from(p)),
+                UpstreamAddr::Tcp { host, port } => {
+                    let a = (host.as_str(), *port)
+                        .to_socket_addrs()
+                        .map_err(|e| format!("{}: host {host}: {e}", r.pattern))?
+                        .next()
+                        .ok_or_else(|| format!("{}: host {host}: no address", r.pattern))?;
+                    BackendAddr::Tcp(a)
+                }
+            };
+            let label = if h.label.is_empty() {
+                format!("{}#{i}", r.pattern)
+            } else {
+                h.label.clone()
+            };
+            hosts.push(HostSpec {
+                label,
+                protocol: Protocol::Http,
+                addr,
+                spawn: None,
+                check_local: false,
+                docroot: None,
+                strip_request_uri: None,
+                fix_root_scriptname: false,
+                broken_scriptfilename: false,
+                listen_backlog: 1024,
+                max_conns: h.max_conns.max(1) as usize,
+                disable_time: u64::from(h.disable_time),
+                connect_timeout: u64::from(h.connect_timeout.max(1)),
+                write_timeout: never(h.write_timeout),
+                read_timeout: never(h.read_timeout),
+                x_sendfile: false,
+                x_sendfile_docroot: Vec::new(),
+                authorizer: false,
+                local_redir: false,
+                keep_conn: None,
+                http_label: h.label,
+            });
+        }
+        out.push(RouteSpec {
+            pattern: r.pattern,
+            hosts,
+        });
+    }
+    Ok(out)
+}
+
+/// The one host every CGI request runs under: its cap is `cgi.limits`'
+/// `max-procs` (processes running at once), its queue the gateways' own.
+pub fn cgi_host(max_procs: u32) -> HostSpec {
+    HostSpec {
+        label: "cgi".into(),
+        protocol: Protocol::Cgi,
+        addr: BackendAddr::Unix(PathBuf::new()),
+        spawn: None,
+        check_local: false,
+        docroot: None,
+        strip_request_uri: None,
+        fix_root_scriptname: false,
+        broken_scriptfilename: false,
+        listen_backlog: 0,
+        max_conns: max_procs.max(1) as usize,
+        disable_time: 0,
+        connect_timeout: u64::MAX,
+        write_timeout: u64::MAX,
+        read_timeout: u64::MAX,
+        x_sendfile: false,
+        x_sendfile_docroot: Vec::new(),
+        authorizer: false,
+        local_redir: false,
+        keep_conn: Some(false),
+        http_label: String::new(),
+    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@ use std::io;
 
 use mio::{Registry, Token};
 
-use super::backend::{BackendConn, Use, BACKEND_BASE};
+use super::backend::{BackendConn, Link, Use, BACKEND_BASE};
 use super::job::Answer;
 use super::{Balance, Gateways, Keep, Protocol, MAX_WAITING, MAX_WAIT_SECS};
-use crate::net::{connect, interest};
+use crate::net::connect;
 
 impl Gateways {
     /// Finds a backend for job `key`, whose request is ready to go, and
@@ -99,13 +99,45 @@ impl Gateways {
             return Ok(());
         };
         let host = &mut self.hosts[h];
-        let keep = host.keep == Keep::On && j.protocol == Protocol::FastCgi;
+        let keep =
+            host.keep == Keep::On && matches!(j.protocol, Protocol::FastCgi | Protocol::Http);
+        if let Some(http) = j.http.as_mut() {
+            // `proxy.replace-http-host`: the head with this backend's label.
+            let want = http
+                .heads
+                .iter()
+                .position(|(l, _)| *l == host.spec.http_label)
+                .unwrap_or(0);
+            if want != http.current {
+                if let Some((_, head)) = http.heads.get(want) {
+                    j.upload.replace_head(head);
+                    http.current = want;
+                }
+            }
+        }
         // A kept connection may have been closed by the backend a moment
         // ago (php-cgi's child exits after PHP_FCGI_MAX_REQUESTS): only a
         // request glint can always send again goes on one. Another gets a
         // new connection, in the place of an idle one when at the cap.
         let fresh = j.fresh_conn || !j.upload.stays_whole();
-        if keep && !fresh {
+        // HTTP: a request that must not be sent twice goes only on a
+        // connection that rested for less than a second (no backend lets
+        // one go that soon), or a new one.
+        let risky = j.protocol == Protocol::Http
+            && !crate::httpup::retry::may_retry(
+                &j.method,
+                crate::httpup::retry::Failure {
+                    reused: true,
+                    answer_started: false,
+                    body_replayable: true,
+                },
+            );
+        let newest_rested = host
+            .idle
+            .last()
+            .and_then(|&k| self.conns.get(k))
+            .is_some_and(|b| matches!(b.state, Use::Idle { since } if since < now));
+        if keep && !fresh && !(risky && newest_rested) {
             if let Some(bkey) = host.idle.pop() {
                 if let Some(b) = self.conns.get_mut(bkey) {
                     b.state = Use::Busy { job: key };
@@ -137,6 +169,9 @@ impl Gateways {
             return Ok(());
         };
         let host = &mut self.hosts[h];
+        if j.protocol == Protocol::Cgi {
+            return self.start_cgi(key, h, now, registry);
+        }
         let stream = match connect(&host.spec.addr) {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -162,8 +197,11 @@ impl Gateways {
             }
         };
         // The request's protocol: `scgi.protocol` may differ per request.
-        let mut b = BackendConn::new(stream, Use::Busy { job: key }, h, j.protocol);
-        b.keep = keep;
+        let mut b = BackendConn::new(Link::Sock(stream), Use::Busy { job: key }, h, j.protocol);
+        b.keep = keep && j.http.as_ref().is_none_or(|http| http.sent.keep_alive);
+        if j.protocol == Protocol::Http {
+            b.idle_limit = super::proxy::IDLE_SECS;
+        }
         let Some(bkey) = self.insert_conn(registry, b, now) else {
             return Err(502);
         };
@@ -173,6 +211,48 @@ impl Gateways {
         };
         j.backend = Some(bkey);
         j.upload.set_keep_conn(keep);
+        self.opened += 1;
+        self.first_send(bkey, now, registry)
+    }
+
+    /// Starts the CGI program of job `key` under host `h` (under its cap):
+    /// a failure to start is the request's 500, as lighttpd answers.
+    fn start_cgi(
+        &mut self,
+        key: usize,
+        h: usize,
+        now: u64,
+        registry: &Registry,
+    ) -> Result<(), u16> {
+        let Some(j) = self.jobs.get_mut(key) else {
+            return Ok(());
+        };
+        let Some(cgi) = j.cgi.as_ref() else {
+            return Err(500);
+        };
+        let Some((env, len)) = j.upload.take_cgi_env() else {
+            return Err(500);
+        };
+        let proc = match super::cgi_run::CgiProc::spawn(cgi, &env, len) {
+            Ok(p) => p,
+            Err(e) => {
+                log::error!("cgi {}: cannot start: {e}", cgi.script.display());
+                return Err(500);
+            }
+        };
+        let b = BackendConn::new(
+            Link::Cgi(Box::new(proc)),
+            Use::Busy { job: key },
+            h,
+            Protocol::Cgi,
+        );
+        let Some(bkey) = self.insert_conn(registry, b, now) else {
+            return Err(500);
+        };
+        self.hosts[h].active += 1;
+        if let Some(j) = self.jobs.get_mut(key) {
+            j.backend = Some(bkey);
+        }
         self.opened += 1;
         self.first_send(bkey, now, registry)
     }
@@ -201,8 +281,10 @@ impl Gateways {
     ) -> Option<usize> {
         let entry = self.conns.vacant_entry();
         let bkey = entry.key();
-        let i = interest(b.watches_writes);
-        if let Err(e) = registry.register(&mut b.stream, Token(BACKEND_BASE + bkey), i) {
+        if let Err(e) = b
+            .stream
+            .register(registry, Token(BACKEND_BASE + bkey), b.watches_writes)
+        {
             log::error!("cannot register a backend connection: {e}");
             return None;
         }
@@ -246,8 +328,16 @@ impl Gateways {
 
     /// Drops a backend connection and frees its slot for a waiting job.
     pub(super) fn remove_conn(&mut self, bkey: usize) -> Option<BackendConn> {
-        let b = self.conns.try_remove(bkey)?;
+        let mut b = self.conns.try_remove(bkey)?;
         self.freed += 1;
+        if let Link::Cgi(p) = &mut b.stream {
+            if let Some(child) = p.child.take() {
+                p.drain_stderr();
+                // Its stdout ended: the answer is complete.
+                let finished = b.progress == super::backend::Progress::Ended;
+                self.retire_cgi(child, b.host, finished);
+            }
+        }
         if let Some(h) = self.hosts.get_mut(b.host) {
             h.active = h.active.saturating_sub(1);
             if matches!(b.state, Use::Idle { .. }) {
@@ -278,6 +368,13 @@ impl Gateways {
     pub fn pump_waiting(&mut self, now: u64, registry: &Registry) {
         self.retry_soon = false;
         self.freed = 0;
+        if !self.exiting.is_empty() {
+            self.reap_cgi(now);
+            // A CGI process about to exit frees a place for a waiting
+            // request: look again in a moment, not at the next tick.
+            self.retry_soon = !self.waiting.is_empty();
+            self.freed = 0;
+        }
         for _ in 0..self.waiting.len() {
             let Some(key) = self.waiting.pop_front() else {
                 break;

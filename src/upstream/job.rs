@@ -39,6 +39,12 @@ pub struct JobSpec {
     pub local_redir: bool,
     /// A HEAD request: the backend may leave out the body, chunks and all.
     pub head_only: bool,
+    /// The request's method (HTTP: whether it may be sent again).
+    pub method: String,
+    /// HTTP (`proxy.server`): the heads built for it and how to read the answer.
+    pub http: Option<Box<super::proxy::HttpJob>>,
+    /// CGI (`cgi.assign`): the program to run.
+    pub cgi: Option<Box<super::cgi_run::CgiJob>>,
 }
 
 /// How far the client has had the answer.
@@ -69,6 +75,9 @@ pub struct Job {
     pub authorizer: bool,
     pub local_redir: bool,
     pub head_only: bool,
+    pub method: String,
+    pub http: Option<Box<super::proxy::HttpJob>>,
+    pub cgi: Option<Box<super::cgi_run::CgiJob>>,
     /// The backend connection carrying it, once it has one.
     pub(super) backend: Option<usize>,
     /// In the queue for a backend.
@@ -115,6 +124,9 @@ impl Gateways {
             authorizer: spec.authorizer,
             local_redir: spec.local_redir,
             head_only: spec.head_only,
+            method: spec.method,
+            http: spec.http,
+            cgi: spec.cgi,
             backend: None,
             waiting: false,
             since: now,
@@ -146,6 +158,33 @@ impl Gateways {
         self.job(id).is_some_and(|j| {
             j.upload.wants_body() && (j.answer == Answer::Done || j.upload.room() > 0)
         })
+    }
+
+    /// The client's side is a tunnel (after a 101): its bytes go to the
+    /// backend as they come, and its close is passed on, not an abort.
+    pub fn in_tunnel(&self, id: JobId) -> bool {
+        self.job(id).is_some_and(|j| j.upload.tunneled())
+    }
+
+    /// The client closed its side of a tunnel: the backend hears it (its
+    /// write side is shut once the bytes before the close are out), and
+    /// the tunnel ends when the backend closes too. A CGI program is sent
+    /// `cgi.limits`' `tcp-fin-propagate` signal.
+    pub fn end_input(&mut self, id: JobId, now: u64, registry: &Registry) {
+        let Some(j) = self.job_mut(id) else {
+            return;
+        };
+        j.upload.end_tunnel();
+        let sig = j.cgi.as_ref().map_or(0, |c| c.fin_signal);
+        if let Some(bkey) = j.backend {
+            if let Some(super::backend::Link::Cgi(p)) = self.conns.get(bkey).map(|b| &b.stream) {
+                if sig > 0 {
+                    p.signal(sig);
+                }
+            }
+            let sent = self.send_request(bkey, now).map(|()| false);
+            self.after_progress(bkey, sent, None, now, registry);
+        }
     }
 
     /// A chunked body is still being collected before a backend is asked.
@@ -248,6 +287,7 @@ impl Gateways {
             self.waiting.retain(|&k| k != key);
         }
         let j = &mut self.jobs[key];
+        j.upload.end_tunnel();
         let told = j.answer == Answer::Done;
         j.answer = Answer::Done;
         match sink {
@@ -274,6 +314,8 @@ impl Gateways {
             return;
         };
         j.backend = None;
+        // A tunnel ends with its backend's end: the client is not read any more.
+        j.upload.end_tunnel();
         match j.answer {
             Answer::Nothing => {
                 log::error!("backend answered without a complete header block");

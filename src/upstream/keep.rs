@@ -148,6 +148,11 @@ impl Gateways {
             if h.keep == Keep::Off {
                 continue;
             }
+            // An idle HTTP connection holds no worker: the FastCGI concern
+            // below is not its; only a retired backend keeps none.
+            if h.spec.protocol == Protocol::Http && !h.retired {
+                continue;
+            }
             let why = if h.retired {
                 None
             } else if h.spec.keep_conn == Some(true) {
@@ -218,7 +223,12 @@ impl Gateways {
         };
         let mut question = Vec::with_capacity(56);
         fastcgi::encode_get_values(&mut question);
-        let mut b = BackendConn::new(stream, Use::Probe { question }, h, Protocol::FastCgi);
+        let mut b = BackendConn::new(
+            super::backend::Link::Sock(stream),
+            Use::Probe { question },
+            h,
+            Protocol::FastCgi,
+        );
         b.watches_writes = true;
         let Some(bkey) = self.insert_conn(registry, b, now) else {
             self.hosts[h].probe_at = now + 1;

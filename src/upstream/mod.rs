@@ -70,12 +70,14 @@
 mod answer;
 mod backend;
 pub mod cgi;
+pub mod cgi_run;
 pub mod codec;
 pub mod config;
 mod dispatch;
 mod job;
 mod keep;
 mod process;
+pub mod proxy;
 mod reconfigure;
 mod tick;
 pub mod upload;
@@ -90,7 +92,7 @@ use backend::BackendConn;
 pub use codec::{fastcgi, scgi, uwsgi};
 pub use config::{BackendAddr, HostSpec, Protocol, RouteSpec};
 pub use job::{Job, JobEnd, JobId, JobSpec};
-pub use upload::{BodyFraming, Upload, BODY_WINDOW};
+pub use upload::{BodyFraming, HttpBody, Upload, BODY_WINDOW};
 
 pub use backend::BACKEND_BASE;
 
@@ -164,6 +166,9 @@ impl Host {
         let keep = match (spec.protocol, spec.keep_conn) {
             (Protocol::FastCgi, Some(true)) => Keep::On,
             (Protocol::FastCgi, None) => Keep::Unknown,
+            // An idle HTTP connection holds no worker of a typical
+            // application server (they multiplex or time idle ones out).
+            (Protocol::Http, None | Some(true)) => Keep::On,
             _ => Keep::Off,
         };
         Host {
@@ -228,6 +233,8 @@ impl Balance {
         let key = match protocol {
             Protocol::FastCgi => "fastcgi.balance",
             Protocol::Scgi | Protocol::Uwsgi => "scgi.balance",
+            Protocol::Http => "proxy.balance",
+            Protocol::Cgi => return Balance::LeastBusy,
         };
         let v = s.raw.iter().rev().find(|(k, _)| k == key);
         match v.and_then(|(_, v)| v.as_str()) {
@@ -306,6 +313,14 @@ pub struct Gateways {
     scgi_tables: Vec<Vec<usize>>,
     /// The same for `fastcgi.server`.
     fastcgi_tables: Vec<Vec<usize>>,
+    /// The same for `proxy.server`.
+    proxy_tables: Vec<Vec<usize>>,
+    /// The route of CGI requests (`cgi.assign`), when some scope sets it.
+    pub cgi_route: Option<usize>,
+    /// CGI processes whose request is over, until they exit.
+    exiting: Vec<cgi_run::Exiting>,
+    /// The field table of HTTP answer heads, reused.
+    http_fields: Vec<crate::httpup::response::Field>,
     pub hosts: Vec<Host>,
     conns: Slab<BackendConn>,
     /// The upstream side of every gateway exchange under way.
@@ -368,6 +383,12 @@ impl Gateways {
                 "fastcgi.server",
                 "fastcgi.balance",
             ),
+            (
+                &c.proxy_servers,
+                Protocol::Http,
+                "proxy.server",
+                "proxy.balance",
+            ),
         ] {
             // Said once here; requests read it quietly from their settings.
             Balance::check(&c.global, balance_key);
@@ -414,8 +435,25 @@ impl Gateways {
             }
             match p {
                 Protocol::FastCgi => g.fastcgi_tables = tables,
+                Protocol::Http => g.proxy_tables = tables,
                 _ => g.scgi_tables = tables,
             }
+        }
+        if c.cgi_used {
+            // One host for every CGI program: its cap is the number of
+            // processes running at once.
+            let spec = config::cgi_host(c.global.cgi.limits.max_procs);
+            g.hosts.push(Host::new(spec));
+            g.cgi_route = Some(g.routes.len());
+            g.routes.push(Route {
+                pattern: String::new(),
+                extension: false,
+                protocol: Protocol::Cgi,
+                authorizer: false,
+                hosts: vec![g.hosts.len() - 1],
+                scope: 0,
+                next: 0,
+            });
         }
         g.settle_keep();
         Ok(g)
@@ -434,7 +472,11 @@ impl Gateways {
         // (a backend named twice in one table stays two hosts).
         let before = self.hosts.len();
         let mut shared = vec![false; before];
-        for r in config::parse_servers(v, p)? {
+        let specs = match p {
+            Protocol::Http => config::parse_proxy_servers(v)?,
+            _ => config::parse_servers(v, p)?,
+        };
+        for r in specs {
             // Authorizers and responders under one pattern are two
             // routes: the authorizer's is looked up first.
             for authorizer in [true, false] {
@@ -489,7 +531,13 @@ impl Gateways {
     fn find_route(&self, s: &Settings, path: &str, authorizer: bool) -> Option<(usize, usize)> {
         let scgi = self.scgi_tables.get(s.scgi_scope as usize);
         let fastcgi = self.fastcgi_tables.get(s.fastcgi_scope as usize);
-        let ids = scgi.into_iter().chain(fastcgi).flatten().copied();
+        let proxy = self.proxy_tables.get(s.proxy_scope as usize);
+        let ids = scgi
+            .into_iter()
+            .chain(fastcgi)
+            .chain(proxy)
+            .flatten()
+            .copied();
         self.match_route(ids, path, authorizer)
     }
 

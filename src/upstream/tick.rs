@@ -19,7 +19,7 @@ impl Gateways {
             let since = match b.state {
                 Use::Busy { .. } => continue,
                 Use::Idle { since } => {
-                    if now.saturating_sub(since) >= IDLE_KEEP_SECS {
+                    if now.saturating_sub(since) >= b.idle_limit.min(IDLE_KEEP_SECS) {
                         idle_over.push(bkey);
                     }
                     continue;
@@ -52,6 +52,7 @@ impl Gateways {
             self.retry_soon = true;
         }
         self.reap(now);
+        self.reap_cgi(now);
         // Backends started again are asked again.
         self.start_probes(now, registry);
     }
@@ -62,14 +63,22 @@ impl Gateways {
         for (bkey, b) in self.conns.iter() {
             let Some(job) = b.job() else { continue };
             let h = &self.hosts[b.host].spec;
-            let up = self.jobs.get(job).map(|j| &j.upload);
+            let j = self.jobs.get(job);
+            let up = j.map(|j| &j.upload);
+            // A CGI request's limits are its scope's `cgi.limits` (0: none).
+            let cgi = j.and_then(|j| j.cgi.as_ref());
+            let limit_of = |t: u32| if t == 0 { u64::MAX } else { u64::from(t) };
+            let (write_limit, read_limit) = match cgi {
+                Some(c) => (limit_of(c.write_timeout), limit_of(c.read_timeout)),
+                None => (h.write_timeout, h.read_timeout),
+            };
             let (what, limit, since) = if !b.connected {
                 ("connect", h.connect_timeout, b.started)
             } else if !b.write_shut && up.is_some_and(|u| !u.pending().is_empty()) {
                 // Glint has request bytes the backend does not take.
-                ("write", h.write_timeout, b.last_active)
+                ("write", write_limit, b.last_active)
             } else if b.write_shut || up.is_none_or(|u| u.all_sent()) {
-                ("read", h.read_timeout, b.last_active)
+                ("read", read_limit, b.last_active)
             } else {
                 // The rest of the body is still to come from the client,
                 // whose own idle time-out applies.

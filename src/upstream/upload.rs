@@ -61,6 +61,26 @@ pub struct Upload {
     pub received: u64,
     /// Request bytes written to backends so far (retries included).
     pub written: u64,
+    /// HTTP: a chunked body streamed as it comes, decoded and chunked anew
+    /// (an HTTP backend, unlike a CGI one, needs no length up front).
+    rechunk: Option<chunked::Decoder>,
+    /// A tunnel (after a 101): the client's bytes go to the backend as
+    /// they come, until the client closes.
+    tunnel: bool,
+    /// A tunnel was started (and may be over).
+    tunneled: bool,
+    /// CGI: the environment, kept for the process start, and the body's length.
+    cgi_env: Option<Env>,
+    content_length: u64,
+}
+
+/// How an HTTP request's body reaches the backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpBody {
+    /// None, or `Content-Length` bytes passed on as they come.
+    Length(u64),
+    /// The client's chunked body, chunked anew as it comes.
+    Chunked,
 }
 
 #[derive(Debug)]
@@ -74,20 +94,10 @@ struct Collect {
 impl Upload {
     /// Starts a request: a `Content-Length` one has its head encoded now.
     pub fn new(protocol: Protocol, env: Env, framing: BodyFraming) -> Upload {
-        let mut u = Upload {
-            protocol,
-            buf: Vec::new(),
-            sent: 0,
-            whole: true,
-            head_len: 0,
-            remaining: 0,
-            collecting: None,
-            received: 0,
-            written: 0,
-        };
+        let mut u = Upload::empty(protocol);
         match framing {
             BodyFraming::Length(n) => {
-                u.start(n, &env);
+                u.start(n, env);
                 u.remaining = n;
                 if n == 0 {
                     u.end_body();
@@ -105,32 +115,65 @@ impl Upload {
         u
     }
 
-    /// A request encoded whole by the caller, without a body (an authorizer's).
-    pub fn fixed(protocol: Protocol, request: Vec<u8>) -> Upload {
+    fn empty(protocol: Protocol) -> Upload {
         Upload {
             protocol,
-            head_len: request.len(),
-            buf: request,
+            buf: Vec::new(),
             sent: 0,
             whole: true,
+            head_len: 0,
             remaining: 0,
             collecting: None,
             received: 0,
             written: 0,
+            rechunk: None,
+            tunnel: false,
+            tunneled: false,
+            cgi_env: None,
+            content_length: 0,
         }
     }
 
+    /// A request encoded whole by the caller, without a body (an authorizer's).
+    pub fn fixed(protocol: Protocol, request: Vec<u8>) -> Upload {
+        let mut u = Upload::empty(protocol);
+        u.head_len = request.len();
+        u.buf = request;
+        u
+    }
+
+    /// An HTTP request: its head (built by [`crate::httpup::request`]),
+    /// then its body as the client sends it.
+    pub fn http(head: Vec<u8>, body: HttpBody) -> Upload {
+        let mut u = Upload::empty(Protocol::Http);
+        u.head_len = head.len();
+        u.buf = head;
+        match body {
+            HttpBody::Length(n) => u.remaining = n,
+            HttpBody::Chunked => u.rechunk = Some(chunked::Decoder::default()),
+        }
+        u
+    }
+
     /// Encodes the head: everything before the body.
-    fn start(&mut self, content_length: u64, env: &Env) {
+    fn start(&mut self, content_length: u64, env: Env) {
         let mut out = Vec::with_capacity(env.as_bytes().len() + 128);
         match self.protocol {
-            Protocol::Scgi => scgi::encode_head(content_length, env, &mut out),
-            Protocol::FastCgi => fastcgi::encode_head(content_length, env, &mut out),
+            Protocol::Scgi => scgi::encode_head(content_length, &env, &mut out),
+            Protocol::FastCgi => fastcgi::encode_head(content_length, &env, &mut out),
             Protocol::Uwsgi => {
                 // start_gateway refused variables too large for uwsgi's
                 // 16-bit size, with the longest length the body may reach.
-                let _ = uwsgi::encode_head(content_length, env, &mut out);
+                let _ = uwsgi::encode_head(content_length, &env, &mut out);
             }
+            // A CGI program gets its environment when it is started; only
+            // the body goes down its stdin.
+            Protocol::Cgi => {
+                self.cgi_env = Some(env);
+                self.content_length = content_length;
+            }
+            // (An HTTP request's head is built by the caller: `Upload::http`.)
+            Protocol::Http => {}
         }
         self.head_len = out.len();
         self.buf = out;
@@ -139,7 +182,9 @@ impl Upload {
     /// Appends body bytes in the protocol's framing.
     fn frame(&mut self, data: &[u8]) {
         match self.protocol {
-            Protocol::Scgi | Protocol::Uwsgi => self.buf.extend_from_slice(data),
+            Protocol::Scgi | Protocol::Uwsgi | Protocol::Http | Protocol::Cgi => {
+                self.buf.extend_from_slice(data)
+            }
             Protocol::FastCgi => fastcgi::stdin(data, &mut self.buf),
         }
     }
@@ -147,21 +192,59 @@ impl Upload {
     /// Appends what ends the body.
     fn end_body(&mut self) {
         match self.protocol {
-            Protocol::Scgi | Protocol::Uwsgi => {}
+            Protocol::Scgi | Protocol::Uwsgi | Protocol::Http | Protocol::Cgi => {}
             Protocol::FastCgi => fastcgi::end_stdin(&mut self.buf),
         }
     }
 
     fn encoded_len(&self, n: usize) -> usize {
         match self.protocol {
-            Protocol::Scgi | Protocol::Uwsgi => n,
+            Protocol::Scgi | Protocol::Uwsgi | Protocol::Http | Protocol::Cgi => n,
             Protocol::FastCgi => n + fastcgi::stdin_overhead(n),
         }
     }
 
     /// The client still has body bytes to send.
     pub fn wants_body(&self) -> bool {
-        self.remaining > 0 || self.collecting.is_some()
+        self.remaining > 0 || self.collecting.is_some() || self.rechunk.is_some() || self.tunnel
+    }
+
+    /// CGI: the environment for the program (taken once, when it starts)
+    /// and the body's length.
+    pub fn take_cgi_env(&mut self) -> Option<(Env, u64)> {
+        self.cgi_env.take().map(|e| (e, self.content_length))
+    }
+
+    /// After a 101: the client's bytes go to the backend until it closes.
+    pub fn start_tunnel(&mut self) {
+        self.tunnel = true;
+        self.tunneled = true;
+        // Nothing of it will be sent again: no need to hold it.
+        self.whole = false;
+    }
+
+    /// The client closed its side of the tunnel (or the tunnel is over).
+    pub fn end_tunnel(&mut self) {
+        self.tunnel = false;
+    }
+
+    pub fn is_tunnel(&self) -> bool {
+        self.tunnel
+    }
+
+    /// A tunnel was started: its end is the end of the connection.
+    pub fn tunneled(&self) -> bool {
+        self.tunneled
+    }
+
+    /// HTTP: puts `head` in place of the request's head (the Host of
+    /// `proxy.replace-http-host` differs per backend); only before any of
+    /// it was sent.
+    pub fn replace_head(&mut self, head: &[u8]) {
+        if self.whole && self.sent == 0 {
+            self.buf.splice(..self.head_len, head.iter().copied());
+            self.head_len = head.len();
+        }
     }
 
     /// A chunked body is still being collected (no backend before it is complete).
@@ -175,9 +258,11 @@ impl Upload {
             return usize::MAX;
         }
         let unsent = self.buf.len() - self.sent;
-        BODY_WINDOW
-            .saturating_sub(unsent)
-            .min(self.remaining_usize())
+        let room = BODY_WINDOW.saturating_sub(unsent);
+        if self.rechunk.is_some() || self.tunnel {
+            return room;
+        }
+        room.min(self.remaining_usize())
     }
 
     fn remaining_usize(&self) -> usize {
@@ -198,11 +283,14 @@ impl Upload {
                 return Ok((used, false));
             }
             if let Some(c) = self.collecting.take() {
-                self.start(c.body.len() as u64, &c.env);
+                self.start(c.body.len() as u64, c.env);
                 self.frame(&c.body);
                 self.end_body();
             }
             return Ok((used, true));
+        }
+        if self.rechunk.is_some() || self.tunnel {
+            return self.take_streamed(input);
         }
         let take = input.len().min(self.room());
         if take == 0 {
@@ -226,11 +314,61 @@ impl Upload {
         Ok((take, self.remaining == 0))
     }
 
+    /// A tunnel's bytes, or a chunked body chunked anew, as far as the
+    /// window allows; bytes the backend took are let go (neither is ever
+    /// sent again).
+    fn take_streamed(&mut self, input: &[u8]) -> Result<(usize, bool), u16> {
+        let take = input.len().min(self.room());
+        if take == 0 {
+            return Ok((0, !self.wants_body()));
+        }
+        if self.sent > 0 {
+            self.buf.drain(..self.sent);
+            self.sent = 0;
+            self.whole = false;
+        }
+        let input = &input[..take];
+        let Some(d) = self.rechunk.as_mut() else {
+            self.buf.extend_from_slice(input);
+            self.received += take as u64;
+            return Ok((take, false));
+        };
+        let mut plain = Vec::with_capacity(take);
+        let used = d.decode(input, &mut plain).map_err(|_| 400u16)?;
+        let done = d.is_done();
+        if !plain.is_empty() {
+            crate::httpup::chunked::write_chunk_header(plain.len(), &mut self.buf);
+            self.buf.extend_from_slice(&plain);
+            self.buf.extend_from_slice(b"\r\n");
+        }
+        if done {
+            self.buf
+                .extend_from_slice(crate::httpup::chunked::LAST_CHUNK);
+            self.rechunk = None;
+        }
+        self.received += used as u64;
+        Ok((used, done))
+    }
+
     /// Drops body bytes the backend will never get (it answered, or failed);
     /// returns how many of `input` were body.
     pub fn discard(&mut self, input: &[u8]) -> usize {
         if self.collecting.is_some() {
             return 0;
+        }
+        if self.tunnel {
+            self.received += input.len() as u64;
+            return input.len();
+        }
+        if let Some(d) = self.rechunk.as_mut() {
+            // Through the decoder, to find where the body ends.
+            let mut sink = Vec::new();
+            let used = d.decode(input, &mut sink).unwrap_or(input.len());
+            if d.is_done() {
+                self.rechunk = None;
+            }
+            self.received += used as u64;
+            return used;
         }
         let n = input.len().min(self.remaining_usize());
         self.remaining -= n as u64;
@@ -282,15 +420,21 @@ impl Upload {
         if !self.whole {
             return false;
         }
+        if self.rechunk.is_some() || self.tunnel {
+            return false;
+        }
         if self.collecting.is_some() || self.remaining == 0 {
             return true;
         }
         let body_so_far = self.buf.len() - self.head_len;
         // Each client read becomes at least one record: at worst a header per byte.
-        let worst = self
-            .remaining_usize()
-            .saturating_mul(1 + fastcgi::stdin_overhead(1))
-            .saturating_add(fastcgi::stdin_overhead(1));
+        let worst = match self.protocol {
+            Protocol::FastCgi => self
+                .remaining_usize()
+                .saturating_mul(1 + fastcgi::stdin_overhead(1))
+                .saturating_add(fastcgi::stdin_overhead(1)),
+            _ => self.remaining_usize(),
+        };
         body_so_far.saturating_add(worst) <= BODY_WINDOW + FRAMING_SLACK
     }
 

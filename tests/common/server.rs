@@ -320,9 +320,9 @@ impl Server {
         connect_tcp(self.addr()).unwrap_or_else(|e| panic!("connect to {}: {e}", self.addr()))
     }
 
-    /// A connection that has sent a request line and no more: glint's
-    /// listeners use TCP_DEFER_ACCEPT, so a connection that sends nothing
-    /// stays in the kernel and never takes one of glint's slots.
+    /// A connection that has sent a request line and no more: glint holds
+    /// it, a head in progress, until `server.max-read-idle`; one that has
+    /// sent nothing may be closed for a client waiting at the connection limit.
     pub fn connect_started(&self) -> TcpStream {
         let mut s = self.tcp();
         s.write_all(b"GET /index.html HTTP/1.1\r\n")

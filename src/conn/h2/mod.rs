@@ -98,6 +98,8 @@ pub(super) struct Io<'a> {
     pub registry: &'a Registry,
     /// The connection's, with stream 0.
     pub info: ConnInfo,
+    /// What the connection sets for every request (a PROXY header's).
+    pub env: &'a [(&'static str, Vec<u8>)],
 }
 
 impl Io<'_> {
@@ -214,6 +216,12 @@ impl Session {
     /// Streams open (answered or waiting).
     fn open(&self) -> usize {
         self.tasks.len() + self.held.len()
+    }
+
+    /// No stream open, no frame half read, nothing the core has to write:
+    /// closing loses nothing the client sent (see `Connection::idle_since`).
+    pub fn is_idle(&self) -> bool {
+        self.open() == 0 && self.partial.is_empty() && self.core.output().is_empty()
     }
 
     /// Nothing left to do: close the socket once the output is written.
@@ -365,8 +373,10 @@ impl Session {
         io: &mut Io<'_>,
     ) {
         let keep_alive = !io.sv.shutting_down;
-        let outcome = exchange::respond(io.sv, info, req, keep_alive, io.registry);
-        self.take_outcome(stream, task, outcome, req, info, io);
+        // mod_extforward may change who the client is: logged so.
+        let mut info = info.clone();
+        let outcome = exchange::respond(io.sv, &mut info, req, keep_alive, io.env, io.registry);
+        self.take_outcome(stream, task, outcome, req, &info, io);
     }
 
     /// Sends glint's reply now (and logs it), or holds the gateway
@@ -530,7 +540,7 @@ impl Session {
             return;
         }
         let Some(mut gw) = task.gw.take() else { return };
-        let info = io.info_for(stream);
+        let info = gw.start.info.clone();
         if let Some(why) = gw.rerun.take() {
             // A backend that redirected before the whole body came: the
             // rest is dropped (the rerun has no body).
@@ -778,7 +788,7 @@ impl Connection {
     fn with_session<R>(
         &mut self,
         cx: &mut Ctx<'_>,
-        f: impl FnOnce(&mut Session, &mut Io<'_>, &mut Self) -> R,
+        f: impl FnOnce(&mut Session, &mut Io<'_>) -> R,
     ) -> Option<R> {
         let mut s = self.h2.take()?;
         let info = self.info(cx.sv);
@@ -786,8 +796,9 @@ impl Connection {
             sv: &mut *cx.sv,
             registry: cx.registry,
             info,
+            env: &self.proxy_env,
         };
-        let r = f(&mut s, &mut io, self);
+        let r = f(&mut s, &mut io);
         self.h2 = Some(s);
         Some(r)
     }
@@ -797,7 +808,7 @@ impl Connection {
         let Some(mut input) = self.input.take() else {
             return;
         };
-        self.with_session(cx, |s, io, _| {
+        self.with_session(cx, |s, io| {
             if !input.is_empty() {
                 s.recv(input.pending(), io);
             }
@@ -828,7 +839,7 @@ impl Connection {
                 .as_ref()
                 .is_some_and(|s| !s.pump.is_empty() || !s.held.is_empty())
             {
-                self.with_session(cx, |s, io, _| {
+                self.with_session(cx, |s, io| {
                     s.pump_paused(io);
                     s.start_held(io);
                 });
@@ -910,7 +921,7 @@ impl Connection {
     /// Once a second, for an HTTP/2 connection.
     pub(super) fn h2_tick(&mut self, cx: &mut Ctx<'_>) {
         let pending = !self.out.is_empty();
-        let keep = self.with_session(cx, |s, io, _| s.tick(pending, io));
+        let keep = self.with_session(cx, |s, io| s.tick(pending, io));
         if keep == Some(false) {
             self.close(cx);
             return;
@@ -928,7 +939,7 @@ impl Connection {
 
     /// A backend of stream `stream` is ready: its answer goes on.
     pub(super) fn h2_backend_ready(&mut self, stream: u32, bkey: usize, cx: &mut Ctx<'_>) {
-        self.with_session(cx, |s, io, _| {
+        self.with_session(cx, |s, io| {
             s.with_sink(stream, io, |sink, io, _| {
                 let now = io.now();
                 io.sv.upstream.drive_backend(bkey, sink, now, io.registry);
@@ -940,7 +951,7 @@ impl Connection {
     /// The gateway exchange of `stream` failed (or ended) without a sink
     /// at hand.
     pub(super) fn h2_upstream_news(&mut self, stream: u32, failed: Option<u16>, cx: &mut Ctx<'_>) {
-        self.with_session(cx, |s, io, _| {
+        self.with_session(cx, |s, io| {
             s.with_sink(stream, io, |sink, _, _| match failed {
                 Some(status) => crate::msg::Sink::fail(sink, status),
                 None => crate::msg::Sink::end(sink),
@@ -952,7 +963,7 @@ impl Connection {
     /// The body window of `stream`'s job has room again.
     pub(super) fn h2_wake(&mut self, stream: u32, cx: &mut Ctx<'_>) {
         if stream != 0 {
-            self.with_session(cx, |s, io, _| s.feed_body(stream, io));
+            self.with_session(cx, |s, io| s.feed_body(stream, io));
         }
         self.drive(cx);
     }

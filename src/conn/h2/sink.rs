@@ -140,6 +140,13 @@ impl Sink for StreamSink<'_> {
     }
 
     fn head(&mut self, head: &AnswerHead<'_>) {
+        if head.upgrade {
+            // HTTP/2 has no 101 (RFC 9113 §8.6): no request of a stream asked
+            // for one (its Upgrade field is refused), so a backend that
+            // switches anyway answers nothing the client can use.
+            log::error!("a backend answered 101 to an HTTP/2 request; answering 502");
+            return self.fail(502);
+        }
         let Some(g) = self.task.gw.as_deref_mut() else {
             return;
         };

@@ -89,7 +89,7 @@ impl Connection {
             keep_alive: true,
             ..*req
         };
-        self.with_session(cx, |s, io, _| s.start_upgraded(&view, io));
+        self.with_session(cx, |s, io| s.start_upgraded(&view, io));
         true
     }
 }

@@ -1,0 +1,257 @@
+//! mod_cgi's part of a request: whether a file below the docroot is a CGI
+//! program (`cgi.assign`'s suffixes, `cgi.execute-x-only`), where its
+//! name ends and its PATH_INFO begins, and the job that runs it with the
+//! CGI environment the gateways build ([`crate::upstream::cgi::environment`]).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use mio::Registry;
+
+use super::gateway::fnv;
+use super::{Carry, ConnInfo, GwStart, Services};
+use crate::config::Settings;
+use crate::msg::{Body, Method, OwnedHead, Request};
+use crate::upstream::cgi_run::CgiJob;
+use crate::upstream::{BodyFraming, JobSpec, Protocol, Upload};
+
+/// Most path prefixes tried when looking for the script in a path with
+/// more after its name (`/cgi-bin/x.py/a/b`): one `stat` each.
+const MAX_SPLITS: usize = 16;
+
+/// Where the request is, for [`start`].
+pub(super) struct Here<'a> {
+    /// The directory the path lives below (the docroot, or where
+    /// mod_userdir or mod_alias put it).
+    pub docroot: &'a str,
+    pub path: &'a str,
+    /// The path below `docroot` on the file system (`path` itself unless
+    /// mod_userdir or mod_alias mapped it; its end is the same).
+    pub fs_rel: &'a str,
+    pub query: &'a str,
+    pub keep_alive: bool,
+    pub info: &'a ConnInfo,
+}
+
+/// The script a path names below `docroot`: the longest prefix of `path`
+/// (ending at a `/`) that is a regular file, with its metadata.
+fn find_script(docroot: &str, path: &str) -> Option<(usize, std::fs::Metadata)> {
+    let root = docroot.trim_end_matches('/');
+    let mut end = path.len();
+    for _ in 0..MAX_SPLITS {
+        if end == 0 {
+            return None;
+        }
+        let prefix = &path[..end];
+        if !prefix.ends_with('/') {
+            let mut p = String::with_capacity(root.len() + prefix.len());
+            p.push_str(root);
+            p.push_str(prefix);
+            match std::fs::metadata(&p) {
+                Ok(m) if m.is_file() => return Some((end, m)),
+                // A directory on the way: nothing below it is a file
+                // named by a shorter prefix of this path.
+                Ok(m) if m.is_dir() && end < path.len() => return None,
+                _ => {}
+            }
+        }
+        end = path[..end].rfind('/')?;
+    }
+    None
+}
+
+/// Starts the CGI program for `req` when `cgi.assign` takes its path;
+/// `None` when it is not a CGI request (the static file handler goes on).
+pub(super) fn start(
+    sv: &mut Services,
+    here: &Here<'_>,
+    req: &Request<'_, '_>,
+    settings: &Rc<Settings>,
+    carry: &mut Carry,
+    registry: &Registry,
+) -> Option<Result<Box<GwStart>, u16>> {
+    let cgi = &settings.cgi;
+    // (`/cgi.pl/` is the script with PATH_INFO `/`, as lighttpd; a
+    // directory's path finds no script.)
+    if cgi.assign.is_empty() {
+        return None;
+    }
+    let route = sv.upstream.cgi_route?;
+    let (fs_split, meta) = find_script(here.docroot, here.fs_rel)?;
+    // The script's file is found below `docroot`; SCRIPT_NAME stays the
+    // URL's (the PATH_INFO after it is the same in both).
+    let info_len = here.fs_rel.len() - fs_split;
+    let split = here.path.len().saturating_sub(info_len);
+    if !here.path.is_char_boundary(split) {
+        return None;
+    }
+    let (script_name, path_info) = here.path.split_at(split);
+    let root = here.docroot.trim_end_matches('/');
+    let physical = format!("{root}{}", &here.fs_rel[..fs_split]);
+    // lighttpd's array_match_key_suffix: the first key the path ends with.
+    let (_, handler) = cgi
+        .assign
+        .iter()
+        .find(|(k, _)| physical.ends_with(k.as_str()))?;
+    if cgi.execute_x_only && meta.permissions().mode() & 0o111 == 0 {
+        return None;
+    }
+    Some(run(
+        sv,
+        here,
+        req,
+        settings,
+        carry,
+        registry,
+        route,
+        script_name,
+        path_info,
+        physical,
+        handler,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    sv: &mut Services,
+    here: &Here<'_>,
+    req: &Request<'_, '_>,
+    settings: &Rc<Settings>,
+    carry: &mut Carry,
+    registry: &Registry,
+    route: usize,
+    script_name: &str,
+    path_info: &str,
+    physical: String,
+    handler: &str,
+) -> Result<Box<GwStart>, u16> {
+    let cgi = &settings.cgi;
+    let now = sv.clock.mono_secs;
+    let limit = match settings.max_request_size_kb {
+        0 => u64::MAX,
+        kb => kb.saturating_mul(1024),
+    };
+    // The program needs CONTENT_LENGTH: a chunked body is collected first.
+    let framing = match req.body {
+        Body::None => BodyFraming::Length(0),
+        Body::Length(n) if n > limit => return Err(413),
+        Body::Length(n) => BodyFraming::Length(n),
+        Body::Chunked => BodyFraming::Chunked {
+            limit: limit.min(crate::upstream::MAX_BODY),
+        },
+    };
+    let server_port = sv.ports.get(here.info.listener).copied().unwrap_or(0);
+    let server_addr = match sv.bound_ips.get(here.info.listener).copied().flatten() {
+        Some(ip) => Some(ip),
+        None => here.info.local_ip,
+    };
+    let server_name = std::str::from_utf8(req.host).unwrap_or("");
+    let server_name = server_name.rsplit_once(':').map_or(server_name, |(h, _)| h);
+    let mut env = crate::upstream::cgi::environment(&crate::upstream::cgi::EnvInput {
+        req,
+        path: here.path,
+        query: here.query,
+        script_name,
+        path_info,
+        document_root: here.docroot,
+        script_filename_whole_path: false,
+        remote: here.info.peer,
+        remote_port: here.info.peer_port,
+        server_addr,
+        server_port,
+        server_name,
+        server_software: &settings.tag,
+        scgi: false,
+        authorizer: false,
+    });
+    if here.info.scheme() == "https" {
+        env.set(b"HTTPS", b"on");
+    }
+    super::gateway::setenv(&mut env, settings);
+    for (k, v) in &carry.vars {
+        env.set(k.as_bytes(), v);
+    }
+    // Who mod_auth let in, and how.
+    if let Some(user) = carry.remote_user.as_deref() {
+        env.set(b"REMOTE_USER", user.as_bytes());
+    }
+    if let Some(t) = carry.auth_type {
+        env.set(b"AUTH_TYPE", t.as_bytes());
+    }
+    if let Some(run) = carry.error.as_ref() {
+        env.set(
+            b"REDIRECT_STATUS",
+            crate::msg::status::itoa_u64(u64::from(run.status)).as_bytes(),
+        );
+    }
+    // `cgi.upgrade`: only an HTTP/1.1 request that asks may be upgraded;
+    // otherwise the program does not see the wish (lighttpd removes it).
+    let asks_upgrade = req.header("upgrade").is_some();
+    let upgrade = cgi.upgrade && asks_upgrade && req.minor >= 1;
+    if asks_upgrade && !upgrade {
+        env.remove(b"HTTP_UPGRADE");
+    }
+    let script = PathBuf::from(&physical);
+    let cwd = script
+        .parent()
+        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+    let job = CgiJob {
+        program: Some(handler.to_string()).filter(|h| !h.is_empty()),
+        script,
+        cwd,
+        x_sendfile: cgi.x_sendfile.then(|| cgi.x_sendfile_docroot.clone()),
+        upgrade,
+        read_timeout: cgi.limits.read_timeout,
+        write_timeout: cgi.limits.write_timeout,
+        fin_signal: cgi.limits.fin_signal,
+    };
+    let head_only = req.method == Method::Head;
+    let spec = JobSpec {
+        route,
+        protocol: Protocol::Cgi,
+        upload: Upload::new(Protocol::Cgi, env, framing),
+        settings: Rc::clone(settings),
+        hash_path: fnv(here.path.as_bytes()),
+        hash_ip: 0,
+        authorizer: false,
+        local_redir: cgi.local_redir,
+        head_only,
+        method: String::new(),
+        http: None,
+        cgi: Some(Box::new(job)),
+    };
+    let job = sv.upstream.start(spec, here.info.ex, now, registry)?;
+    Ok(Box::new(GwStart {
+        job,
+        authorizer: false,
+        settings: Rc::clone(settings),
+        head_only,
+        minor: req.minor,
+        keep_alive: here.keep_alive,
+        head: OwnedHead::of(req),
+        carry: std::mem::take(carry),
+        route,
+        info: here.info.clone(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_is_the_longest_file_prefix() {
+        let dir = std::env::temp_dir().join(format!("glint-cgi-find-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(dir.join("cgi-bin/sub"));
+        std::fs::write(dir.join("cgi-bin/x.py"), "").expect("write");
+        let root = dir.to_str().expect("utf-8 path");
+        let split = |p: &str| find_script(root, p).map(|(n, _)| n);
+        assert_eq!(split("/cgi-bin/x.py"), Some(13));
+        assert_eq!(split("/cgi-bin/x.py/a/b"), Some(13));
+        assert_eq!(split("/cgi-bin/none.py"), None);
+        assert_eq!(split("/cgi-bin/sub/y"), None, "a directory on the way");
+        assert_eq!(split("/cgi-bin"), None, "a directory is not a script");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,161 @@
+//! A request for a `proxy.server` route becomes a job on an HTTP backend:
+//! its head built by [`crate::httpup::request::build_request`] (hop-by-hop
+//! fields out, `Host`, `X-Forwarded-*` / `Forwarded`, `map-urlpath`,
+//! `Upgrade` when `proxy.header` allows it), its body streamed after it.
+
+use std::rc::Rc;
+
+use mio::Registry;
+
+use super::gateway::{fnv, At};
+use super::{Carry, GwStart, Services};
+use crate::config::Settings;
+use crate::httpup::request::{
+    self, Body as UpBody, ClientRequest, Conn, Local, Peer, Plan, Version,
+};
+use crate::msg::{Body, Method, OwnedHead, Request};
+use crate::upstream::proxy::HttpJob;
+use crate::upstream::{HttpBody, JobSpec, Protocol, Upload};
+
+/// Builds the upstream request for `req` on route `at.route` and starts
+/// its job; errors are statuses (413, 400 for a header glint cannot pass
+/// on, 405 for CONNECT, 503 when no backend can take it).
+pub(super) fn start(
+    sv: &mut Services,
+    at: &At<'_>,
+    req: &Request<'_, '_>,
+    settings: &Rc<Settings>,
+    carry: &mut Carry,
+    registry: &Registry,
+) -> Result<Box<GwStart>, u16> {
+    let now = sv.clock.mono_secs;
+    let limit = match settings.max_request_size_kb {
+        0 => u64::MAX,
+        kb => kb.saturating_mul(1024),
+    };
+    let (body, up_body) = match req.body {
+        Body::None => (UpBody::Length(0), HttpBody::Length(0)),
+        Body::Length(n) if n > limit => return Err(413),
+        Body::Length(n) => (UpBody::Length(n), HttpBody::Length(n)),
+        Body::Chunked => (UpBody::Streamed, HttpBody::Chunked),
+    };
+    let headers: Vec<(&str, &[u8])> = req.headers.iter().map(|h| (h.name, h.value)).collect();
+    // The target after url.rewrite: the path as the client wrote it.
+    let target_buf;
+    let target = if at.query.is_empty() {
+        at.raw_path
+    } else if req.target.len() == at.raw_path.len() + 1 + at.query.len()
+        && req.target.starts_with(at.raw_path)
+    {
+        req.target
+    } else {
+        target_buf = format!("{}?{}", at.raw_path, at.query);
+        &target_buf
+    };
+    let host = std::str::from_utf8(req.host).ok().filter(|h| !h.is_empty());
+    let server_port = sv.ports.get(at.info.listener).copied().unwrap_or(0);
+    let server_ip = sv
+        .bound_ips
+        .get(at.info.listener)
+        .copied()
+        .flatten()
+        .or(at.info.local_ip);
+    let conn = Conn {
+        peer: match at.info.peer {
+            Some(ip) => Peer::Ip(ip),
+            None => Peer::Unix("unix"),
+        },
+        scheme: at.info.scheme(),
+        host,
+        local: server_ip.map(|ip| Local::Inet(std::net::SocketAddr::new(ip, server_port))),
+    };
+    let creq = ClientRequest {
+        method: req.method_str,
+        target,
+        version: if req.minor == 0 {
+            Version::Http10
+        } else {
+            Version::Http11
+        },
+        headers: &headers,
+        body,
+        scheme: at.info.scheme(),
+        host,
+        remote_user: None,
+        conn,
+    };
+    let route = &sv.upstream.routes[at.route];
+    let opts = &settings.proxy;
+    // One head per label when the Host is the backend's label.
+    let mut labels: Vec<&str> = Vec::new();
+    for &h in &route.hosts {
+        let l = sv.upstream.hosts[h].spec.http_label.as_str();
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    if !opts.replace_http_host {
+        labels.truncate(1);
+    }
+    let mut heads = Vec::with_capacity(labels.len());
+    let mut sent = None;
+    for label in labels {
+        let mut out = Vec::with_capacity(512 + req.head_len);
+        match request::build_request(&creq, opts, label, true, &mut out) {
+            Ok(Plan::Forward(s)) => sent = Some(s),
+            // CONNECT with "connect" => "enable": glint does not open
+            // tunnels to arbitrary hosts through a backend.
+            Ok(Plan::Tunnel) => return Err(501),
+            Err(e) => {
+                log::debug!("proxy: request not passed on: {e:?}");
+                return Err(e.status());
+            }
+        }
+        heads.push((label.to_string(), out));
+    }
+    let Some(sent) = sent else {
+        return Err(503);
+    };
+    // With one head there is nothing to switch to: it moves into the upload.
+    let first = match heads.len() {
+        1 => std::mem::take(&mut heads[0].1),
+        _ => heads[0].1.clone(),
+    };
+    let upload = Upload::http(first, up_body);
+    let head_only = req.method == Method::Head;
+    let job_spec = JobSpec {
+        route: at.route,
+        protocol: Protocol::Http,
+        upload,
+        settings: Rc::clone(settings),
+        hash_path: fnv(at.path.as_bytes()),
+        hash_ip: at.info.peer.map_or(0, |ip| match ip {
+            std::net::IpAddr::V4(a) => fnv(&a.octets()),
+            std::net::IpAddr::V6(a) => fnv(&a.octets()),
+        }),
+        authorizer: false,
+        local_redir: false,
+        head_only,
+        method: req.method_str.to_string(),
+        http: Some(Box::new(HttpJob {
+            heads,
+            current: 0,
+            sent,
+            opts: Rc::clone(opts),
+        })),
+        cgi: None,
+    };
+    let job = sv.upstream.start(job_spec, at.info.ex, now, registry)?;
+    Ok(Box::new(GwStart {
+        job,
+        authorizer: false,
+        settings: Rc::clone(settings),
+        head_only,
+        minor: req.minor,
+        keep_alive: at.keep_alive,
+        head: OwnedHead::of(req),
+        carry: std::mem::take(carry),
+        route: at.route,
+        info: at.info.clone(),
+    }))
+}

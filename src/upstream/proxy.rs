@@ -1,0 +1,261 @@
+//! HTTP/1.1 backends (`proxy.server`, mod_proxy): the fourth codec beside
+//! FastCGI, SCGI and uwsgi, on the same pool, caps, queue, time-outs and
+//! [`Sink`]. The pure parts are [`crate::httpup`]'s: the request head
+//! (built by the exchange), the answer's head and framing, the client's
+//! header lines, the dechunker, the retry rule. Here: reading an answer
+//! off a backend connection as it comes and passing it on, and what the
+//! end of it means for the connection (kept for the next request, or
+//! closed).
+//!
+//! Kept connections: a backend closes an idle connection after its own
+//! time-out (gunicorn 2 s, Node 5 s, Apache 5 s), and a request sent just
+//! then meets a closed connection. glint closes idle connections first,
+//! after [`IDLE_SECS`] (or one second less than the backend's own
+//! `Keep-Alive: timeout=N`), and sends a request whose method is not
+//! idempotent only on a connection idle for less than a second, or a new
+//! one; one that still meets a closed connection is sent again on a new
+//! connection when [`crate::httpup::retry::may_retry`] allows it.
+
+use std::rc::Rc;
+
+use super::job::{Answer, Job};
+use crate::httpup::chunked::Dechunker;
+use crate::httpup::options::ProxyOptions;
+use crate::httpup::request::Sent;
+use crate::httpup::response::{self, Field, Framing, Kind};
+use crate::msg::{AnswerHead, Sink};
+
+/// A kept connection to an HTTP backend that no request used for this long
+/// is closed: below the shortest keep-alive time-out of common application
+/// servers (gunicorn's 2 s). The tick runs once a second, so a connection
+/// goes after one to two seconds of rest.
+pub const IDLE_SECS: u64 = 2;
+
+/// What the exchange built for one proxied request.
+#[derive(Debug)]
+pub struct HttpJob {
+    /// The request head for each `proxy.server` label the route's hosts
+    /// have (`proxy.replace-http-host` sends it as the Host), the first in
+    /// the upload now; one head when the Host does not depend on the label.
+    pub heads: Vec<(String, Vec<u8>)>,
+    pub current: usize,
+    /// What was sent, for reading the answer.
+    pub sent: Sent,
+    /// The request's `proxy.*` options (`proxy.header`'s `map-*` remap
+    /// the answer's header lines).
+    pub opts: Rc<ProxyOptions>,
+}
+
+/// How far an HTTP answer on a connection has come.
+#[derive(Debug, Default)]
+pub(super) enum Body {
+    /// Its head is still being read (into the connection's head buffer).
+    #[default]
+    Head,
+    /// This many body bytes are still to come.
+    Length(u64),
+    Chunked(Box<Dechunker>),
+    /// Until the backend closes (or, after a 101, both ways).
+    UntilClose,
+    /// Complete.
+    Done,
+}
+
+/// The per-connection state of an HTTP answer.
+#[derive(Debug, Default)]
+pub(super) struct HttpRead {
+    pub body: Body,
+    /// The connection may carry another request once the body is read
+    /// ([`response::Head::reusable`], and nothing after the body).
+    pub reusable: bool,
+    /// The backend's `Keep-Alive: timeout=N`.
+    pub keep_secs: Option<u32>,
+}
+
+/// What reading an HTTP answer came to.
+pub(super) enum Step {
+    /// More is to come.
+    More,
+    /// The answer is complete.
+    Complete,
+}
+
+/// Passes the bytes `data` read from the backend on: the head once it is
+/// complete (interim answers dropped), then the body in its framing. An
+/// error is a broken answer (the client gets 502, or a cut).
+pub(super) fn deliver(
+    job: &mut Job,
+    head_buf: &mut Vec<u8>,
+    read: &mut HttpRead,
+    fields: &mut Vec<Field>,
+    data: &[u8],
+    sink: &mut dyn Sink,
+) -> Result<Step, String> {
+    let owned;
+    let mut body = data;
+    if let Body::Head = read.body {
+        head_buf.extend_from_slice(data);
+        let Some(http) = job.http.as_mut() else {
+            return Err("no request".into());
+        };
+        loop {
+            let Some(head) =
+                response::parse_head(head_buf, &http.sent, fields).map_err(|e| e.to_string())?
+            else {
+                return Ok(Step::More);
+            };
+            if head.kind == Kind::Interim {
+                // glint answers 100-continue itself and passes no 1xx on
+                // (`server.h1-discard-backend-1xx`).
+                head_buf.drain(..head.head_len);
+                continue;
+            }
+            let mut lines = Vec::with_capacity(512);
+            response::write_client_headers(
+                head_buf,
+                &head,
+                fields,
+                &http.opts.header,
+                &mut http.sent.remap,
+                &mut lines,
+            );
+            let pairs = pairs_of(&lines);
+            let upgrade = head.kind == Kind::Switching;
+            let (content_length, bodiless) = match head.framing {
+                Framing::Length(n) => (Some(n), false),
+                // A HEAD answer announces the length of the GET's body.
+                Framing::None if job.head_only => (head.content_length, false),
+                Framing::None => (None, true),
+                Framing::Chunked | Framing::UntilClose | Framing::Tunnel => (None, false),
+            };
+            read.reusable = head.reusable;
+            read.keep_secs = head.keep_alive_timeout;
+            read.body = match head.framing {
+                Framing::None => Body::Done,
+                Framing::Length(0) => Body::Done,
+                Framing::Length(n) => Body::Length(n),
+                Framing::Chunked => Body::Chunked(Box::default()),
+                Framing::UntilClose | Framing::Tunnel => Body::UntilClose,
+            };
+            job.answer = Answer::Streaming;
+            if upgrade {
+                // The client's bytes go to the backend from now on.
+                job.upload.start_tunnel();
+            }
+            sink.head(&AnswerHead {
+                status: head.status,
+                headers: &pairs,
+                content_length,
+                bodiless,
+                upgrade,
+            });
+            owned = head_buf.split_off(head.head_len);
+            head_buf.clear();
+            body = &owned;
+            break;
+        }
+    }
+    match &mut read.body {
+        Body::Head => Ok(Step::More),
+        Body::Done => {
+            if !body.is_empty() {
+                // Bytes after the end of the answer: not a next answer to trust.
+                read.reusable = false;
+            }
+            Ok(Step::Complete)
+        }
+        Body::Length(rem) => {
+            let take = (body.len() as u64).min(*rem) as usize;
+            if take > 0 {
+                sink.data(&body[..take]);
+            }
+            *rem -= take as u64;
+            if take < body.len() {
+                read.reusable = false;
+            }
+            if *rem == 0 {
+                read.body = Body::Done;
+                return Ok(Step::Complete);
+            }
+            Ok(Step::More)
+        }
+        Body::Chunked(d) => {
+            let used = d
+                .feed(body, |piece| sink.data(piece))
+                .map_err(|e| e.to_string())?;
+            if d.is_done() {
+                if used < body.len() {
+                    read.reusable = false;
+                }
+                read.body = Body::Done;
+                return Ok(Step::Complete);
+            }
+            Ok(Step::More)
+        }
+        Body::UntilClose => {
+            if !body.is_empty() {
+                sink.data(body);
+            }
+            Ok(Step::More)
+        }
+    }
+}
+
+/// The backend closed its side: whether the answer was complete.
+pub(super) fn complete_at_close(read: &HttpRead) -> Result<(), String> {
+    match &read.body {
+        Body::Head => Err("closed the connection inside its answer's head".into()),
+        Body::Length(n) => Err(format!(
+            "closed the connection with {n} bytes of its answer missing"
+        )),
+        Body::Chunked(_) => Err("closed the connection inside its chunked answer".into()),
+        Body::UntilClose | Body::Done => Ok(()),
+    }
+}
+
+/// `Name: value\r\n` lines as (name, value) pairs; glint frames the body
+/// itself, so `Content-Length` is left out (the sink has it as a number),
+/// and `Date` and `Server` are glint's.
+fn pairs_of(lines: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::with_capacity(16);
+    for line in lines.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let name = &line[..colon];
+        // glint writes its own Date and Server (a second of either would
+        // be two values of a field that has one).
+        if name.eq_ignore_ascii_case(b"content-length")
+            || name.eq_ignore_ascii_case(b"date")
+            || name.eq_ignore_ascii_case(b"server")
+        {
+            continue;
+        }
+        let value = line[colon + 1..]
+            .strip_prefix(b" ")
+            .unwrap_or(&line[colon + 1..]);
+        // httparse accepted the name: a token, so ASCII.
+        out.push((String::from_utf8_lossy(name).into_owned(), value.to_vec()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_lines_become_pairs_without_the_length() {
+        let p = pairs_of(
+            b"Content-Type: text/plain\r\nContent-Length: 5\r\nDate: x\r\nServer: y\r\nX-A: b: c\r\n",
+        );
+        assert_eq!(
+            p,
+            [
+                ("Content-Type".to_string(), b"text/plain".to_vec()),
+                ("X-A".to_string(), b"b: c".to_vec())
+            ]
+        );
+    }
+}
