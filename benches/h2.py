@@ -306,8 +306,11 @@ def render(raw: dict) -> str:
                     best = f"{vals['glint'] / min(peers):.2f}×"
             lines.append(f"| {wl} | {label} | " + " | ".join(cells) + f" | {best} |")
     lines += ["", "## Memory: 1,000 idle HTTP/2 connections (each answered one GET)", "",
+              "Each figure from a server started for it (median over the rounds); the idle row is "
+              "the same servers before the connections.", "",
               "| | " + " | ".join(servers) + " |", "|" + "---|" * (len(servers) + 1)]
-    for key, label in [("pss_idle_kib", "PSS idle, KiB"), ("pss_h2c_kib", "PSS with 1,000 h2c, KiB"),
+    for key, label in [("pss_idle_kib", "PSS idle (fresh, after the start-up GET), KiB"),
+                       ("pss_h2c_kib", "PSS with 1,000 h2c, KiB"), ("uss_h2c_kib", "USS with 1,000 h2c, KiB"),
                        ("pss_tls_kib", "PSS with 1,000 TLS h2, KiB"), ("uss_tls_kib", "USS with 1,000 TLS h2, KiB"),
                        ("conns_h2c", "h2c conns held"), ("conns_tls", "TLS conns held")]:
         cells = []
@@ -391,25 +394,38 @@ def main() -> int:
                     cmp.log(f"  {s:8} {wl['key']:24} {r.get('rps', 0):>9,.0f} req/s "
                             f"{(r.get('cpu_us_per_req') or 0):6.2f} µs/req  errors {r.get('errors_total')}"
                             + (f"  {r['error']}" if r.get("error") else ""))
-            for s in order:
-                srv, tp = live[s]
-                m = raw["memory"].setdefault(s, {})
-                m.setdefault("pss_idle_kib", []).append(cmp.pss_kib(srv.pids()))
-                if s != "nginx":
-                    r = idle_h2(srv, srv.port, args.idle, tls=False)
-                    m.setdefault("pss_h2c_kib", []).append(r["pss_conns_kib"])
-                    m.setdefault("conns_h2c", []).append(r["conns_open"])
-                    time.sleep(1)
-                r = idle_h2(srv, tp, args.idle, tls=True)
-                m.setdefault("pss_tls_kib", []).append(r["pss_conns_kib"])
-                m.setdefault("uss_tls_kib", []).append(r["uss_conns_kib"])
-                m.setdefault("conns_tls", []).append(r["conns_open"])
-                cmp.log(f"  {s:8} PSS idle {m['pss_idle_kib'][-1]:,} KiB, with {args.idle} TLS h2 "
-                        f"{r['pss_conns_kib']:,} KiB ({r['conns_open']} open, {r['errors']} errors)")
-                time.sleep(1)
     finally:
         for srv, _ in live.values():
             srv.stop()
+    # Memory: each figure from a server started for it, so that no earlier
+    # load's high-water mark (what an allocator keeps after a burst) counts.
+    for rnd in range(args.rounds):
+        for s in servers[rnd % len(servers):] + servers[:rnd % len(servers)]:
+            m = raw["memory"].setdefault(s, {})
+            for proto in ("h2c", "tls"):
+                if s == "nginx" and proto == "h2c":
+                    continue
+                d = tmp / f"{s}-mem"
+                d.mkdir(exist_ok=True)
+                d.chmod(0o755)
+                p = cmp.free_port(port)
+                tp = cmp.free_port(p + 1)
+                port = tp + 1
+                srv = make_server(s, d, docroot, p, tp, certs, args.glint_bin)
+                if not srv.start():
+                    raw["errors"].append(f"{s} (memory): {srv.error}")
+                    continue
+                try:
+                    time.sleep(0.5)
+                    m.setdefault("pss_idle_kib", []).append(cmp.pss_kib(srv.pids()))
+                    r = idle_h2(srv, tp if proto == "tls" else srv.port, args.idle, tls=proto == "tls")
+                    m.setdefault(f"pss_{proto}_kib", []).append(r["pss_conns_kib"])
+                    m.setdefault(f"uss_{proto}_kib", []).append(r["uss_conns_kib"])
+                    m.setdefault(f"conns_{proto}", []).append(r["conns_open"])
+                    cmp.log(f"  {s:8} PSS idle {m['pss_idle_kib'][-1]:,} KiB, with {args.idle} {proto} h2 "
+                            f"{r['pss_conns_kib']:,} KiB ({r['conns_open']} open, {r['errors']} errors)")
+                finally:
+                    srv.stop()
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(raw, indent=1))
     out.with_suffix(".md").write_text(render(raw))
