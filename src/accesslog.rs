@@ -186,8 +186,7 @@ impl Format {
                     push_or_dash(out, e.request.map(|r| r.query().as_bytes()).unwrap_or(b""))
                 }
                 Piece::Protocol => out.extend_from_slice(match e.request {
-                    Some(r) if r.minor == 0 => b"HTTP/1.0",
-                    Some(_) => b"HTTP/1.1",
+                    Some(r) => r.protocol().as_bytes(),
                     None => b"-",
                 }),
                 Piece::Host => push_or_dash(out, e.request.map(|r| r.host).unwrap_or(b"")),

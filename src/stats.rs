@@ -17,4 +17,10 @@ pub struct Stats {
     pub tls_handshaking: u64,
     /// TLS connections accepted since start.
     pub tls_connections: u64,
+    /// Connections that spoke HTTP/2, since start, and open now.
+    pub h2_connections: u64,
+    pub h2_open: u64,
+    /// HTTP/2 streams that carried a request, since start, and open now.
+    pub h2_streams: u64,
+    pub h2_streams_open: u64,
 }

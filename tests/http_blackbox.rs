@@ -756,7 +756,6 @@ fn bad_requests() {
         Case::new("space before colon -> 400", b("GET /index.html HTTP/1.1\r\nHost : t\r\n\r\n"), &[400]).closes(),
         Case::new("NUL in header value -> 400", b("GET /index.html HTTP/1.1\r\nHost: t\r\nX-A: a\0b\r\n\r\n"), &[400])
             .closes(),
-        Case::new("HTTP/2 preface -> 400/505 then close", b("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), &[400, 505]).closes(),
         // A bare HTTP/0.9 line; terminated by an empty line so a server waiting for the end of
         // the head gets it.
         Case::new("HTTP/0.9 request -> 400/505", b("GET /\r\n\r\n"), &[400, 505]).body_lacks(INDEX).closes(),
@@ -1506,8 +1505,6 @@ fn sigint_is_graceful_sigterm_is_immediate() {
 //   request line into the header-size limit); the brief picks 414.
 // * bad `obs-fold (continuation line) -> 400`: lighttpd unfolds and serves (RFC 9112 §5.2
 //   allows either; the brief picks 400).
-// * bad `HTTP/2 preface -> 400/505 then close`: lighttpd speaks h2c with prior knowledge
-//   and answers with an HTTP/2 SETTINGS frame; glint is HTTP/1.x only.
 // * (not a lighttpd failure, a kernel effect) truncation: with the brief's 16 MiB -> 1 MiB,
 //   both lighttpd and glint deliver zeros from offset 1 MiB up to ~4 MiB: the bytes were
 //   queued by sendfile() before the truncation and the kernel hands out zeroed pages. The
@@ -1516,6 +1513,28 @@ fn sigint_is_graceful_sigterm_is_immediate() {
 //
 // Everything else (about 150 checks, including the 500-client, 8 MB/reset, 4.5 GiB range
 // and signal tests) passes against lighttpd 1.4.69.
+
+/// The HTTP/2 client preface on a cleartext connection is HTTP/2 with prior
+/// knowledge (lighttpd's `server.h2proto`, on by default): the answer is the
+/// server's SETTINGS frame, not an HTTP/1 error.
+#[test]
+fn http2_preface_is_answered_with_settings() {
+    let d = Docroot::new();
+    d.file("index.html", INDEX);
+    let s = Server::start(&d);
+    let mut c = s.connect();
+    c.send(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .expect("preface");
+    let got = c.read_to_close(Duration::from_secs(2)).unwrap_or_default();
+    let got = if got.len() >= 9 { got } else { c.buf.clone() };
+    assert!(got.len() >= 9, "no frame: {got:?}");
+    // A SETTINGS frame (type 4) on stream 0, no ACK flag.
+    assert_eq!(
+        (got[3], got[4], &got[5..9]),
+        (4, 0, &[0u8, 0, 0, 0][..]),
+        "{got:?}"
+    );
+}
 
 #[test]
 fn harness_date_parser_agrees_with_fixture_mtime() {

@@ -435,6 +435,8 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
                 n => n as u32,
             }
         }
+        "server.h2proto" => s.h2proto = boolean(v)?,
+        "server.h2c" => s.h2c = boolean(v)?,
         "server.use-ipv6" => s.use_ipv6 = boolean(v)?,
         "server.set-v6only" => s.set_v6only = boolean(v)?,
         "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
@@ -443,6 +445,12 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "server.feature-flags" => {
             super::support::feature_flags(v)?;
             s.ssl_session_cache = feature_flag(v, "ssl.session-cache")?.unwrap_or(false);
+            if let Some(on) = feature_flag(v, "server.h2proto")? {
+                s.h2proto = on;
+            }
+            if let Some(on) = feature_flag(v, "server.h2c")? {
+                s.h2c = on;
+            }
             keep_raw(s, key, v);
         }
         "setenv.add-response-header" => s.setenv_add_response_header = pairs(v)?,
@@ -846,6 +854,8 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
         "server.max-request-field-size",
         int(u64::from(s.max_request_field_size)),
     );
+    put("server.h2proto", bool_value(s.h2proto));
+    put("server.h2c", bool_value(s.h2c));
     put("server.follow-symlink", bool_value(s.follow_symlink));
     put("server.range-requests", bool_value(s.range_requests));
     for (k, o) in [

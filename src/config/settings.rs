@@ -135,6 +135,15 @@ pub struct Settings {
     /// `server.feature-flags` `"ssl.session-cache"`: a server-side session
     /// cache beside tickets (default off).
     pub ssl_session_cache: bool,
+    /// `server.h2proto` (or `server.feature-flags` `"server.h2proto"`):
+    /// HTTP/2 is offered, by ALPN `h2` over TLS and to a client that opens
+    /// a cleartext connection with the HTTP/2 preface (lighttpd's default:
+    /// on; global).
+    pub h2proto: bool,
+    /// `server.h2c` (or its `server.feature-flags` form): HTTP/1.1's
+    /// `Upgrade: h2c` is followed on cleartext connections; needs
+    /// `h2proto` (lighttpd's default: on; global).
+    pub h2c: bool,
     /// `setenv.add-response-header`.
     pub setenv_add_response_header: Vec<(String, String)>,
     /// `setenv.set-response-header`.
@@ -416,6 +425,8 @@ impl Default for Settings {
             ssl_honor_cipher_order: None,
             ssl_stek_file: None,
             ssl_session_cache: false,
+            h2proto: true,
+            h2c: true,
             setenv_add_response_header: Vec::new(),
             setenv_set_response_header: Vec::new(),
             expire_url: Vec::new(),

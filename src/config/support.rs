@@ -108,14 +108,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "glint never passes a backend's 1xx answers on",
     ),
     (
-        "server.h2proto",
-        "glint answers HTTP/1.1; clients fall back to it",
-    ),
-    (
-        "server.h2c",
-        "glint answers HTTP/1.1; clients fall back to it",
-    ),
-    (
         "server.http-parseopt-",
         "glint always parses request heads and Host strictly",
     ),
@@ -211,8 +203,9 @@ const PARSEOPTS: &[(&str, Option<bool>)] = &[
     ("url-query-20-plus", Some(false)),
 ];
 
-/// Keys of `server.feature-flags` glint accepts (none of them changes what
-/// is served or how it is protected under glint).
+/// Keys of `server.feature-flags` glint accepts (`server.h2proto`,
+/// `server.h2c` and `ssl.session-cache` are read by `options::apply`; the
+/// others change neither what is served nor how it is protected).
 const FEATURE_FLAGS: &[&str] = &[
     "server.graceful-restart-bg",
     "server.graceful-shutdown-timeout",

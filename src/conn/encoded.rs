@@ -96,6 +96,13 @@ impl Encoded {
         Ok(step)
     }
 
+    /// One slice of the queued input, the compressed bytes given to `emit`
+    /// unframed (an HTTP/2 stream frames them itself); `Done` once the
+    /// body is complete.
+    pub fn step_into(&mut self, emit: &mut dyn FnMut(&[u8])) -> Result<Step, FilterError> {
+        self.filter.step(self.slice, self.flush, emit)
+    }
+
     /// A backend's body bytes: compressed at once (the caller bounds how
     /// much it reads per turn). Returns the compressed bytes written.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Output) -> Result<u64, FilterError> {

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use super::encoded::{self, AnswerPlan, Encoded};
 use super::{AfterWrite, Connection, Ctx, Flushed, Phase, MAX_DISCARD};
 use crate::exchange::{self, error_run_status, BodyAction, GwStart};
-use crate::msg::{AnswerHead, Body, Reply, Rerun, Sink};
+use crate::msg::{AnswerHead, Body, ExchangeId, Reply, Rerun, Sink};
 use crate::output::encode::MAX_SLICE;
 use crate::output::Output;
 use crate::proto::h1::{self, Fields, Framing, Head};
@@ -590,7 +590,10 @@ impl Connection {
 
     /// Readiness of the backend connection `bkey` of this connection's
     /// gateway exchange: its answer goes on to the client.
-    pub fn backend_ready(&mut self, bkey: usize, cx: &mut Ctx<'_>) {
+    pub fn backend_ready(&mut self, ex: ExchangeId, bkey: usize, cx: &mut Ctx<'_>) {
+        if self.phase == Phase::Http2 {
+            return self.h2_backend_ready(ex.stream, bkey, cx);
+        }
         let Some(gw) = self.gw.as_deref_mut() else {
             return;
         };
@@ -634,14 +637,20 @@ impl Connection {
 
     /// The gateway exchange failed where no sink was at hand (a time-out,
     /// the queue): the client hears it now.
-    pub fn upstream_failed(&mut self, status: u16, cx: &mut Ctx<'_>) {
+    pub fn upstream_failed(&mut self, ex: ExchangeId, status: u16, cx: &mut Ctx<'_>) {
+        if self.phase == Phase::Http2 {
+            return self.h2_upstream_news(ex.stream, Some(status), cx);
+        }
         self.with_sink(cx, |s: &mut ClientSink<'_>| {
             crate::msg::Sink::fail(s, status)
         });
     }
 
     /// The gateway answer ended where no sink was at hand.
-    pub fn upstream_ended(&mut self, cx: &mut Ctx<'_>) {
+    pub fn upstream_ended(&mut self, ex: ExchangeId, cx: &mut Ctx<'_>) {
+        if self.phase == Phase::Http2 {
+            return self.h2_upstream_news(ex.stream, None, cx);
+        }
         self.with_sink(cx, |s: &mut ClientSink<'_>| crate::msg::Sink::end(s));
     }
 

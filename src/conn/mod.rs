@@ -1,5 +1,5 @@
-//! One client connection: its socket, its HTTP/1 session (a state enum,
-//! named for what it waits for), its input buffer and output queue, and the
+//! One client connection: its socket, its session (HTTP/1: a state enum,
+//! named for what it waits for; or HTTP/2, `h2/`), its input buffer and output queue, and the
 //! one function that drives it after a readiness event. It returns to the
 //! loop only whether it is done ([`Connection::is_closed`]) and what
 //! readiness it needs.
@@ -11,6 +11,7 @@
 
 mod encoded;
 mod gateway;
+mod h2;
 mod session;
 mod transport;
 
@@ -77,6 +78,8 @@ pub enum Phase {
     Writing { then: AfterWrite },
     /// Response sent, write side shut: reading what the client still sends until it closes.
     Lingering { until: u64 },
+    /// An HTTP/2 connection: its session (`h2`) reads and writes.
+    Http2,
     /// Finished: the server drops the connection.
     Closed,
 }
@@ -196,6 +199,8 @@ pub struct Connection {
     born: u64,
     /// Counted in `Stats::tls_handshaking` (until the handshake ends).
     in_handshake: bool,
+    /// The HTTP/2 session, in `Phase::Http2`.
+    h2: Option<Box<h2::Session>>,
 }
 
 impl Connection {
@@ -238,6 +243,7 @@ impl Connection {
             tls,
             tls_facts: None,
             born: now,
+            h2: None,
         }
     }
 
@@ -329,6 +335,10 @@ impl Connection {
                     Flushed::Blocked => break,
                     Flushed::Closed => {}
                 },
+                Phase::Http2 => {
+                    self.drive_h2(cx);
+                    break;
+                }
                 Phase::Gateway => {
                     rounds += 1;
                     if rounds > PUMP_ROUNDS {
@@ -502,6 +512,7 @@ impl Connection {
         }
         self.phase = Phase::Closed;
         self.end_handshake(cx);
+        self.h2_release(cx);
         self.out.clear();
         self.end_encoded(cx);
         if let Some(gw) = self.gw.take() {
@@ -590,6 +601,15 @@ impl Connection {
     /// between requests, or a client that has sent nothing yet. Closing such
     /// a connection loses nothing the client sent.
     pub fn idle_since(&self) -> Option<u64> {
+        if self.phase == Phase::Http2 {
+            // No stream open, nothing to write or half read.
+            return self
+                .h2
+                .as_deref()
+                .is_some_and(|s| s.is_idle())
+                .then_some(self.last_active)
+                .filter(|_| self.out.is_empty());
+        }
         let waiting = self.phase == Phase::Idle
             && !self.readable
             && self.out.is_empty()
@@ -597,6 +617,23 @@ impl Connection {
             && self.tls.as_deref().is_none_or(|t| !t.is_handshaking())
             && self.input.as_ref().is_none_or(InBuf::is_empty);
         waiting.then_some(self.last_active)
+    }
+
+    /// The server shuts down gracefully: an HTTP/2 connection says GOAWAY
+    /// and finishes its streams (an HTTP/1 one closes after its response).
+    pub fn on_shutdown(&mut self, cx: &mut Ctx<'_>) {
+        if self.phase == Phase::Http2 {
+            self.h2_shutdown(cx);
+        }
+    }
+
+    /// Drives the connection for its exchange `ex`: on HTTP/2, the body
+    /// window of the stream's job has room again.
+    pub fn wake(&mut self, ex: ExchangeId, cx: &mut Ctx<'_>) {
+        if self.phase == Phase::Http2 {
+            return self.h2_wake(ex.stream, cx);
+        }
+        self.drive(cx);
     }
 
     /// Called once a second: closes the connection when it has been idle too long.
@@ -611,6 +648,9 @@ impl Connection {
             log::debug!("TLS handshake from {:?} not done in time", self.peer);
             self.close(cx);
             return;
+        }
+        if self.phase == Phase::Http2 {
+            return self.h2_tick(cx);
         }
         let limit = match self.phase {
             Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
@@ -635,7 +675,7 @@ impl Connection {
                 }
                 return;
             }
-            Phase::Closed => return,
+            Phase::Closed | Phase::Http2 => return,
         };
         if now.saturating_sub(self.last_active) >= limit {
             log::debug!(

@@ -3,6 +3,7 @@
 //! written with their log lines, bodies dropped or fed to a backend.
 
 use super::gateway::GwSide;
+use super::h2::Start;
 use super::{skip_body, AfterWrite, Connection, Ctx, Phase};
 use super::{PIPELINE_HIGH_WATER, PIPELINE_MAX_FILES};
 use crate::buf::{InBuf, INPUT_BUF};
@@ -24,6 +25,9 @@ impl Connection {
     /// feeds them to a backend, parses and answers requests (several when
     /// pipelined).
     pub(super) fn on_input(&mut self, cx: &mut Ctx<'_>) {
+        if self.phase == Phase::Http2 {
+            return self.h2_input(cx);
+        }
         let Some(mut input) = self.input.take() else {
             return;
         };
@@ -56,40 +60,25 @@ impl Connection {
                     if self.proxy_wait && !self.read_proxy_header(&mut input, cx) {
                         break;
                     }
-                    // RFC 9112 §2.2: ignore an empty line before a request
-                    // line ("at least one"); more than one is not a request
-                    // line either, and gets 400, as lighttpd answers it.
-                    let lead = input
-                        .pending()
-                        .iter()
-                        .take_while(|&&b| b == b'\r' || b == b'\n')
-                        .count();
-                    let lines = input.pending()[..lead]
-                        .iter()
-                        .filter(|&&b| b == b'\n')
-                        .count();
-                    if lines > 1 {
-                        self.answer_error(400, b"", cx);
-                        self.linger = true;
-                        input.consume_all();
-                        self.phase = Phase::Writing {
-                            then: AfterWrite::Close,
-                        };
-                        break;
-                    }
-                    input.consume(lead);
-                    if input.is_empty() {
-                        self.phase = self.idle_or_writing();
-                        break;
-                    }
-                    if !self.answer_one(&mut input, cx) {
-                        // An incomplete head stays buffered; answers queued before it go out first.
-                        if !self.out.is_empty() {
-                            self.phase = self.idle_or_writing();
+                    if self.requests == 0 {
+                        // The first bytes (or ALPN) may say HTTP/2.
+                        match self.h2_start(input.pending(), cx.sv) {
+                            Start::H2 => {
+                                self.enter_h2(None, cx);
+                                continue;
+                            }
+                            Start::Wait => {
+                                self.phase = Phase::ReadingHead;
+                                break;
+                            }
+                            Start::H1 => {}
                         }
+                    }
+                    if !self.answer_h1(&mut input, cx) {
                         break;
                     }
                 }
+
                 Phase::Writing {
                     then: AfterWrite::NextRequest,
                 } if self.encoded.is_none()
@@ -104,6 +93,49 @@ impl Connection {
             }
         }
         self.input = Some(input);
+        if self.phase == Phase::Http2 {
+            // Upgraded, or the preface came: the rest is HTTP/2's.
+            self.h2_input(cx);
+        }
+    }
+
+    /// Answers one HTTP/1 request from `input` if it is complete; false
+    /// when the loop over the input is to stop.
+    fn answer_h1(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
+        // RFC 9112 §2.2: ignore an empty line before a request
+        // line ("at least one"); more than one is not a request
+        // line either, and gets 400, as lighttpd answers it.
+        let lead = input
+            .pending()
+            .iter()
+            .take_while(|&&b| b == b'\r' || b == b'\n')
+            .count();
+        let lines = input.pending()[..lead]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        if lines > 1 {
+            self.answer_error(400, b"", cx);
+            self.linger = true;
+            input.consume_all();
+            self.phase = Phase::Writing {
+                then: AfterWrite::Close,
+            };
+            return false;
+        }
+        input.consume(lead);
+        if input.is_empty() {
+            self.phase = self.idle_or_writing();
+            return false;
+        }
+        if !self.answer_one(input, cx) {
+            // An incomplete head stays buffered; answers queued before it go out first.
+            if !self.out.is_empty() {
+                self.phase = self.idle_or_writing();
+            }
+            return false;
+        }
+        true
     }
 
     /// Body bytes for the gateway exchange in progress: to its job.
@@ -172,6 +204,11 @@ impl Connection {
             }
             Ok(Some(req)) => {
                 self.requests += 1;
+                if self.requests == 1 && self.upgrade_h2c(&req, cx) {
+                    // Answered on stream 1; what follows the head is HTTP/2.
+                    input.consume(req.head_len);
+                    return true;
+                }
                 // Clients wait for a slot: this answer frees one for them.
                 // (Keeping connections alive for a turn of a second instead
                 // served 2,989 of 5,000 storm clients in 8 s, not all, and

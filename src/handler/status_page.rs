@@ -49,6 +49,8 @@ pub fn serve(
                  <tr><th align=\"left\">Connections accepted</th><td>{}</td></tr>\n\
                  <tr><th align=\"left\">Connections open</th><td>{}</td></tr>\n\
                  <tr><th align=\"left\">TLS connections accepted</th><td>{}</td></tr>\n\
+                 <tr><th align=\"left\">HTTP/2 connections (open)</th><td>{} ({})</td></tr>\n\
+                 <tr><th align=\"left\">HTTP/2 streams (open)</th><td>{} ({})</td></tr>\n\
                  <tr><th align=\"left\">Requests per second (average)</th><td>{:.2}</td></tr>\n\
                  </table>\n</body></html>\n",
                 uptime,
@@ -57,6 +59,10 @@ pub fn serve(
                 stats.connections,
                 stats.active,
                 stats.tls_connections,
+                stats.h2_connections,
+                stats.h2_open,
+                stats.h2_streams,
+                stats.h2_streams_open,
                 stats.requests as f64 / uptime as f64,
             );
             r.start(200);
@@ -69,7 +75,9 @@ pub fn serve(
         let body = format!(
             "glint.requests: {}\nglint.bytes-out: {}\nglint.connections: {}\nglint.connections-open: {}\nglint.uptime: {}\n\
              glint.backend-connections-opened: {}\nglint.backend-connections-reused: {}\n\
-             glint.tls-connections: {}\nglint.tls-handshakes-open: {}\n",
+             glint.tls-connections: {}\nglint.tls-handshakes-open: {}\n\
+             glint.h2-connections: {}\nglint.h2-connections-open: {}\n\
+             glint.h2-streams: {}\nglint.h2-streams-open: {}\n",
             stats.requests,
             stats.bytes_out,
             stats.connections,
@@ -78,7 +86,11 @@ pub fn serve(
             stats.backend_opened,
             stats.backend_reused,
             stats.tls_connections,
-            stats.tls_handshaking
+            stats.tls_handshaking,
+            stats.h2_connections,
+            stats.h2_open,
+            stats.h2_streams,
+            stats.h2_streams_open
         );
         r.start(200);
         r.header("Cache-Control", b"no-cache");

@@ -72,8 +72,10 @@ pub struct Request<'h, 'b> {
     pub method_str: &'b str,
     /// The path and query as sent (origin form); for absolute form, the part from the path on.
     pub target: &'b str,
-    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1 (0 for HTTP/2.0).
     pub minor: u8,
+    /// 1, or 2 for a request on an HTTP/2 stream (`%H`, `SERVER_PROTOCOL`).
+    pub major: u8,
     pub headers: &'h [Header<'b>],
     /// Bytes of the head, request line through the empty line.
     pub head_len: usize,
@@ -87,6 +89,16 @@ pub struct Request<'h, 'b> {
 }
 
 impl Request<'_, '_> {
+    /// `HTTP/1.0`, `HTTP/1.1` or `HTTP/2.0`, as lighttpd names them in the
+    /// access log and `SERVER_PROTOCOL`.
+    pub fn protocol(&self) -> &'static str {
+        match (self.major, self.minor) {
+            (2, _) => "HTTP/2.0",
+            (_, 0) => "HTTP/1.0",
+            _ => "HTTP/1.1",
+        }
+    }
+
     /// The first header named `name` (ASCII case-insensitive).
     pub fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers
@@ -137,6 +149,7 @@ pub struct OwnedHead {
     request_line: std::ops::Range<usize>,
     headers: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
     minor: u8,
+    major: u8,
     body: Body,
     keep_alive: bool,
 }
@@ -157,6 +170,7 @@ impl OwnedHead {
             ),
             method: req.method,
             minor: req.minor,
+            major: req.major,
             body: req.body,
             keep_alive: req.keep_alive,
             ..OwnedHead::default()
@@ -182,7 +196,7 @@ impl OwnedHead {
         } else {
             (Method::Get, "GET")
         };
-        let line = format!("{name} {target} HTTP/1.{}", first.minor);
+        let line = format!("{name} {target} {}", first.protocol());
         const BODY_HEADERS: [&str; 4] = [
             "content-length",
             "transfer-encoding",
@@ -192,6 +206,7 @@ impl OwnedHead {
         let mut h = OwnedHead {
             method,
             minor: first.minor,
+            major: first.major,
             body: Body::None,
             keep_alive: first.keep_alive,
             ..OwnedHead::default()
@@ -245,6 +260,7 @@ impl OwnedHead {
             method_str: self.text(&self.method_str),
             target: self.text(&self.target),
             minor: self.minor,
+            major: self.major,
             headers,
             head_len: 0,
             body: self.body,

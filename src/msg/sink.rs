@@ -8,11 +8,25 @@ use std::rc::Rc;
 
 /// Which exchange a piece of work belongs to: a connection's slot and the
 /// generation of the connection in it, so that work for a connection that
-/// has gone never reaches the next one in the same slot.
+/// has gone never reaches the next one in the same slot; and on an HTTP/2
+/// connection the stream (0 on HTTP/1, whose exchanges follow one another).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ExchangeId {
     pub slot: usize,
     pub gen: u64,
+    pub stream: u32,
+}
+
+impl ExchangeId {
+    /// The same connection's exchange on `stream`.
+    pub fn on_stream(self, stream: u32) -> ExchangeId {
+        ExchangeId { stream, ..self }
+    }
+
+    /// Both name the same connection (whatever the stream).
+    pub fn same_conn(self, other: ExchangeId) -> bool {
+        self.slot == other.slot && self.gen == other.gen
+    }
 }
 
 /// The head of a backend's answer, as the client is to get it.

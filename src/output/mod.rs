@@ -81,6 +81,20 @@ impl Output {
         self.mem.len() - self.mem_pos
     }
 
+    /// Bytes waiting, memory and files: what an HTTP/2 session bounds
+    /// the queue by before it frames more.
+    pub fn pending_bytes(&self) -> u64 {
+        let files: u64 = self
+            .chunks
+            .iter()
+            .map(|c| match c {
+                Chunk::File { remaining, .. } => *remaining,
+                Chunk::Mem { .. } => 0,
+            })
+            .sum();
+        self.pending_mem() as u64 + files
+    }
+
     /// Files waiting to be sent, each holding a descriptor open until it is.
     pub fn pending_files(&self) -> usize {
         self.chunks

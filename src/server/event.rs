@@ -143,15 +143,16 @@ impl Server {
 
     /// The connection of exchange `ex`, if it is still the one in its slot.
     fn is_current(&self, ex: ExchangeId) -> bool {
-        self.conns.get(ex.slot).is_some_and(|c| c.id == ex)
+        self.conns.get(ex.slot).is_some_and(|c| c.id.same_conn(ex))
     }
 
-    /// Drives the connection of `ex` (if it is still there); true when it closed.
+    /// Drives the connection of `ex` (if it is still there), for its
+    /// stream `ex.stream` on HTTP/2; true when it closed.
     fn drive_exchange(&mut self, ex: ExchangeId) -> bool {
         if !self.is_current(ex) {
             return false;
         }
-        with_conn!(self, ex.slot, |conn, cx| conn.drive(&mut cx));
+        with_conn!(self, ex.slot, |conn, cx| conn.wake(ex, &mut cx));
         self.after_drive(ex.slot)
     }
 
@@ -170,13 +171,13 @@ impl Server {
             for (ex, status) in failed {
                 if self.is_current(ex) {
                     with_conn!(self, ex.slot, |conn, cx| conn
-                        .upstream_failed(status, &mut cx));
+                        .upstream_failed(ex, status, &mut cx));
                     closed |= self.after_drive(ex.slot);
                 }
             }
             for ex in ended {
                 if self.is_current(ex) {
-                    with_conn!(self, ex.slot, |conn, cx| conn.upstream_ended(&mut cx));
+                    with_conn!(self, ex.slot, |conn, cx| conn.upstream_ended(ex, &mut cx));
                     closed |= self.after_drive(ex.slot);
                 }
             }
@@ -191,7 +192,7 @@ impl Server {
     /// the poll when it has to wait (for writability too once a write
     /// blocked), and keep it on the wake list when it stopped with work
     /// left. Returns true when the connection was removed.
-    fn after_drive(&mut self, key: usize) -> bool {
+    pub(super) fn after_drive(&mut self, key: usize) -> bool {
         let registry = self.poll.registry();
         let Some(conn) = self.conns.get_mut(key) else {
             return false;
@@ -242,7 +243,8 @@ impl Server {
         if !self.is_current(ex) {
             return false;
         }
-        with_conn!(self, ex.slot, |conn, cx| conn.backend_ready(bkey, &mut cx));
+        with_conn!(self, ex.slot, |conn, cx| conn
+            .backend_ready(ex, bkey, &mut cx));
         self.after_drive(ex.slot)
     }
 
@@ -308,6 +310,7 @@ impl Server {
                     let id = ExchangeId {
                         slot: key,
                         gen: self.next_gen,
+                        stream: 0,
                     };
                     let mut conn =
                         Connection::new(stream, i, peer, id, self.sv.clock.mono_secs, tls);

@@ -386,6 +386,20 @@ impl Server {
         for k in idle {
             self.conns.remove(k);
         }
+        // HTTP/2 connections say GOAWAY and finish the streams they have.
+        let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
+        for k in keys {
+            let registry = self.poll.registry();
+            if let Some(conn) = self.conns.get_mut(k) {
+                let mut cx = crate::conn::Ctx {
+                    sv: &mut self.sv,
+                    pool: &mut self.pool,
+                    registry,
+                };
+                conn.on_shutdown(&mut cx);
+                self.after_drive(k);
+            }
+        }
         // Kept backend connections too; none is kept from here on.
         self.sv.upstream.close_all_idle();
         log::info!(

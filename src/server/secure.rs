@@ -27,7 +27,8 @@ fn spec_for(config: &Config, i: usize) -> Option<Result<(TlsSpec, Vec<String>), 
         ssl_conf_cmd: s.ssl_conf_cmd.clone(),
         honor_cipher_order: s.ssl_honor_cipher_order,
         hosts: config.tls_hosts(i),
-        h2: false,
+        // ALPN offers h2 where HTTP/2 is on (`server.h2proto`).
+        h2: config.global.h2proto,
     };
     let server = server_options(config);
     let spec = config.listeners.get(i).map_or("", |l| l.spec.as_str());

@@ -156,14 +156,7 @@ pub fn environment(e: &EnvInput<'_>) -> Env {
         None => env.put(b"SERVER_ADDR", b""),
     }
     env.put_num(b"SERVER_PORT", e.server_port as u64);
-    env.put(
-        b"SERVER_PROTOCOL",
-        if e.req.minor == 0 {
-            b"HTTP/1.0"
-        } else {
-            b"HTTP/1.1"
-        },
-    );
+    env.put(b"SERVER_PROTOCOL", e.req.protocol().as_bytes());
     env.put(b"REQUEST_METHOD", e.req.method_str.as_bytes());
     env.put(b"REQUEST_URI", e.req.target.as_bytes());
     env.put(b"QUERY_STRING", e.query.as_bytes());

@@ -128,6 +128,7 @@ pub fn parse<'h, 'b>(
         method_str,
         target,
         minor,
+        major: 1,
         headers,
         head_len,
         body,
@@ -200,7 +201,7 @@ fn split_target(target: &str, method: Method) -> Result<(&str, Option<&[u8]>), H
 
 /// Host header syntax: reg-name or IP literal, optional port. Anything that
 /// could smuggle a path (`/`, `\`) or control characters is refused.
-fn valid_host(h: &[u8]) -> bool {
+pub fn valid_host(h: &[u8]) -> bool {
     if h.len() > 255 {
         return false;
     }

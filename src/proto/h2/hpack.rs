@@ -192,6 +192,7 @@ pub fn encode_string(out: &mut Vec<u8>, s: &[u8]) {
     let hlen = huffman::encoded_len(s);
     if hlen < s.len() {
         encode_int(out, hlen, 7, 0x80);
+        out.reserve(hlen);
         huffman::encode(s, out);
     } else {
         encode_int(out, s.len(), 7, 0);

@@ -36,6 +36,14 @@ impl Connection {
     }
 
     pub(super) fn on_settings(&mut self, params: frame::Settings<'_>) -> Result<(), Error> {
+        self.apply_settings(params)?;
+        self.provoked()?;
+        encode::settings_ack(&mut self.out);
+        Ok(())
+    }
+
+    /// Takes the client's settings (from a SETTINGS frame or HTTP2-Settings).
+    pub(super) fn apply_settings(&mut self, params: frame::Settings<'_>) -> Result<(), Error> {
         for (id, v) in params.iter() {
             match id {
                 setting::HEADER_TABLE_SIZE => self.encoder.set_max_table_size(v),
@@ -57,8 +65,6 @@ impl Connection {
                 _ => {}
             }
         }
-        self.provoked()?;
-        encode::settings_ack(&mut self.out);
         Ok(())
     }
 

@@ -30,6 +30,34 @@ use limits::Budget;
 use priority::{Candidate, Scheduler};
 use stream::{Closed, State, Stream};
 
+/// Stream ids as hash keys: Fibonacci hashing (a multiply by 2^64/φ) and a
+/// rotation that brings the mixed high bits down to where the table looks,
+/// instead of SipHash. SipHash guards against keys chosen to collide; here
+/// the client chooses the ids, but at most `max_concurrent_streams` (100)
+/// records exist at once, so a chosen collision costs at most 100 probes,
+/// and SipHash cost 4% of the CPU of a small response.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StreamHasher(u64);
+
+impl std::hash::Hasher for StreamHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(32)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n);
+    }
+}
+
+/// A map keyed by stream id with [`StreamHasher`].
+pub type StreamMap<V> = HashMap<StreamId, V, std::hash::BuildHasherDefault<StreamHasher>>;
+
 /// What every client connection starts with (RFC 9113 §3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -83,6 +111,8 @@ pub enum SendError {
     NoHead,
     /// More DATA than [`Connection::send_window`] allows.
     OverWindow,
+    /// A head block from an encoder generation that has passed.
+    Stale,
 }
 
 /// The peer's settings that shape what the server sends.
@@ -118,7 +148,7 @@ struct Pending {
 pub struct Connection {
     cfg: Config,
     phase: Phase,
-    streams: HashMap<StreamId, Stream>,
+    streams: StreamMap<Stream>,
     /// The highest stream id the client opened (or tried to).
     last_stream: StreamId,
     recently_closed: VecDeque<(StreamId, Closed)>,
@@ -143,6 +173,8 @@ pub struct Connection {
     goaway_received: bool,
     /// Scratch for encoding a field block.
     scratch: Vec<u8>,
+    /// Our SETTINGS went out and the client has not acknowledged them yet.
+    settings_unacked: bool,
 }
 
 impl Connection {
@@ -160,7 +192,7 @@ impl Connection {
         let mut c = Connection {
             cfg,
             phase: Phase::Preface(0),
-            streams: HashMap::new(),
+            streams: StreamMap::default(),
             last_stream: 0,
             recently_closed: VecDeque::new(),
             early_priority: VecDeque::new(),
@@ -184,6 +216,7 @@ impl Connection {
             goaway_sent: None,
             goaway_received: false,
             scratch: Vec::new(),
+            settings_unacked: true,
         };
         encode::settings(
             &mut c.out,
@@ -201,6 +234,69 @@ impl Connection {
             c.conn_recv += raise as i64;
         }
         c
+    }
+
+    /// A connection that starts with HTTP/1.1's `Upgrade: h2c` (RFC 7540
+    /// §3.2): `settings` is the decoded `HTTP2-Settings` value, the
+    /// client's SETTINGS payload, taken as if a SETTINGS frame had brought
+    /// it (the 101 response acknowledges it: no ACK is sent). The request
+    /// that carried the upgrade is stream 1, half-closed from the client;
+    /// the caller answers it with [`Self::send_headers`] as any other
+    /// (there is no `Request` event for it). The client's preface follows.
+    pub fn upgrade(cfg: Config, settings: &[u8]) -> Result<Connection, Error> {
+        let mut c = Connection::new(cfg);
+        let mut f = encode::head(settings.len(), frame::kind::SETTINGS, 0, 0).to_vec();
+        f.extend_from_slice(settings);
+        match frame::parse(&f, frame::MAX_MAX_FRAME_SIZE)? {
+            Some((frame::Frame::Settings { ack: false, params }, _)) => c.apply_settings(params)?,
+            _ => {
+                return Err(Error::conn(
+                    ErrorCode::PROTOCOL_ERROR,
+                    "HTTP2-Settings is not a SETTINGS payload",
+                ))
+            }
+        }
+        c.last_stream = 1;
+        let s = Stream::new(c.peer.initial_window, c.cfg.stream_window, true);
+        c.streams.insert(1, s);
+        Ok(c)
+    }
+
+    /// Releases memory kept only for speed while no stream is open (an
+    /// idle connection among thousands): emptied maps and queues give
+    /// their capacity back, scratch buffers go, the encoder forgets its
+    /// recent literals. Protocol state (HPACK tables, windows, the
+    /// recently closed ids) stays.
+    pub fn compact(&mut self) {
+        if !self.streams.is_empty() || self.pending.is_some() {
+            return;
+        }
+        self.streams.shrink_to_fit();
+        self.events.shrink_to_fit();
+        self.recently_closed.shrink_to_fit();
+        self.early_priority.shrink_to_fit();
+        if self.output().is_empty() {
+            self.out = Vec::new();
+            self.out_start = 0;
+        }
+        self.scratch = Vec::new();
+        self.block = Vec::new();
+        self.encoder.compact();
+        self.decoder.compact();
+        self.sched.compact();
+    }
+
+    /// Our SETTINGS are not acknowledged yet. RFC 9113 §6.5.3 lets the
+    /// server end a connection whose client takes too long
+    /// (SETTINGS_TIMEOUT, see [`Self::abort`]); how long is the caller's.
+    pub fn awaits_settings_ack(&self) -> bool {
+        self.settings_unacked
+    }
+
+    /// Ends the connection for a reason the caller found (a time-out):
+    /// GOAWAY(`code`) is queued and nothing more is read.
+    pub fn abort(&mut self, code: ErrorCode, why: &'static str) {
+        self.fail(Error::conn(code, why));
     }
 
     /// The next event, in the order they happened.
@@ -291,6 +387,56 @@ impl Connection {
             end,
             self.peer.max_frame_size,
         );
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.response_started |= !informational;
+        }
+        if end {
+            self.close_local(stream);
+        }
+        Ok(())
+    }
+
+    /// The HPACK encoder's generation (see `hpack::Encoder::generation`):
+    /// read it before [`Self::send_headers`] and after; when both agree, the
+    /// block just sent ([`Self::last_head_block`]) may be sent again with
+    /// [`Self::send_head_block`] on another stream while the generation
+    /// stays the same. A server whose answers repeat (a static file's head
+    /// differs from one request to the next only in `date`, once a second)
+    /// saves the encoding.
+    pub fn encoder_generation(&self) -> u64 {
+        self.encoder.generation()
+    }
+
+    /// The field block the last [`Self::send_headers`] encoded.
+    pub fn last_head_block(&self) -> &[u8] {
+        &self.scratch
+    }
+
+    /// Sends a head `block` encoded earlier by [`Self::send_headers`] on
+    /// this connection, at encoder generation `generation`, for `status`.
+    /// Refused ([`SendError::Stale`]) when the table has changed since: the
+    /// caller encodes afresh.
+    pub fn send_head_block(
+        &mut self,
+        stream: StreamId,
+        status: u16,
+        block: &[u8],
+        generation: u64,
+        end_stream: bool,
+    ) -> Result<(), SendError> {
+        if generation != self.encoder.generation() {
+            return Err(SendError::Stale);
+        }
+        let s = self.streams.get(&stream).ok_or(SendError::NoSuchStream)?;
+        if !s.local_open() {
+            return Err(SendError::Finished);
+        }
+        if s.response_started {
+            return Err(SendError::HeadAlreadySent);
+        }
+        let informational = (100..200).contains(&status);
+        let end = end_stream && !informational;
+        encode::headers(&mut self.out, stream, block, end, self.peer.max_frame_size);
         if let Some(s) = self.streams.get_mut(&stream) {
             s.response_started |= !informational;
         }

@@ -114,6 +114,14 @@ impl Scheduler {
         None
     }
 
+    /// Forgets every entry and frees the queues: for when no stream is
+    /// left, so every entry is stale.
+    pub fn compact(&mut self) {
+        for q in &mut self.queues {
+            *q = VecDeque::new();
+        }
+    }
+
     /// Entries queued, stale ones included (for tests and bounds).
     pub fn len(&self) -> usize {
         self.queues.iter().map(VecDeque::len).sum()

@@ -34,6 +34,16 @@ pub struct HeaderList {
 }
 
 impl HeaderList {
+    /// An empty list with room for `bytes` of names and values and
+    /// `fields` fields, so that decoding a block grows nothing.
+    pub fn with_capacity(bytes: usize, fields: usize) -> HeaderList {
+        HeaderList {
+            bytes: Vec::with_capacity(bytes),
+            fields: Vec::with_capacity(fields),
+            size: 0,
+        }
+    }
+
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();
@@ -83,6 +93,13 @@ pub struct Decoder {
     max_table_size: usize,
     /// Where a literal's name and value are decoded before they are placed.
     scratch: Vec<u8>,
+}
+
+impl Decoder {
+    /// Lets go of scratch memory between field blocks (an idle connection).
+    pub fn compact(&mut self) {
+        self.scratch = Vec::new();
+    }
 }
 
 impl Default for Decoder {

@@ -356,3 +356,99 @@ fn no_second_reset_for_a_stream_already_reset() {
         .iter()
         .all(|e| matches!(e, Event::Rejected { .. })));
 }
+
+/// RFC 7540 §3.2: the upgraded request is stream 1, half-closed from the
+/// client; HTTP2-Settings counts as the client's SETTINGS, without an ACK.
+#[test]
+fn upgrade_from_http1_makes_stream_1() {
+    let mut payload = frame::setting::INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+    payload.extend_from_slice(&1000u32.to_be_bytes());
+    let mut conn = Connection::upgrade(Config::default(), &payload).expect("upgrade");
+    assert_eq!(conn.stream_count(), 1);
+    conn.send_headers(1, 200, [(&b"x"[..], &b"y"[..])], false)
+        .expect("stream 1 answers");
+    // The client's window from HTTP2-Settings bounds what stream 1 may carry.
+    assert_eq!(conn.send_window(1), 1000);
+    let mut c = Client {
+        conn,
+        now: 1_000,
+        decoder: hpack::Decoder::default(),
+    };
+    let mut hello = PREFACE.to_vec();
+    hello.extend(settings(&[]));
+    c.send(&hello).expect("preface after the 101");
+    let out = c.frames();
+    assert!(matches!(out[0], Out::Settings(_)), "{out:?}");
+    assert_eq!(
+        out.iter().filter(|o| **o == Out::SettingsAck).count(),
+        1,
+        "{out:?}"
+    );
+    // A new stream must be above 1.
+    c.get(3);
+    // A payload that is no SETTINGS payload is refused.
+    assert!(Connection::upgrade(Config::default(), b"12345").is_err());
+    let bad_window = [0, 4, 0x80, 0, 0, 0];
+    assert!(Connection::upgrade(Config::default(), &bad_window).is_err());
+}
+
+#[test]
+fn settings_ack_is_tracked_and_abort_says_goaway() {
+    let mut c = Client::new();
+    assert!(c.conn.awaits_settings_ack());
+    c.send(&frame(kind::SETTINGS, flag::ACK, 0, b""))
+        .expect("ack");
+    assert!(!c.conn.awaits_settings_ack());
+    let mut c = Client::new();
+    c.conn.abort(E::SETTINGS_TIMEOUT, "no SETTINGS ack");
+    assert_eq!(c.frames(), [Out::GoAway(0, E::SETTINGS_TIMEOUT)]);
+    assert!(!c.conn.wants_read());
+    assert!(c.conn.is_done());
+}
+
+/// A head block that changed nothing in the encoder's table can be sent
+/// again while the table stays the same; one from a passed generation is
+/// refused.
+#[test]
+fn head_blocks_are_replayed_only_at_their_generation() {
+    let mut c = Client::new();
+    c.get(1);
+    c.get(3);
+    c.get(5);
+    let fields = [
+        (&b"content-type"[..], &b"text/html"[..]),
+        (b"etag", b"\"x\""),
+    ];
+    // The first time content-type enters the table: the generation moves.
+    let g0 = c.conn.encoder_generation();
+    c.conn.send_headers(1, 200, fields, true).expect("head");
+    assert_ne!(c.conn.encoder_generation(), g0);
+    let g1 = c.conn.encoder_generation();
+    c.conn.send_headers(3, 200, fields, true).expect("head");
+    assert_eq!(
+        c.conn.encoder_generation(),
+        g1,
+        "found in the table: no change"
+    );
+    let block = c.conn.last_head_block().to_vec();
+    c.conn
+        .send_head_block(5, 200, &block, g1, true)
+        .expect("replayed");
+    let out = c.frames();
+    let heads: Vec<&Out> = out
+        .iter()
+        .filter(|o| matches!(o, Out::Headers { .. }))
+        .collect();
+    assert_eq!(heads.len(), 3);
+    let fields_of = |o: &Out| match o {
+        Out::Headers { fields, .. } => fields.clone(),
+        _ => Vec::new(),
+    };
+    assert_eq!(fields_of(heads[1]), fields_of(heads[2]));
+    assert_eq!(fields_of(heads[0]), fields_of(heads[2]));
+    c.get(7);
+    assert_eq!(
+        c.conn.send_head_block(7, 200, &block, g0, true),
+        Err(SendError::Stale)
+    );
+}

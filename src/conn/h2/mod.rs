@@ -1,0 +1,980 @@
+//! The HTTP/2 session of a connection: the sans-IO protocol core
+//! (`proto::h2::conn`) driven from the connection's reads and writes, with a
+//! table of streams, each an exchange of its own.
+//!
+//! A connection becomes HTTP/2 (`Phase::Http2`) after a TLS handshake that
+//! chose ALPN `h2`, on cleartext when its first bytes are the client preface
+//! (prior knowledge), or by HTTP/1.1's `Upgrade: h2c` (`upgrade.rs`); each
+//! only while `server.h2proto` is on, the last only with `server.h2c`.
+//!
+//! How a stream flows:
+//! 1. bytes read go to the core; its `Request` event becomes a
+//!    [`crate::msg::Request`] view (`stream::with_request`) and
+//!    `exchange::respond` answers it as it answers HTTP/1, with an
+//!    [`crate::msg::ExchangeId`] naming the stream;
+//! 2. glint's own reply goes out as HEADERS and its body pieces wait in the
+//!    stream's [`stream::Task`]; a backend's answer comes through the
+//!    stream's [`sink::StreamSink`], whose `has_room` bounds what it queues
+//!    (the backend pauses: back-pressure);
+//! 3. request bodies (DATA) go to the stream's job with `Gateways::feed`,
+//!    and only what the job took is handed back to the core
+//!    (`consume_body`): the client's window is the back-pressure; bodies
+//!    nothing needs are consumed and dropped;
+//! 4. the writer (`write.rs`) frames DATA by the core's priorities into the
+//!    output queue, a bounded amount at a time.
+//!
+//! What the core does not do is here: time-outs (no stream open, a client
+//! that never opens its window, body bytes that stop coming, a SETTINGS
+//! ack), a cap on what all streams together hold while the output stalls,
+//! GOAWAY on a graceful shutdown.
+
+mod fields;
+mod sink;
+mod stream;
+mod upgrade;
+mod write;
+
+use std::collections::VecDeque;
+
+use mio::Registry;
+
+use super::{Connection, Ctx, Flushed, Phase};
+use crate::exchange::{self, ConnInfo, Outcome, Services};
+use crate::msg::{Body, Request, MAX_HEADERS};
+use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead, StreamMap, PREFACE};
+use crate::proto::h2::ErrorCode;
+use crate::stats::Stats;
+use fields::{FieldBuf, HeadCache};
+use sink::{send_reply, StreamSink};
+use stream::Task;
+
+/// Memory one stream's answer may have queued before its backend is asked
+/// to pause: 64 KiB, a stream window's worth (what the client takes
+/// before it must say WINDOW_UPDATE), so a reading client never waits on it.
+pub const STREAM_HIGH_WATER: usize = 64 * 1024;
+/// A paused backend reads again once its stream drained below this.
+pub const STREAM_LOW_WATER: usize = STREAM_HIGH_WATER / 2;
+
+/// Memory all streams of one connection may hold queued for a client that
+/// does not take it (its windows closed, its socket full): past 1 MiB new
+/// requests wait before being answered and backends pause, so a client
+/// that opens 100 streams for large listings and reads nothing costs about
+/// this much, not 100 answers.
+pub const CONN_QUEUE_CAP: usize = 1024 * 1024;
+
+/// Descriptors held by the file ranges queued on one connection's streams
+/// past which new requests wait (ranges of one cached file share one): 32
+/// lets a page's images go out side by side, while 1,000 connections hold
+/// at most 32,000.
+pub const MAX_QUEUED_FILES: usize = 32;
+
+/// The client must acknowledge our SETTINGS within this many seconds (or
+/// `server.max-read-idle` when that is shorter), or the connection ends
+/// with SETTINGS_TIMEOUT (RFC 9113 §6.5.3). Every client acks in one round
+/// trip; 10 s is the TLS handshake's own bound.
+pub const SETTINGS_ACK_SECS: u64 = 10;
+
+/// After a connection error (GOAWAY queued), the client has this long to
+/// read what is left before the socket closes: a flooding client that
+/// reads nothing holds its buffers no longer than that.
+pub const FAILED_SECS: u64 = 2;
+
+/// Most rounds of reading and writing per drive before others get a turn
+/// (16 rounds of 64 KiB, 1 MiB, as an HTTP/1 upload's).
+const ROUNDS: usize = 16;
+
+/// A request waiting for the connection's queued answers to drain (see
+/// [`CONN_QUEUE_CAP`]); its body stays in the core, unread (back-pressure).
+#[derive(Debug)]
+struct Held {
+    stream: u32,
+    head: RequestHead,
+    end_stream: bool,
+}
+
+/// What the session needs of the server for one call.
+pub(super) struct Io<'a> {
+    pub sv: &'a mut Services,
+    pub registry: &'a Registry,
+    /// The connection's, with stream 0.
+    pub info: ConnInfo,
+    /// What the connection sets for every request (a PROXY header's).
+    pub env: &'a [(&'static str, Vec<u8>)],
+}
+
+impl Io<'_> {
+    fn info_for(&self, stream: u32) -> ConnInfo {
+        let mut i = self.info.clone();
+        i.ex = i.ex.on_stream(stream);
+        i
+    }
+
+    fn now(&self) -> u64 {
+        self.sv.clock.mono_secs
+    }
+}
+
+/// One HTTP/2 connection's state above the protocol core.
+pub struct Session {
+    core: Core,
+    /// The start of a frame that did not fit in one read (a frame may be
+    /// 16,393 bytes, the input buffer holds 16,384).
+    partial: Vec<u8>,
+    tasks: StreamMap<Task>,
+    held: VecDeque<Held>,
+    fields: FieldBuf,
+    heads: HeadCache,
+    /// `clock.mono_secs` when our SETTINGS went out.
+    since: u64,
+    /// When the output queue last moved (or was empty).
+    last_write: u64,
+    /// Since when no stream has been open.
+    idle_since: u64,
+    /// Streams whose paused backend may read again.
+    pump: Vec<u32>,
+    /// Scratch for an unframed request body given to a job.
+    chunk: Vec<u8>,
+    /// Scratch for the request line the access log shows.
+    line: String,
+    /// The core's events of one read, reused.
+    events: Vec<Event>,
+    /// When the connection was first seen failed (GOAWAY for an error
+    /// queued): it closes [`FAILED_SECS`] later, written or not.
+    failed_at: Option<u64>,
+    /// A compressed reply was given its slice in this [`Session::fill`].
+    sliced: bool,
+    /// A compressed reply waits for the next turn's slice.
+    pub(super) encode_pending: bool,
+}
+
+/// How a connection's first bytes (or its ALPN) decide the protocol.
+pub(super) enum Start {
+    H2,
+    /// A prefix of the HTTP/2 preface: wait for more.
+    Wait,
+    H1,
+}
+
+/// The core's limits from the configuration: `server.max-request-field-size`
+/// bounds the decoded header list, with 32 bytes per field of the 64 a
+/// request may carry (HPACK's per-field overhead), as for HTTP/1's head.
+fn core_config(sv: &Services) -> Config {
+    let field_size = sv.config.global.max_request_field_size as usize;
+    let list = field_size + 32 * MAX_HEADERS;
+    Config {
+        max_header_list_size: list.clamp(4096, 1 << 20) as u32,
+        max_header_block_bytes: (2 * list).clamp(8192, 2 << 20),
+        ..Config::default()
+    }
+}
+
+impl Session {
+    fn new(core: Core, now: u64) -> Session {
+        Session {
+            core,
+            partial: Vec::new(),
+            tasks: StreamMap::default(),
+            held: VecDeque::new(),
+            fields: FieldBuf::default(),
+            heads: HeadCache::default(),
+            since: now,
+            last_write: now,
+            idle_since: now,
+            pump: Vec::new(),
+            chunk: Vec::new(),
+            line: String::new(),
+            events: Vec::new(),
+            failed_at: None,
+            sliced: false,
+            encode_pending: false,
+        }
+    }
+
+    fn queued_mem(&self) -> usize {
+        self.tasks.values().map(|t| t.mem).sum()
+    }
+
+    /// Descriptors the queued file ranges hold (ranges of one cached file
+    /// share its descriptor).
+    fn queued_files(&self) -> usize {
+        if self.tasks.values().map(|t| t.files).sum::<usize>() < MAX_QUEUED_FILES {
+            return 0;
+        }
+        let mut fds: Vec<*const std::fs::File> = self
+            .tasks
+            .values()
+            .flat_map(|t| t.pieces.iter())
+            .filter_map(|p| match p {
+                stream::Chunk::File { file, .. } => Some(std::rc::Rc::as_ptr(file)),
+                _ => None,
+            })
+            .collect();
+        fds.sort_unstable();
+        fds.dedup();
+        fds.len()
+    }
+
+    /// The connection holds as much unsent as it may: new requests wait.
+    fn over_cap(&self) -> bool {
+        self.queued_mem() >= CONN_QUEUE_CAP || self.queued_files() >= MAX_QUEUED_FILES
+    }
+
+    /// Streams open (answered or waiting).
+    fn open(&self) -> usize {
+        self.tasks.len() + self.held.len()
+    }
+
+    /// No stream open, no frame half read, nothing the core has to write:
+    /// closing loses nothing the client sent (see `Connection::idle_since`).
+    pub fn is_idle(&self) -> bool {
+        self.open() == 0 && self.partial.is_empty() && self.core.output().is_empty()
+    }
+
+    /// Nothing left to do: close the socket once the output is written.
+    fn is_done(&self) -> bool {
+        self.core.is_done() && self.tasks.is_empty() && self.held.is_empty()
+    }
+
+    /// Bytes read: to the core, then what they caused.
+    fn recv(&mut self, bytes: &[u8], io: &mut Io<'_>) {
+        let now_ms = io.sv.clock.mono_us / 1000;
+        let result = if self.partial.is_empty() {
+            self.core.recv(bytes, now_ms).map(|used| {
+                self.partial.extend_from_slice(&bytes[used..]);
+            })
+        } else {
+            self.partial.extend_from_slice(bytes);
+            let mut p = std::mem::take(&mut self.partial);
+            let r = self.core.recv(&p, now_ms).map(|used| {
+                p.drain(..used);
+            });
+            self.partial = p;
+            r
+        };
+        self.on_events(io);
+        if let Err(e) = result {
+            log::debug!("HTTP/2 from {:?}: {e}", io.info.peer);
+            self.partial = Vec::new();
+            // GOAWAY is queued: no stream goes on.
+            self.drop_all(io.sv);
+        }
+    }
+
+    /// Handles what the core reported. A request whose reset is in the
+    /// same batch is never started: a rapid reset (CVE-2023-44487) costs
+    /// glint its frames, not an exchange.
+    fn on_events(&mut self, io: &mut Io<'_>) {
+        let mut events = std::mem::take(&mut self.events);
+        events.extend(std::iter::from_fn(|| self.core.poll_event()));
+        let mut reset: Vec<u32> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Reset { stream, .. } => Some(*stream),
+                _ => None,
+            })
+            .collect();
+        reset.sort_unstable();
+        for ev in events.drain(..) {
+            match ev {
+                Event::Request {
+                    stream,
+                    head,
+                    end_stream,
+                } => {
+                    io.sv.stats.h2_streams += 1;
+                    io.sv.stats.h2_streams_open += 1;
+                    if reset.binary_search(&stream).is_ok() {
+                        // Counted and dropped at its Reset.
+                        self.held.push_back(Held {
+                            stream,
+                            head,
+                            end_stream,
+                        });
+                    } else if self.over_cap() || !self.held.is_empty() {
+                        self.held.push_back(Held {
+                            stream,
+                            head,
+                            end_stream,
+                        });
+                    } else {
+                        self.start(stream, &head, end_stream, io);
+                    }
+                }
+                Event::Data {
+                    stream, end_stream, ..
+                } => self.on_body(stream, end_stream, io),
+                Event::Trailers { stream, .. } => self.on_body(stream, true, io),
+                Event::Reset { stream, code, .. } => {
+                    log::debug!("HTTP/2 stream {stream} reset: {code:?}");
+                    self.drop_stream(stream, io.sv);
+                }
+                Event::Rejected { stream, why } => {
+                    log::debug!("HTTP/2 stream {stream} refused: {why}");
+                }
+                Event::GoAway { code, .. } => {
+                    log::debug!("HTTP/2 client {:?} said GOAWAY {code:?}", io.info.peer);
+                }
+            }
+        }
+        self.events = events;
+    }
+
+    /// Body bytes (or its end) for `stream`.
+    fn on_body(&mut self, stream: u32, end: bool, io: &mut Io<'_>) {
+        if let Some(h) = self.held.iter_mut().find(|h| h.stream == stream) {
+            // Kept in the core until the request starts.
+            h.end_stream |= end;
+            return;
+        }
+        if let Some(t) = self.tasks.get_mut(&stream) {
+            t.body.done |= end;
+            t.last_recv = io.now();
+        }
+        self.feed_body(stream, io);
+        if let Some(task) = self.tasks.remove(&stream) {
+            self.settle(stream, task, &mut io.sv.stats);
+        }
+    }
+
+    /// Starts the exchange of a request: glint's reply, or a backend's job.
+    fn start(&mut self, stream: u32, head: &RequestHead, end_stream: bool, io: &mut Io<'_>) {
+        let head_only = head.method() == b"HEAD";
+        let mut task = Task::new(io.now(), end_stream, head_only);
+        let info = io.info_for(stream);
+        let mut line = std::mem::take(&mut self.line);
+        stream::with_request(head, end_stream, &mut line, |r| match r {
+            Ok(req) => self.respond(stream, &mut task, req, &info, io),
+            Err((status, why)) => {
+                log::debug!("bad HTTP/2 request from {:?}: {why}", info.peer);
+                exchange::error_reply(io.sv, status);
+                let date = io.sv.clock.http_date;
+                send_reply(
+                    &mut self.core,
+                    &mut self.fields,
+                    &mut self.heads,
+                    &mut task,
+                    stream,
+                    &io.sv.reply,
+                    &date,
+                );
+                let path = head.path().unwrap_or_default();
+                exchange::log_error(io.sv, &info, &path[..path.len().min(256)]);
+            }
+        });
+        self.line = line;
+        self.tasks.insert(stream, task);
+        self.feed_body(stream, io);
+        if let Some(task) = self.tasks.remove(&stream) {
+            self.settle(stream, task, &mut io.sv.stats);
+        }
+    }
+
+    /// Answers `req` on `stream` through the exchange.
+    fn respond(
+        &mut self,
+        stream: u32,
+        task: &mut Task,
+        req: &Request<'_, '_>,
+        info: &ConnInfo,
+        io: &mut Io<'_>,
+    ) {
+        let keep_alive = !io.sv.shutting_down;
+        // mod_extforward may change who the client is: logged so.
+        let mut info = info.clone();
+        let outcome = exchange::respond(io.sv, &mut info, req, keep_alive, io.env, io.registry);
+        self.take_outcome(stream, task, outcome, req, &info, io);
+    }
+
+    /// Sends glint's reply now (and logs it), or holds the gateway
+    /// exchange a backend will answer.
+    fn take_outcome(
+        &mut self,
+        stream: u32,
+        task: &mut Task,
+        outcome: Outcome,
+        req: &Request<'_, '_>,
+        info: &ConnInfo,
+        io: &mut Io<'_>,
+    ) {
+        task.body.unframed = req.body == Body::Chunked;
+        let bodiless = req.body == Body::None;
+        match outcome {
+            Outcome::Reply { orig_line, .. } => {
+                task.body.use_ = stream::Use::Drop;
+                let date = io.sv.clock.http_date;
+                let head = send_reply(
+                    &mut self.core,
+                    &mut self.fields,
+                    &mut self.heads,
+                    task,
+                    stream,
+                    &io.sv.reply,
+                    &date,
+                );
+                exchange::log_reply(io.sv, info, req, orig_line.as_deref(), head as u64);
+            }
+            Outcome::Gateway(start) => {
+                let authorizer = start.authorizer;
+                // An authorizer gets the head alone; the body waits in the
+                // core (unread: the client's window holds it back).
+                task.body.use_ = if bodiless {
+                    stream::Use::Drop
+                } else if authorizer {
+                    stream::Use::Hold
+                } else {
+                    stream::Use::Feed
+                };
+                let continue_100 = !authorizer
+                    && !task.body.done
+                    && !matches!(req.body, Body::None)
+                    && req.header("expect").is_some();
+                task.gw = Some(Box::new(super::gateway::GwSide::new(*start)));
+                if continue_100 {
+                    // The client waits for a go-ahead before its body.
+                    let _ = self.core.send_headers(stream, 100, [], false);
+                }
+            }
+        }
+    }
+
+    /// Request body bytes buffered in the core for `stream`: to its job as
+    /// far as the job's window takes them, or dropped when nothing wants
+    /// them. What is not taken stays in the core, and its credit with it.
+    fn feed_body(&mut self, stream: u32, io: &mut Io<'_>) {
+        let Some(mut task) = self.tasks.remove(&stream) else {
+            if !self.held.iter().any(|h| h.stream == stream) {
+                let n = self.core.body(stream).len();
+                self.core.consume_body(stream, n);
+            }
+            return;
+        };
+        self.feed_task(stream, &mut task, io);
+        self.tasks.insert(stream, task);
+    }
+
+    fn feed_task(&mut self, stream: u32, task: &mut Task, io: &mut Io<'_>) {
+        let job = match (&task.body.use_, task.gw.as_ref()) {
+            (stream::Use::Hold, _) => return,
+            (stream::Use::Feed, Some(g)) => g.start.job,
+            _ => {
+                let n = self.core.body(stream).len();
+                self.core.consume_body(stream, n);
+                return;
+            }
+        };
+        let now = io.now();
+        // Bounded: each round either takes bytes or stops.
+        for _ in 0..64 {
+            if !io.sv.upstream.takes_body(job) {
+                break;
+            }
+            let body = self.core.body(stream);
+            let result = if task.body.unframed {
+                // The job collects a body of unknown length with HTTP/1's
+                // chunked decoder (it needs the length before a backend is
+                // asked): each DATA payload is handed over as one chunk,
+                // and END_STREAM as the last chunk, so the collector, its
+                // limit (413) and its dispatch stay one code path.
+                if body.is_empty() {
+                    if !task.body.done || task.body.terminated {
+                        break;
+                    }
+                    task.body.terminated = true;
+                    self.chunk.clear();
+                    self.chunk.extend_from_slice(b"0\r\n\r\n");
+                } else {
+                    self.chunk.clear();
+                    self.chunk
+                        .extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+                    self.chunk.extend_from_slice(body);
+                    self.chunk.extend_from_slice(b"\r\n");
+                }
+                let n = body.len();
+                match io.sv.upstream.feed(job, &self.chunk, now, io.registry) {
+                    Ok((used, _)) if used == self.chunk.len() => Ok(n),
+                    Ok(_) => Err(400),
+                    Err(status) => Err(status),
+                }
+            } else {
+                if body.is_empty() {
+                    break;
+                }
+                io.sv
+                    .upstream
+                    .feed(job, body, now, io.registry)
+                    .map(|(used, _)| used)
+            };
+            match result {
+                Ok(0) => {
+                    if task.body.unframed && task.body.terminated {
+                        continue;
+                    }
+                    break;
+                }
+                Ok(used) => self.core.consume_body(stream, used),
+                Err(status) => {
+                    if status == 413 {
+                        log::warn!(
+                            "an HTTP/2 request body for a backend is over its limit; answering 413"
+                        );
+                    }
+                    task.body.use_ = stream::Use::Drop;
+                    let n = self.core.body(stream).len();
+                    self.core.consume_body(stream, n);
+                    let date = io.sv.clock.http_date;
+                    let mut sink = StreamSink {
+                        core: &mut self.core,
+                        fields: &mut self.fields,
+                        heads: &mut self.heads,
+                        task,
+                        stream,
+                        others: 0,
+                        date,
+                    };
+                    crate::msg::Sink::fail(&mut sink, status);
+                    self.after_gw(stream, task, io);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// After the upstream spoke through a stream's sink: a complete answer
+    /// ends the job (logged), an answer that says so runs the request again.
+    fn after_gw(&mut self, stream: u32, task: &mut Task, io: &mut Io<'_>) {
+        if !task.gw.as_ref().is_some_and(|g| g.done) {
+            return;
+        }
+        let Some(mut gw) = task.gw.take() else { return };
+        let info = gw.start.info.clone();
+        if let Some(why) = gw.rerun.take() {
+            // A backend that redirected before the whole body came: the
+            // rest is dropped (the rerun has no body).
+            io.sv.upstream.finish(gw.start.job);
+            let head = gw.start.head.clone();
+            let keep_alive = !io.sv.shutting_down;
+            let r = exchange::rerun(io.sv, &info, gw.start, why, keep_alive, io.registry);
+            let mut hs = Vec::new();
+            let req = head.view(&mut hs);
+            let req = Request {
+                body: r.body,
+                ..req
+            };
+            self.take_outcome(stream, task, r.outcome, &req, &info, io);
+            self.feed_task(stream, task, io);
+            return;
+        }
+        io.sv.upstream.finish(gw.start.job);
+        exchange::log_gateway(io.sv, &info, &gw.start, gw.status, gw.body_sent);
+        task.body.use_ = stream::Use::Drop;
+        let n = self.core.body(stream).len();
+        self.core.consume_body(stream, n);
+    }
+
+    /// Puts a task back, or lets it go when it is done: its answer framed
+    /// and nothing more to read for it. A request body still coming then
+    /// is stopped with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows after
+    /// a complete response (and as lighttpd does).
+    fn settle(&mut self, stream: u32, task: Task, stats: &mut Stats) {
+        if !task.finished() {
+            self.tasks.insert(stream, task);
+            return;
+        }
+        if !task.body.done {
+            self.core.reset_stream(stream, ErrorCode::NO_ERROR);
+        } else {
+            let n = self.core.body(stream).len();
+            self.core.consume_body(stream, n);
+        }
+        stats.h2_streams_open = stats.h2_streams_open.saturating_sub(1);
+    }
+
+    /// The client (or the core, for the client's error) reset `stream`.
+    fn drop_stream(&mut self, stream: u32, sv: &mut Services) {
+        if let Some(i) = self.held.iter().position(|h| h.stream == stream) {
+            self.held.remove(i);
+            sv.stats.h2_streams_open = sv.stats.h2_streams_open.saturating_sub(1);
+        }
+        if let Some(mut t) = self.tasks.remove(&stream) {
+            t.drop_pieces();
+            if let Some(g) = t.gw.take() {
+                sv.upstream.finish(g.start.job);
+            }
+            sv.stats.h2_streams_open = sv.stats.h2_streams_open.saturating_sub(1);
+        }
+    }
+
+    /// Every stream ends (the connection failed or closes).
+    fn drop_all(&mut self, sv: &mut Services) {
+        let streams: Vec<u32> = self
+            .tasks
+            .keys()
+            .copied()
+            .chain(self.held.iter().map(|h| h.stream))
+            .collect();
+        for s in streams {
+            self.drop_stream(s, sv);
+        }
+    }
+
+    /// Starts waiting requests while the connection has room for them.
+    fn start_held(&mut self, io: &mut Io<'_>) {
+        while !self.held.is_empty() && !self.over_cap() {
+            let Some(h) = self.held.pop_front() else {
+                break;
+            };
+            self.start(h.stream, &h.head, h.end_stream, io);
+        }
+    }
+
+    /// Backends paused for room that may read again.
+    fn pump_paused(&mut self, io: &mut Io<'_>) {
+        for s in std::mem::take(&mut self.pump) {
+            self.with_sink(s, io, |sink, io, job| {
+                let now = io.now();
+                io.sv.upstream.pump(job, sink, now, io.registry);
+            });
+        }
+    }
+
+    /// Runs `f` with the sink of `stream`'s gateway exchange, then acts on
+    /// what the answer came to.
+    fn with_sink(
+        &mut self,
+        stream: u32,
+        io: &mut Io<'_>,
+        f: impl FnOnce(&mut StreamSink<'_>, &mut Io<'_>, crate::upstream::JobId),
+    ) {
+        let Some(mut task) = self.tasks.remove(&stream) else {
+            return;
+        };
+        if let Some(job) = task.gw.as_ref().map(|g| g.start.job) {
+            let others = self.queued_mem();
+            let mut sink = StreamSink {
+                core: &mut self.core,
+                fields: &mut self.fields,
+                heads: &mut self.heads,
+                task: &mut task,
+                stream,
+                others,
+                date: io.sv.clock.http_date,
+            };
+            f(&mut sink, io, job);
+            self.after_gw(stream, &mut task, io);
+        }
+        self.settle(stream, task, &mut io.sv.stats);
+    }
+
+    /// Once a second: the time-outs. Returns false when the connection is
+    /// to close at once.
+    fn tick(&mut self, out_pending: bool, io: &mut Io<'_>) -> bool {
+        let now = io.now();
+        let g = std::rc::Rc::clone(&io.sv.config.global);
+        if self.core.awaits_settings_ack()
+            && self.core.wants_read()
+            && now.saturating_sub(self.since) >= SETTINGS_ACK_SECS.min(g.max_read_idle as u64)
+        {
+            log::debug!(
+                "HTTP/2 client {:?} never acknowledged SETTINGS",
+                io.info.peer
+            );
+            self.core
+                .abort(ErrorCode::SETTINGS_TIMEOUT, "SETTINGS not acknowledged");
+            self.drop_all(io.sv);
+            return true;
+        }
+        if !self.core.wants_read() {
+            let since = *self.failed_at.get_or_insert(now);
+            if now.saturating_sub(since) >= FAILED_SECS {
+                return false;
+            }
+        }
+        if !out_pending {
+            self.last_write = now;
+        } else if now.saturating_sub(self.last_write) >= g.max_write_idle as u64 {
+            // The client stopped reading the socket.
+            log::debug!("HTTP/2 client {:?} stopped reading", io.info.peer);
+            return false;
+        }
+        let mut reset = Vec::new();
+        for (&s, t) in self.tasks.iter_mut() {
+            if !t.wants_to_send() {
+                t.last_sent = now;
+            } else if now.saturating_sub(t.last_sent) >= g.max_write_idle as u64 {
+                // A client that never opens the stream's (or the
+                // connection's) window.
+                reset.push(s);
+                continue;
+            }
+            // Body bytes a backend waits for: the client's read time-out.
+            let waits_body = !t.body.done && matches!(t.body.use_, stream::Use::Feed);
+            if waits_body && now.saturating_sub(t.last_recv) >= g.max_read_idle as u64 {
+                reset.push(s);
+            }
+        }
+        for s in reset {
+            log::debug!("HTTP/2 stream {s} of {:?} timed out", io.info.peer);
+            self.core.reset_stream(s, ErrorCode::CANCEL);
+            self.drop_stream(s, io.sv);
+        }
+        if self.open() > 0 {
+            self.idle_since = now;
+        } else if now.saturating_sub(self.idle_since) >= g.max_keep_alive_idle as u64 {
+            // Idle: GOAWAY, and the connection closes once it is written.
+            self.core.shutdown();
+        }
+        true
+    }
+
+    /// A connection with no stream open and nothing to write keeps only its
+    /// protocol state, as between requests an HTTP/1 connection gives its
+    /// buffers back to the pool: 1,000 idle connections that had each
+    /// answered a request held 5.5 KB each before, mostly buffers and
+    /// caches kept for a next request. A client that keeps streams going
+    /// (a page load, h2load -m 10) reaches this point once per batch of
+    /// answers; what it costs then is a few allocations and one encoding.
+    fn compact(&mut self) {
+        self.core.compact();
+        self.tasks.shrink_to_fit();
+        self.held.shrink_to_fit();
+        self.fields = FieldBuf::default();
+        self.heads = HeadCache::default();
+        self.partial = Vec::new();
+        self.chunk = Vec::new();
+        self.line = String::new();
+        self.pump = Vec::new();
+        self.events = Vec::new();
+    }
+}
+
+impl Connection {
+    /// Whether this connection's first bytes (or its ALPN) ask for HTTP/2.
+    pub(super) fn h2_start(&self, pending: &[u8], sv: &Services) -> Start {
+        if !sv.config.global.h2proto {
+            return Start::H1;
+        }
+        if let Some(tls) = self.tls.as_deref() {
+            let h2 = tls
+                .info()
+                .is_some_and(|i| i.alpn.as_deref() == Some(crate::tls::ALPN_H2));
+            return if h2 { Start::H2 } else { Start::H1 };
+        }
+        if pending.is_empty() {
+            return Start::H1;
+        }
+        let n = pending.len().min(PREFACE.len());
+        if pending[..n] != PREFACE[..n] {
+            Start::H1
+        } else if n < PREFACE.len() {
+            Start::Wait
+        } else {
+            Start::H2
+        }
+    }
+
+    /// The connection speaks HTTP/2 from here on, with `core` (our SETTINGS
+    /// already queued in it).
+    pub(super) fn enter_h2(&mut self, core: Option<Core>, cx: &mut Ctx<'_>) {
+        let core = core.unwrap_or_else(|| Core::new(core_config(cx.sv)));
+        let now = cx.sv.clock.mono_secs;
+        self.phase = Phase::Http2;
+        self.h2 = Some(Box::new(Session::new(core, now)));
+        cx.sv.stats.h2_connections += 1;
+        cx.sv.stats.h2_open += 1;
+        if !self.nodelay {
+            // Frames of many streams interleave: none may wait for an ACK.
+            self.stream.set_nodelay();
+            self.nodelay = true;
+        }
+        self.prepare_output(cx.pool);
+    }
+
+    /// The session for one call, with what it needs of the server; the
+    /// session is put back after.
+    fn with_session<R>(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        f: impl FnOnce(&mut Session, &mut Io<'_>) -> R,
+    ) -> Option<R> {
+        let mut s = self.h2.take()?;
+        let info = self.info(cx.sv);
+        let mut io = Io {
+            sv: &mut *cx.sv,
+            registry: cx.registry,
+            info,
+            env: &self.proxy_env,
+        };
+        let r = f(&mut s, &mut io);
+        self.h2 = Some(s);
+        Some(r)
+    }
+
+    /// Input read on an HTTP/2 connection: everything goes to the session.
+    pub(super) fn h2_input(&mut self, cx: &mut Ctx<'_>) {
+        let Some(mut input) = self.input.take() else {
+            return;
+        };
+        self.with_session(cx, |s, io| {
+            if !input.is_empty() {
+                s.recv(input.pending(), io);
+            }
+        });
+        input.consume_all();
+        self.input = Some(input);
+    }
+
+    /// Reads, answers and writes while the socket allows.
+    pub(super) fn drive_h2(&mut self, cx: &mut Ctx<'_>) {
+        let mut rounds = 0;
+        while self.phase == Phase::Http2 {
+            rounds += 1;
+            if rounds > ROUNDS {
+                self.more = true;
+                break;
+            }
+            let reads = self.h2.as_ref().is_some_and(|s| s.core.wants_read());
+            let read = self.readable && reads;
+            if read {
+                self.read_some(cx);
+                if self.phase != Phase::Http2 {
+                    return;
+                }
+            }
+            if self
+                .h2
+                .as_ref()
+                .is_some_and(|s| !s.pump.is_empty() || !s.held.is_empty())
+            {
+                self.with_session(cx, |s, io| {
+                    s.pump_paused(io);
+                    s.start_held(io);
+                });
+            }
+            let now = cx.sv.clock.mono_secs;
+            let stats = &mut cx.sv.stats;
+            if let Some(s) = self.h2.as_deref_mut() {
+                s.fill(&mut self.out, now, stats);
+                if s.encode_pending {
+                    // The loop comes back for the next slice.
+                    self.more = true;
+                }
+            }
+            if self.out.is_empty() {
+                if let Some(s) = self.h2.as_deref_mut() {
+                    s.last_write = now;
+                }
+                if self.h2.as_ref().is_some_and(|s| s.is_done()) {
+                    self.h2_finish(cx);
+                    return;
+                }
+                if read && self.readable {
+                    continue;
+                }
+                break;
+            }
+            let before = self.out.pending_bytes();
+            match self.flush(cx) {
+                Flushed::Closed => return,
+                f => {
+                    if self.out.pending_bytes() < before {
+                        if let Some(s) = self.h2.as_deref_mut() {
+                            s.last_write = now;
+                        }
+                    }
+                    if matches!(f, Flushed::Blocked) && !(read && self.readable) {
+                        break;
+                    }
+                }
+            }
+        }
+        if self.phase == Phase::Http2 {
+            if self.out.is_empty() {
+                if let Some(s) = self.h2.as_deref_mut() {
+                    if s.open() == 0 && s.partial.is_empty() {
+                        s.compact();
+                    }
+                }
+            }
+            self.release_idle_buffers(cx);
+        }
+    }
+
+    /// An idle HTTP/2 connection holds no input or output buffer.
+    fn release_idle_buffers(&mut self, cx: &mut Ctx<'_>) {
+        if self.input.as_ref().is_some_and(|i| i.is_empty()) {
+            if let Some(b) = self.input.take() {
+                cx.pool.put_in(b);
+            }
+        }
+        if self.out.is_empty() && self.out.mem.capacity() > 0 {
+            cx.pool.put_out(self.out.take_buffer());
+        }
+    }
+
+    /// GOAWAY was exchanged (or sent for an error) and every stream is
+    /// done: close, reading a little longer so that what the client still
+    /// sends does not reset the connection under the last frames.
+    fn h2_finish(&mut self, cx: &mut Ctx<'_>) {
+        self.h2_release(cx);
+        self.linger = true;
+        self.finish(cx);
+    }
+
+    /// Lets the session go: its jobs end, the counters drop it.
+    pub(super) fn h2_release(&mut self, cx: &mut Ctx<'_>) {
+        if let Some(mut s) = self.h2.take() {
+            s.drop_all(cx.sv);
+            cx.sv.stats.h2_open = cx.sv.stats.h2_open.saturating_sub(1);
+        }
+    }
+
+    /// Once a second, for an HTTP/2 connection.
+    pub(super) fn h2_tick(&mut self, cx: &mut Ctx<'_>) {
+        let pending = !self.out.is_empty();
+        let keep = self.with_session(cx, |s, io| s.tick(pending, io));
+        if keep == Some(false) {
+            self.close(cx);
+            return;
+        }
+        self.drive(cx);
+    }
+
+    /// Graceful shutdown: GOAWAY; the streams open finish.
+    pub(super) fn h2_shutdown(&mut self, cx: &mut Ctx<'_>) {
+        if let Some(s) = self.h2.as_deref_mut() {
+            s.core.shutdown();
+        }
+        self.drive(cx);
+    }
+
+    /// A backend of stream `stream` is ready: its answer goes on.
+    pub(super) fn h2_backend_ready(&mut self, stream: u32, bkey: usize, cx: &mut Ctx<'_>) {
+        self.with_session(cx, |s, io| {
+            s.with_sink(stream, io, |sink, io, _| {
+                let now = io.now();
+                io.sv.upstream.drive_backend(bkey, sink, now, io.registry);
+            });
+        });
+        self.drive(cx);
+    }
+
+    /// The gateway exchange of `stream` failed (or ended) without a sink
+    /// at hand.
+    pub(super) fn h2_upstream_news(&mut self, stream: u32, failed: Option<u16>, cx: &mut Ctx<'_>) {
+        self.with_session(cx, |s, io| {
+            s.with_sink(stream, io, |sink, _, _| match failed {
+                Some(status) => crate::msg::Sink::fail(sink, status),
+                None => crate::msg::Sink::end(sink),
+            });
+        });
+        self.drive(cx);
+    }
+
+    /// The body window of `stream`'s job has room again.
+    pub(super) fn h2_wake(&mut self, stream: u32, cx: &mut Ctx<'_>) {
+        if stream != 0 {
+            self.with_session(cx, |s, io| s.feed_body(stream, io));
+        }
+        self.drive(cx);
+    }
+}
