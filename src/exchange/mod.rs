@@ -111,6 +111,8 @@ pub struct Scratch {
     pub fs_path: String,
     /// The lowercased Host.
     pub host: String,
+    /// The Host as sent, that `host` was made from.
+    pub host_raw: Vec<u8>,
     /// The URL path of a directory's index file.
     pub index_path: String,
 }
@@ -255,9 +257,16 @@ pub(crate) fn respond_with(
     mut carry: Carry,
     registry: &Registry,
 ) -> Outcome {
-    sv.scratch.host.clear();
-    for &b in req.host {
-        sv.scratch.host.push(b.to_ascii_lowercase() as char);
+    // Lowercased only when it differs from the last request's Host (as a
+    // rule it does not): building it cost 250 of the 8,100 instructions of
+    // a keep-alive request (callgrind), comparing costs a tenth of that.
+    let sc = &mut sv.scratch;
+    if sc.host_raw != req.host {
+        sc.host_raw.clear();
+        sc.host_raw.extend_from_slice(req.host);
+        sc.host.clear();
+        sc.host
+            .extend(req.host.iter().map(|&b| b.to_ascii_lowercase() as char));
     }
     // The target of this run: the client's, or an error handler's.
     let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
@@ -574,12 +583,7 @@ pub fn error_reply(sv: &mut Services, status: u16) {
 /// The docroot: `mod_simple_vhost` when configured, else `server.document-root`.
 /// Borrowed from the settings in the common case: no allocation per request.
 fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
-    let plain = || {
-        s.document_root
-            .as_ref()
-            .and_then(|p| p.to_str())
-            .map(Cow::Borrowed)
-    };
+    let plain = || s.docroot_str().map(Cow::Borrowed);
     let Some(server_root) = s.simple_vhost_server_root.as_deref() else {
         return plain();
     };
@@ -618,10 +622,13 @@ fn host_without_port(host: &str) -> &str {
     host.split(':').next().unwrap_or(host)
 }
 
-/// Splits a request target into path and query.
+/// Splits a request target into path and query. A byte search: `str`'s
+/// `split_once('?')` goes through the general char searcher, about 200
+/// instructions for a short target (callgrind), a tenth of that here.
 fn split_uri(uri: &str) -> (&str, &str) {
-    match uri.split_once('?') {
-        Some((p, q)) => (p, q),
+    match uri.bytes().position(|b| b == b'?') {
+        // `?` is ASCII: both sides are on character boundaries.
+        Some(i) => (&uri[..i], &uri[i + 1..]),
         None => (uri, ""),
     }
 }

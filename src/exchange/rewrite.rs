@@ -52,7 +52,7 @@ pub fn resolve_and_rewrite<'a>(
     let mut rewrites = 0;
     loop {
         let uri = rewritten.as_deref().unwrap_or(first);
-        let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
+        let (path, query) = super::split_uri(uri);
         let path_ok =
             uri == "*" || normalize(path, &mut sv.scratch.decoded, &mut sv.scratch.path).is_ok();
         let url = if path_ok {
@@ -109,11 +109,7 @@ fn rewrite_once(
     if next.is_some() || rewrites > 0 || s.url_rewrite_if_not_file.is_empty() {
         return next;
     }
-    let root = s
-        .document_root
-        .as_ref()
-        .and_then(|p| p.to_str())
-        .unwrap_or("");
+    let root = s.docroot_str().unwrap_or("");
     let fs = format!("{}{}", root.trim_end_matches('/'), sv.scratch.path);
     if std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
         return None;
