@@ -116,6 +116,8 @@ pub struct Entry<'a> {
     pub head_bytes: u64,
     pub server_port: u16,
     pub elapsed_us: u64,
+    /// The user mod_auth let in (`%u`), if any.
+    pub remote_user: Option<&'a str>,
 }
 
 fn push_escaped(out: &mut Vec<u8>, v: &[u8]) {
@@ -148,7 +150,10 @@ impl Format {
                     }
                     None => out.push(b'-'),
                 },
-                Piece::RemoteUser => out.push(b'-'),
+                Piece::RemoteUser => match e.remote_user {
+                    Some(u) if !u.is_empty() => push_escaped(out, u.as_bytes()),
+                    _ => out.push(b'-'),
+                },
                 Piece::Time => out.extend_from_slice(e.time.as_bytes()),
                 Piece::RequestLine => match e.request {
                     Some(r) => push_escaped(out, r.request_line),
@@ -348,12 +353,13 @@ mod tests {
             head_bytes: 200,
             server_port: 80,
             elapsed_us: 12,
+            remote_user: Some("alice"),
         };
         let mut out = Vec::new();
         Format::parse(crate::config::DEFAULT_ACCESSLOG_FORMAT).write(&e, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "127.0.0.1 example.org - [06/Nov/1994:08:49:37 +0000] \"GET /index.html?x=1 HTTP/1.1\" 200 469 \"-\" \"ab \\x22q\\x22\"\n"
+            "127.0.0.1 example.org alice [06/Nov/1994:08:49:37 +0000] \"GET /index.html?x=1 HTTP/1.1\" 200 469 \"-\" \"ab \\x22q\\x22\"\n"
         );
     }
 
@@ -373,6 +379,7 @@ mod tests {
             head_bytes: 100,
             server_port: 80,
             elapsed_us: 7,
+            remote_user: None,
         };
         let mut out = Vec::new();
         f.write(&e, &mut out);

@@ -18,9 +18,10 @@
 //!    [`accesslog`].
 //! 7. [`msg`] (requests, replies, the upstream sink, statuses, ranges),
 //!    [`output`] (the write queue and its one writer), [`net`] (sockets).
-//! 8. The base: [`config`], [`clock`], [`authn`], and below them [`path`],
+//! 8. The base: [`config`], [`clock`], and below them [`path`],
 //!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`], and pure
-//!    modules that import nothing of glint: [`compress`] (mod_deflate's
+//!    modules that import nothing of glint: [`authn`] (mod_auth and
+//!    mod_authn_file: user files, Basic, Digest), [`compress`] (mod_deflate's
 //!    options, Accept-Encoding, streaming encoders, the cache), [`tls`]
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
 //!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's
@@ -43,10 +44,10 @@ pub mod msg;
 pub mod net;
 pub mod output;
 
-pub mod authn;
 pub mod clock;
 pub mod config;
 
+pub mod authn;
 pub mod buf;
 pub mod compress;
 pub mod date;

@@ -123,6 +123,125 @@ pub fn normalize(raw: &str, scratch: &mut Vec<u8>, out: &mut String) -> Result<(
     Ok(())
 }
 
+/// Bytes a request target may not hold unencoded (lighttpd's
+/// `encoded_chars_http_uri_reqd`): controls, space, `"`, `#`, `%`, `<`,
+/// `>`, `[`, `\\`, `]`, `^`, `` ` ``, `{`, `|`, `}`, DEL and every non-ASCII byte.
+fn needs_encoding(b: u8) -> bool {
+    !(0x21..0x7f).contains(&b) || b"\"#%<>[\\]^`{|}".contains(&b)
+}
+
+/// RFC 3986 2.3: `ALPHA / DIGIT / "-" / "." / "_" / "~"`.
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+const HEX_UC: &[u8; 16] = b"0123456789ABCDEF";
+
+/// The request target as mod_rewrite and mod_redirect match it, normalised
+/// as lighttpd's default `server.http-parseopts` do: an escape of an
+/// unreserved character is decoded (`%41` is `A`), other escapes get
+/// upper-case hex (`%3a` is `%3A`), bytes that must be escaped are
+/// (`ä` is `%C3%A4`), a fragment is dropped, and dot segments and empty
+/// segments of the path are removed. An encoded slash stays `%2F` (the
+/// path's rule, see [`percent_decode`]). `None` when the target is
+/// already in that form, the common case, which costs one scan.
+pub fn normalize_target(raw: &str) -> Option<String> {
+    let b = raw.as_bytes();
+    let (path_end, has_query) = match raw.find('?') {
+        Some(i) => (i, true),
+        None => (raw.len(), false),
+    };
+    let path = &raw[..path_end];
+    let dots = path.contains("//") || path.split('/').any(|seg| seg == "." || seg == "..");
+    let escapes = b.iter().enumerate().any(|(i, &c)| {
+        if c == b'%' {
+            let (h, l) = (b.get(i + 1).copied(), b.get(i + 2).copied());
+            match (h.and_then(hex), l.and_then(hex)) {
+                (Some(x), Some(y)) => {
+                    unreserved(x << 4 | y)
+                        || h.is_some_and(|h| h.is_ascii_lowercase())
+                        || l.is_some_and(|l| l.is_ascii_lowercase())
+                }
+                _ => true,
+            }
+        } else {
+            needs_encoding(c)
+        }
+    });
+    if !dots && !escapes {
+        return None;
+    }
+    let mut out = Vec::with_capacity(b.len() + 16);
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'%' {
+            let (Some(h), Some(l)) = (
+                b.get(i + 1).copied().and_then(hex),
+                b.get(i + 2).copied().and_then(hex),
+            ) else {
+                // A malformed escape: left as sent, for the path's own check (400).
+                return None;
+            };
+            let x = h << 4 | l;
+            if unreserved(x) {
+                out.push(x);
+            } else {
+                out.extend_from_slice(&[b'%', HEX_UC[usize::from(h)], HEX_UC[usize::from(l)]]);
+            }
+            i += 3;
+            continue;
+        }
+        if c == b'#' {
+            break;
+        }
+        if needs_encoding(c) {
+            out.extend_from_slice(&[
+                b'%',
+                HEX_UC[usize::from(c >> 4)],
+                HEX_UC[usize::from(c & 15)],
+            ]);
+        } else {
+            out.push(c);
+        }
+        i += 1;
+    }
+    // (Every byte pushed is ASCII.)
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (p, q) = match text.find('?') {
+        Some(i) if has_query => (&text[..i], &text[i..]),
+        _ => (text.as_str(), ""),
+    };
+    let mut simple = String::with_capacity(text.len());
+    let mut trailing = false;
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => trailing = true,
+            // Above the root: left as sent, for the path's own check (400).
+            ".." if simple.is_empty() => return None,
+            ".." => {
+                let cut = simple.rfind('/').unwrap_or(0);
+                simple.truncate(cut);
+                trailing = true;
+            }
+            s => {
+                simple.push('/');
+                simple.push_str(s);
+                trailing = false;
+            }
+        }
+    }
+    if simple.is_empty() || (trailing && !simple.ends_with('/')) {
+        simple.push('/');
+    }
+    if !p.starts_with('/') {
+        // (`*` and other targets that are not paths keep their path as is.)
+        simple = p.to_string();
+    }
+    simple.push_str(q);
+    (simple != raw).then_some(simple)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +250,40 @@ mod tests {
         let mut scratch = Vec::new();
         let mut out = String::new();
         normalize(raw, &mut scratch, &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn targets_normalise_as_lighttpd_matches_them() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("already normal", "/a/b?x=1", None),
+            (
+                "lower hex",
+                "/some+test%3axxx%20with%20space",
+                Some("/some+test%3Axxx%20with%20space"),
+            ),
+            ("unreserved decoded", "/%7euser/%41", Some("/~user/A")),
+            (
+                "raw utf-8 encoded",
+                "/~test%20\u{e4}_",
+                Some("/~test%20%C3%A4_"),
+            ),
+            ("fragment dropped", "/a#frag", Some("/a")),
+            ("dot segments", "/a/./b/../c", Some("/a/c")),
+            ("double slash", "//a//b", Some("/a/b")),
+            (
+                "query kept, hex upper",
+                "/a?x=%2f&y=%7e",
+                Some("/a?x=%2F&y=~"),
+            ),
+            ("encoded slash stays", "/a%2Fb", None),
+            ("a bad escape is left for the path check", "/a%zz", None),
+            ("a space encoded", "/a b", Some("/a%20b")),
+            ("star", "*", None),
+            ("above the root: left for the path check", "/../x%3a", None),
+        ];
+        for (what, raw, want) in cases {
+            assert_eq!(normalize_target(raw).as_deref(), *want, "{what}");
+        }
     }
 
     #[test]

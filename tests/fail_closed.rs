@@ -90,6 +90,59 @@ fn unauthorized(r: &Response) -> Result<(), String> {
     }
 }
 
+/// A password-protected page once the right password is given.
+fn protected_served(r: &Response) -> Result<(), String> {
+    if r.status == 200 && find(&r.body, b"PROTECTED-CONTENT").is_some() {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected the page for the right password: {}",
+            r.describe()
+        ))
+    }
+}
+
+/// 401 from a gateway route: the script neither ran nor was shown.
+fn unauthorized_gateway(r: &Response) -> Result<(), String> {
+    no_source(r)?;
+    if find(&r.body, b"ran:42").is_some() {
+        return Err(format!("the script ran: {}", r.describe()));
+    }
+    unauthorized(r)
+}
+
+/// Refused, by a status or by closing without an answer (status 0 here),
+/// and nothing protected in it.
+fn refused(r: &Response) -> Result<(), String> {
+    if find(&r.body, b"PROTECTED-CONTENT").is_some() || (200..400).contains(&r.status) {
+        Err(format!("expected a refusal: {}", r.describe()))
+    } else {
+        Ok(())
+    }
+}
+
+/// Whatever the status, the file outside the mapped directory is not sent.
+fn not_secret(r: &Response) -> Result<(), String> {
+    if find(&r.body, b"PROTECTED-CONTENT").is_some() {
+        Err(format!(
+            "a file outside the mapped directory was sent: {}",
+            r.describe()
+        ))
+    } else if r.status == 200 {
+        Err(format!("expected no page: {}", r.describe()))
+    } else {
+        Ok(())
+    }
+}
+
+fn alias_page(r: &Response) -> Result<(), String> {
+    if r.status == 200 && find(&r.body, b"alias page").is_some() {
+        Ok(())
+    } else {
+        Err(format!("expected the aliased file: {}", r.describe()))
+    }
+}
+
 fn served_ok(r: &Response) -> Result<(), String> {
     if r.status == 200 && find(&r.body, b"public page").is_some() {
         Ok(())
@@ -335,14 +388,34 @@ auth.backend = "plain"
 auth.backend.plain.userfile = "{dir}/users"
 auth.require = ( "/secret/" => ( "method" => "basic", "realm" => "r", "require" => "valid-user" ) )
 "#,
-        requests: &[("/secret/", unauthorized)],
-        glint_refuses: Some((4, "module mod_auth is not provided by glint")),
+        requests: &[
+            ("/secret/", unauthorized),
+            ("/secret/index.html", unauthorized),
+            // alice:wrong, a wrong password
+            (
+                "/secret/\nAuthorization: Basic YWxpY2U6d3Jvbmc=",
+                unauthorized,
+            ),
+            // mallory:secret, an unknown user
+            (
+                "/secret/\nAuthorization: Basic bWFsbG9yeTpzZWNyZXQ=",
+                unauthorized,
+            ),
+            // alice:secret (the file by name: lighttpd without
+            // index-file.names has no index file for "/secret/")
+            (
+                "/secret/index.html\nAuthorization: Basic YWxpY2U6c2VjcmV0",
+                protected_served,
+            ),
+        ],
+        glint_refuses: None,
         in_lighttpd: true,
         php: false,
     },
     Row {
         // (lighttpd runs its modules in the order listed: with mod_status
-        // before mod_auth it serves the page unguarded.)
+        // before mod_auth it serves the page unguarded; glint checks
+        // auth.require before mod_status whatever the order.)
         name: "auth.require on mod_status, from an included-style += line",
         files: &[],
         conf: r#"server.modules = ( "mod_access" )
@@ -352,10 +425,42 @@ auth.backend = "plain"
 auth.backend.plain.userfile = "{dir}/users"
 auth.require = ( "/server-status" => ( "method" => "basic", "realm" => "r", "require" => "valid-user" ) )
 "#,
-        requests: &[("/server-status", unauthorized)],
-        glint_refuses: Some((5, "module mod_auth is not provided by glint")),
+        requests: &[
+            ("/server-status", unauthorized),
+            (
+                "/server-status\nAuthorization: Basic YWxpY2U6d3Jvbmc=",
+                unauthorized,
+            ),
+        ],
+        glint_refuses: None,
         in_lighttpd: true,
         php: false,
+    },
+    Row {
+        name: "auth.require on a gateway route: the script runs only for the user",
+        files: &[("app/index.php", PHP_SCRIPT)],
+        conf: r#"server.modules = ( "mod_auth", "mod_authn_file", "mod_fastcgi" )
+index-file.names = ( "index.php" )
+auth.backend = "plain"
+auth.backend.plain.userfile = "{dir}/users"
+auth.require = ( "/app/" => ( "method" => "basic", "realm" => "r", "require" => "user=alice" ) )
+fastcgi.server = ( ".php" => (( "bin-path" => "{php}", "socket" => "{dir}/php.sock", "max-procs" => 1 )) )
+"#,
+        requests: &[
+            ("/app/", unauthorized_gateway),
+            ("/app/index.php", unauthorized_gateway),
+            (
+                "/app/index.php\nAuthorization: Basic YWxpY2U6d3Jvbmc=",
+                unauthorized_gateway,
+            ),
+            (
+                "/app/index.php\nAuthorization: Basic YWxpY2U6c2VjcmV0",
+                ran_php,
+            ),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: true,
     },
     Row {
         name: "ssl.engine on a socket: never plain HTTP there",
@@ -383,13 +488,114 @@ cgi.assign = ( ".py" => "/usr/bin/python3" )
     },
     Row {
         name: "extforward: a deny written for the client's address",
-        files: &[("index.html", "PROTECTED-CONTENT")],
+        files: &[("index.html", "public page")],
         conf: r#"server.modules = ( "mod_access", "mod_extforward" )
 extforward.forwarder = ( "127.0.0.1" => "trust" )
 $HTTP["remoteip"] == "203.0.113.0/24" { url.access-deny = ( "" ) }
 "#,
-        requests: &[],
-        glint_refuses: Some((4, "module mod_extforward is not provided by glint")),
+        requests: &[
+            ("/index.html\nX-Forwarded-For: 203.0.113.9", forbidden),
+            ("/index.html\nX-Forwarded-For: 198.51.100.7", served_ok),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "extforward: an untrusted peer's X-Forwarded-For changes nothing",
+        files: &[("index.html", "PROTECTED-CONTENT")],
+        conf: r#"server.modules = ( "mod_access", "mod_extforward" )
+extforward.forwarder = ( "10.9.9.9" => "trust" )
+$HTTP["remoteip"] == "127.0.0.1" { url.access-deny = ( "" ) }
+"#,
+        requests: &[
+            ("/index.html", forbidden),
+            ("/index.html\nX-Forwarded-For: 198.51.100.7", forbidden),
+            (
+                "/index.html\nX-Forwarded-For: 198.51.100.7, 10.9.9.9",
+                forbidden,
+            ),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "extforward: a PROXY header from an untrusted peer is no PROXY header",
+        files: &[("index.html", "PROTECTED-CONTENT")],
+        conf: r#"server.modules = ( "mod_access", "mod_extforward" )
+extforward.forwarder = ( "10.9.9.9" => "trust" )
+extforward.hap-PROXY = "enable"
+$HTTP["remoteip"] == "127.0.0.1" { url.access-deny = ( "" ) }
+"#,
+        requests: &[
+            (
+                "PROXY TCP4 198.51.100.7 127.0.0.1 4000 80\n/index.html",
+                refused,
+            ),
+            ("/index.html", forbidden),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "extforward: a trusted forwarder's PROXY header names the client",
+        files: &[("index.html", "public page")],
+        conf: r#"server.modules = ( "mod_access", "mod_extforward" )
+extforward.forwarder = ( "127.0.0.1" => "trust" )
+extforward.hap-PROXY = "enable"
+$HTTP["remoteip"] == "203.0.113.0/24" { url.access-deny = ( "" ) }
+"#,
+        requests: &[
+            (
+                "PROXY TCP4 203.0.113.9 127.0.0.1 4000 80\n/index.html",
+                forbidden,
+            ),
+            (
+                "PROXY TCP4 198.51.100.7 127.0.0.1 4000 80\n/index.html",
+                served_ok,
+            ),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "alias.url exposes its target and nothing beside it",
+        files: &[("index.html", "public page")],
+        conf: r#"server.modules = ( "mod_alias" )
+alias.url = ( "/files/" => "{dir}/aliased/", "/icons" => "{dir}/aliased/" )
+"#,
+        requests: &[
+            ("/files/ok.txt", alias_page),
+            ("/icons/ok.txt", alias_page),
+            ("/files/../secret.txt", not_secret),
+            ("/files/%2e%2e/secret.txt", not_secret),
+            ("/files/..%2fsecret.txt", not_secret),
+            ("/icons../secret.txt", not_secret),
+            ("/icons/../secret.txt", not_secret),
+        ],
+        glint_refuses: None,
+        in_lighttpd: true,
+        php: false,
+    },
+    Row {
+        name: "userdir serves public_html and nothing else of the home",
+        files: &[("index.html", "public page")],
+        conf: r#"server.modules = ( "mod_userdir" )
+userdir.path = "public_html"
+userdir.basepath = "{dir}/home/"
+"#,
+        requests: &[
+            ("/~bob/index.html", alias_page),
+            ("/~bob/../secret.txt", not_secret),
+            ("/~bob/%2e%2e/secret.txt", not_secret),
+            ("/~bob/..%2fsecret.txt", not_secret),
+            ("/~bob/public_html/../secret.txt", not_secret),
+            ("/~../bob/secret.txt", not_secret),
+        ],
+        glint_refuses: None,
         in_lighttpd: true,
         php: false,
     },
@@ -415,10 +621,6 @@ url.access-deny = ( "" )
         php: false,
     },
 ];
-
-/// The request the extforward row sends: from a trusted proxy, for a client
-/// in the denied network.
-const FORWARDED_FOR_OUTSIDER: &str = "X-Forwarded-For: 203.0.113.9";
 
 fn php_cgi() -> Option<&'static str> {
     ["/usr/bin/php-cgi", "/usr/local/bin/php-cgi"]
@@ -457,9 +659,16 @@ fn write_row_conf(
     path
 }
 
-/// Files a row's configuration reads: a user file, a certificate.
+/// Files a row's configuration reads: a user file, a certificate, an
+/// alias target and a home beside a file that must stay unreachable.
 fn row_support_files(dir: &TempDir) {
     std::fs::write(dir.join("users"), "alice:secret\n").expect("users file");
+    std::fs::create_dir_all(dir.join("aliased")).expect("alias dir");
+    std::fs::write(dir.join("aliased/ok.txt"), "alias page\n").expect("alias file");
+    std::fs::write(dir.join("secret.txt"), "PROTECTED-CONTENT\n").expect("secret");
+    std::fs::create_dir_all(dir.join("home/bob/public_html")).expect("home");
+    std::fs::write(dir.join("home/bob/public_html/index.html"), "alias page\n").expect("home page");
+    std::fs::write(dir.join("home/bob/secret.txt"), "PROTECTED-CONTENT\n").expect("home secret");
     let cert = dir.join("cert.pem");
     let key = dir.join("key.pem");
     let ok = Command::new("openssl")
@@ -564,12 +773,45 @@ fn start_lighttpd(conf: &Path, port: u16, dir: &TempDir) -> Result<Lighttpd, Str
     Ok(l)
 }
 
-fn request_for(row: &Row, path: &str) -> Vec<u8> {
-    if row.name.starts_with("extforward") {
-        get(path, &[FORWARDED_FOR_OUTSIDER])
-    } else {
-        get(path, &[])
+/// The bytes of a row's request: `path` and header lines after it, one a
+/// line; a first line starting with `PROXY ` goes before the request as
+/// it is (the PROXY protocol's v1 header).
+fn request_for(spec: &str) -> Vec<u8> {
+    let (proxy, rest) = match spec.strip_prefix("PROXY ") {
+        Some(_) => match spec.split_once('\n') {
+            Some((p, r)) => (Some(p), r),
+            None => (Some(spec), "/"),
+        },
+        None => (None, spec),
+    };
+    let mut lines = rest.split('\n');
+    let path = lines.next().unwrap_or("/");
+    let headers: Vec<&str> = lines.collect();
+    let mut out = Vec::new();
+    if let Some(p) = proxy {
+        out.extend_from_slice(p.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
+    out.extend_from_slice(&get(path, &headers));
+    out
+}
+
+/// The first line of a request spec, for messages.
+fn shown(spec: &str) -> String {
+    spec.replace('\n', " | ")
+}
+
+/// An answer, or (status 0) the connection closed without one.
+fn answer(r: Result<Response, String>) -> Response {
+    r.unwrap_or_else(|e| Response {
+        version: String::new(),
+        status: 0,
+        reason: e,
+        headers: Vec::new(),
+        body: Vec::new(),
+        head: String::new(),
+        framing: "none",
+    })
 }
 
 /// One row against glint: refused at start where it must be, else every
@@ -605,10 +847,10 @@ fn run_glint(row: &Row, fails: &mut Vec<String>) {
         .config_file(&conf)
         .listeners(listeners)
         .start();
-    for (path, check) in row.requests {
-        let r = fetch(&s, &request_for(row, path));
+    for (spec, check) in row.requests {
+        let r = answer(exchange(&s, &request_for(spec)).map(|(r, _)| r));
         if let Err(e) = check(&r) {
-            fails.push(format!("{}: GET {path}: {e}", row.name));
+            fails.push(format!("{}: GET {}: {e}", row.name, shown(spec)));
         }
     }
     if row.name.starts_with("ssl.engine") {
@@ -636,32 +878,15 @@ fn run_lighttpd(row: &Row, fails: &mut Vec<String>) {
         Err(e) => return fails.push(format!("{}: {e}", row.name)),
     };
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    for (path, check) in row.requests {
+    for (spec, check) in row.requests {
         let r = Conn::open(addr)
             .map_err(|e| e.to_string())
             .and_then(|mut c| {
-                c.send(&request_for(row, path)).map_err(|e| e.to_string())?;
+                c.send(&request_for(spec)).map_err(|e| e.to_string())?;
                 c.read_response(false)
             });
-        match r {
-            Ok(r) => {
-                if let Err(e) = check(&r) {
-                    fails.push(format!("{}: GET {path}: {e}", row.name));
-                }
-            }
-            Err(e) => fails.push(format!("{}: GET {path}: {e}", row.name)),
-        }
-    }
-    if row.name.starts_with("extforward") {
-        let r = Conn::open(addr)
-            .map_err(|e| e.to_string())
-            .and_then(|mut c| {
-                c.send(&request_for(row, "/index.html"))
-                    .map_err(|e| e.to_string())?;
-                c.read_response(false)
-            });
-        if !matches!(&r, Ok(r) if r.status == 403) {
-            fails.push(format!("{}: lighttpd let the outsider in: {r:?}", row.name));
+        if let Err(e) = check(&answer(r)) {
+            fails.push(format!("{}: GET {}: {e}", row.name, shown(spec)));
         }
     }
     if row.name.starts_with("ssl.engine") {

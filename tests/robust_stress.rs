@@ -75,7 +75,20 @@ fn pick_range(rng: &mut Rng, len: u64) -> (String, Want) {
                 })
                 .collect();
             let spec: Vec<String> = parts.iter().map(|(a, b)| format!("{a}-{b}")).collect();
-            (format!("bytes={}", spec.join(",")), Want::Many(parts))
+            // Ranges 80 bytes apart or closer are sent as one (RFC 9110
+            // 14.2 lets a server coalesce; glint does as lighttpd).
+            let mut merged: Vec<(u64, u64)> = Vec::new();
+            for (a, b) in parts {
+                match merged.last_mut() {
+                    Some(last) if a.saturating_sub(last.1) <= 80 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            let want = match merged[..] {
+                [(a, b)] => Want::One(a, b),
+                _ => Want::Many(merged),
+            };
+            (format!("bytes={}", spec.join(",")), want)
         }
     }
 }

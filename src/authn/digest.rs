@@ -512,7 +512,18 @@ pub fn verify_digest(
         NonceCheck::Forged => {
             return unauthorized(rule, key, now, false, Some("digest: nonce mismatch".into()))
         }
-        NonceCheck::Malformed => return bad("nonce invalid".into()),
+        // A nonce not in glint's form (another server's, a client's
+        // garbage): as lighttpd without a nonce-secret, the client is asked
+        // to try again with a fresh one (401, stale=true); with a
+        // nonce-secret lighttpd refuses it with 400.
+        NonceCheck::Malformed if rule.nonce_key.is_some() => return bad("nonce invalid".into()),
+        NonceCheck::Malformed => {
+            return Outcome::Unauthorized {
+                www_authenticate: digest_challenge(rule, key, now, Some(algo)),
+                close: false,
+                log: Some("digest: nonce not issued here; asking for a fresh one".into()),
+            }
+        }
     };
     let Some(users) = backend.users else {
         return unauthorized(

@@ -96,6 +96,16 @@ impl UserFile {
         Ok((f, msgs))
     }
 
+    /// An empty table for `path`, which could not be read at start: nobody
+    /// logs in with it, and [`UserFile::reload_if_changed`] reads it once
+    /// it is there (lighttpd reads the file per request, and fails each
+    /// request while it is missing).
+    pub fn missing(kind: BackendKind, path: &Path) -> UserFile {
+        let (mut f, _) = UserFile::parse(kind, &path.display().to_string(), b"");
+        f.path = Some(path.to_path_buf());
+        f
+    }
+
     /// Parses file contents; `name` labels the messages (`name:line: ...`).
     pub fn parse(kind: BackendKind, name: &str, data: &[u8]) -> (UserFile, Vec<String>) {
         let mut f = UserFile {
@@ -171,6 +181,11 @@ impl UserFile {
                     }
                     let hash = match PasswordHash::parse(rest) {
                         Ok(h) => {
+                            if h.scheme() == Scheme::DesCrypt {
+                                msgs.push(format!(
+                                    "{at}: user '{user}' has a DES crypt(3) hash: only the first 8 bytes of the password count (htpasswd -B makes a bcrypt one)"
+                                ));
+                            }
                             match schemes.iter_mut().find(|(s, _)| *s == h.scheme()) {
                                 Some((_, c)) => *c += 1,
                                 None => schemes.push((h.scheme(), 1)),

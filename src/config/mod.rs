@@ -32,6 +32,7 @@ pub use settings::{CgiLimits, CgiSettings, Origin, Settings, DEFAULT_ACCESSLOG_F
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 
+use crate::authn::require::{parse_require, RequireTable};
 use cond::{Cond, Test};
 use lexer::Pos;
 use options::Applied;
@@ -119,6 +120,13 @@ pub struct Config {
     pub scgi_servers: Vec<Option<Value>>,
     /// The same for `fastcgi.server` ([`Settings::fastcgi_scope`]).
     pub fastcgi_servers: Vec<Option<Value>>,
+    /// Every distinct value `auth.require` has in some scope (the global
+    /// scope's first), each with its rules parsed once at load;
+    /// [`Settings::auth_scope`] says which applies to a request.
+    pub auth_requires: Vec<(Option<Value>, Rc<RequireTable>)>,
+    /// Some scope trusts a forwarder (`extforward.forwarder`): requests
+    /// look for forwarded headers (and connections for a PROXY header).
+    pub extforward_anywhere: bool,
     /// The same for `proxy.server` ([`Settings::proxy_scope`]).
     pub proxy_servers: Vec<Option<Value>>,
     /// `cgi.assign` is set in some scope: CGI programs may run.
@@ -153,15 +161,45 @@ impl Config {
         let mut settings = settings;
         settings.scgi_scope = 0;
         settings.fastcgi_scope = 0;
+        settings.auth_scope = 0;
+        options::finish(&mut settings);
+        let mut warnings = Vec::new();
+        let auth_requires = match auth_table(&settings.auth_require, &mut warnings) {
+            Ok(t) => vec![t],
+            Err(e) => {
+                // (The command line sets no auth.require; settings built in
+                // code with a broken one protect everything: every path
+                // answers 500, with no backend to check a password against.)
+                warnings.push(format!("auth.require: {e}; every request answers 500"));
+                settings.auth_backend = None;
+                let all = vec![(
+                    String::new(),
+                    ["method", "realm", "require"]
+                        .iter()
+                        .zip(["basic", "auth.require does not parse", "valid-user"])
+                        .map(|(k, v)| {
+                            (
+                                k.to_string(),
+                                crate::authn::require::OptValue::Str(v.into()),
+                            )
+                        })
+                        .collect(),
+                )];
+                let table = parse_require(&all).map(|(t, _)| t).unwrap_or_default();
+                vec![(settings.auth_require.clone(), Rc::new(table))]
+            }
+        };
         settings.proxy_scope = 0;
         Config {
+            extforward_anywhere: settings.extforward.is_some(),
+            auth_requires,
             scgi_servers: vec![settings.scgi_server.clone()],
             fastcgi_servers: vec![settings.fastcgi_server.clone()],
             proxy_servers: vec![settings.proxy_server.clone()],
             cgi_used: !settings.cgi.assign.is_empty(),
             global: Rc::new(settings),
             listeners,
-            warnings: Vec::new(),
+            warnings,
             cache: RefCell::new(HashMap::new()),
             chains: Vec::new(),
             assigns: Vec::new(),
@@ -255,10 +293,36 @@ impl Config {
         }
         global.scgi_scope = 0;
         global.fastcgi_scope = 0;
+        global.auth_scope = 0;
+        options::finish(&mut global);
+        // (`options::apply` checked every value at its line already.)
+        let mut auth_requires = vec![auth_table(&global.auth_require, &mut warnings)
+            .map_err(|e| ConfigError::file(name, format!("auth.require: {e}")))?];
+        for a in assigns.iter().flatten().filter(|a| a.key == "auth.require") {
+            let v = Some(a.value.clone());
+            if !auth_requires.iter().any(|(x, _)| *x == v) {
+                let t = auth_table(&v, &mut warnings).map_err(|e| {
+                    ConfigError::at(
+                        &a.origin.file,
+                        a.origin.line,
+                        0,
+                        format!("auth.require: {e}"),
+                    )
+                })?;
+                auth_requires.push(t);
+            }
+        }
+        let extforward_anywhere = global.extforward.is_some()
+            || assigns
+                .iter()
+                .flatten()
+                .any(|a| a.key == "extforward.forwarder");
         global.proxy_scope = 0;
         let cgi_used = !global.cgi.assign.is_empty()
             || assigns.iter().flatten().any(|a| a.key == "cgi.assign");
         Ok(Config {
+            extforward_anywhere,
+            auth_requires,
             global: Rc::new(global),
             listeners,
             warnings,
@@ -399,6 +463,12 @@ impl Config {
         // Once per combination: which gateway route tables apply.
         s.scgi_scope = scope_of(&self.scgi_servers, &s.scgi_server);
         s.fastcgi_scope = scope_of(&self.fastcgi_servers, &s.fastcgi_server);
+        s.auth_scope = self
+            .auth_requires
+            .iter()
+            .position(|(v, _)| *v == s.auth_require)
+            .unwrap_or(0) as u32;
+        options::finish(&mut s);
         s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
         let s = Rc::new(s);
         self.cache.borrow_mut().insert(ids.to_vec(), Rc::clone(&s));
@@ -445,6 +515,43 @@ impl Config {
             }
         }
     }
+}
+
+impl Config {
+    /// Every value option `key` is given in a conditional block, in order
+    /// (the global scope's is in [`Config::global`]).
+    pub fn block_values<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.assigns
+            .iter()
+            .flatten()
+            .filter(move |a| a.key == key)
+            .map(|a| &a.value)
+    }
+
+    /// The `auth.require` rules in force under `s` (none when it sets none).
+    pub fn auth_rules(&self, s: &Settings) -> Option<&RequireTable> {
+        self.auth_requires
+            .get(s.auth_scope as usize)
+            .map(|(_, t)| &**t)
+            .filter(|t| !t.rules.is_empty())
+    }
+}
+
+/// One value of `auth.require` and its rules, parsed once. Parser
+/// warnings (`host=` is not implemented) go to `warnings`.
+fn auth_table(
+    v: &Option<Value>,
+    warnings: &mut Vec<String>,
+) -> Result<(Option<Value>, Rc<RequireTable>), String> {
+    let table = match v {
+        None => RequireTable::default(),
+        Some(v) => {
+            let (t, w) = parse_require(&options::auth_require_entries(v)?)?;
+            warnings.extend(w);
+            t
+        }
+    };
+    Ok((v.clone(), Rc::new(table)))
 }
 
 /// The index of `v` in `values` (every value was collected while loading).
@@ -495,6 +602,11 @@ fn check(s: &mut Settings, e: &Entry, warnings: &mut Vec<String>) -> Result<bool
         },
         Err(m) => m,
     };
+    // (Messages of the modules' own parsers may name the option already.)
+    let m = m
+        .strip_prefix(e.key.as_str())
+        .and_then(|r| r.strip_prefix(": "))
+        .map_or(m.clone(), str::to_string);
     Err(e.pos.error(format!("{}: {m}", e.key)))
 }
 

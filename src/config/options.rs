@@ -2,6 +2,8 @@
 
 use super::settings::{Origin, Settings};
 use super::value::Value;
+use crate::authn::require::{parse_backend, parse_require, OptValue};
+use crate::forwarded::options::{parse_headers, parse_params, ExtForward, Trust};
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -20,6 +22,12 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_status",
     "mod_scgi",
     "mod_fastcgi",
+    "mod_auth",
+    "mod_authn_file",
+    "mod_extforward",
+    "mod_alias",
+    "mod_userdir",
+    "mod_evhost",
     "mod_proxy",
     "mod_cgi",
     "mod_openssl",
@@ -176,6 +184,193 @@ fn octal_mode(v: &Value) -> Result<u32, String> {
     }
 }
 
+/// `"key" => value` pairs whose values are strings or integers, as text
+/// (`extforward.params = ( "remote_user" => 1 )`).
+fn text_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(|(k, v)| match (k, v) {
+                (Some(k), Value::Str(s)) => Ok((k.clone(), s.clone())),
+                (Some(k), Value::Int(i)) => Ok((k.clone(), i.to_string())),
+                (None, _) => Err("expects an array of \"key\" => \"value\" pairs".to_string()),
+                (Some(k), other) => Err(format!(
+                    "expects a string for key \"{k}\", found {}",
+                    other.type_name()
+                )),
+            })
+            .collect(),
+        other => Err(format!(
+            "expects an array of \"key\" => \"value\" pairs, got {}",
+            other.type_name()
+        )),
+    }
+}
+
+/// Pairs naming request headers: a name must be a header token and a value
+/// hold no CR, LF or NUL (it reaches a backend as a header or a variable).
+fn header_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
+    let p = pairs(v)?;
+    for (k, val) in &p {
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c))
+        {
+            return Err(format!("\"{k}\" is not a header name"));
+        }
+        if val.bytes().any(|c| c == b'\r' || c == b'\n' || c == 0) {
+            return Err(format!("the value for \"{k}\" holds CR, LF or NUL"));
+        }
+    }
+    Ok(p)
+}
+
+/// A string option where a blank value means unset (lighttpd's
+/// `buffer_is_blank` checks).
+fn nonblank(v: &Value) -> Result<Option<String>, String> {
+    Ok(Some(string(v)?).filter(|s| !s.trim().is_empty()))
+}
+
+/// `dir-listing.show-readme` / `show-header`: `enable` names the usual
+/// file, `disable` (or blank) none, anything else is the file's name,
+/// which must be a plain name in the directory.
+fn shown_file(v: &Value, usual: &str) -> Result<Option<String>, String> {
+    let t = match v {
+        Value::Int(i) => {
+            if *i != 0 {
+                return Ok(Some(usual.to_string()));
+            }
+            return Ok(None);
+        }
+        _ => string(v)?,
+    };
+    match t.as_str() {
+        "" | "disable" => Ok(None),
+        "enable" => Ok(Some(usual.to_string())),
+        name if name.contains('/') || name == "." || name == ".." => Err(format!(
+            "\"{name}\" must be the name of a file in the listed directory"
+        )),
+        name => Ok(Some(name.to_string())),
+    }
+}
+
+/// `alias.url`: prefix => path pairs. As lighttpd (`mod_alias_check_order`),
+/// a prefix listed after a shorter one that starts it is an error: it could
+/// never match, since the first matching prefix wins there.
+fn alias_url(v: &Value) -> Result<Vec<(String, String)>, String> {
+    let p = pairs(v)?;
+    for (i, (k, t)) in p.iter().enumerate() {
+        if k.is_empty() {
+            return Err("an empty URL prefix would alias every path".into());
+        }
+        if t.is_empty() {
+            return Err(format!("the path for \"{k}\" is empty"));
+        }
+        if let Some((short, _)) = p[..i].iter().find(|(s, _)| k.starts_with(s.as_str())) {
+            return Err(format!(
+                "url-prefix \"{k}\" is never used: \"{short}\" before it matches first (list the longer prefix first)"
+            ));
+        }
+    }
+    Ok(p)
+}
+
+/// A config value as mod_auth's parser takes it.
+fn opt_value(v: &Value) -> OptValue {
+    match v {
+        Value::Str(s) => OptValue::Str(s.clone()),
+        Value::Int(i) => OptValue::Int(*i),
+        Value::Array(_) => OptValue::Array,
+    }
+}
+
+/// One `auth.require` entry: its prefix and its options.
+pub type AuthRule = (String, Vec<(String, OptValue)>);
+
+/// `auth.require = ( "/prefix" => ( "method" => ..., ... ), ... )` as
+/// [`parse_require`] takes it.
+pub fn auth_require_entries(v: &Value) -> Result<Vec<AuthRule>, String> {
+    let Value::Array(items) = v else {
+        return Err(format!(
+            "expects ( \"/prefix\" => ( \"method\" => ..., ... ) ), got {}",
+            v.type_name()
+        ));
+    };
+    items
+        .iter()
+        .map(|(k, rule)| {
+            let Some(prefix) = k else {
+                return Err("each rule needs a \"/prefix\" => ( ... ) key".to_string());
+            };
+            let Value::Array(opts) = rule else {
+                return Err(format!(
+                    "the rule for \"{prefix}\" must be an array of \"key\" => \"value\""
+                ));
+            };
+            let opts = opts
+                .iter()
+                .map(|(k, v)| match k {
+                    Some(k) => Ok((k.clone(), opt_value(v))),
+                    None => Err(format!(
+                        "the rule for \"{prefix}\" must be an array of \"key\" => \"value\""
+                    )),
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok((prefix.clone(), opts))
+        })
+        .collect()
+}
+
+/// `auth.cache = ( "max-age" => "600" )`: the seconds an entry lives.
+fn auth_cache(v: &Value) -> Result<i64, String> {
+    let Value::Array(items) = v else {
+        return Err(format!(
+            "expects ( \"max-age\" => \"600\" ), got {}",
+            v.type_name()
+        ));
+    };
+    let opts: Vec<(String, OptValue)> = items
+        .iter()
+        .map(|(k, v)| (k.clone().unwrap_or_default(), opt_value(v)))
+        .collect();
+    crate::authn::cache::parse_cache_options(&opts).map(|o| o.max_age)
+}
+
+/// The pairs of an `extforward.forwarder`, as [`Trust::parse`] takes them.
+fn borrowed_pairs(p: &[(String, String)]) -> Vec<(&str, &str)> {
+    p.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+/// Computes what is derived from several options at once, once per scope
+/// (the global one, and each combination of conditional blocks): the
+/// `extforward.*` options parsed together. [`apply`] checked each of them
+/// with the same parsers, and no pair of valid values is invalid together,
+/// so the combination cannot fail here.
+pub fn finish(s: &mut Settings) {
+    s.extforward = combined_extforward(s).ok().flatten().map(Rc::new);
+}
+
+/// The `extforward.*` options of `s` together: `None` when nobody is trusted.
+fn combined_extforward(s: &Settings) -> Result<Option<ExtForward>, String> {
+    let trust = Trust::parse(&borrowed_pairs(&s.extforward_forwarder))?;
+    if trust.is_empty() {
+        return Ok(None);
+    }
+    let headers: Option<Vec<&str>> = s
+        .extforward_headers
+        .as_ref()
+        .map(|h| h.iter().map(String::as_str).collect());
+    let xf = ExtForward::parse(
+        &borrowed_pairs(&s.extforward_forwarder),
+        headers.as_deref(),
+        &borrowed_pairs(&s.extforward_params),
+        s.extforward_hap_proxy,
+        s.extforward_hap_proxy_ssl_client_verify,
+    )?;
+    Ok(Some(xf))
+}
+
 fn array(v: &Value) -> Result<Value, String> {
     match v {
         Value::Array(_) => Ok(v.clone()),
@@ -248,7 +443,10 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         "expire.mimetypes" => s.expire_mimetypes = pairs(v)?,
         "url.redirect" => s.url_redirect = regex_pairs(v)?,
         "url.redirect-code" => s.url_redirect_code = uint16(v)?,
-        "url.rewrite-once" | "url.rewrite" => s.url_rewrite_once = regex_pairs(v)?,
+        "url.rewrite-once" | "url.rewrite" | "url.rewrite-final" => {
+            s.url_rewrite_once = regex_pairs(v)?
+        }
+        "url.rewrite-repeat-if-not-file" => s.url_rewrite_repeat_if_not_file = regex_pairs(v)?,
         "url.rewrite-repeat" => s.url_rewrite_repeat = regex_pairs(v)?,
         "url.rewrite-if-not-file" => s.url_rewrite_if_not_file = regex_pairs(v)?,
         "simple-vhost.server-root" => s.simple_vhost_server_root = Some(string(v)?),
@@ -270,6 +468,66 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
             Value::Str(p) if p == "scgi" || p == "uwsgi" => keep_raw(s, key, v),
             _ => return Err("expects \"scgi\" or \"uwsgi\"".into()),
         },
+        "auth.backend" => {
+            let b = string(v)?;
+            parse_backend(&b)?;
+            s.auth_backend = Some(b);
+        }
+        "auth.backend.plain.userfile" => s.auth_plain_userfile = Some(string(v)?),
+        "auth.backend.plain.groupfile" => s.auth_plain_groupfile = Some(string(v)?),
+        "auth.backend.htpasswd.userfile" => s.auth_htpasswd_userfile = Some(string(v)?),
+        "auth.backend.htdigest.userfile" => s.auth_htdigest_userfile = Some(string(v)?),
+        "auth.require" => {
+            // Checked now, for the error's file and line; parsed once per
+            // distinct value at the end of loading.
+            parse_require(&auth_require_entries(v)?)?;
+            s.auth_require = Some(v.clone());
+        }
+        "auth.cache" => s.auth_cache_max_age = Some(auth_cache(v)?),
+        "auth.extern-authn" => s.auth_extern_authn = boolean(v)?,
+        "extforward.forwarder" => {
+            let p = pairs(v)?;
+            Trust::parse(&borrowed_pairs(&p))?;
+            s.extforward_forwarder = p;
+        }
+        "extforward.headers" => {
+            let l = list(v)?;
+            let b: Vec<&str> = l.iter().map(String::as_str).collect();
+            parse_headers(Some(&b), false)?;
+            s.extforward_headers = Some(l);
+        }
+        "extforward.params" => {
+            let p = text_pairs(v)?;
+            parse_params(&borrowed_pairs(&p))?;
+            s.extforward_params = p;
+        }
+        "setenv.add-request-header" => s.setenv_add_request_header = header_pairs(v)?,
+        "setenv.set-request-header" => s.setenv_set_request_header = header_pairs(v)?,
+        "setenv.add-environment" => s.setenv_add_environment = pairs(v)?,
+        "setenv.set-environment" => s.setenv_set_environment = pairs(v)?,
+        "alias.url" => s.alias_url = alias_url(v)?,
+        "userdir.path" => s.userdir_path = Some(string(v)?),
+        "userdir.basepath" => {
+            s.userdir_basepath = Some(string(v)?).filter(|b| !b.trim().is_empty())
+        }
+        "userdir.exclude-user" => s.userdir_exclude_user = list(v)?,
+        "userdir.include-user" => s.userdir_include_user = Some(list(v)?),
+        "userdir.letterhomes" => s.userdir_letterhomes = boolean(v)?,
+        "userdir.active" => s.userdir_active = boolean(v)?,
+        "evhost.path-pattern" => s.evhost_path_pattern = Some(string(v)?),
+        "dir-listing.encoding" => s.dir_listing_encoding = nonblank(v)?,
+        "dir-listing.external-css" => s.dir_listing_external_css = nonblank(v)?,
+        "dir-listing.external-js" => s.dir_listing_external_js = nonblank(v)?,
+        "dir-listing.show-readme" => s.dir_listing_show_readme = shown_file(v, "README.txt")?,
+        "dir-listing.show-header" => s.dir_listing_show_header = shown_file(v, "HEADER.txt")?,
+        "dir-listing.set-footer" => s.dir_listing_set_footer = nonblank(v)?,
+        "dir-listing.encode-readme" => s.dir_listing_encode_readme = boolean(v)?,
+        "dir-listing.encode-header" => s.dir_listing_encode_header = boolean(v)?,
+        "dir-listing.auto-layout" => s.dir_listing_auto_layout = boolean(v)?,
+        "extforward.hap-PROXY" => s.extforward_hap_proxy = boolean(v)?,
+        "extforward.hap-PROXY-ssl-client-verify" => {
+            s.extforward_hap_proxy_ssl_client_verify = boolean(v)?
+        }
         "proxy.server" => {
             // Checked whole now, so that a request never meets a bad one.
             crate::httpup::options::parse_servers(&conf_value(v))?;
@@ -668,6 +926,89 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     if let Some(v) = &s.fastcgi_server {
         put("fastcgi.server", v.clone());
     }
+    for (k, o) in [
+        ("auth.backend", &s.auth_backend),
+        ("auth.backend.plain.userfile", &s.auth_plain_userfile),
+        ("auth.backend.plain.groupfile", &s.auth_plain_groupfile),
+        ("auth.backend.htpasswd.userfile", &s.auth_htpasswd_userfile),
+        ("auth.backend.htdigest.userfile", &s.auth_htdigest_userfile),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    if let Some(v) = &s.auth_require {
+        put("auth.require", v.clone());
+    }
+    if let Some(n) = s.auth_cache_max_age {
+        put(
+            "auth.cache",
+            Value::Array(vec![(Some("max-age".into()), Value::Int(n))]),
+        );
+    }
+    put("auth.extern-authn", bool_value(s.auth_extern_authn));
+    if !s.extforward_forwarder.is_empty() {
+        put("extforward.forwarder", pairs_value(&s.extforward_forwarder));
+    }
+    if let Some(h) = &s.extforward_headers {
+        put("extforward.headers", list_value(h));
+    }
+    if !s.extforward_params.is_empty() {
+        put("extforward.params", pairs_value(&s.extforward_params));
+    }
+    for (k, p) in [
+        ("alias.url", &s.alias_url),
+        (
+            "url.rewrite-repeat-if-not-file",
+            &s.url_rewrite_repeat_if_not_file,
+        ),
+        ("setenv.add-request-header", &s.setenv_add_request_header),
+        ("setenv.set-request-header", &s.setenv_set_request_header),
+        ("setenv.add-environment", &s.setenv_add_environment),
+        ("setenv.set-environment", &s.setenv_set_environment),
+    ] {
+        if !p.is_empty() {
+            put(k, pairs_value(p));
+        }
+    }
+    for (k, o) in [
+        ("userdir.path", &s.userdir_path),
+        ("userdir.basepath", &s.userdir_basepath),
+        ("evhost.path-pattern", &s.evhost_path_pattern),
+        ("dir-listing.encoding", &s.dir_listing_encoding),
+        ("dir-listing.external-css", &s.dir_listing_external_css),
+        ("dir-listing.external-js", &s.dir_listing_external_js),
+        ("dir-listing.show-readme", &s.dir_listing_show_readme),
+        ("dir-listing.show-header", &s.dir_listing_show_header),
+        ("dir-listing.set-footer", &s.dir_listing_set_footer),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("userdir.exclude-user", list_value(&s.userdir_exclude_user));
+    if let Some(l) = &s.userdir_include_user {
+        put("userdir.include-user", list_value(l));
+    }
+    put("userdir.letterhomes", bool_value(s.userdir_letterhomes));
+    put("userdir.active", bool_value(s.userdir_active));
+    put(
+        "dir-listing.encode-readme",
+        bool_value(s.dir_listing_encode_readme),
+    );
+    put(
+        "dir-listing.encode-header",
+        bool_value(s.dir_listing_encode_header),
+    );
+    put(
+        "dir-listing.auto-layout",
+        bool_value(s.dir_listing_auto_layout),
+    );
+    put("extforward.hap-PROXY", bool_value(s.extforward_hap_proxy));
+    put(
+        "extforward.hap-PROXY-ssl-client-verify",
+        bool_value(s.extforward_hap_proxy_ssl_client_verify),
+    );
     if let Some(v) = &s.proxy_server {
         put("proxy.server", v.clone());
     }

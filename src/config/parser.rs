@@ -111,8 +111,10 @@ fn full_key(k: &str) -> String {
     }
 }
 
-/// `a + b` and `a += b`: strings concatenate (an integer appended to a
-/// string as text), integers add, arrays append.
+/// `a + b` and `a += b`: strings concatenate (an integer joins a string
+/// as its decimal text, on either side, as lighttpd's
+/// `configparser_merge_data` does: `1 + "/x"` is `"1/x"`), integers add,
+/// arrays append.
 pub fn merge(a: Value, b: Value, pos: &Pos) -> Result<Value, ConfigError> {
     match (a, b) {
         (Value::Str(mut x), Value::Str(y)) => {
@@ -123,6 +125,7 @@ pub fn merge(a: Value, b: Value, pos: &Pos) -> Result<Value, ConfigError> {
             x.push_str(&y.to_string());
             Ok(Value::Str(x))
         }
+        (Value::Int(x), Value::Str(y)) => Ok(Value::Str(format!("{x}{y}"))),
         (Value::Int(x), Value::Int(y)) => x
             .checked_add(y)
             .filter(|n| *n <= i64::from(i32::MAX))

@@ -6,6 +6,7 @@
 //! parent's settings with the block's assignments applied.
 
 use super::value::Value;
+use crate::forwarded::options::ExtForward;
 use crate::httpup::options::ProxyOptions;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -187,6 +188,103 @@ pub struct Settings {
     pub scgi_scope: u32,
     /// Which of [`crate::config::Config::fastcgi_servers`] `fastcgi_server` is.
     pub fastcgi_scope: u32,
+    /// `auth.backend`: `plain`, `htpasswd` or `htdigest` (default unset:
+    /// a rule that needs a password answers 500, as lighttpd).
+    pub auth_backend: Option<String>,
+    /// `auth.backend.plain.userfile`: `user:password` lines.
+    pub auth_plain_userfile: Option<String>,
+    /// `auth.backend.plain.groupfile`: accepted and never read, as lighttpd
+    /// 1.4.69 (no file backend reports groups).
+    pub auth_plain_groupfile: Option<String>,
+    /// `auth.backend.htpasswd.userfile`: `user:hash` lines.
+    pub auth_htpasswd_userfile: Option<String>,
+    /// `auth.backend.htdigest.userfile`: `user:realm:HA1` lines.
+    pub auth_htdigest_userfile: Option<String>,
+    /// `auth.require`: the array as written (checked at load); its parsed
+    /// rules are [`crate::config::Config::auth_rules`].
+    pub auth_require: Option<Value>,
+    /// Which of [`crate::config::Config::auth_requires`] `auth_require` is.
+    pub auth_scope: u32,
+    /// `auth.cache = ( "max-age" => "600" )`: seconds a right Basic
+    /// password is remembered (default unset: no cache).
+    pub auth_cache_max_age: Option<i64>,
+    /// `auth.extern-authn` (default disable): a `REMOTE_USER` set before
+    /// mod_auth (by extforward's `remote_user`) that the rule allows lets
+    /// the request through.
+    pub auth_extern_authn: bool,
+    /// `extforward.forwarder`: address (or network, or `all`) => `trust` /
+    /// `untrusted` (default: nobody is trusted; the module does nothing).
+    pub extforward_forwarder: Vec<(String, String)>,
+    /// `extforward.headers` (default `X-Forwarded-For`, `Forwarded-For`;
+    /// none with the PROXY protocol).
+    pub extforward_headers: Option<Vec<String>>,
+    /// `extforward.params`: `host`, `remote_user` => enable/disable.
+    pub extforward_params: Vec<(String, String)>,
+    /// `extforward.hap-PROXY` (default disable).
+    pub extforward_hap_proxy: bool,
+    /// `extforward.hap-PROXY-ssl-client-verify` (default disable).
+    pub extforward_hap_proxy_ssl_client_verify: bool,
+    /// The five `extforward.*` options parsed together, when a forwarder
+    /// is trusted (derived once per scope by `options::finish`).
+    pub extforward: Option<Rc<ExtForward>>,
+    /// `setenv.add-request-header`: headers added to the request the
+    /// backends see (after one of the same name, joined with ", ").
+    pub setenv_add_request_header: Vec<(String, String)>,
+    /// `setenv.set-request-header`: headers set (replaced; an empty value
+    /// removes the header) in the request the backends see.
+    pub setenv_set_request_header: Vec<(String, String)>,
+    /// `setenv.add-environment`: variables added to the backends'
+    /// environment (after one of the same name, joined with ", ").
+    pub setenv_add_environment: Vec<(String, String)>,
+    /// `setenv.set-environment`: variables set in the backends' environment.
+    pub setenv_set_environment: Vec<(String, String)>,
+    /// `alias.url`: URL prefix => file system path; the longest prefix
+    /// that starts the path maps it below its directory.
+    pub alias_url: Vec<(String, String)>,
+    /// `userdir.path`: the directory below a user's home served for
+    /// `/~user/` (unset: mod_userdir does nothing, as lighttpd).
+    pub userdir_path: Option<String>,
+    /// `userdir.basepath`: homes are `basepath/user` (or `basepath/u/user`
+    /// with `letterhomes`) instead of the password database's.
+    pub userdir_basepath: Option<String>,
+    /// `userdir.exclude-user`: users never served.
+    pub userdir_exclude_user: Vec<String>,
+    /// `userdir.include-user`: when set, only these users are served.
+    pub userdir_include_user: Option<Vec<String>>,
+    /// `userdir.letterhomes` (default disable).
+    pub userdir_letterhomes: bool,
+    /// `userdir.active` (default enable, as lighttpd).
+    pub userdir_active: bool,
+    /// `evhost.path-pattern`: the docroot built from the Host's parts
+    /// (`%0` domain, `%1` tld, `%2` domain without tld, `%3`.. subdomains,
+    /// `%_` the whole name).
+    pub evhost_path_pattern: Option<String>,
+    /// `url.rewrite-repeat-if-not-file`: `url.rewrite-repeat` rules applied
+    /// only when the path is not a file.
+    pub url_rewrite_repeat_if_not_file: Vec<(String, String)>,
+    /// `dir-listing.encoding`: the charset named in listings (default
+    /// unset: UTF-8).
+    pub dir_listing_encoding: Option<String>,
+    /// `dir-listing.external-css`: a stylesheet URL instead of the built-in style.
+    pub dir_listing_external_css: Option<String>,
+    /// `dir-listing.external-js`: a script URL added to listings.
+    pub dir_listing_external_js: Option<String>,
+    /// `dir-listing.show-readme`: a file of the directory shown below the
+    /// listing (`enable` is `README.txt`).
+    pub dir_listing_show_readme: Option<String>,
+    /// `dir-listing.show-header`: a file shown above the listing
+    /// (`enable` is `HEADER.txt`).
+    pub dir_listing_show_header: Option<String>,
+    /// `dir-listing.set-footer`: the text at the foot of listings.
+    pub dir_listing_set_footer: Option<String>,
+    /// `dir-listing.encode-readme` (default enable): the readme is shown
+    /// as text, HTML-escaped, rather than as HTML.
+    pub dir_listing_encode_readme: bool,
+    /// `dir-listing.encode-header` (default enable).
+    pub dir_listing_encode_header: bool,
+    /// `dir-listing.auto-layout` (default enable): the built-in style and
+    /// sorting script when no external one is set.
+    pub dir_listing_auto_layout: bool,
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
@@ -339,6 +437,43 @@ impl Default for Settings {
             fastcgi_server: None,
             scgi_scope: 0,
             fastcgi_scope: 0,
+            auth_backend: None,
+            auth_plain_userfile: None,
+            auth_plain_groupfile: None,
+            auth_htpasswd_userfile: None,
+            auth_htdigest_userfile: None,
+            auth_require: None,
+            auth_scope: 0,
+            auth_cache_max_age: None,
+            auth_extern_authn: false,
+            extforward_forwarder: Vec::new(),
+            extforward_headers: None,
+            extforward_params: Vec::new(),
+            extforward_hap_proxy: false,
+            extforward_hap_proxy_ssl_client_verify: false,
+            extforward: None,
+            setenv_add_request_header: Vec::new(),
+            setenv_set_request_header: Vec::new(),
+            setenv_add_environment: Vec::new(),
+            setenv_set_environment: Vec::new(),
+            alias_url: Vec::new(),
+            userdir_path: None,
+            userdir_basepath: None,
+            userdir_exclude_user: Vec::new(),
+            userdir_include_user: None,
+            userdir_letterhomes: false,
+            userdir_active: true,
+            evhost_path_pattern: None,
+            url_rewrite_repeat_if_not_file: Vec::new(),
+            dir_listing_encoding: None,
+            dir_listing_external_css: None,
+            dir_listing_external_js: None,
+            dir_listing_show_readme: None,
+            dir_listing_show_header: None,
+            dir_listing_set_footer: None,
+            dir_listing_encode_readme: true,
+            dir_listing_encode_header: true,
+            dir_listing_auto_layout: true,
             raw: Vec::new(),
             proxy_server: None,
             proxy_scope: 0,

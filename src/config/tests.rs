@@ -191,6 +191,7 @@ fn evaluator_table() {
         ),
         ("integers add", "a.b = 1 + 2", "a.b", Value::Int(3)),
         ("string plus integer", "a.b = \"p\" + 8", "a.b", s("p8")),
+        ("integer plus string", "a.b = 1 + \"/x\"", "a.b", s("1/x")),
         (
             "arrays concatenate",
             "a.b = (\"x\") + (\"y\")",
@@ -589,8 +590,8 @@ fn errors_table() {
         // line that asked for it.
         (
             "a module glint does not provide, named on its own line",
-            "server.modules = (\n  \"mod_access\",\n  \"mod_auth\",\n)",
-            "t.conf:3:3: module mod_auth is not provided by glint",
+            "server.modules = (\n  \"mod_access\",\n  \"mod_webdav\",\n)",
+            "t.conf:3:3: module mod_webdav is not provided by glint",
         ),
         (
             "a typo in a module name",
@@ -603,9 +604,19 @@ fn errors_table() {
             "t.conf:2:21: module mod_secdownload is not provided by glint",
         ),
         (
-            "auth.require",
+            "an auth.require rule without a realm",
             "auth.require = ( \"/secret/\" => ( \"method\" => \"basic\" ) )",
-            "t.conf:1:1: option auth.require (mod_auth) is not provided by glint",
+            "t.conf:1:1: auth.require: the realm field is missing in auth.require = ( \"/secret/\" => ( \"realm\" => ... ) )",
+        ),
+        (
+            "an auth backend glint does not have",
+            "auth.backend = \"ldap\"",
+            "t.conf:1:1: auth.backend: auth.backend not supported: \"ldap\" (glint has \"plain\", \"htpasswd\", \"htdigest\")",
+        ),
+        (
+            "an LDAP option",
+            "auth.backend.ldap.hostname = \"ldap.example\"",
+            "t.conf:1:1: option auth.backend.ldap.hostname (mod_auth) is not provided by glint",
         ),
         (
             "SSLv3 asked for on a socket",
@@ -625,12 +636,12 @@ fn errors_table() {
         (
             "proxy.header with a key lighttpd does not know",
             "proxy.header = ( \"upgrad\" => \"enable\" )",
-            "t.conf:1:1: proxy.header: proxy.header: unexpected key \"upgrad\" (map-urlpath, map-host-request, map-host-response, https-remap, upgrade, connect, force-http10)",
+            "t.conf:1:1: proxy.header: unexpected key \"upgrad\" (map-urlpath, map-host-request, map-host-response, https-remap, upgrade, connect, force-http10)",
         ),
         (
-            "extforward in a block",
-            "$HTTP[\"url\"] =^ \"/\" {\n extforward.forwarder = ( \"10.0.0.1\" => \"trust\" ) }",
-            "t.conf:2:2: option extforward.forwarder (mod_extforward) is not provided by glint",
+            "an extforward forwarder that is no address",
+            "$HTTP[\"url\"] =^ \"/\" {\n extforward.forwarder = ( \"not an address\" => \"trust\" ) }",
+            "t.conf:2:2: extforward.forwarder: \"not an address\" is not an address, a network or \"all\"",
         ),
         (
             "a bandwidth limit",

@@ -270,7 +270,14 @@ impl Connection {
         // not at the next write. A tunnel's close goes on to its backend.
         // (One that has its whole body already just left first: the backend
         // finishes, and its connection may be kept.)
+        // A FIN does not tell a close from a half-close (shutdown(SHUT_WR)):
+        // a client whose request ends the connection (HTTP/1.0, `Connection:
+        // close`) and whose body is all in may shut its side after sending
+        // and still wait for the answer, as lighttpd allows (its test
+        // suite's client does exactly that); the write that fails tells.
+        let half_closed = !gw.start.keep_alive && !cx.sv.upstream.takes_body(job);
         let gone = self.peer_closed
+            && !half_closed
             && (!gw.head_sent()
                 || !(cx.sv.upstream.takes_body(job)
                     || cx.sv.upstream.in_tunnel(job)
@@ -346,7 +353,7 @@ impl Connection {
         let Some(gw) = self.gw.take() else {
             return AfterWrite::Close;
         };
-        let info = self.info(cx.sv);
+        let info = gw.start.info.clone();
         exchange::log_gateway(cx.sv, &info, &gw.start, gw.status, gw.body_sent);
         let rest = cx.sv.upstream.finish(gw.start.job).body_remaining;
         let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down;
@@ -383,7 +390,7 @@ impl Connection {
         let leftover = cx.sv.upstream.finish(gw.start.job).body_remaining > 0;
         let keep_alive = gw.start.keep_alive && !cx.sv.shutting_down && !leftover;
         let minor = gw.start.minor;
-        let info = self.info(cx.sv);
+        let info = gw.start.info.clone();
         let mut hs = Vec::new();
         let head = gw.start.head.clone();
         let r = exchange::rerun(cx.sv, &info, gw.start, why, keep_alive, cx.registry);

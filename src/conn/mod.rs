@@ -174,6 +174,15 @@ pub struct Connection {
     /// Stopped at [`PUMP_ROUNDS`] with body bytes still moving: no new edge
     /// will come for them, so the loop drives it again next turn.
     more: bool,
+    /// A trusted forwarder's PROXY protocol header is due before the first
+    /// request (`extforward.hap-PROXY`).
+    proxy_wait: bool,
+    /// The PROXY header says the client spoke TLS to the forwarder.
+    proxy_https: bool,
+    /// What the PROXY header sets for every request of the connection
+    /// (`SSL_*`, `PP2_UNIQUE_ID`, with `hap-PROXY-ssl-client-verify`
+    /// `REMOTE_USER`).
+    proxy_env: Vec<(&'static str, Vec<u8>)>,
     /// TLS over the socket, on a listener with `ssl.engine`.
     tls: Option<Box<crate::tls::TlsConn>>,
     /// What the TLS handshake came to, once it is done.
@@ -216,11 +225,20 @@ impl Connection {
             registered: false,
             watches_writes: false,
             more: false,
+            proxy_wait: false,
+            proxy_https: false,
+            proxy_env: Vec::new(),
             in_handshake: tls.is_some(),
             tls,
             tls_facts: None,
             born: now,
         }
+    }
+
+    /// The connection comes from a forwarder trusted to send the PROXY
+    /// protocol: its first bytes must be a PROXY header, or it is closed.
+    pub fn expect_proxy_header(&mut self) {
+        self.proxy_wait = true;
     }
 
     /// Whether the loop should drive it again next turn without an event
@@ -275,6 +293,9 @@ impl Connection {
             listener: self.listener,
             peer: self.peer,
             peer_port: self.peer_port,
+            conn_peer: self.peer,
+            forwarded_scheme: self.proxy_https.then_some("https"),
+            forwarded: false,
             local_ip,
             ex: self.id,
             tls: self.tls_facts.clone(),
@@ -437,6 +458,55 @@ impl Connection {
             cx.sv.upstream.finish(gw.start.job);
         }
         self.release_buffers(cx.pool);
+    }
+
+    /// The PROXY protocol header at the start of `input`: its addresses
+    /// become the connection's. False when more bytes are needed, or the
+    /// header was bad and the connection is closed (the specification:
+    /// "must be discarded and cause the receiver to abort the connection").
+    /// Its time-out is `server.max-read-idle`, as for a request head.
+    fn read_proxy_header(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
+        use crate::forwarded::proxy_protocol::{self, Endpoints};
+        match proxy_protocol::parse(input.pending()) {
+            Ok(None) if input.spare().is_empty() => {
+                log::warn!("PROXY header from {:?} too long; closing", self.peer);
+                self.close(cx);
+                false
+            }
+            Ok(None) => false,
+            Ok(Some(h)) => {
+                input.consume(h.len);
+                self.proxy_wait = false;
+                match &h.endpoints {
+                    Endpoints::Keep => {}
+                    Endpoints::Tcp { src, dst } => {
+                        log::debug!("PROXY header: client {src} (via {:?})", self.peer);
+                        self.peer = Some(src.ip());
+                        self.peer_port = src.port();
+                        self.local_ip = Some(Some(dst.ip()));
+                    }
+                    Endpoints::Unix { .. } => {
+                        self.peer = None;
+                        self.peer_port = 0;
+                    }
+                }
+                self.proxy_https = h.client_tls();
+                let verify = cx
+                    .sv
+                    .config
+                    .socket_settings(self.listener)
+                    .extforward
+                    .as_ref()
+                    .is_some_and(|x| x.hap_proxy_ssl_client_verify);
+                self.proxy_env = h.env(verify);
+                true
+            }
+            Err(e) => {
+                log::warn!("{e} from {:?}; closing", self.peer);
+                self.close(cx);
+                false
+            }
+        }
     }
 
     /// Returns buffers to the pool while nothing is buffered.

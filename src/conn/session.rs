@@ -54,12 +54,31 @@ impl Connection {
                     break;
                 }
                 Phase::Idle | Phase::ReadingHead => {
-                    // RFC 9112 §2.2: ignore empty lines before a request line.
+                    // (A PROXY v2 header starts with blank lines: before those are skipped.)
+                    if self.proxy_wait && !self.read_proxy_header(&mut input, cx) {
+                        break;
+                    }
+                    // RFC 9112 §2.2: ignore an empty line before a request
+                    // line ("at least one"); more than one is not a request
+                    // line either, and gets 400, as lighttpd answers it.
                     let lead = input
                         .pending()
                         .iter()
                         .take_while(|&&b| b == b'\r' || b == b'\n')
                         .count();
+                    let lines = input.pending()[..lead]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count();
+                    if lines > 1 {
+                        self.answer_error(400, b"", cx);
+                        self.linger = true;
+                        input.consume_all();
+                        self.phase = Phase::Writing {
+                            then: AfterWrite::Close,
+                        };
+                        break;
+                    }
                     input.consume(lead);
                     if input.is_empty() {
                         self.phase = self.idle_or_writing();
@@ -170,14 +189,24 @@ impl Connection {
                     self.nodelay = true;
                 }
                 let body_here = pending.len() - req.head_len;
-                let info = self.info(cx.sv);
-                let outcome = exchange::respond(cx.sv, &info, &req, keep_alive, cx.registry);
+                let mut info = self.info(cx.sv);
+                let outcome = exchange::respond(
+                    cx.sv,
+                    &mut info,
+                    &req,
+                    keep_alive,
+                    &self.proxy_env,
+                    cx.registry,
+                );
                 let action = self.take_outcome(outcome, &req, keep_alive, &info, cx);
                 match action {
                     BodyAction::Gateway => {
                         // A chunked body is collected before a backend is
                         // asked; any other goes to the backend as it arrives.
-                        let continue_100 = wants_continue(&req);
+                        // RFC 9110 10.1.1: no `100 Continue` for a body
+                        // that is here already (lighttpd sends none then).
+                        let continue_100 = wants_continue(&req)
+                            && !matches!(req.body, Body::Length(n) if body_here as u64 >= n);
                         input.consume(req.head_len);
                         self.start_gateway_body(cx, continue_100);
                         return true;

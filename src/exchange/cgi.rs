@@ -22,8 +22,13 @@ const MAX_SPLITS: usize = 16;
 
 /// Where the request is, for [`start`].
 pub(super) struct Here<'a> {
+    /// The directory the path lives below (the docroot, or where
+    /// mod_userdir or mod_alias put it).
     pub docroot: &'a str,
     pub path: &'a str,
+    /// The path below `docroot` on the file system (`path` itself unless
+    /// mod_userdir or mod_alias mapped it; its end is the same).
+    pub fs_rel: &'a str,
     pub query: &'a str,
     pub keep_alive: bool,
     pub info: &'a ConnInfo,
@@ -67,14 +72,23 @@ pub(super) fn start(
     registry: &Registry,
 ) -> Option<Result<Box<GwStart>, u16>> {
     let cgi = &settings.cgi;
-    if cgi.assign.is_empty() || here.path.ends_with('/') {
+    // (`/cgi.pl/` is the script with PATH_INFO `/`, as lighttpd; a
+    // directory's path finds no script.)
+    if cgi.assign.is_empty() {
         return None;
     }
     let route = sv.upstream.cgi_route?;
-    let (split, meta) = find_script(here.docroot, here.path)?;
+    let (fs_split, meta) = find_script(here.docroot, here.fs_rel)?;
+    // The script's file is found below `docroot`; SCRIPT_NAME stays the
+    // URL's (the PATH_INFO after it is the same in both).
+    let info_len = here.fs_rel.len() - fs_split;
+    let split = here.path.len().saturating_sub(info_len);
+    if !here.path.is_char_boundary(split) {
+        return None;
+    }
     let (script_name, path_info) = here.path.split_at(split);
     let root = here.docroot.trim_end_matches('/');
-    let physical = format!("{root}{script_name}");
+    let physical = format!("{root}{}", &here.fs_rel[..fs_split]);
     // lighttpd's array_match_key_suffix: the first key the path ends with.
     let (_, handler) = cgi
         .assign
@@ -154,8 +168,16 @@ fn run(
     if here.info.scheme() == "https" {
         env.set(b"HTTPS", b"on");
     }
+    super::gateway::setenv(&mut env, settings);
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
+    }
+    // Who mod_auth let in, and how.
+    if let Some(user) = carry.remote_user.as_deref() {
+        env.set(b"REMOTE_USER", user.as_bytes());
+    }
+    if let Some(t) = carry.auth_type {
+        env.set(b"AUTH_TYPE", t.as_bytes());
     }
     if let Some(run) = carry.error.as_ref() {
         env.set(
@@ -210,6 +232,7 @@ fn run(
         head: OwnedHead::of(req),
         carry: std::mem::take(carry),
         route,
+        info: here.info.clone(),
     }))
 }
 

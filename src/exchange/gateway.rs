@@ -51,6 +51,60 @@ pub fn fnv(bytes: &[u8]) -> u64 {
     })
 }
 
+/// The CGI variable of request header `name`: `HTTP_` and the name in
+/// upper case with `-` as `_` (`Content-Type` is `CONTENT_TYPE`).
+fn header_var(name: &str) -> Vec<u8> {
+    if name.eq_ignore_ascii_case("content-type") {
+        return b"CONTENT_TYPE".to_vec();
+    }
+    let mut v = b"HTTP_".to_vec();
+    v.extend(name.bytes().map(|c| match c {
+        b'-' => b'_',
+        c => c.to_ascii_uppercase(),
+    }));
+    v
+}
+
+/// `v` after what `env` has for `name`, joined with ", " (lighttpd's
+/// `http_header_token_append`).
+fn append(env: &mut crate::upstream::cgi::Env, name: &[u8], v: &[u8]) {
+    let old = env
+        .pairs()
+        .find(|(k, _)| *k == name)
+        .map(|(_, old)| old.to_vec());
+    match old {
+        Some(mut o) if !o.is_empty() => {
+            o.extend_from_slice(b", ");
+            o.extend_from_slice(v);
+            env.set(name, &o);
+        }
+        _ => env.set(name, v),
+    }
+}
+
+/// mod_setenv for the backends: request headers added and set (an empty
+/// value removes the header), then environment variables added and set,
+/// in lighttpd's order.
+pub(super) fn setenv(env: &mut crate::upstream::cgi::Env, s: &Settings) {
+    for (name, v) in &s.setenv_add_request_header {
+        append(env, &header_var(name), v.as_bytes());
+    }
+    for (name, v) in &s.setenv_set_request_header {
+        let var = header_var(name);
+        if v.is_empty() {
+            env.remove(&var);
+        } else {
+            env.set(&var, v.as_bytes());
+        }
+    }
+    for (name, v) in &s.setenv_add_environment {
+        append(env, name.as_bytes(), v.as_bytes());
+    }
+    for (name, v) in &s.setenv_set_environment {
+        env.set(name.as_bytes(), v.as_bytes());
+    }
+}
+
 /// Builds the job for a gateway route and starts it; errors are statuses
 /// (503 no backend can take it, 404 `check-local`, 413, 431).
 pub(super) fn start(
@@ -96,15 +150,14 @@ pub(super) fn start(
         script_name = "";
         path_info = path;
     }
-    if spec.check_local
-        && !authorizer
-        && !sv
-            .upstream
-            .local_scripts
-            .check(docroot_req, script_name, now)
-    {
+    // The script's file where mod_userdir or mod_alias put it (a backend's
+    // own `docroot` puts it there instead).
+    let ph = super::physical::map(settings, docroot_req, script_name)?;
+    let mapped = spec.docroot.is_none() && ph.mapped(docroot_req);
+    if spec.check_local && !authorizer && !sv.upstream.local_scripts.check(&ph.base, &ph.rel, now) {
         return Err(404);
     }
+    let docroot = if mapped { &*ph.base } else { docroot };
     // `server.error-handler` runs as a GET without the request's body;
     // glint does not run a backend for a request whose body it would have
     // to hold back: the error's own page answers it.
@@ -165,8 +218,20 @@ pub(super) fn start(
         scgi: protocol == Protocol::Scgi,
         authorizer,
     });
+    if mapped && !authorizer {
+        env.set(b"SCRIPT_FILENAME", ph.join().as_bytes());
+    }
+    setenv(&mut env, settings);
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
+    }
+    // Who mod_auth let in, and how (after the authorizer's variables: the
+    // server's own word wins).
+    if let Some(user) = carry.remote_user.as_deref() {
+        env.set(b"REMOTE_USER", user.as_bytes());
+    }
+    if let Some(t) = carry.auth_type {
+        env.set(b"AUTH_TYPE", t.as_bytes());
     }
     // The scheme, and on TLS lighttpd's `HTTPS` and `SSL_*` variables.
     env.set(b"REQUEST_SCHEME", at.info.scheme().as_bytes());
@@ -254,5 +319,6 @@ pub(super) fn start(
         head: OwnedHead::of(req),
         carry: std::mem::take(carry),
         route: at.route,
+        info: at.info.clone(),
     }))
 }

@@ -22,6 +22,7 @@ pub fn log_reply(
         request_line: orig_line.unwrap_or(req.request_line),
         ..*req
     };
+    let user = sv.remote_user.take();
     log_access(
         sv,
         &settings,
@@ -31,6 +32,7 @@ pub fn log_reply(
         status,
         body,
         head_bytes,
+        user.as_deref(),
     );
 }
 
@@ -47,7 +49,18 @@ pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16
         ..req
     };
     let settings = std::rc::Rc::clone(&gw.settings);
-    log_access(sv, &settings, info, Some(&shown), b"", status, body, 0);
+    let user = gw.carry.remote_user.clone();
+    log_access(
+        sv,
+        &settings,
+        info,
+        Some(&shown),
+        b"",
+        status,
+        body,
+        0,
+        user.as_deref(),
+    );
 }
 
 /// Logs the answer to a request that could not be parsed (the reply in
@@ -55,7 +68,7 @@ pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16
 pub fn log_error(sv: &mut Services, info: &ConnInfo, raw_line: &[u8]) {
     let settings = std::rc::Rc::clone(&sv.reply.settings);
     let (status, body) = (sv.reply.status, sv.reply.body_len());
-    log_access(sv, &settings, info, None, raw_line, status, body, 0);
+    log_access(sv, &settings, info, None, raw_line, status, body, 0, None);
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -68,6 +81,7 @@ fn log_access(
     status: u16,
     body_len: u64,
     head_bytes: u64,
+    remote_user: Option<&str>,
 ) {
     sv.stats.requests += 1;
     let Some(name) = &settings.accesslog_filename else {
@@ -87,6 +101,7 @@ fn log_access(
         head_bytes,
         server_port: sv.ports.get(info.listener).copied().unwrap_or(0),
         elapsed_us: 0,
+        remote_user,
     };
     sv.logs.log(name, format, &e);
 }

@@ -12,9 +12,12 @@
 //! exchange never writes protocol bytes and never sees the connection.
 
 mod access;
+mod auth;
 mod cgi;
+mod forward;
 mod gateway;
 mod logging;
+pub mod physical;
 mod proxy;
 mod rerun;
 pub mod rewrite;
@@ -34,6 +37,7 @@ use crate::stats::Stats;
 use crate::upstream::{Gateways, JobId};
 
 pub use access::access_denied;
+pub use auth::AuthState;
 pub use logging::{log_error, log_gateway, log_reply};
 pub use rerun::{rerun, Rerunning, MAX_RERUNS};
 
@@ -67,6 +71,11 @@ pub struct Services {
     pub lingering: usize,
     /// The reply of the request being answered (its buffers are reused).
     pub reply: Reply,
+    /// mod_auth's user files, nonce key and caches.
+    pub auth: AuthState,
+    /// The user mod_auth let in for the reply being written, for the
+    /// access log's `%u` (taken by [`log_reply`]).
+    pub remote_user: Option<String>,
 }
 
 impl Services {
@@ -87,6 +96,8 @@ impl Services {
             accept_paused: false,
             lingering: 0,
             reply: Reply::new(global, false),
+            auth: AuthState::default(),
+            remote_user: None,
         }
     }
 
@@ -132,9 +143,22 @@ pub struct TlsFacts {
 pub struct ConnInfo {
     /// Index of the listener that accepted it.
     pub listener: usize,
+    /// The client: the connection's peer, or behind a trusted forwarder
+    /// the address it names (mod_extforward) for this request.
     pub peer: Option<IpAddr>,
-    /// The client's port (0 on a unix socket), for `REMOTE_PORT`.
+    /// The client's port (0 on a unix socket, or when a forwarder gave
+    /// none), for `REMOTE_PORT`.
     pub peer_port: u16,
+    /// The connection's own peer (after a PROXY protocol header, the
+    /// address it gave), whatever mod_extforward made of the request.
+    pub conn_peer: Option<IpAddr>,
+    /// `http` or `https` as a trusted forwarder says the client's
+    /// connection to it was (`X-Forwarded-Proto`, `Forwarded: proto=`, the
+    /// PROXY header's TLS); `None`: as this connection is.
+    pub forwarded_scheme: Option<&'static str>,
+    /// mod_extforward ran for this request already (a run again keeps
+    /// what it found).
+    pub forwarded: bool,
     /// The address the client connected to, when the listener is bound to all.
     pub local_ip: Option<IpAddr>,
     /// The id of this exchange.
@@ -145,8 +169,11 @@ pub struct ConnInfo {
 }
 
 impl ConnInfo {
-    /// `https` or `http`.
+    /// `https` or `http`: a trusted forwarder's word, else this connection's.
     pub fn scheme(&self) -> &'static str {
+        if let Some(s) = self.forwarded_scheme {
+            return s;
+        }
         if self.tls.is_some() {
             "https"
         } else {
@@ -199,6 +226,9 @@ pub struct GwStart {
     pub carry: Carry,
     /// The route it went to (for log lines).
     pub route: usize,
+    /// The connection as the request saw it (its client after
+    /// mod_extforward), for the access log and a run again.
+    pub info: ConnInfo,
 }
 
 /// What one client request carries from one run through the phases to
@@ -218,6 +248,19 @@ pub struct Carry {
     pub orig_line: Option<Vec<u8>>,
     /// This run is an error handler's, for the error described.
     pub error: Option<ErrorRun>,
+    /// `REMOTE_USER` for the backends: the user mod_auth let in (or a
+    /// trusted forwarder named, with `extforward.params` `remote_user`).
+    pub remote_user: Option<String>,
+    /// `AUTH_TYPE` for the backends: `Basic` or `Digest`.
+    pub auth_type: Option<&'static str>,
+    /// The `auth.require` rule (its id) the request was let in by: a run
+    /// again under the same rule is not asked again.
+    pub auth_rule: Option<u32>,
+    /// Digest's `nextnonce`, sent as `Authentication-Info`.
+    pub authentication_info: Option<String>,
+    /// The Host a trusted forwarder named (`Forwarded: host=` with
+    /// `extforward.params` `host`), for conditionals and virtual hosts.
+    pub host: Option<String>,
 }
 
 /// An error answer replaced by `server.error-handler` or
@@ -237,14 +280,70 @@ pub struct ErrorRun {
 const MAX_REWRITES: usize = 8;
 
 /// Answers one parsed request: glint's own reply, or a backend's job.
+/// mod_extforward may change `info` (the client, the scheme): the caller
+/// logs the request with it. `conn_env` is what the connection sets for
+/// every request (a PROXY protocol header's TLS details, `REMOTE_USER`).
 pub fn respond(
     sv: &mut Services,
-    info: &ConnInfo,
+    info: &mut ConnInfo,
     req: &Request<'_, '_>,
     keep_alive: bool,
+    conn_env: &[(&'static str, Vec<u8>)],
     registry: &Registry,
 ) -> Outcome {
-    respond_with(sv, info, req, keep_alive, Carry::default(), registry)
+    let mut carry = Carry::default();
+    for (k, v) in conn_env {
+        match *k {
+            "REMOTE_USER" => carry.remote_user = Some(String::from_utf8_lossy(v).into_owned()),
+            "AUTH_TYPE" => {}
+            _ => carry.vars.push((k.to_string(), v.clone())),
+        }
+    }
+    if conn_env.iter().any(|(k, _)| *k == "AUTH_TYPE") {
+        carry.auth_type = Some("SSL_CLIENT_VERIFY");
+    }
+    set_host(sv, req, &carry);
+    if let Err(why) = forward::apply(sv, info, req, &mut carry) {
+        log::warn!(
+            "(mod_extforward) bad Forwarded header from {:?}: {why}; answering 400",
+            info.conn_peer
+        );
+        sv.reply
+            .reset(Rc::clone(&sv.config.global), req.method == Method::Head);
+        sv.reply.error(400);
+        return Outcome::Reply {
+            action: BodyAction::Discard,
+            orig_line: None,
+        };
+    }
+    respond_with(sv, info, req, keep_alive, carry, registry)
+}
+
+/// The request's Host, lowercased, in `sv.scratch.host` (a trusted
+/// forwarder's when it named one).
+fn set_host(sv: &mut Services, req: &Request<'_, '_>, carry: &Carry) {
+    let sc = &mut sv.scratch;
+    match carry.host.as_deref() {
+        Some(h) => {
+            sc.host.clear();
+            sc.host.push_str(h);
+            // Not the Host as sent: the next request builds its own.
+            sc.host_raw.clear();
+            sc.host_raw.push(b'/');
+        }
+        // Lowercased only when it differs from the last request's Host (as
+        // a rule it does not): building it cost 250 of the 8,100
+        // instructions of a keep-alive request (callgrind), comparing
+        // costs a tenth of that.
+        None if sc.host_raw != req.host => {
+            sc.host_raw.clear();
+            sc.host_raw.extend_from_slice(req.host);
+            sc.host.clear();
+            sc.host
+                .extend(req.host.iter().map(|&b| b.to_ascii_lowercase() as char));
+        }
+        None => {}
+    }
 }
 
 /// Answers a request that may have run before (see [`rerun`]): `carry`
@@ -257,17 +356,7 @@ pub(crate) fn respond_with(
     mut carry: Carry,
     registry: &Registry,
 ) -> Outcome {
-    // Lowercased only when it differs from the last request's Host (as a
-    // rule it does not): building it cost 250 of the 8,100 instructions of
-    // a keep-alive request (callgrind), comparing costs a tenth of that.
-    let sc = &mut sv.scratch;
-    if sc.host_raw != req.host {
-        sc.host_raw.clear();
-        sc.host_raw.extend_from_slice(req.host);
-        sc.host.clear();
-        sc.host
-            .extend(req.host.iter().map(|&b| b.to_ascii_lowercase() as char));
-    }
+    set_host(sv, req, &carry);
     // The target of this run: the client's, or an error handler's.
     let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
     loop {
@@ -301,6 +390,12 @@ pub(crate) fn respond_with(
                 sv.reply.error(status);
             }
         }
+        if sv.reply.status < 400 {
+            if let Some(info) = carry.authentication_info.as_deref() {
+                sv.reply.header("Authentication-Info", info.as_bytes());
+            }
+        }
+        sv.remote_user = carry.remote_user.take();
         return Outcome::Reply {
             action: if sv.reply.close {
                 BodyAction::Close
@@ -319,7 +414,10 @@ pub(crate) fn respond_with(
 fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
     // Errors about the request itself (malformed, too large, an unknown
     // method or version) are answered as they are.
-    if carry.error.is_some() || status < 400 || matches!(status, 400 | 413 | 414 | 431 | 501 | 505)
+    // A 401 keeps its own page: its challenge must reach the client.
+    if carry.error.is_some()
+        || status < 400
+        || matches!(status, 400 | 401 | 413 | 414 | 431 | 501 | 505)
     {
         return None;
     }
@@ -403,7 +501,12 @@ fn respond_once(
     } else if let Some(loc) = rewrite::first_match(
         &settings.url_redirect,
         &uri,
-        &resolved.captures,
+        &rewrite::Subst {
+            cond: &resolved.captures,
+            scheme: info.scheme(),
+            authority: &sv.scratch.host,
+            port: sv.ports.get(info.listener).copied().unwrap_or(0),
+        },
         &mut sv.regexes,
     ) {
         let code = match settings.url_redirect_code {
@@ -411,9 +514,18 @@ fn respond_once(
             _ => 301,
         };
         r.error_with(code, &[("Location", loc.as_bytes())]);
+    } else if let auth::Checked::Refused = {
+        // mod_auth, before anything can answer the path (the path buffer
+        // is lent out for the check).
+        let path = std::mem::take(&mut sv.scratch.path);
+        let c = auth::check(sv, info, req, &settings, &path, carry);
+        sv.scratch.path = path;
+        c
+    } {
+        log::debug!("{}: refused by auth.require", sv.scratch.path);
     } else if access_denied(&sv.scratch.path, &settings) {
         log::debug!("{}: denied by url.access-deny/-allow", sv.scratch.path);
-        r.error(403);
+        sv.reply.error(403);
     } else {
         let stats = sv.stats_now();
         if !status_page::serve(
@@ -444,6 +556,7 @@ fn route(
     registry: &Registry,
 ) -> Once {
     let settings = Rc::clone(&sv.reply.settings);
+    // (An authorizer's docroot is copied: `carry` changes below.)
     let docroot = match carry.docroot.as_deref() {
         // (Owned: `carry` goes on to a CGI or gateway job.)
         Some(d) => Some(Cow::Owned(d.to_string())),
@@ -455,9 +568,18 @@ fn route(
         // mod_indexfile: the directory's index file is the request's path
         // from here on, and meets access and the gateways again.
         if let Some(root) = docroot.as_deref() {
+            // The directory where mod_userdir or mod_alias puts it.
+            let ph = match physical::map(&settings, root, &sv.scratch.path) {
+                Ok(ph) => ph,
+                Err(status) => {
+                    sv.reply.error(status);
+                    return Once::Reply(BodyAction::Discard);
+                }
+            };
             indexed = static_file::find_index(
-                root,
+                &ph.base,
                 &sv.scratch.path,
+                &ph.rel,
                 &settings,
                 &mut sv.files,
                 sv.clock.mono_secs,
@@ -465,6 +587,12 @@ fn route(
             );
         }
         if indexed {
+            let index = std::mem::take(&mut sv.scratch.index_path);
+            let checked = auth::check(sv, info, req, &settings, &index, carry);
+            sv.scratch.index_path = index;
+            if let auth::Checked::Refused = checked {
+                return Once::Reply(BodyAction::Discard);
+            }
             if access_denied(&sv.scratch.index_path, &settings) {
                 log::debug!(
                     "{}: denied by url.access-deny/-allow",
@@ -481,12 +609,31 @@ fn route(
     } else {
         std::mem::take(&mut sv.scratch.path)
     };
+    // Where the path is on the file system (mod_userdir, mod_alias): for
+    // CGI programs and static files; the URL path still decides the rest.
+    let ph = match docroot
+        .as_deref()
+        .map(|d| physical::map(&settings, d, &path))
+    {
+        Some(Ok(ph)) => Some(ph),
+        Some(Err(status)) => {
+            sv.reply.error(status);
+            if indexed {
+                sv.scratch.index_path = path;
+            } else {
+                sv.scratch.path = path;
+            }
+            return Once::Reply(BodyAction::Discard);
+        }
+        None => None,
+    };
     // mod_cgi: a file `cgi.assign` takes runs instead of being sent.
-    let cgi = match (found, docroot.as_deref()) {
-        (None, Some(root)) if !settings.cgi.assign.is_empty() => {
+    let cgi = match (found, ph.as_ref()) {
+        (None, Some(ph)) if !settings.cgi.assign.is_empty() => {
             let here = cgi::Here {
-                docroot: root,
+                docroot: &ph.base,
                 path: &path,
+                fs_rel: &ph.rel,
                 query,
                 keep_alive,
                 info,
@@ -508,60 +655,59 @@ fn route(
                 BodyAction::Discard
             })
         }
-        (found, None) => match found {
-            Some((route, split)) => {
-                let at = gateway::At {
-                    route,
-                    raw_path,
-                    split,
-                    path: &path,
-                    query,
-                    keep_alive,
-                    info,
-                };
-                match gateway::start(sv, &at, req, &settings, carry, registry) {
-                    Ok(g) => Once::Gateway(g),
-                    Err(status) => {
-                        if status == 413 {
-                            sv.reply.close = true;
-                        }
-                        sv.reply.error(status);
-                        Once::Reply(if status == 413 {
-                            BodyAction::Close
-                        } else {
-                            BodyAction::Discard
-                        })
+        (Some((route, split)), None) => {
+            let at = gateway::At {
+                route,
+                raw_path,
+                split,
+                path: &path,
+                query,
+                keep_alive,
+                info,
+            };
+            match gateway::start(sv, &at, req, &settings, carry, registry) {
+                Ok(g) => Once::Gateway(g),
+                Err(status) => {
+                    if status == 413 {
+                        sv.reply.close = true;
                     }
+                    sv.reply.error(status);
+                    Once::Reply(if status == 413 {
+                        BodyAction::Close
+                    } else {
+                        BodyAction::Discard
+                    })
                 }
             }
-            None if static_file::excluded(&path, &settings) => {
-                // mod_staticfile declines; no other handler: 403, as lighttpd.
-                log::debug!("{path}: not sent, static-file.exclude-extensions");
-                sv.reply.error(403);
-                Once::Reply(BodyAction::Discard)
-            }
-            None => {
-                // `server.error-handler` runs as a GET (HEAD stays HEAD).
-                let method = match carry.error.as_ref() {
-                    Some(run) if run.generic && req.method != Method::Head => Method::Get,
-                    _ => req.method,
-                };
-                let sreq = static_file::StaticRequest {
-                    method,
-                    scheme: info.scheme(),
-                    raw_path,
-                    path: &path,
-                    query,
-                    host: req.host,
-                    headers: req.headers,
-                    docroot: docroot.as_deref(),
-                    now: sv.clock.unix,
-                    mono: sv.clock.mono_secs,
-                };
-                static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
-                Once::Reply(BodyAction::Discard)
-            }
-        },
+        }
+        (None, None) if static_file::excluded(&path, &settings) => {
+            // mod_staticfile declines; no other handler: 403, as lighttpd.
+            log::debug!("{path}: not sent, static-file.exclude-extensions");
+            sv.reply.error(403);
+            Once::Reply(BodyAction::Discard)
+        }
+        (None, None) => {
+            // `server.error-handler` runs as a GET (HEAD stays HEAD).
+            let method = match carry.error.as_ref() {
+                Some(run) if run.generic && req.method != Method::Head => Method::Get,
+                _ => req.method,
+            };
+            let sreq = static_file::StaticRequest {
+                method,
+                scheme: info.scheme(),
+                raw_path,
+                path: &path,
+                fs_rel: ph.as_ref().map_or(path.as_str(), |p| &p.rel),
+                query,
+                host: req.host,
+                headers: req.headers,
+                docroot: ph.as_ref().map(|p| &*p.base),
+                now: sv.clock.unix,
+                mono: sv.clock.mono_secs,
+            };
+            static_file::serve(&sreq, &mut sv.reply, &mut sv.scratch.fs_path, &mut sv.files);
+            Once::Reply(BodyAction::Discard)
+        }
     };
     // The path buffer goes back for the next request.
     if indexed {
@@ -580,9 +726,16 @@ pub fn error_reply(sv: &mut Services, status: u16) {
     sv.reply.error(status);
 }
 
-/// The docroot: `mod_simple_vhost` when configured, else `server.document-root`.
+/// The docroot: mod_evhost's, `mod_simple_vhost`'s when configured, else
+/// `server.document-root`.
 /// Borrowed from the settings in the common case: no allocation per request.
 fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
+    if let Some(pattern) = s.evhost_path_pattern.as_deref() {
+        // mod_evhost: the docroot from the Host's parts, when it exists.
+        if let Some(d) = physical::evhost(pattern, host_without_port(host)) {
+            return Some(Cow::Owned(d));
+        }
+    }
     let plain = || s.docroot_str().map(Cow::Borrowed);
     let Some(server_root) = s.simple_vhost_server_root.as_deref() else {
         return plain();

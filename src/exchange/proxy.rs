@@ -156,5 +156,6 @@ pub(super) fn start(
         head: OwnedHead::of(req),
         carry: std::mem::take(carry),
         route: at.route,
+        info: at.info.clone(),
     }))
 }

@@ -12,7 +12,7 @@ use regex::Regex;
 use super::{facts, ConnInfo, Services, MAX_REWRITES};
 use crate::config::Resolved;
 use crate::msg::Request;
-use crate::path::normalize;
+use crate::path::{normalize, normalize_target};
 
 /// Compiled patterns, built on first use. The configuration checked every
 /// pattern at load, so a compile failure here is logged once and the rule skipped.
@@ -48,7 +48,9 @@ pub fn resolve_and_rewrite<'a>(
     req: &Request<'_, '_>,
     first: &'a str,
 ) -> (Cow<'a, str>, Resolved, bool) {
-    let mut rewritten: Option<String> = None;
+    // Rules match the target in lighttpd's normal form (`%3a` is `%3A`):
+    // the one the client sent when it is in that form already.
+    let mut rewritten: Option<String> = normalize_target(first);
     let mut rewrites = 0;
     loop {
         let uri = rewritten.as_deref().unwrap_or(first);
@@ -67,14 +69,16 @@ pub fn resolve_and_rewrite<'a>(
         let next = if done {
             None
         } else {
-            rewrite_once(sv, uri, &resolved, rewrites)
+            rewrite_once(sv, info, uri, &resolved, rewrites)
         };
         match next {
             // `url.rewrite-once` rules apply once; only `-repeat` rules loop.
             Some(n) if n != uri => {
                 let s = &resolved.settings;
-                let once_done = rewrites == 0 && s.url_rewrite_repeat.is_empty();
-                rewritten = Some(n);
+                let once_done = rewrites == 0
+                    && s.url_rewrite_repeat.is_empty()
+                    && s.url_rewrite_repeat_if_not_file.is_empty();
+                rewritten = Some(normalize_target(&n).unwrap_or(n));
                 rewrites = if once_done {
                     MAX_REWRITES
                 } else {
@@ -92,41 +96,87 @@ pub fn resolve_and_rewrite<'a>(
     }
 }
 
-/// The rewrite rules' answer for `uri` on pass `rewrites`.
+/// The rewrite rules' answer for `uri` on pass `rewrites`: on the first
+/// pass `url.rewrite-once`, then `url.rewrite-if-not-file`; on every pass
+/// `url.rewrite-repeat`, then `url.rewrite-repeat-if-not-file`. The
+/// "if not file" rules apply when the path (where mod_userdir or mod_alias
+/// put it) is not a regular file.
 fn rewrite_once(
     sv: &mut Services,
+    info: &ConnInfo,
     uri: &str,
     resolved: &Resolved,
     rewrites: usize,
 ) -> Option<String> {
     let s = &resolved.settings;
-    let rules: &[(String, String)] = if rewrites == 0 && !s.url_rewrite_once.is_empty() {
-        &s.url_rewrite_once
-    } else {
-        &s.url_rewrite_repeat
+    let port = sv.ports.get(info.listener).copied().unwrap_or(0);
+    let host = sv.scratch.host.clone();
+    let caps = &Subst {
+        cond: &resolved.captures,
+        scheme: info.scheme(),
+        authority: &host,
+        port,
     };
-    let next = first_match(rules, uri, &resolved.captures, &mut sv.regexes);
-    if next.is_some() || rewrites > 0 || s.url_rewrite_if_not_file.is_empty() {
-        return next;
+    if rewrites == 0 {
+        if let Some(n) = first_match(&s.url_rewrite_once, uri, caps, &mut sv.regexes) {
+            return Some(n);
+        }
+        if !s.url_rewrite_if_not_file.is_empty() && !is_file(sv, s) {
+            if let Some(n) = first_match(&s.url_rewrite_if_not_file, uri, caps, &mut sv.regexes) {
+                return Some(n);
+            }
+        }
+        // (With once-rules only, a second pass would find nothing new.)
+        if !s.url_rewrite_once.is_empty()
+            && s.url_rewrite_repeat.is_empty()
+            && s.url_rewrite_repeat_if_not_file.is_empty()
+        {
+            return None;
+        }
     }
-    let root = s.docroot_str().unwrap_or("");
-    let fs = format!("{}{}", root.trim_end_matches('/'), sv.scratch.path);
-    if std::fs::metadata(&fs).is_ok_and(|m| m.is_file()) {
-        return None;
+    if let Some(n) = first_match(&s.url_rewrite_repeat, uri, caps, &mut sv.regexes) {
+        return Some(n);
     }
-    first_match(
-        &s.url_rewrite_if_not_file,
-        uri,
-        &resolved.captures,
-        &mut sv.regexes,
-    )
+    if !s.url_rewrite_repeat_if_not_file.is_empty() && !is_file(sv, s) {
+        return first_match(
+            &s.url_rewrite_repeat_if_not_file,
+            uri,
+            caps,
+            &mut sv.regexes,
+        );
+    }
+    None
+}
+
+/// Whether the request's path (in `sv.scratch.path`) is a regular file.
+fn is_file(sv: &Services, s: &crate::config::Settings) -> bool {
+    let Some(root) = super::document_root(s, &sv.scratch.host) else {
+        return false;
+    };
+    match super::physical::map(s, &root, &sv.scratch.path) {
+        Ok(ph) => std::fs::metadata(ph.join()).is_ok_and(|m| m.is_file()),
+        Err(_) => false,
+    }
+}
+
+/// What a rule's target may name besides the rule's own captures: `%n`,
+/// the captures of the last regex conditional that matched, and the
+/// request's URL parts for `${url.scheme}`, `${url.authority}`,
+/// `${url.port}` (`${url.path}`, `${url.query}` and `${qsa}` come from
+/// the URI matched).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Subst<'a> {
+    pub cond: &'a [String],
+    pub scheme: &'a str,
+    pub authority: &'a str,
+    pub port: u16,
 }
 
 /// Applies the first rule whose pattern matches `uri`; returns the expanded target.
 pub fn first_match(
     rules: &[(String, String)],
     uri: &str,
-    cond_captures: &[String],
+    ctx: &Subst<'_>,
     regexes: &mut Regexes,
 ) -> Option<String> {
     for (pattern, target) in rules {
@@ -137,30 +187,189 @@ pub fn first_match(
             let own: Vec<&str> = (0..caps.len())
                 .map(|i| caps.get(i).map_or("", |m| m.as_str()))
                 .collect();
-            return Some(expand(target, &own, cond_captures));
+            return Some(expand(target, &own, uri, ctx));
         }
     }
     None
 }
 
-/// Replaces `$n` and `%n` in `target`. CR and LF never reach the output, so
-/// a target cannot inject a header line.
-pub fn expand(target: &str, own: &[&str], cond: &[String]) -> String {
+/// How `${...}` encodes what it inserts (lighttpd's `burl_append` flags).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Enc {
+    /// As it is (`$n`, `%n`, `${url.*}`, `${noesc:n}`).
+    None,
+    /// Everything but unreserved characters (`${esc:n}`, `${escape:n}`).
+    All,
+    /// Everything but unreserved characters, leaving `%XX` as it is
+    /// (`${nde:n}`; with `/` kept too, `${psnde:n}`, the default of `${n}`).
+    Nde { slash: bool },
+}
+
+fn encode_into(out: &mut String, v: &str, enc: Enc) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let b = v.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let unreserved = c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~');
+        match enc {
+            Enc::None => {
+                let ch = v[i..].chars().next().unwrap_or('?');
+                out.push(ch);
+                i += ch.len_utf8().max(1);
+                continue;
+            }
+            Enc::Nde { .. }
+                if c == b'%'
+                    && b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                    && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit) =>
+            {
+                out.push_str(&v[i..i + 3]);
+                i += 3;
+                continue;
+            }
+            Enc::Nde { slash: true } if c == b'/' => out.push('/'),
+            _ if unreserved => out.push(c as char),
+            _ => {
+                out.push('%');
+                out.push(HEX[usize::from(c >> 4)] as char);
+                out.push(HEX[usize::from(c & 15)] as char);
+            }
+        }
+        i += 1;
+    }
+}
+
+/// ASCII case of what was appended from `from` on, skipping `%XX`.
+fn recase(out: &mut String, from: usize, upper: bool) {
+    let tail: String = out[from..].to_string();
+    out.truncate(from);
+    let b = tail.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            out.push_str(&tail[i..i + 3]);
+            i += 3;
+            continue;
+        }
+        let ch = tail[i..].chars().next().unwrap_or('?');
+        if upper {
+            out.push(ch.to_ascii_uppercase());
+        } else {
+            out.push(ch.to_ascii_lowercase());
+        }
+        i += ch.len_utf8().max(1);
+    }
+}
+
+/// Replaces `$n`, `%n` and `${...}` / `%{...}` in `target`, as lighttpd's
+/// mod_rewrite and mod_redirect do: `${n}` and `%{n}` (percent-encoded but
+/// for `/` and existing escapes, unless a modifier says otherwise:
+/// `esc:`, `escape:`, `nde:`, `psnde:`, `noesc:`, `noescape:`, `tolower:`,
+/// `toupper:`), `${url.scheme}`, `${url.authority}`, `${url.port}`,
+/// `${url.path}`, `${url.query}`, and `${qsa}` (the query appended with
+/// `?` or `&`). `$$` and `%%` (and `\$`, `\%`) are the characters
+/// themselves. CR and LF never reach the output, so a target cannot inject
+/// a header line.
+pub fn expand(target: &str, own: &[&str], uri: &str, ctx: &Subst<'_>) -> String {
+    let (path, query) = match uri.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (uri, None),
+    };
     let mut out = String::with_capacity(target.len() + 32);
     let b = target.as_bytes();
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        if (c == b'$' || c == b'%') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
-            let n = (b[i + 1] - b'0') as usize;
-            let v = if c == b'$' {
-                own.get(n).copied().unwrap_or("")
-            } else {
-                cond.get(n).map_or("", |s| s.as_str())
-            };
-            out.push_str(v);
-            i += 2;
-            continue;
+        if (c == b'$' || c == b'%') && i + 1 < b.len() {
+            let n = b[i + 1];
+            if n.is_ascii_digit() {
+                let k = usize::from(n - b'0');
+                let v = if c == b'$' {
+                    own.get(k).copied().unwrap_or("")
+                } else {
+                    ctx.cond.get(k).map_or("", |s| s.as_str())
+                };
+                out.push_str(v);
+                i += 2;
+                continue;
+            }
+            if n == c {
+                out.push(c as char);
+                i += 2;
+                continue;
+            }
+            if n == b'{' {
+                let Some(close) = target[i..].find('}').map(|e| i + e) else {
+                    // lighttpd truncates the result at a malformed `${`.
+                    break;
+                };
+                let mut inner = &target[i + 2..close];
+                let mut enc = None;
+                let mut case = None;
+                loop {
+                    let mods: &[(&str, Option<Enc>, Option<bool>)] = &[
+                        ("esc:", Some(Enc::All), None),
+                        ("escape:", Some(Enc::All), None),
+                        ("nde:", Some(Enc::Nde { slash: false }), None),
+                        ("escnde:", Some(Enc::Nde { slash: false }), None),
+                        ("psnde:", Some(Enc::Nde { slash: true }), None),
+                        ("escpsnde:", Some(Enc::Nde { slash: true }), None),
+                        ("noesc:", Some(Enc::None), None),
+                        ("noescape:", Some(Enc::None), None),
+                        ("tolower:", None, Some(false)),
+                        ("toupper:", None, Some(true)),
+                    ];
+                    let Some((m, e, up)) = mods.iter().find(|(m, _, _)| inner.starts_with(m))
+                    else {
+                        break;
+                    };
+                    inner = &inner[m.len()..];
+                    if let Some(e) = e {
+                        enc = Some(*e);
+                    }
+                    if let Some(u) = up {
+                        case = Some(*u);
+                    }
+                }
+                let start = out.len();
+                let as_is = enc.unwrap_or(Enc::None);
+                match inner {
+                    "url.scheme" => encode_into(&mut out, ctx.scheme, as_is),
+                    "url.authority" => encode_into(&mut out, ctx.authority, as_is),
+                    "url.port" => out.push_str(&ctx.port.to_string()),
+                    "url.path" => encode_into(&mut out, path, as_is),
+                    "url.query" => encode_into(&mut out, query.unwrap_or(""), as_is),
+                    "qsa" => {
+                        if let Some(q) = query {
+                            if out.contains('?') {
+                                if !q.is_empty() {
+                                    out.push('&');
+                                }
+                            } else {
+                                out.push('?');
+                            }
+                            encode_into(&mut out, q, as_is);
+                        }
+                    }
+                    d if !d.is_empty() && d.len() <= 2 && d.bytes().all(|x| x.is_ascii_digit()) => {
+                        let k: usize = d.parse().unwrap_or(usize::MAX);
+                        let v = if c == b'$' {
+                            own.get(k).copied().unwrap_or("")
+                        } else {
+                            ctx.cond.get(k).map_or("", |s| s.as_str())
+                        };
+                        encode_into(&mut out, v, enc.unwrap_or(Enc::Nde { slash: true }));
+                    }
+                    // An unknown `${...}` adds nothing.
+                    _ => {}
+                }
+                if let Some(up) = case {
+                    recase(&mut out, start, up);
+                }
+                i = close + 1;
+                continue;
+            }
         }
         if c == b'\\' && i + 1 < b.len() && (b[i + 1] == b'$' || b[i + 1] == b'%') {
             out.push(b[i + 1] as char);
@@ -198,7 +407,11 @@ mod tests {
             ("utf-8 kept", "/été/$1", "/été/a"),
         ];
         for (what, t, want) in cases {
-            assert_eq!(expand(t, &own, &cond), want, "{what}");
+            let ctx = Subst {
+                cond: &cond,
+                ..Subst::default()
+            };
+            assert_eq!(expand(t, &own, "/old/a/b", &ctx), want, "{what}");
         }
     }
 
@@ -210,9 +423,42 @@ mod tests {
         ];
         let mut rx = Regexes::default();
         assert_eq!(
-            first_match(&rules, "/a/b", &[], &mut rx).as_deref(),
+            first_match(&rules, "/a/b", &Subst::default(), &mut rx).as_deref(),
             Some("/one/b")
         );
-        assert_eq!(first_match(&rules, "/c", &[], &mut rx), None);
+        assert_eq!(first_match(&rules, "/c", &Subst::default(), &mut rx), None);
+    }
+
+    #[test]
+    fn lighttpd_substitutions() {
+        let own = ["/a b/c?x=1", "a b/c"];
+        let cond = vec!["all".to_string(), "Sub".to_string()];
+        let ctx = Subst {
+            cond: &cond,
+            scheme: "https",
+            authority: "example.org",
+            port: 8443,
+        };
+        let cases = [
+            (
+                "url parts",
+                "${url.scheme}://${url.authority}:${url.port}${url.path}",
+                "https://example.org:8443/a%20b/c",
+            ),
+            ("query", "/n?${url.query}", "/n?x=1"),
+            ("qsa after no query", "/n${qsa}", "/n?x=1"),
+            ("qsa after a query", "/n?y=2${qsa}", "/n?y=2&x=1"),
+            ("braced capture encodes, keeps /", "/${1}", "/a%20b/c"),
+            ("esc: encodes /", "/${esc:1}", "/a%20b%2Fc"),
+            ("noesc: as it is", "/${noesc:1}", "/a b/c"),
+            ("conditional, lower", "/%{tolower:1}", "/sub"),
+            ("upper", "/${toupper:url.authority}", "/EXAMPLE.ORG"),
+            ("dollar dollar", "/$$1", "/$1"),
+            ("percent percent", "/100%%", "/100%"),
+            ("unknown adds nothing", "/${nothing}x", "/x"),
+        ];
+        for (what, t, want) in cases {
+            assert_eq!(expand(t, &own, "/a%20b/c?x=1", &ctx), want, "{what}");
+        }
     }
 }

@@ -39,14 +39,25 @@ pub fn reason(status: u16) -> &'static str {
 /// Appends the HTML body of an error response. It names the status and
 /// nothing else: no paths, no versions, no request data.
 pub fn write_error_page(out: &mut Vec<u8>, status: u16) {
+    // lighttpd's page, byte for byte: clients and tests written against
+    // lighttpd see the same error bodies (all ASCII, so the declared
+    // ISO-8859-1 and the UTF-8 of the Content-Type agree).
     let r = reason(status);
     out.extend_from_slice(
-        b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<!DOCTYPE html>\n<html><head><title>",
+        concat!(
+            "<?xml version=\"1.0\" encoding=\"iso-8859-1\"?>\n",
+            "<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.0 Transitional//EN\"\n",
+            "         \"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd\">\n",
+            "<html xmlns=\"http://www.w3.org/1999/xhtml\" xml:lang=\"en\" lang=\"en\">\n",
+            " <head>\n",
+            "  <title>",
+        )
+        .as_bytes(),
     );
     push_status(out, status, r);
-    out.extend_from_slice(b"</title></head>\n<body><h1>");
+    out.extend_from_slice(b"</title>\n </head>\n <body>\n  <h1>");
     push_status(out, status, r);
-    out.extend_from_slice(b"</h1></body></html>\n");
+    out.extend_from_slice(b"</h1>\n </body>\n</html>\n");
 }
 
 fn push_status(out: &mut Vec<u8>, status: u16, reason: &str) {

@@ -307,14 +307,24 @@ impl Server {
                         slot: key,
                         gen: self.next_gen,
                     };
-                    entry.insert(Connection::new(
-                        stream,
-                        i,
-                        peer,
-                        id,
-                        self.sv.clock.mono_secs,
-                        tls,
-                    ));
+                    let mut conn =
+                        Connection::new(stream, i, peer, id, self.sv.clock.mono_secs, tls);
+                    // extforward.hap-PROXY: a trusted forwarder's connection
+                    // starts with a PROXY header (the socket's own peer decides).
+                    if self.sv.config.extforward_anywhere
+                        && self
+                            .sv
+                            .config
+                            .socket_settings(i)
+                            .extforward
+                            .as_ref()
+                            .is_some_and(|x| {
+                                x.hap_proxy && x.trust.trusts_peer(peer.map(|a| a.ip()))
+                            })
+                    {
+                        conn.expect_proxy_header();
+                    }
+                    entry.insert(conn);
                     // TCP_DEFER_ACCEPT means the request is usually here already:
                     // answer it now, and register with epoll only if the
                     // connection has to wait (a one-shot request never does).
@@ -426,6 +436,7 @@ impl Server {
         self.tls.tick(self.sv.clock.unix);
         self.sv.logs.flush();
         self.sv.files.purge(now);
+        self.sv.auth.on_tick(self.sv.clock.unix);
         any_closed
     }
 }

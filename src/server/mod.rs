@@ -133,11 +133,13 @@ impl Server {
         let max_connections = config.global.max_connections.max(1) as usize;
         let gateways = crate::upstream::Gateways::from_config(&config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let auth = crate::exchange::AuthState::from_config(&config);
         // Certificates and keys are read now, before chroot and the switch
         // of user.
         let tls = secure::Tls::load(&config, crate::clock::unix_now())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let mut sv = Services::new(config, gateways);
+        sv.auth = auth;
         sv.ports = ports;
         sv.bound_ips = bound_ips;
         Ok(Server {

@@ -146,6 +146,7 @@ impl Server {
         self.sv.ports = ports;
         self.sv.bound_ips = bound_ips;
         self.max_connections = config.global.max_connections.max(1) as usize;
+        self.sv.auth.reconfigure(&config);
         self.sv.config = config;
         if let Err(e) = self.open_logs() {
             log::error!("graceful restart: {e}");

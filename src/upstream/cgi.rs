@@ -100,19 +100,12 @@ impl Env {
     /// Sets `name` to `value`, replacing what glint or the client put there
     /// (an authorizer's `Variable-` headers are trusted over both).
     pub fn set(&mut self, name: &[u8], value: &[u8]) {
-        if self.pairs().any(|(k, _)| k == name) {
-            let mut kept = Env::default();
-            for (k, v) in self.pairs().filter(|(k, _)| *k != name) {
-                kept.put(k, v);
-            }
-            *self = kept;
-        }
+        self.remove(name);
         self.put(name, value);
     }
-}
 
-impl Env {
-    /// Removes `name` (the `Upgrade` a CGI program may not act on).
+    /// Drops the variable `name`, if it is there (an `Upgrade` a CGI
+    /// program may not act on, a header `setenv.set-request-header` empties).
     pub fn remove(&mut self, name: &[u8]) {
         if self.pairs().any(|(k, _)| k == name) {
             let mut kept = Env::default();

@@ -36,8 +36,25 @@ impl Gateways {
         if self.spawner == Spawner::Supervisor {
             return Ok(());
         }
-        for h in &mut self.hosts {
+        for i in 0..self.hosts.len() {
+            let (before, rest) = self.hosts.split_at_mut(i);
+            let Some(h) = rest.first_mut() else { break };
             if h.spec.spawn.is_some() {
+                // Two backend entries on one address (two scopes naming the
+                // same `bin-path` backend): the first one's process serves
+                // both, as lighttpd does when it finds the socket in use.
+                if let Some(o) = before
+                    .iter()
+                    .find(|o| o.child.is_some() && o.spec.addr == h.spec.addr)
+                {
+                    log::info!(
+                        "backend {} ({}): started already for {}; not started again",
+                        h.spec.label,
+                        h.spec.addr,
+                        o.spec.label
+                    );
+                    continue;
+                }
                 h.child = Some(spawn(&h.spec).map_err(|e| {
                     format!(
                         "{}: cannot start backend on {}: {e}",

@@ -38,6 +38,17 @@ impl Gateways {
             if nh.spec.spawn.is_none() || same[j].is_some() || self.spawner == Spawner::Supervisor {
                 continue;
             }
+            // An address another new backend's process serves already (one
+            // kept, or one started here): as at start, not started twice.
+            let served = next.hosts[..j].iter().enumerate().any(|(k, o)| {
+                o.spec.spawn.is_some()
+                    && o.spec.addr == nh.spec.addr
+                    && (same[k].is_some_and(|i| self.hosts[i].child.is_some())
+                        || started.iter().any(|(s, _)| *s == k))
+            });
+            if served {
+                continue;
+            }
             match spawn(&nh.spec) {
                 Ok(c) => started.push((j, c)),
                 Err(e) => {

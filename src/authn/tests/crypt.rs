@@ -92,7 +92,6 @@ fn bcrypt_truncates_at_72_bytes_like_crypt_blowfish() {
 #[test]
 fn formats_glint_cannot_verify_are_named() {
     let cases: &[(&str, &str, &str)] = &[
-        ("mkpasswd -m descrypt", "abJnggxhB/yWI", "traditional DES"),
         (
             "mkpasswd -m bsdicrypt",
             "_J9..8YNW/4qpckSRB2o",
@@ -225,4 +224,32 @@ fn dummies_have_the_scheme_asked_for_and_never_verify() {
         assert!(!d.verify(b"password"), "{s:?}");
         assert!(!d.verify(b""), "{s:?}");
     }
+}
+
+/// Traditional DES crypt(3) against glibc's: each expected string is what
+/// Debian's perl `crypt(PASSWORD, SALT)` (libxcrypt) printed.
+#[test]
+fn des_crypt_matches_libc() {
+    use crate::authn::crypt::des_crypt;
+    let cases: &[(&[u8], &[u8], &str)] = &[
+        (b"des", b"12", "12tMnfw882VDQ"), // lighttpd's tests/lighttpd.htpasswd
+        (b"", b"..", "..X8NBuQ4l6uQ"),
+        (b"password12345", b"ab", "abJnggxhB/yWI"),
+        (b"password", b"ab", "abJnggxhB/yWI"), // only 8 bytes count
+        (b"x", b"zZ", "zZ7ZiWSxfqAtU"),
+        (b"\xff\x80abc", b"./", "./Bs2h6RrUuh2"), // the 8th bit of each byte is dropped
+    ];
+    for (pw, salt, want) in cases {
+        assert_eq!(
+            des_crypt(pw, salt).as_deref(),
+            Some(*want),
+            "{:?}",
+            String::from_utf8_lossy(pw)
+        );
+    }
+    assert_eq!(des_crypt(b"x", b"a!"), None, "a salt outside the alphabet");
+    let h = PasswordHash::parse("12tMnfw882VDQ").expect("a DES hash parses");
+    assert_eq!(h.scheme(), Scheme::DesCrypt);
+    assert!(h.verify(b"des"));
+    assert!(!h.verify(b"det"));
 }

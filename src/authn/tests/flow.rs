@@ -524,3 +524,47 @@ fn htdigest_userhash_nonce_secret_and_nextnonce() {
         Outcome::Unauthorized { close: false, .. }
     ));
 }
+
+/// lighttpd's own test of a stale nonce sends a nonce in lighttpd's form:
+/// glint cannot check it, and asks for a fresh one as lighttpd does (401
+/// with `stale=true`); under a nonce-secret it is a bad request, as there.
+#[test]
+fn a_nonce_of_another_form_is_stale() {
+    let key = NonceKey::from_bytes([3; 32]);
+    let (plain, _) = UserFile::parse(BackendKind::Plain, "p", b"jan:jan\n");
+    let header = "Digest username=\"Mufasa\", realm=\"http-auth@example.org\", \
+        nonce=\"b3b26457000000003a9b34a3cd56d26e48a52a498ac9765d4b\", \
+        uri=\"/dir/index.html\", qop=auth, nc=00000001, cnonce=\"65ee1b37\", \
+        algorithm=\"md5\", response=\"049b000fb00ab51dddea6f093a96aa2e\"";
+    match run(
+        &rule(&[]),
+        Some(&plain),
+        BackendKind::Plain,
+        Some(header),
+        &key,
+    ) {
+        Outcome::Unauthorized {
+            www_authenticate,
+            close,
+            ..
+        } => {
+            assert!(!close);
+            assert!(
+                www_authenticate.iter().all(|v| v.ends_with(", stale=true")),
+                "{www_authenticate:?}"
+            );
+        }
+        other => panic!("expected a stale 401, got {other:?}"),
+    }
+    let with_secret = rule(&[("nonce-secret", "s3cret")]);
+    assert!(matches!(
+        run(
+            &with_secret,
+            Some(&plain),
+            BackendKind::Plain,
+            Some(header),
+            &key
+        ),
+        Outcome::BadRequest { .. }
+    ));
+}

@@ -63,7 +63,7 @@ dave:{SHA}87u9ZqY9S/F0eUBXjsPQEDUw4h0=\n";
     assert_eq!(
         msgs,
         vec![
-            "users:2: user 'old' can never log in: traditional DES crypt(3) is not supported"
+            "users:2: user 'old' has a DES crypt(3) hash: only the first 8 bytes of the password count (htpasswd -B makes a bcrypt one)"
                 .to_string(),
             "users:4: user 'yes' can never log in: yescrypt ($y$) is not supported".to_string(),
         ]
@@ -73,7 +73,9 @@ dave:{SHA}87u9ZqY9S/F0eUBXjsPQEDUw4h0=\n";
         ("alice", "Correct horse", false),
         ("carol", "s3cret:with:colons", true),
         ("dave", "hunter2", true),
-        ("old", "password", false), // the right DES password: never
+        ("old", "password12345", true), // mkpasswd -m descrypt, salt "ab"
+        ("old", "password", true),      // DES reads 8 bytes: "password" is all it checks
+        ("old", "passwore", false),
         ("yes", "password", false),
         ("nobody", "correct horse", false),
     ];
@@ -107,7 +109,12 @@ fn unknown_users_are_checked_against_a_dummy_of_the_commonest_kind() {
             format!("a:{s6}\n"),
             Some(Scheme::Sha512Crypt { rounds: 1234 }),
         ),
-        ("a:abJnggxhB/yWI\n".to_string(), None),
+        ("a:abJnggxhB/yWI\n".to_string(), Some(Scheme::DesCrypt)),
+        (
+            "a:$y$j9T$Dj0BRsREa/n9n9kkT6RQc0$tYlMfpxlgSFuKKGkuFTqm.VkJheSiAlY99Yly3wCkU.\n"
+                .to_string(),
+            None,
+        ),
     ];
     for (text, scheme) in cases {
         let (f, _) = parse(BackendKind::Htpasswd, text.as_bytes());

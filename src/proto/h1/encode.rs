@@ -65,11 +65,28 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
         m.extend_from_slice(h.settings.tag.as_bytes());
     }
     m.extend_from_slice(b"\r\n");
+    // `setenv.set-response-header` replaces a field of the same name (an
+    // empty value removes it), as lighttpd's mod_setenv.
+    let set = &h.settings.setenv_set_response_header;
+    let replaced = |name: &[u8]| {
+        set.iter()
+            .any(|(k, _)| k.as_bytes().eq_ignore_ascii_case(name))
+    };
     match h.fields {
-        Fields::Lines(lines) => m.extend_from_slice(lines),
+        Fields::Lines(lines) if set.is_empty() => m.extend_from_slice(lines),
+        Fields::Lines(lines) => {
+            for l in lines.split_inclusive(|&b| b == b'\n') {
+                let name = l.split(|&b| b == b':').next().unwrap_or(l);
+                if !replaced(name) {
+                    m.extend_from_slice(l);
+                }
+            }
+        }
         Fields::Pairs(pairs) => {
             for (k, v) in pairs {
-                line(m, k, v);
+                if !replaced(k.as_bytes()) {
+                    line(m, k, v);
+                }
             }
         }
     }
@@ -84,11 +101,11 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
         line(m, "Connection", b"close");
     }
     let s = h.settings;
-    for (k, v) in s
-        .setenv_add_response_header
-        .iter()
-        .chain(&s.setenv_set_response_header)
-    {
+    for (k, v) in s.setenv_add_response_header.iter().chain(
+        s.setenv_set_response_header
+            .iter()
+            .filter(|(_, v)| !v.is_empty()),
+    ) {
         if !has_crlf(k) && !has_crlf(v) {
             line(m, k, v.as_bytes());
         }

@@ -1,0 +1,289 @@
+//! mod_auth in the request's phases: the rule `auth.require` has for a
+//! path, checked against `auth.backend`'s user file before anything can
+//! answer the path (mod_status, gateways, index files, listings, static
+//! files). A refusal is glint's own reply (401 with its challenge, 400,
+//! 500); a grant carries `REMOTE_USER` and `AUTH_TYPE` on to the gateways.
+//!
+//! The checks themselves are [`crate::authn`]'s; this file holds what
+//! they need across requests: the user files (read at start, re-read
+//! within a second of a change), the Digest nonce key and the `auth.cache`
+//! caches.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use super::{Carry, ConnInfo, Services};
+use crate::authn::cache::{AuthCache, CacheOptions};
+use crate::authn::nonce::NonceKey;
+use crate::authn::require::{parse_backend, BackendKind, RequireTable};
+use crate::authn::userfile::UserFile;
+use crate::authn::{self, AuthRequest, Backend, Context, Outcome};
+use crate::config::{Config, Settings, Value};
+use crate::msg::Request;
+
+/// What authentication keeps between requests.
+pub struct AuthState {
+    /// Signs Digest nonces; made once per process (before workers fork, so
+    /// every worker accepts the others' nonces).
+    key: NonceKey,
+    /// Every user file the configuration names, by kind and path.
+    files: Vec<(BackendKind, String, UserFile)>,
+    /// One cache per `auth.cache` max-age.
+    caches: Vec<(i64, AuthCache)>,
+    /// `clock.unix` of the last look at the user files.
+    checked: i64,
+}
+
+impl Default for AuthState {
+    fn default() -> Self {
+        AuthState {
+            key: nonce_key(),
+            files: Vec::new(),
+            caches: Vec::new(),
+            checked: 0,
+        }
+    }
+}
+
+/// A nonce key when the kernel's random source fails (it does not on
+/// Linux past early boot): the time and pid, so nonces still differ per
+/// process; Digest stays correct, only less unguessable.
+fn nonce_key() -> NonceKey {
+    match NonceKey::generate() {
+        Ok(k) => k,
+        Err(e) => {
+            log::warn!("Digest nonce key: {e}; using a key from the time and pid");
+            let mut k = [0u8; 32];
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            k[..16].copy_from_slice(&t.to_le_bytes());
+            k[16..20].copy_from_slice(&std::process::id().to_le_bytes());
+            NonceKey::from_bytes(k)
+        }
+    }
+}
+
+/// The user file option of each backend kind.
+const USERFILES: &[(BackendKind, &str)] = &[
+    (BackendKind::Plain, "auth.backend.plain.userfile"),
+    (BackendKind::Htpasswd, "auth.backend.htpasswd.userfile"),
+    (BackendKind::Htdigest, "auth.backend.htdigest.userfile"),
+];
+
+fn userfile_of(s: &Settings, kind: BackendKind) -> Option<&str> {
+    match kind {
+        BackendKind::Plain => s.auth_plain_userfile.as_deref(),
+        BackendKind::Htpasswd => s.auth_htpasswd_userfile.as_deref(),
+        BackendKind::Htdigest => s.auth_htdigest_userfile.as_deref(),
+    }
+}
+
+impl AuthState {
+    /// Reads every user file the configuration names (in any scope). A file
+    /// that cannot be read is logged and nobody logs in with it until it
+    /// can be (lighttpd, which reads it per request, fails each request).
+    /// Lines it skips are logged with their file and line.
+    pub fn from_config(config: &Config) -> AuthState {
+        let mut st = AuthState::default();
+        st.reconfigure(config);
+        st
+    }
+
+    /// Takes the user files of a new configuration (SIGUSR1): files it
+    /// still names keep their tables, others are read; the nonce key stays,
+    /// so a client's nonce survives the restart.
+    pub fn reconfigure(&mut self, config: &Config) {
+        let mut files = Vec::new();
+        for &(kind, key) in USERFILES {
+            let global = userfile_of(&config.global, kind).map(str::to_string);
+            let blocks = config
+                .block_values(key)
+                .filter_map(Value::as_str)
+                .map(str::to_string);
+            for path in global.into_iter().chain(blocks) {
+                if files.iter().any(|(k, p, _)| *k == kind && *p == path) {
+                    continue;
+                }
+                let kept = self
+                    .files
+                    .iter()
+                    .position(|(k, p, _)| *k == kind && *p == path)
+                    .map(|i| self.files.swap_remove(i).2);
+                let f = kept.unwrap_or_else(|| load(kind, &path));
+                files.push((kind, path, f));
+            }
+        }
+        self.files = files;
+        self.caches.clear();
+    }
+
+    /// Once a second: user files changed on disk are read again, cache
+    /// entries past their age dropped.
+    pub fn on_tick(&mut self, now: i64) {
+        if now == self.checked {
+            return;
+        }
+        self.checked = now;
+        for (_, _, f) in self.files.iter_mut() {
+            for m in f.reload_if_changed(now) {
+                log::info!("(mod_auth) {m}");
+            }
+        }
+        for (_, c) in self.caches.iter_mut() {
+            c.expire(now);
+        }
+    }
+}
+
+fn load(kind: BackendKind, path: &str) -> UserFile {
+    match UserFile::load(kind, Path::new(path)) {
+        Ok((f, msgs)) => {
+            for m in msgs {
+                log::warn!("(mod_auth) {m}");
+            }
+            f
+        }
+        Err(e) => {
+            log::error!("(mod_auth) {e}; nobody can log in with it until it can be read");
+            UserFile::missing(kind, Path::new(path))
+        }
+    }
+}
+
+/// What a check decided.
+pub(super) enum Checked {
+    /// No rule covers the path, or the request was let in.
+    Pass,
+    /// The answer is in `sv.reply` (401, 400 or 500).
+    Refused,
+}
+
+/// mod_auth for `path` under `settings`: passes when no rule covers it or
+/// the credentials satisfy the rule (the grant goes into `carry`), else
+/// leaves the refusal in `sv.reply`.
+pub(super) fn check(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    settings: &Settings,
+    path: &str,
+    carry: &mut Carry,
+) -> Checked {
+    let Some(table) = sv
+        .config
+        .auth_requires
+        .get(settings.auth_scope as usize)
+        .map(|(_, t)| Rc::clone(t))
+    else {
+        return Checked::Pass;
+    };
+    let Some(rule) = lookup(&table, path, settings) else {
+        return Checked::Pass;
+    };
+    if carry.auth_rule == Some(rule.id) {
+        // Granted for this rule already (the same request run again).
+        return Checked::Pass;
+    }
+    let now = sv.clock.unix;
+    let st = &mut sv.auth;
+    let backend = settings
+        .auth_backend
+        .as_deref()
+        .and_then(|b| parse_backend(b).ok().flatten())
+        .map(|kind| Backend {
+            kind,
+            users: userfile_of(settings, kind).and_then(|p| {
+                st.files
+                    .iter()
+                    .find(|(k, fp, _)| *k == kind && fp == p)
+                    .map(|(_, _, f)| f)
+            }),
+        });
+    let cache = match settings.auth_cache_max_age {
+        Some(age) => {
+            let i = match st.caches.iter().position(|(a, _)| *a == age) {
+                Some(i) => Some(i),
+                None => match AuthCache::new(CacheOptions { max_age: age }) {
+                    Ok(c) => {
+                        st.caches.push((age, c));
+                        Some(st.caches.len() - 1)
+                    }
+                    Err(e) => {
+                        log::warn!("(mod_auth) auth.cache: {e}; checking without it");
+                        None
+                    }
+                },
+            };
+            i.and_then(|i| st.caches.get_mut(i)).map(|(_, c)| c)
+        }
+        None => None,
+    };
+    let mut ctx = Context {
+        backend,
+        cache,
+        key: &st.key,
+        extern_authn: settings.auth_extern_authn,
+    };
+    let areq = AuthRequest {
+        path,
+        method: req.method_str,
+        target: req.target.as_bytes(),
+        authorization: req.header("authorization"),
+        remote_user: carry.remote_user.as_deref(),
+        now,
+    };
+    let ip = info
+        .peer
+        .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
+    match authn::check(rule, &mut ctx, &areq) {
+        Outcome::Granted(g) => {
+            carry.auth_rule = Some(rule.id);
+            if let Some(t) = g.auth_type {
+                carry.auth_type = Some(t.as_str());
+            }
+            carry.remote_user = Some(g.user);
+            carry.authentication_info = g.authentication_info;
+            Checked::Pass
+        }
+        Outcome::Unauthorized {
+            www_authenticate,
+            close,
+            log,
+        } => {
+            if let Some(l) = log {
+                log::warn!("(mod_auth) {l}, IP: {ip}");
+            }
+            let values: Vec<(&str, &[u8])> = www_authenticate
+                .iter()
+                .map(|v| ("WWW-Authenticate", v.as_bytes()))
+                .collect();
+            sv.reply.error_with(401, &values);
+            // A wrong password or an unknown user: the next guess costs a
+            // new connection, as lighttpd.
+            sv.reply.close |= close;
+            Checked::Refused
+        }
+        Outcome::BadRequest { log } => {
+            log::warn!("(mod_auth) {log}, IP: {ip}");
+            sv.reply.error(400);
+            Checked::Refused
+        }
+        Outcome::Misconfigured { log } => {
+            log::error!("(mod_auth) {log}");
+            sv.reply.error(500);
+            Checked::Refused
+        }
+    }
+}
+
+/// The rule for `path`: the first prefix that starts it, in configuration
+/// order; without case under `server.force-lowercase-filenames`, whose
+/// file names do not tell case apart either.
+fn lookup<'t>(
+    table: &'t RequireTable,
+    path: &str,
+    s: &Settings,
+) -> Option<&'t crate::authn::require::Require> {
+    table.lookup(path, s.force_lowercase_filenames)
+}
