@@ -234,7 +234,7 @@ class GwServer(cmp.Server):
                 comm = Path(f"/proc/{pid}/comm").read_text().strip()
             except OSError:
                 continue
-            if comm.startswith(SERVER_COMMS[self.name]):
+            if comm.startswith(SERVER_COMMS.get(self.name, ("glint",))):
                 out.append(pid)
         return out
 
@@ -335,12 +335,13 @@ def conf_nginx(tmp: Path, docroot: Path, port: int, be: dict) -> str:
 
 
 def make_server(name: str, tmp: Path, docroot: Path, port: int, be: dict, glint_bin: Path | None) -> GwServer:
-    if name == "glint":
-        binary = tmp / "glint"
+    if cmp.is_glint(name):
+        # glint, or a second glint binary (glint-b, ...) with the same configuration
+        binary = tmp / name
         shutil.copy2(glint_bin, binary)
-        conf = tmp / "glint.conf"
-        conf.write_text(conf_lighttpd("glint", tmp, docroot, port, be))
-        return GwServer(name, [str(binary), "-D", "-f", str(conf)], port, tmp / "glint-error.log", tmp)
+        conf = tmp / f"{name}.conf"
+        conf.write_text(conf_lighttpd(name, tmp, docroot, port, be))
+        return GwServer(name, [str(binary), "-D", "-f", str(conf)], port, tmp / f"{name}-error.log", tmp)
     if name == "lighttpd":
         conf = tmp / "lighttpd.conf"
         conf.write_text(conf_lighttpd("lighttpd", tmp, docroot, port, be))
@@ -524,6 +525,71 @@ def render_table(raw: dict, summ: dict) -> str:
     return "\n".join(lines)
 
 
+GOAL_CPU = 0.85  # issue 18: at most 0.85x lighttpd's server CPU per request ...
+GOAL_OK = 1.0    # ... with at least its successful answers per second
+
+
+def render_goal(raw: dict, summ: dict) -> list[str]:
+    """Each glint against lighttpd, with the round-by-round ratios' spread:
+    a row counts only when its spread is smaller than its distance from the
+    goal (issue 18)."""
+    servers = raw["servers"]
+    if BASELINE not in servers:
+        return []
+    out = [f"Against {BASELINE}, round by round (the servers ran back to back in each round): "
+           f"goal CPU ≤ {GOAL_CPU}× and 2xx/s ≥ {GOAL_OK}×; spread = min–max of the per-round ratios; "
+           "a verdict stands only where the spread is smaller than the distance from the goal:", "",
+           "| workload | server | CPU ratio | spread | verdict | 2xx/s ratio | spread | verdict |",
+           "|---|---|---:|---:|---|---:|---:|---|"]
+    for wl in raw["workloads"]:
+        for g in [s for s in servers if cmp.is_glint(s)]:
+            cells = []
+            for key, goal, lower in (("cpu_us_per_req", GOAL_CPU, True), ("ok_rps", GOAL_OK, False)):
+                row = summ[wl["id"]][key]
+                rr = cmp.round_ratios(raw, g, BASELINE, wl["id"]) if key == "cpu_us_per_req" else \
+                    _round_ratios(raw, g, BASELINE, wl["id"], key)
+                if row.get(g) is None or not row.get(BASELINE) or not rr:
+                    cells += ["—", "—", "—"]
+                    continue
+                ratio = row[g] / row[BASELINE]
+                lo, hi = min(rr), max(rr)
+                if lower:
+                    v = cmp.verdict(ratio, lo, hi, goal, len(rr))
+                else:  # higher is better: mirror around the goal
+                    v = cmp.verdict(-ratio, -hi, -lo, -goal, len(rr))
+                cells += [f"{ratio:.2f}×", f"{lo:.2f}–{hi:.2f}", v]
+            out.append(f"| {wl['title']} | {g} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def _round_ratios(raw: dict, a: str, b: str, wl_id: str, key: str) -> list[float]:
+    ra, rb = cmp.per_round(raw, a, wl_id, key), cmp.per_round(raw, b, wl_id, key)
+    return [ra[k] / rb[k] for k in ra if k in rb and rb[k]]
+
+
+def render_ab(raw: dict, summ: dict) -> list[str]:
+    servers = raw["servers"]
+    others = [s for s in servers if cmp.is_glint(s) and s != "glint"]
+    if "glint" not in servers or not others:
+        return []
+    out = ["## glint against the other glint binaries of this run", "",
+           f"Server CPU µs/request, glint / other (above 1: glint is slower); spread = min–max of the "
+           f"round-by-round ratios. Goal (issue 12): no row above {cmp.GOAL_AB}×.", "",
+           "| workload | other | its µs/request | glint µs/request | ratio | spread | verdict |",
+           "|---|---|---:|---:|---:|---:|---|"]
+    for o in others:
+        for wl in raw["workloads"]:
+            row = summ[wl["id"]]["cpu_us_per_req"]
+            rr = cmp.round_ratios(raw, "glint", o, wl["id"])
+            if row.get("glint") is None or not row.get(o) or not rr:
+                continue
+            ratio = row["glint"] / row[o]
+            lo, hi = min(rr), max(rr)
+            out.append(f"| {wl['title']} | {o} | {row[o]:.1f} | {row['glint']:.1f} | {ratio:.3f}× | "
+                       f"{lo:.3f}–{hi:.3f} | {cmp.verdict(ratio, lo, hi, cmp.GOAL_AB, len(rr))} |")
+    return out + [""]
+
+
 def render_md(raw: dict, summ: dict) -> str:
     servers = raw["servers"]
     base = BASELINE if BASELINE in servers else servers[0]
@@ -545,6 +611,8 @@ def render_md(raw: dict, summ: dict) -> str:
         "",
         render_table(raw, summ),
         "",
+        *render_goal(raw, summ),
+        *render_ab(raw, summ),
         "2xx responses/s = (ab's complete − failed − non-2xx) / ab's time taken. "
         "Server CPU µs/request = utime+stime (schedstat) of the web server's own processes only, "
         "divided by ab's complete requests (2xx or not); the backends' CPU is not in it.",
@@ -557,6 +625,15 @@ def render_md(raw: dict, summ: dict) -> str:
     for wl in raw["workloads"]:
         row = summ[wl["id"]]["server_busy_pct"]
         out.append(f"| {wl['title']} | " + " | ".join(cell(row.get(s), None, "{:.0f}", False) for s in servers) + " |")
+    out += ["", "Spread of server CPU µs/request over the rounds (min–max):", "",
+            "| workload | " + " | ".join(servers) + " |", "|---|" + "---:|" * len(servers)]
+    for wl in raw["workloads"]:
+        cells = []
+        for s in servers:
+            v = [r.get("cpu_us_per_req") for r in raw["runs"].get(s, {}).get(wl["id"], [])
+                 if r.get("cpu_us_per_req") is not None]
+            cells.append(f"{min(v):.1f}–{max(v):.1f}" if v else "—")
+        out.append(f"| {wl['title']} | " + " | ".join(cells) + " |")
     out += ["", "Spread of 2xx responses/s over the rounds (min–max):", "",
             "| workload | " + " | ".join(servers) + " |", "|---|" + "---:|" * len(servers)]
     for wl in raw["workloads"]:
@@ -620,11 +697,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="request counts / 10")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="run each ab command this many times back to back per measurement (default 1)")
+    ap.add_argument("--repeat", type=int, default=5,
+                    help="run each 1,000-request ab command this many times back to back per measurement "
+                         "(default 5: one run of 1,000 lasts a quarter of a second, too short to judge)")
     ap.add_argument("--servers", default=",".join(ALL_SERVERS))
     ap.add_argument("--base-port", type=int, default=28181, help="web servers listen from this port up (default 28181)")
     ap.add_argument("--glint-bin", help="glint binary (default: target/release/glint here, built if missing; or $GLINT_BIN)")
+    ap.add_argument("--glint-bin-b", action="append", metavar="PATH",
+                    help="a second glint binary (server glint-b, same configuration), measured in the same run, "
+                         "alternating with the others; repeat for glint-c, ...")
     ap.add_argument("--out", default=str(RESULTS / "gateways"), help="output path without extension")
     ap.add_argument("--render", metavar="JSON", help="only rewrite the .md from a saved .json")
     args = ap.parse_args()
@@ -649,6 +730,12 @@ def main() -> int:
         pass
     cmp.NOFILE = cmp.raise_nofile()
     glint_bin = cmp.glint_binary(args.glint_bin) if "glint" in servers else None
+    binaries = {"glint": glint_bin}
+    for i, b in enumerate(args.glint_bin_b or []):
+        name = f"glint-{chr(ord('b') + i)}"
+        binaries[name] = Path(b).resolve()
+        at = servers.index("glint") + 1 + i if "glint" in servers else i
+        servers.insert(at, name)
 
     wls = workloads(args.quick, args.repeat)
     tmp = Path(tempfile.mkdtemp(prefix="gwbench-"))
@@ -732,9 +819,10 @@ def main() -> int:
         servs: dict[str, GwServer] = {}
         port = args.base_port - 1
         for name in servers:
-            raw["versions"][name] = cmp.server_version(name, argparse.Namespace(glint_bin=str(glint_bin) if glint_bin else None))
+            raw["versions"][name] = cmp.server_version(
+                name, argparse.Namespace(glint_bin=str(glint_bin) if glint_bin else None), binaries.get(name))
             port = cmp.free_port(port + 1)
-            srv = make_server(name, tmp, docroot, port, be, glint_bin)
+            srv = make_server(name, tmp, docroot, port, be, binaries.get(name))
             started.append(srv)
             if not srv.start():
                 raw["errors"][name] = srv.error

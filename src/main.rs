@@ -265,7 +265,8 @@ fn absolutize(config: &mut Config, base: &Path) {
     let s = Rc::make_mut(&mut config.global);
     if let Some(d) = &s.document_root {
         if d.is_relative() {
-            s.document_root = Some(base.join(d));
+            let joined = base.join(d);
+            s.set_document_root(Some(joined));
         }
     }
     for n in [&mut s.accesslog_filename, &mut s.errorlog]
@@ -306,7 +307,7 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
 fn apply_overrides(config: &mut Config, cli: &Cli) {
     let s = Rc::make_mut(&mut config.global);
     if let Some(d) = &cli.document_root {
-        s.document_root = Some(d.clone());
+        s.set_document_root(Some(d.clone()));
         s.document_root_origin = None;
     }
     if let Some(b) = &cli.bind {

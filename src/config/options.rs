@@ -390,7 +390,7 @@ fn array(v: &Value) -> Result<Value, String> {
 pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<Applied, String> {
     match key {
         "server.document-root" => {
-            s.document_root = Some(PathBuf::from(string(v)?));
+            s.set_document_root(Some(PathBuf::from(string(v)?)));
             s.document_root_origin = Some(origin.clone());
         }
         "server.port" => s.port = uint16(v)?,

@@ -2,6 +2,8 @@
 //! (several when pipelined), answered through the exchange, replies
 //! written with their log lines, bodies dropped or fed to a backend.
 
+use std::mem::MaybeUninit;
+
 use super::gateway::GwSide;
 use super::h2::Start;
 use super::{skip_body, AfterWrite, Connection, Ctx, Phase};
@@ -81,10 +83,10 @@ impl Connection {
 
                 Phase::Writing {
                     then: AfterWrite::NextRequest,
-                } if self.encoded.is_none()
+                } if !input.is_empty()
+                    && self.encoded.is_none()
                     && self.out.pending_mem() < PIPELINE_HIGH_WATER
-                    && self.out.pending_files() < PIPELINE_MAX_FILES
-                    && !input.is_empty() =>
+                    && self.out.pending_files() < PIPELINE_MAX_FILES =>
                 {
                     // Pipelined: answer the next request into the same queue.
                     self.phase = Phase::Idle;
@@ -186,9 +188,9 @@ impl Connection {
     /// bytes are needed.
     pub(super) fn answer_one(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
         let max_head = (cx.sv.config.global.max_request_field_size as usize).min(INPUT_BUF);
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut headers = [MaybeUninit::uninit(); MAX_HEADERS];
         let pending = input.pending();
-        let (then, consumed) = match h1::parse(pending, &mut headers, max_head) {
+        let (then, consumed) = match h1::parse_uninit(pending, &mut headers, max_head) {
             Ok(None) => {
                 self.phase = Phase::ReadingHead;
                 return false;

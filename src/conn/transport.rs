@@ -57,7 +57,8 @@ impl Connection {
             match tls.read_tls_from(&mut self.stream) {
                 Ok(st) => {
                     n = tls.read_plain(spare);
-                    if st.socket_drained && n < want {
+                    // As a plain read: a peer that closed is read to the end.
+                    if st.socket_drained && n < want && !self.peer_closed {
                         self.readable = false;
                     }
                     if st.peer_closed && n == 0 {

@@ -233,12 +233,25 @@ pub(super) fn start(
     if let Some(t) = carry.auth_type {
         env.set(b"AUTH_TYPE", t.as_bytes());
     }
-    // The scheme, and on TLS lighttpd's `HTTPS` and `SSL_*` variables.
-    env.set(b"REQUEST_SCHEME", at.info.scheme().as_bytes());
+    // The scheme, and on TLS lighttpd's `HTTPS` and `SSL_*` variables:
+    // names `environment` never makes and client headers cannot (theirs
+    // start with HTTP_), so only mod_setenv's variables or an authorizer's
+    // can be there already, and only then is each one searched for.
+    let replace = !settings.setenv_add_environment.is_empty()
+        || !settings.setenv_set_environment.is_empty()
+        || !carry.vars.is_empty();
+    let own = |env: &mut crate::upstream::cgi::Env, k: &[u8], v: &[u8]| {
+        if replace {
+            env.set(k, v)
+        } else {
+            env.add_new(k, v)
+        }
+    };
+    own(&mut env, b"REQUEST_SCHEME", at.info.scheme().as_bytes());
     if let Some(t) = at.info.tls.as_deref() {
-        env.set(b"HTTPS", b"on");
+        own(&mut env, b"HTTPS", b"on");
         for (k, v) in &t.env {
-            env.set(k.as_bytes(), v.as_bytes());
+            own(&mut env, k.as_bytes(), v.as_bytes());
         }
     }
     if let Some(run) = carry.error.as_ref() {

@@ -125,6 +125,8 @@ pub struct Scratch {
     pub fs_path: String,
     /// The lowercased Host.
     pub host: String,
+    /// The Host as sent, that `host` was made from.
+    pub host_raw: Vec<u8>,
     /// The URL path of a directory's index file.
     pub index_path: String,
 }
@@ -323,14 +325,27 @@ pub fn respond(
 /// The request's Host, lowercased, in `sv.scratch.host` (a trusted
 /// forwarder's when it named one).
 fn set_host(sv: &mut Services, req: &Request<'_, '_>, carry: &Carry) {
-    sv.scratch.host.clear();
+    let sc = &mut sv.scratch;
     match carry.host.as_deref() {
-        Some(h) => sv.scratch.host.push_str(h),
-        None => {
-            for &b in req.host {
-                sv.scratch.host.push(b.to_ascii_lowercase() as char);
-            }
+        Some(h) => {
+            sc.host.clear();
+            sc.host.push_str(h);
+            // Not the Host as sent: the next request builds its own.
+            sc.host_raw.clear();
+            sc.host_raw.push(b'/');
         }
+        // Lowercased only when it differs from the last request's Host (as
+        // a rule it does not): building it cost 250 of the 8,100
+        // instructions of a keep-alive request (callgrind), comparing
+        // costs a tenth of that.
+        None if sc.host_raw != req.host => {
+            sc.host_raw.clear();
+            sc.host_raw.extend_from_slice(req.host);
+            sc.host.clear();
+            sc.host
+                .extend(req.host.iter().map(|&b| b.to_ascii_lowercase() as char));
+        }
+        None => {}
     }
 }
 
@@ -737,12 +752,7 @@ fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
             return Some(Cow::Owned(d));
         }
     }
-    let plain = || {
-        s.document_root
-            .as_ref()
-            .and_then(|p| p.to_str())
-            .map(Cow::Borrowed)
-    };
+    let plain = || s.docroot_str().map(Cow::Borrowed);
     let Some(server_root) = s.simple_vhost_server_root.as_deref() else {
         return plain();
     };
@@ -781,10 +791,13 @@ fn host_without_port(host: &str) -> &str {
     host.split(':').next().unwrap_or(host)
 }
 
-/// Splits a request target into path and query.
+/// Splits a request target into path and query. A byte search: `str`'s
+/// `split_once('?')` goes through the general char searcher, about 200
+/// instructions for a short target (callgrind), a tenth of that here.
 fn split_uri(uri: &str) -> (&str, &str) {
-    match uri.split_once('?') {
-        Some((p, q)) => (p, q),
+    match uri.bytes().position(|b| b == b'?') {
+        // `?` is ASCII: both sides are on character boundaries.
+        Some(i) => (&uri[..i], &uri[i + 1..]),
         None => (uri, ""),
     }
 }

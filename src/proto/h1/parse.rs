@@ -6,6 +6,8 @@
 //! ambiguity (RFC 9112 §6.3) is an error, so that glint and whatever sits in
 //! front of it can never disagree on where one request ends.
 
+use std::mem::MaybeUninit;
+
 use httparse::{Header, Status};
 
 use crate::msg::request::{err, trim_ows, Body, HttpError, Method, Request, MAX_HEADERS};
@@ -21,7 +23,31 @@ pub fn parse<'h, 'b>(
     max_head: usize,
 ) -> Result<Option<Request<'h, 'b>>, HttpError> {
     let mut req = httparse::Request::new(headers);
-    let head_len = match req.parse(buf) {
+    let parsed = req.parse(buf);
+    validate(buf, req, parsed, max_head)
+}
+
+/// [`parse`] into headers that need no initialising: an array of 64
+/// `EMPTY_HEADER`s is 2 KiB of stores, about 370 of the 8,100 instructions
+/// a keep-alive request for a small file cost (callgrind).
+pub fn parse_uninit<'h, 'b>(
+    buf: &'b [u8],
+    headers: &'h mut [MaybeUninit<Header<'b>>; MAX_HEADERS],
+    max_head: usize,
+) -> Result<Option<Request<'h, 'b>>, HttpError> {
+    let mut req = httparse::Request::new(&mut []);
+    let parsed = req.parse_with_uninit_headers(buf, headers);
+    validate(buf, req, parsed, max_head)
+}
+
+/// The checks after httparse: framing, Host, keep-alive.
+fn validate<'h, 'b>(
+    buf: &'b [u8],
+    req: httparse::Request<'h, 'b>,
+    parsed: httparse::Result<usize>,
+    max_head: usize,
+) -> Result<Option<Request<'h, 'b>>, HttpError> {
+    let head_len = match parsed {
         Ok(Status::Complete(n)) => n,
         Ok(Status::Partial) => {
             if buf.len() >= max_head {
