@@ -214,8 +214,9 @@ pub(super) fn complete_at_close(read: &HttpRead) -> Result<(), String> {
 }
 
 /// `Name: value\r\n` lines as (name, value) pairs; glint frames the body
-/// itself, so `Content-Length` is left out (the sink has it as a number),
-/// and `Date` and `Server` are glint's.
+/// itself, so `Content-Length` is left out (the sink has it as a number).
+/// The backend's `Date` and `Server` are passed on (glint then writes
+/// neither of its own), as lighttpd does.
 fn pairs_of(lines: &[u8]) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::with_capacity(16);
     for line in lines.split(|&b| b == b'\n') {
@@ -224,12 +225,7 @@ fn pairs_of(lines: &[u8]) -> Vec<(String, Vec<u8>)> {
             continue;
         };
         let name = &line[..colon];
-        // glint writes its own Date and Server (a second of either would
-        // be two values of a field that has one).
-        if name.eq_ignore_ascii_case(b"content-length")
-            || name.eq_ignore_ascii_case(b"date")
-            || name.eq_ignore_ascii_case(b"server")
-        {
+        if name.eq_ignore_ascii_case(b"content-length") {
             continue;
         }
         let value = line[colon + 1..]
