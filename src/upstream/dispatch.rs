@@ -49,6 +49,7 @@ impl Gateways {
         let host = &mut self.hosts[h];
         let keep =
             host.keep == Keep::On && matches!(j.protocol, Protocol::FastCgi | Protocol::Http);
+        let is_cgi = j.protocol == Protocol::Cgi;
         if let Some(http) = j.http.as_mut() {
             choose_head(http, &mut j.upload, &host.spec.http_label);
         }
@@ -80,10 +81,6 @@ impl Gateways {
                 }
             }
         }
-        let is_cgi = self
-            .jobs
-            .get(key)
-            .is_some_and(|j| j.protocol == Protocol::Cgi);
         if is_cgi {
             return self.start_cgi(key, h, now, registry);
         }
