@@ -283,6 +283,9 @@ mod tests {
             p,
             [
                 ("Content-Type".to_string(), b"text/plain".to_vec()),
+                // The backend's Date and Server go on (glint's then do not).
+                ("Date".to_string(), b"x".to_vec()),
+                ("Server".to_string(), b"y".to_vec()),
                 ("X-A".to_string(), b"b: c".to_vec())
             ]
         );
