@@ -9,9 +9,9 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::gateway::fnv;
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
+use crate::hash::fnv1a;
 use crate::msg::{Body, Method, OwnedHead, Request};
 use crate::upstream::cgi_run::CgiJob;
 use crate::upstream::{BodyFraming, JobSpec, Protocol, Upload};
@@ -212,7 +212,7 @@ fn run(
         protocol: Protocol::Cgi,
         upload: Upload::new(Protocol::Cgi, env, framing),
         settings: Rc::clone(settings),
-        hash_path: fnv(here.path.as_bytes()),
+        hash_path: fnv1a(here.path.as_bytes()),
         hash_ip: 0,
         authorizer: false,
         local_redir: cgi.local_redir,

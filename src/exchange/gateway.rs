@@ -9,6 +9,7 @@ use mio::Registry;
 
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
+use crate::hash::fnv1a;
 use crate::msg::{Body, Method, OwnedHead, Request};
 use crate::upstream::{Gateways, JobSpec, Protocol};
 
@@ -42,13 +43,6 @@ pub(super) struct At<'a> {
     pub query: &'a str,
     pub keep_alive: bool,
     pub info: &'a ConnInfo,
-}
-
-/// FNV-1a: a stable hash for picking a backend (`hash`, `sticky`).
-pub fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    })
 }
 
 /// The CGI variable of request header `name`: `HTTP_` and the name in
@@ -309,10 +303,10 @@ pub(super) fn start(
         protocol,
         upload,
         settings: Rc::clone(settings),
-        hash_path: fnv(path.as_bytes()),
+        hash_path: fnv1a(path.as_bytes()),
         hash_ip: at.info.peer.map_or(0, |ip| match ip {
-            std::net::IpAddr::V4(a) => fnv(&a.octets()),
-            std::net::IpAddr::V6(a) => fnv(&a.octets()),
+            std::net::IpAddr::V4(a) => fnv1a(&a.octets()),
+            std::net::IpAddr::V6(a) => fnv1a(&a.octets()),
         }),
         authorizer,
         local_redir: spec.local_redir,

@@ -7,9 +7,10 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::gateway::{fnv, At};
+use super::gateway::At;
 use super::{Carry, GwStart, Services};
 use crate::config::Settings;
+use crate::hash::fnv1a;
 use crate::httpup::request::{
     self, Body as UpBody, ClientRequest, Conn, Local, Peer, Plan, Version,
 };
@@ -128,10 +129,10 @@ pub(super) fn start(
         protocol: Protocol::Http,
         upload,
         settings: Rc::clone(settings),
-        hash_path: fnv(at.path.as_bytes()),
+        hash_path: fnv1a(at.path.as_bytes()),
         hash_ip: at.info.peer.map_or(0, |ip| match ip {
-            std::net::IpAddr::V4(a) => fnv(&a.octets()),
-            std::net::IpAddr::V6(a) => fnv(&a.octets()),
+            std::net::IpAddr::V4(a) => fnv1a(&a.octets()),
+            std::net::IpAddr::V6(a) => fnv1a(&a.octets()),
         }),
         authorizer: false,
         local_redir: false,

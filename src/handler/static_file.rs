@@ -19,6 +19,7 @@ use crate::compress::pool::{Job, SourceId};
 use crate::compress::{cache, decide, precompressed, Coding, Decision, ResponseFacts};
 use crate::config::Settings;
 use crate::date::{format_http_date, parse_http_date};
+use crate::hash;
 use crate::msg::range::{parse_range, RangeRequest};
 use crate::msg::request::{trim_ows, Method};
 use crate::msg::status::itoa_u64;
@@ -674,31 +675,24 @@ impl Validators {
         let etag = (s.static_file_etags
             && (s.etag_use_inode || s.etag_use_mtime || s.etag_use_size))
             .then(|| {
-                // FNV-1a over the chosen fields: opaque, and it does not reveal the inode.
-                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-                let mut mix = |v: u64| {
-                    for b in v.to_le_bytes() {
-                        h ^= b as u64;
-                        h = h.wrapping_mul(0x100_0000_01b3);
-                    }
+                let mut fields = [0u64; 5];
+                let mut n = 0;
+                let mut take = |v: u64| {
+                    fields[n] = v;
+                    n += 1;
                 };
                 if s.etag_use_inode {
-                    mix(meta.ino());
-                    mix(meta.dev());
+                    take(meta.ino());
+                    take(meta.dev());
                 }
                 if s.etag_use_mtime {
-                    mix(meta.mtime() as u64);
-                    mix(meta.mtime_nsec() as u64);
+                    take(meta.mtime() as u64);
+                    take(meta.mtime_nsec() as u64);
                 }
                 if s.etag_use_size {
-                    mix(meta.size());
+                    take(meta.size());
                 }
-                let mut tag = [b'"'; 18];
-                for (i, byte) in h.to_be_bytes().iter().enumerate() {
-                    tag[1 + 2 * i] = HEX[(byte >> 4) as usize];
-                    tag[2 + 2 * i] = HEX[(byte & 15) as usize];
-                }
-                tag
+                etag_tag(&fields[..n])
             });
         Validators {
             etag,
@@ -709,6 +703,20 @@ impl Validators {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The quoted ETag of a file's chosen metadata fields: FNV-1a over their
+/// little-endian bytes, opaque, so it does not reveal the inode.
+fn etag_tag(fields: &[u64]) -> [u8; 18] {
+    let h = fields
+        .iter()
+        .fold(hash::OFFSET, |h, v| hash::fnv1a_from(h, &v.to_le_bytes()));
+    let mut tag = [b'"'; 18];
+    for (i, byte) in h.to_be_bytes().iter().enumerate() {
+        tag[1 + 2 * i] = HEX[(byte >> 4) as usize];
+        tag[2 + 2 * i] = HEX[(byte & 15) as usize];
+    }
+    tag
+}
 
 /// Does an `If-Match` / `If-None-Match` list name our tag? `*` matches any.
 /// `weak` compares opaque tags ignoring `W/` (If-None-Match); strong comparison
@@ -1070,10 +1078,8 @@ fn content_range(first: u64, last: u64, len: u64) -> Vec<u8> {
 }
 
 fn boundary(etag: Option<&[u8]>, len: u64) -> Vec<u8> {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ len;
-    for &b in etag.unwrap_or(b"") {
-        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
-    }
+    // FNV-1a from a seed of the length: a boundary differs per file and size.
+    let h = hash::fnv1a_from(0x9e37_79b9_7f4a_7c15 ^ len, etag.unwrap_or(b""));
     let mut out = b"glint-".to_vec();
     for byte in h.to_be_bytes() {
         out.push(HEX[(byte >> 4) as usize]);
@@ -1155,6 +1161,13 @@ mod tests {
             assert_eq!(etag_matches(list, Some(tag), *weak), *want, "{what}");
         }
         assert!(!etag_matches(b"*", None, true), "star without a tag");
+    }
+
+    #[test]
+    fn etags_and_boundaries_keep_their_values() {
+        // Sent tags are remembered by caches: the hash must never change.
+        assert_eq!(&etag_tag(&[1, 2, 3, 4, 5]), b"\"a73c4fcedb1fd5a4\"");
+        assert_eq!(boundary(Some(b"\"abc\""), 100), b"glint-215f2bd8998e5f0f");
     }
 
     #[test]
