@@ -212,7 +212,7 @@ fn split_script(path: &str, split: usize, root_script: bool) -> (&str, &str) {
 }
 
 /// SERVER_NAME: the Host without its port.
-fn host_name(host: &[u8]) -> &str {
+pub(super) fn host_name(host: &[u8]) -> &str {
     let name = std::str::from_utf8(host).unwrap_or("");
     name.rsplit_once(':').map_or(name, |(h, _)| h)
 }
