@@ -196,56 +196,14 @@ pub fn parse_params(s: &[u8]) -> Result<DigestParams, String> {
         }
         i += 1;
         ows(&mut i);
-        let mut value = Vec::new();
-        if s.get(i) == Some(&b'"') {
-            i += 1;
-            loop {
-                match s.get(i) {
-                    None => return Err("unterminated quoted string".into()),
-                    Some(b'"') => break,
-                    Some(b'\\') => {
-                        i += 1;
-                        match s.get(i) {
-                            Some(&c) if c == b'\t' || c >= 0x20 && c != 0x7f => value.push(c),
-                            _ => return Err("bad escape in quoted string".into()),
-                        }
-                    }
-                    Some(&c) if c == b'\t' || c >= 0x20 && c != 0x7f => value.push(c),
-                    Some(_) => return Err("control character in quoted string".into()),
-                }
-                i += 1;
-            }
-            i += 1;
-        } else {
-            let v0 = i;
-            while i < s.len() && is_tchar(s[i]) {
-                i += 1;
-            }
-            if i == v0 {
-                return Err(format!(
-                    "no value for \"{}\"",
-                    String::from_utf8_lossy(name)
-                ));
-            }
-            value.extend_from_slice(&s[v0..i]);
-        }
+        let (value, next) = param_value(s, i, name)?;
+        i = next;
         ows(&mut i);
         if i < s.len() && s[i] != b',' {
             return Err(format!("expected ',' at byte {i}"));
         }
-        let slot = match name.to_ascii_lowercase().as_slice() {
-            b"username" => &mut p.username,
-            b"username*" => &mut p.username_star,
-            b"realm" => &mut p.realm,
-            b"nonce" => &mut p.nonce,
-            b"uri" => &mut p.uri,
-            b"algorithm" => &mut p.algorithm,
-            b"qop" => &mut p.qop,
-            b"cnonce" => &mut p.cnonce,
-            b"nc" => &mut p.nc,
-            b"response" => &mut p.response,
-            b"userhash" => &mut p.userhash,
-            _ => continue,
+        let Some(slot) = param_slot(&mut p, name) else {
+            continue;
         };
         if slot.replace(value).is_some() {
             return Err(format!(
@@ -254,6 +212,64 @@ pub fn parse_params(s: &[u8]) -> Result<DigestParams, String> {
             ));
         }
     }
+}
+
+/// The value that starts at `s[i]` (a quoted-string, unescaped, or a
+/// token) of parameter `name`, and the index after it.
+fn param_value(s: &[u8], mut i: usize, name: &[u8]) -> Result<(Vec<u8>, usize), String> {
+    let mut value = Vec::new();
+    if s.get(i) == Some(&b'"') {
+        i += 1;
+        loop {
+            match s.get(i) {
+                None => return Err("unterminated quoted string".into()),
+                Some(b'"') => break,
+                Some(b'\\') => {
+                    i += 1;
+                    match s.get(i) {
+                        Some(&c) if c == b'\t' || c >= 0x20 && c != 0x7f => value.push(c),
+                        _ => return Err("bad escape in quoted string".into()),
+                    }
+                }
+                Some(&c) if c == b'\t' || c >= 0x20 && c != 0x7f => value.push(c),
+                Some(_) => return Err("control character in quoted string".into()),
+            }
+            i += 1;
+        }
+        i += 1;
+    } else {
+        let v0 = i;
+        while i < s.len() && is_tchar(s[i]) {
+            i += 1;
+        }
+        if i == v0 {
+            return Err(format!(
+                "no value for \"{}\"",
+                String::from_utf8_lossy(name)
+            ));
+        }
+        value.extend_from_slice(&s[v0..i]);
+    }
+    Ok((value, i))
+}
+
+/// Where parameter `name` (any case) goes in `p`; `None` for one mod_auth
+/// does not read.
+fn param_slot<'p>(p: &'p mut DigestParams, name: &[u8]) -> Option<&'p mut Option<Vec<u8>>> {
+    Some(match name.to_ascii_lowercase().as_slice() {
+        b"username" => &mut p.username,
+        b"username*" => &mut p.username_star,
+        b"realm" => &mut p.realm,
+        b"nonce" => &mut p.nonce,
+        b"uri" => &mut p.uri,
+        b"algorithm" => &mut p.algorithm,
+        b"qop" => &mut p.qop,
+        b"cnonce" => &mut p.cnonce,
+        b"nc" => &mut p.nc,
+        b"response" => &mut p.response,
+        b"userhash" => &mut p.userhash,
+        _ => return None,
+    })
 }
 
 /// Decodes an RFC 8187 ext-value (`UTF-8''J%C3%A4s%C3%B8n`): charset UTF-8
@@ -408,131 +424,64 @@ pub fn verify_digest(
     key: &NonceKey,
     req: &AuthRequest<'_>,
 ) -> Outcome {
+    match check_digest(rule, backend, key, req) {
+        Ok(grant) => Outcome::Granted(grant),
+        Err(refusal) => refusal,
+    }
+}
+
+/// [`verify_digest`]'s steps; each refusal is the [`Outcome`] to answer.
+fn check_digest(
+    rule: &Require,
+    backend: Option<Backend<'_>>,
+    key: &NonceKey,
+    req: &AuthRequest<'_>,
+) -> Result<Grant, Outcome> {
     let now = req.now;
-    let backend = match backend {
-        None => return Outcome::Misconfigured { log: format!("auth.backend not configured for {}", req.path) },
-        Some(b) if b.kind == BackendKind::Htpasswd => {
-            return Outcome::Misconfigured {
-                log: format!("auth.require \"method\" => \"digest\" invalid (try \"basic\"?) for {}: htpasswd hashes cannot give the digest HA1", req.path),
-            }
-        }
-        Some(b) => b,
-    };
+    let backend = digest_backend(backend, req)?;
     let Some(value) = req
         .authorization
         .and_then(|v| super::check::strip_scheme(v, b"Digest "))
     else {
-        return unauthorized(rule, key, now, false, None);
+        return Err(unauthorized(rule, key, now, false, None));
     };
-    let p = match parse_params(value) {
-        Ok(p) => p,
-        Err(e) => return bad(format!("malformed Authorization header: {e}")),
-    };
+    let p = parse_params(value).map_err(|e| bad(format!("malformed Authorization header: {e}")))?;
     let (Some(realm), Some(nonce), Some(uri), Some(response)) =
         (&p.realm, &p.nonce, &p.uri, &p.response)
     else {
-        return bad("missing field".into());
+        return Err(bad("missing field".into()));
     };
-    if p.qop.is_some() && (p.nc.is_none() || p.cnonce.is_none())
-        || p.username.is_some() == p.username_star.is_some()
-    {
-        return bad("missing field".into());
-    }
-    let userhash = p
-        .userhash
-        .as_deref()
-        .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
-    let username = match (&p.username, &p.username_star) {
-        (_, Some(_)) if userhash => {
-            return bad("invalid \"username*\" with \"userhash\" = true".into())
-        }
-        (_, Some(star)) => match decode_ext_value(star) {
-            Ok(u) => u,
-            Err(e) => return bad(e.into()),
-        },
-        (Some(u), None) => match String::from_utf8(u.clone()) {
-            Ok(u) => u,
-            Err(_) => return bad("username is not UTF-8".into()),
-        },
-        (None, None) => return bad("missing field".into()),
-    };
+    let (username, userhash) = digest_username(&p)?;
     if realm.as_slice() != rule.realm.as_bytes() {
-        return unauthorized(rule, key, now, false, Some("digest: realm mismatch".into()));
+        return Err(unauthorized(
+            rule,
+            key,
+            now,
+            false,
+            Some("digest: realm mismatch".into()),
+        ));
     }
-    let algo_text = String::from_utf8_lossy(p.algorithm.as_deref().unwrap_or(b"MD5")).into_owned();
-    let (algo, sess) = match DigestAlgorithm::parse(&algo_text) {
-        Some((a, s)) if rule.algorithms.contains(&a) => (a, s),
-        _ => {
-            return unauthorized(
-                rule,
-                key,
-                now,
-                false,
-                Some(format!("digest: ({algo_text}): invalid")),
-            )
-        }
-    };
+    let (algo, sess) = digest_algorithm(rule, key, now, &p)?;
     let cnonce = p.cnonce.as_deref().unwrap_or(b"");
-    if sess && p.cnonce.is_none() {
-        return bad(format!("({algo_text}): missing field"));
-    }
     let mut got = [0u8; 32];
     let got = &mut got[..algo.digest_len()];
     if super::unhex(response, got).is_none() {
-        return bad(format!(
+        return Err(bad(format!(
             "({}): invalid format",
             String::from_utf8_lossy(response)
-        ));
+        )));
     }
-    match p.qop.as_deref() {
-        None => {}
-        Some(q) if q.eq_ignore_ascii_case(b"auth") => {}
-        Some(q) if q.eq_ignore_ascii_case(b"auth-int") => {
-            return bad("qop=auth-int not supported".into())
-        }
-        Some(q) => return bad(format!("qop={} not supported", String::from_utf8_lossy(q))),
-    }
-    if uri.as_slice() != req.target {
-        return bad(format!(
-            "auth failed: uri mismatch ({} != {})",
-            String::from_utf8_lossy(req.target),
-            String::from_utf8_lossy(uri)
-        ));
-    }
+    check_qop_and_uri(&p, uri, req)?;
     let nkey = rule.nonce_key.as_ref().unwrap_or(key);
-    let age = match nkey.check(nonce, algo, &rule.realm, now) {
-        NonceCheck::Valid { age } => age,
-        NonceCheck::Stale => {
-            return Outcome::Unauthorized {
-                www_authenticate: digest_challenge(rule, key, now, Some(algo)),
-                close: false,
-                log: None,
-            }
-        }
-        NonceCheck::Forged => {
-            return unauthorized(rule, key, now, false, Some("digest: nonce mismatch".into()))
-        }
-        // A nonce not in glint's form (another server's, a client's
-        // garbage): as lighttpd without a nonce-secret, the client is asked
-        // to try again with a fresh one (401, stale=true); with a
-        // nonce-secret lighttpd refuses it with 400.
-        NonceCheck::Malformed if rule.nonce_key.is_some() => return bad("nonce invalid".into()),
-        NonceCheck::Malformed => {
-            return Outcome::Unauthorized {
-                www_authenticate: digest_challenge(rule, key, now, Some(algo)),
-                close: false,
-                log: Some("digest: nonce not issued here; asking for a fresh one".into()),
-            }
-        }
-    };
+    let age = check_nonce(rule, key, nkey, nonce, algo, now)?;
     let Some(users) = backend.users else {
-        return unauthorized(
+        return Err(unauthorized(
             rule,
             key,
             now,
             true,
             Some(format!("digest: no user file configured for {}", req.path)),
-        );
+        ));
     };
     // userhash: the client sent H(user:realm); find the user it stands for.
     let user = if userhash {
@@ -541,49 +490,160 @@ pub fn verify_digest(
         Some(username.clone())
     };
     let lookup = users.digest_ha1(user.as_deref().unwrap_or(&username), &rule.realm, algo);
-    let want = expected_response(
-        algo,
-        sess,
-        &lookup.ha1,
-        nonce,
-        cnonce,
-        p.nc.as_deref().unwrap_or(b""),
-        p.qop.as_deref(),
-        req.method.as_bytes(),
-        uri,
-    );
+    let qop = p.qop.as_deref();
+    let nc = p.nc.as_deref().unwrap_or(b"");
+    let method = req.method.as_bytes();
+    let want = expected_response(algo, sess, &lookup.ha1, nonce, cnonce, nc, qop, method, uri);
     let ok = super::ct_eq(want.as_slice(), got);
     let (Some(user), true, true) = (user, lookup.known, ok) else {
-        let why = if lookup.known {
-            "wrong password"
-        } else {
-            "unknown user"
-        };
-        return unauthorized(
-            rule,
-            key,
-            now,
-            true,
-            Some(format!("digest: auth failed for {username}: {why}")),
-        );
+        return Err(auth_failed(rule, key, now, &username, lookup.known));
     };
     if !rule.matches(Some(&user), &[], None) {
-        return unauthorized(
-            rule,
-            key,
-            now,
-            false,
-            Some(format!(
-                "digest: user {user} not allowed by require for {}",
-                req.path
-            )),
+        let log = format!(
+            "digest: user {user} not allowed by require for {}",
+            req.path
         );
+        return Err(unauthorized(rule, key, now, false, Some(log)));
     }
     let authentication_info = (age > NEXTNONCE_AFTER)
         .then(|| format!("nextnonce=\"{}\"", nkey.make(now, algo, &rule.realm)));
-    Outcome::Granted(Grant {
+    Ok(Grant {
         user,
         auth_type: Some(AuthType::Digest),
         authentication_info,
     })
+}
+
+/// The backend, if it can give a digest HA1 (htpasswd's hashes cannot).
+fn digest_backend<'b>(
+    backend: Option<Backend<'b>>,
+    req: &AuthRequest<'_>,
+) -> Result<Backend<'b>, Outcome> {
+    match backend {
+        None => Err(Outcome::Misconfigured { log: format!("auth.backend not configured for {}", req.path) }),
+        Some(b) if b.kind == BackendKind::Htpasswd => Err(Outcome::Misconfigured {
+            log: format!("auth.require \"method\" => \"digest\" invalid (try \"basic\"?) for {}: htpasswd hashes cannot give the digest HA1", req.path),
+        }),
+        Some(b) => Ok(b),
+    }
+}
+
+/// The user name the client claims (`username`, or `username*` decoded) and
+/// whether it is a userhash; a missing or doubled field is a 400.
+fn digest_username(p: &DigestParams) -> Result<(String, bool), Outcome> {
+    if p.qop.is_some() && (p.nc.is_none() || p.cnonce.is_none())
+        || p.username.is_some() == p.username_star.is_some()
+    {
+        return Err(bad("missing field".into()));
+    }
+    let userhash = p
+        .userhash
+        .as_deref()
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
+    let username = match (&p.username, &p.username_star) {
+        (_, Some(_)) if userhash => {
+            return Err(bad("invalid \"username*\" with \"userhash\" = true".into()))
+        }
+        (_, Some(star)) => decode_ext_value(star).map_err(|e| bad(e.into()))?,
+        (Some(u), None) => {
+            String::from_utf8(u.clone()).map_err(|_| bad("username is not UTF-8".into()))?
+        }
+        (None, None) => return Err(bad("missing field".into())),
+    };
+    Ok((username, userhash))
+}
+
+/// The algorithm the client chose, if `rule` allows it, and whether it is a
+/// `-sess` one (which needs a `cnonce`).
+fn digest_algorithm(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    p: &DigestParams,
+) -> Result<(DigestAlgorithm, bool), Outcome> {
+    let algo_text = String::from_utf8_lossy(p.algorithm.as_deref().unwrap_or(b"MD5")).into_owned();
+    let (algo, sess) = match DigestAlgorithm::parse(&algo_text) {
+        Some((a, s)) if rule.algorithms.contains(&a) => (a, s),
+        _ => {
+            let log = format!("digest: ({algo_text}): invalid");
+            return Err(unauthorized(rule, key, now, false, Some(log)));
+        }
+    };
+    if sess && p.cnonce.is_none() {
+        return Err(bad(format!("({algo_text}): missing field")));
+    }
+    Ok((algo, sess))
+}
+
+/// `qop` must be absent or `auth`; `uri` must be the request's target.
+fn check_qop_and_uri(p: &DigestParams, uri: &[u8], req: &AuthRequest<'_>) -> Result<(), Outcome> {
+    match p.qop.as_deref() {
+        None => {}
+        Some(q) if q.eq_ignore_ascii_case(b"auth") => {}
+        Some(q) if q.eq_ignore_ascii_case(b"auth-int") => {
+            return Err(bad("qop=auth-int not supported".into()))
+        }
+        Some(q) => {
+            return Err(bad(format!(
+                "qop={} not supported",
+                String::from_utf8_lossy(q)
+            )))
+        }
+    }
+    if uri != req.target {
+        return Err(bad(format!(
+            "auth failed: uri mismatch ({} != {})",
+            String::from_utf8_lossy(req.target),
+            String::from_utf8_lossy(uri)
+        )));
+    }
+    Ok(())
+}
+
+/// The nonce's age if `nkey` issued it and it is fresh; otherwise the 401
+/// (stale: a new challenge) or 400 to answer.
+fn check_nonce(
+    rule: &Require,
+    key: &NonceKey,
+    nkey: &NonceKey,
+    nonce: &[u8],
+    algo: DigestAlgorithm,
+    now: i64,
+) -> Result<i64, Outcome> {
+    match nkey.check(nonce, algo, &rule.realm, now) {
+        NonceCheck::Valid { age } => Ok(age),
+        NonceCheck::Stale => Err(Outcome::Unauthorized {
+            www_authenticate: digest_challenge(rule, key, now, Some(algo)),
+            close: false,
+            log: None,
+        }),
+        NonceCheck::Forged => Err(unauthorized(
+            rule,
+            key,
+            now,
+            false,
+            Some("digest: nonce mismatch".into()),
+        )),
+        // A nonce not in glint's form (another server's, a client's
+        // garbage): as lighttpd without a nonce-secret, the client is asked
+        // to try again with a fresh one (401, stale=true); with a
+        // nonce-secret lighttpd refuses it with 400.
+        NonceCheck::Malformed if rule.nonce_key.is_some() => Err(bad("nonce invalid".into())),
+        NonceCheck::Malformed => Err(Outcome::Unauthorized {
+            www_authenticate: digest_challenge(rule, key, now, Some(algo)),
+            close: false,
+            log: Some("digest: nonce not issued here; asking for a fresh one".into()),
+        }),
+    }
+}
+
+/// The 401 for a wrong response or an unknown user (the connection closes).
+fn auth_failed(rule: &Require, key: &NonceKey, now: i64, username: &str, known: bool) -> Outcome {
+    let why = if known {
+        "wrong password"
+    } else {
+        "unknown user"
+    };
+    let log = format!("digest: auth failed for {username}: {why}");
+    unauthorized(rule, key, now, true, Some(log))
 }
