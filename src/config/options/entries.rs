@@ -70,8 +70,32 @@ fn pairs_value(l: &[(String, String)]) -> Value {
 pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = Vec::new();
     let mut put = |k: &str, v: Value| out.push((k.to_string(), v));
-    let opt = |o: &Option<String>| o.as_ref().map(|s| Value::Str(s.clone()));
-    let int = |n: u64| Value::Int(n as i64);
+    server_entries(s, &mut put);
+    static_entries(s, &mut put);
+    ssl_entries(s, &mut put);
+    module_entries(s, &mut put);
+    auth_forward_entries(s, &mut put);
+    userdir_proxy_entries(s, &mut put);
+    for (k, v) in &s.raw {
+        put(k, v.clone());
+    }
+    for (k, v) in &s.deflate_options {
+        put(k, v.clone());
+    }
+    out
+}
+
+/// An optional string option's value, if set.
+fn opt(o: &Option<String>) -> Option<Value> {
+    o.as_ref().map(|s| Value::Str(s.clone()))
+}
+
+fn int(n: u64) -> Value {
+    Value::Int(n as i64)
+}
+
+/// The core's `server.*` options.
+fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     if let Some(d) = &s.document_root {
         put(
             "server.document-root",
@@ -119,6 +143,11 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
             put(k, v);
         }
     }
+}
+
+/// Listings, index files, types, ETags, the access log and mod_access, and
+/// the listening sockets' options.
+fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("dir-listing.activate", bool_value(s.dir_listing));
     put(
         "dir-listing.hide-dotfiles",
@@ -167,7 +196,11 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }
     put("server.defer-accept", bool_value(s.defer_accept));
-    ssl_entries(s, &mut put);
+}
+
+/// Headers, expiry, redirects and rewrites, virtual hosts, the daemon's
+/// options, mod_status and the SCGI/FastCGI tables.
+fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     for (k, p) in [
         ("setenv.add-response-header", &s.setenv_add_response_header),
         ("setenv.set-response-header", &s.setenv_set_response_header),
@@ -222,6 +255,10 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     if let Some(v) = &s.fastcgi_server {
         put("fastcgi.server", v.clone());
     }
+}
+
+/// mod_auth, mod_extforward, mod_alias, request headers and environment.
+fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     for (k, o) in [
         ("auth.backend", &s.auth_backend),
         ("auth.backend.plain.userfile", &s.auth_plain_userfile),
@@ -267,6 +304,11 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
             put(k, pairs_value(p));
         }
     }
+}
+
+/// mod_userdir, mod_evhost, the rest of mod_dirlisting, the PROXY
+/// protocol and mod_proxy.
+fn userdir_proxy_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     for (k, o) in [
         ("userdir.path", &s.userdir_path),
         ("userdir.basepath", &s.userdir_basepath),
@@ -308,11 +350,4 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     if let Some(v) = &s.proxy_server {
         put("proxy.server", v.clone());
     }
-    for (k, v) in &s.raw {
-        put(k, v.clone());
-    }
-    for (k, v) in &s.deflate_options {
-        put(k, v.clone());
-    }
-    out
 }
