@@ -7,10 +7,6 @@
 
 mod include;
 
-// The glob matcher is checked on its own by the unit tests.
-#[cfg(test)]
-pub use include::glob_match;
-
 use super::cond::{Cond, Field, Net, Test};
 use super::error::ConfigError;
 use super::lexer::{lex, Pos, Tok, Token};
@@ -564,3 +560,7 @@ pub fn parse(text: &str, name: &str, base_dir: &Path) -> Result<Parsed, ConfigEr
         modules: ev.modules,
     })
 }
+
+// The glob matcher is checked on its own by the unit tests.
+#[cfg(test)]
+pub use include::glob_match;
