@@ -298,3 +298,23 @@ fn a_scripts_date_and_server_replace_glints() {
         r.head
     );
 }
+
+/// A script that writes its text with no header block at all is served
+/// as the body of a 200 (lighttpd's special case for CGI); one whose first
+/// line looks like a header but never ends its block is still a 502.
+#[test]
+fn output_without_a_header_block_is_the_body() {
+    let d = Docroot::new();
+    script(&d, "bare.sh", "#!/bin/sh\necho found here\necho and more\n");
+    script(
+        &d,
+        "cut.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n'\n",
+    );
+    let s = start_cgi(&d, "");
+    let r = fetch(&s, b"GET /bare.sh HTTP/1.0\r\n\r\n");
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(text(&r), "found here\nand more\n");
+    let r = fetch(&s, b"GET /cut.sh HTTP/1.0\r\n\r\n");
+    assert_eq!(r.status, 502, "{}", r.describe());
+}

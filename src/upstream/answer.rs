@@ -66,6 +66,12 @@ fn take_head(
     sink: &mut dyn Sink,
 ) -> Result<Option<Vec<u8>>, String> {
     head_buf.extend_from_slice(data);
+    if job.cgi.is_some() && no_header_block(head_buf) {
+        // A CGI program that writes its text with no header block at all:
+        // served as the body of a 200, as lighttpd does.
+        start_answer(job, &cgi::CgiHead::ok(), dechunk, sink)?;
+        return Ok(Some(std::mem::take(head_buf)));
+    }
     if head_buf.len() > 64 * 1024 {
         return Err("header block over 64 KiB".into());
     }
@@ -91,6 +97,16 @@ fn take_head(
     let rest = head_buf.split_off(used);
     head_buf.clear();
     Ok(Some(rest))
+}
+
+/// The output's first line is there and is neither a header (it has no
+/// colon), nor a status line, nor the empty line of an empty head.
+fn no_header_block(buf: &[u8]) -> bool {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        return false;
+    };
+    let line = &buf[..nl];
+    !(line.is_empty() || line == b"\r" || buf.starts_with(b"HTTP/") || line.contains(&b':'))
 }
 
 /// Hands the answer's head to `sink`: the job streams from now on (a

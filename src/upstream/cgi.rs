@@ -271,6 +271,17 @@ pub struct CgiHead {
     pub chunked: bool,
 }
 
+impl CgiHead {
+    /// A 200 with no fields: what a program's output without a header
+    /// block is served as.
+    pub fn ok() -> CgiHead {
+        CgiHead {
+            status: 200,
+            ..CgiHead::default()
+        }
+    }
+}
+
 /// Looks for the end of the CGI header block (`\r\n\r\n` or `\n\n`);
 /// returns the head and the number of bytes it took. The status comes from
 /// a `Status:` header, or from an HTTP status line (`HTTP/1.1 200 OK`) in
