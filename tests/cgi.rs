@@ -318,3 +318,56 @@ fn output_without_a_header_block_is_the_body() {
     let r = fetch(&s, b"GET /cut.sh HTTP/1.0\r\n\r\n");
     assert_eq!(r.status, 502, "{}", r.describe());
 }
+
+/// A script whose whole answer is there when glint reads it gets a
+/// `Content-Length` (the connection stays open on HTTP/1.0 keep-alive and
+/// 1.1 without chunks), as lighttpd sends it; one still writing streams.
+#[test]
+fn a_small_finished_answer_has_a_length_and_a_running_one_streams() {
+    let d = Docroot::new();
+    script(
+        &d,
+        "small.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nwww.example.org'\n",
+    );
+    script(
+        &d,
+        "slow.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nfirst\\n'\nsleep 1\nprintf 'second\\n'\n",
+    );
+    let s = start_cgi(&d, "");
+    let mut c = s.connect();
+    for _ in 0..3 {
+        c.send(b"GET /small.sh HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let r = c.read_response(false).unwrap();
+        assert_eq!(r.status, 200, "{}", r.describe());
+        assert_eq!(r.framing, "length", "{}", r.describe());
+        assert_eq!(r.header("content-length"), Some("15"));
+        assert_eq!(text(&r), "www.example.org");
+    }
+    let r = fetch(&s, b"GET /small.sh HTTP/1.0\r\n\r\n");
+    assert_eq!(
+        (r.framing, text(&r).as_str()),
+        ("length", "www.example.org")
+    );
+    let started = Instant::now();
+    let mut t = s.tcp();
+    t.write_all(b"GET /slow.sh HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("first") {
+        let n = t.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(800),
+        "the first line waited for the end: {:?}",
+        started.elapsed()
+    );
+    let head = String::from_utf8_lossy(&got).to_lowercase();
+    assert!(head.contains("transfer-encoding: chunked"), "{head}");
+}

@@ -79,6 +79,9 @@ impl Server {
             // A backend said "busy": look again in 10 ms rather than at the next tick.
             let wait = if self.accept_more || !self.wake.is_empty() {
                 Duration::ZERO
+            } else if self.sv.upstream.holds_answers() {
+                // A CGI answer held for its length: its end is due any moment.
+                Duration::from_millis(1)
             } else if self.sv.upstream.retry_soon {
                 Duration::from_millis(10)
             } else {
@@ -119,6 +122,13 @@ impl Server {
             }
             for ex in std::mem::take(&mut self.wake) {
                 closed_any |= self.drive_exchange(ex);
+            }
+            for (bkey, ex) in self.sv.upstream.take_held(self.sv.clock.mono_us) {
+                if self.is_current(ex) {
+                    with_conn!(self, ex.slot, |conn, cx| conn
+                        .backend_ready(ex, bkey, &mut cx));
+                    closed_any |= self.after_drive(ex.slot);
+                }
             }
             if new_second {
                 closed_any |= self.tick();

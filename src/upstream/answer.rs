@@ -27,6 +27,13 @@ pub(super) fn deliver(
         // The rest of an answer that is not passed on; it ends with the
         // backend's end of stream (or END_REQUEST).
         Answer::Dropping | Answer::Done => return Ok(false),
+        Answer::Holding(_) => {
+            head_buf.extend_from_slice(data);
+            if head_buf.len() > HOLD_MAX {
+                release_held(job, head_buf, dechunk, sink, false)?;
+            }
+            return Ok(false);
+        }
         Answer::Nothing => match take_head(job, head_buf, dechunk, data, x_sendfile, sink)? {
             Some(rest) => {
                 owned = rest;
@@ -93,10 +100,55 @@ fn take_head(
             return Ok(None);
         }
     }
+    if holds(job, &head) {
+        // The body read so far stays in `head_buf` with the head.
+        head_buf.drain(..used);
+        job.answer = Answer::Holding(Box::new(head));
+        if head_buf.len() > HOLD_MAX {
+            release_held(job, head_buf, dechunk, sink, false)?;
+        }
+        return Ok(None);
+    }
     start_answer(job, &head, dechunk, sink)?;
     let rest = head_buf.split_off(used);
     head_buf.clear();
     Ok(Some(rest))
+}
+
+/// Most body bytes held with a CGI head before it streams anyway.
+const HOLD_MAX: usize = 64 * 1024;
+
+/// A CGI program's head is held for its length when it has none and a
+/// body may follow (see [`Answer::Holding`]).
+fn holds(job: &Job, head: &cgi::CgiHead) -> bool {
+    job.cgi.is_some()
+        && !job.head_only
+        && head.content_length.is_none()
+        && !head.chunked
+        && !matches!(head.status, 100..=199 | 204 | 304)
+}
+
+/// Sends a held head and the body held with it: `whole` when the output
+/// has ended (the length is then known), else the answer streams on.
+pub(super) fn release_held(
+    job: &mut Job,
+    head_buf: &mut Vec<u8>,
+    dechunk: &mut Option<chunked::Decoder>,
+    sink: &mut dyn Sink,
+    whole: bool,
+) -> Result<(), String> {
+    let Answer::Holding(mut head) = std::mem::replace(&mut job.answer, Answer::Nothing) else {
+        return Ok(());
+    };
+    if whole {
+        head.content_length = Some(head_buf.len() as u64);
+    }
+    start_answer(job, &head, dechunk, sink)?;
+    if !head_buf.is_empty() {
+        sink.data(head_buf);
+    }
+    head_buf.clear();
+    Ok(())
 }
 
 /// The output's first line is there and is neither a header (it has no

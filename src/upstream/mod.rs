@@ -340,6 +340,12 @@ pub struct Gateways {
     ended: Vec<crate::msg::ExchangeId>,
     /// A retry is due soon (a backend said "busy"): poll with a short time-out.
     pub retry_soon: bool,
+    /// Backend connections holding a CGI head for its length whose output
+    /// paused in this turn of the loop, and those of earlier turns with the
+    /// `clock.mono_us` at which they are read again ([`Gateways::take_held`]).
+    /// (The exchange tells a connection's later job from the one held.)
+    held_now: Vec<(usize, crate::msg::ExchangeId)>,
+    held_due: Vec<(usize, crate::msg::ExchangeId, u64)>,
     /// Backend connections closed since the queue was last looked at.
     pub freed: usize,
     scratch: Vec<u8>,

@@ -105,6 +105,12 @@ pub(super) struct BackendConn {
     pub(super) protocol: Protocol,
     /// The connect has completed (a unix socket's at once).
     pub(super) connected: bool,
+    /// A held CGI head (`Answer::Holding`) waits for the output's end
+    /// (`hold_queued`) until [`super::job::HOLD_US`] passed
+    /// (`hold_expired`): a pause after that sends it streaming. (Other
+    /// pipes' events of the CGI wake it before: they do not count.)
+    pub(super) hold_queued: bool,
+    pub(super) hold_expired: bool,
     pub(super) readable: bool,
     pub(super) writable: bool,
     /// The backend closed its side: the end of stream is still to be read,
@@ -178,6 +184,8 @@ impl BackendConn {
             protocol,
             connected,
             readable: false,
+            hold_queued: false,
+            hold_expired: false,
             writable: true,
             peer_closed: false,
             fin_seen: false,
@@ -217,6 +225,8 @@ impl BackendConn {
         self.dechunk = None;
         self.http = HttpRead::default();
         self.progress = Progress::Silent;
+        self.hold_queued = false;
+        self.hold_expired = false;
         self.paused = false;
         self.started = now;
         self.last_active = now;

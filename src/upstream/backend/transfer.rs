@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::super::answer::deliver;
+use super::super::answer::{deliver, release_held};
 use super::super::job::{Answer, Job};
 use super::super::proxy::{self, Step};
 use super::super::{fastcgi, Gateways, Protocol};
@@ -103,6 +103,7 @@ impl Gateways {
         };
         let buf = &mut self.scratch;
         let fields = &mut self.http_fields;
+        let held = &mut self.held_now;
         let spec = &self.hosts[b.host].spec;
         // A CGI's x-sendfile is the request's (`cgi.x-sendfile` may be set
         // per scope); a backend's is its own.
@@ -121,6 +122,7 @@ impl Gateways {
             match b.stream.read(buf) {
                 Ok(0) => {
                     b.readable = false;
+                    settle_held(b, job, sink, None)?;
                     let end = b.at_end();
                     if end.is_ok() {
                         b.progress = Progress::Ended;
@@ -147,22 +149,54 @@ impl Gateways {
                     if n < buf.len() {
                         if b.fin_seen {
                             b.readable = false;
+                            settle_held(b, job, sink, None)?;
                             return b.at_end();
                         }
                         // After a reset the error is still to be read: no
                         // new edge will announce it.
                         if !b.peer_closed {
                             b.readable = false;
+                            settle_held(b, job, sink, Some((held, bkey)))?;
                         }
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    b.readable = false;
+                    settle_held(b, job, sink, Some((held, bkey)))?;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Failure::of(b.answered(), "read", &e)),
             }
         }
         Ok(false)
     }
+}
+
+/// A CGI head held for its length (`Answer::Holding`) when this turn's
+/// reading stops: sent with the length when the output ended (`paused` is
+/// `None`); when it only paused, held one more turn of the loop (about a
+/// millisecond: a program that wrote its answer is exiting), then sent
+/// streaming, so that a program still writing is not kept waiting.
+fn settle_held(
+    b: &mut BackendConn,
+    job: &mut Job,
+    sink: &mut dyn Sink,
+    paused: Option<(&mut Vec<(usize, crate::msg::ExchangeId)>, usize)>,
+) -> Result<(), Failure> {
+    if !matches!(job.answer, Answer::Holding(_)) {
+        return Ok(());
+    }
+    let ended = paused.is_none();
+    if let Some((held, bkey)) = paused {
+        if !b.hold_expired {
+            if !b.hold_queued {
+                b.hold_queued = true;
+                held.push((bkey, job.ex));
+            }
+            return Ok(());
+        }
+    }
+    release_held(job, &mut b.head, &mut b.dechunk, sink, ended).map_err(Failure::Broken)
 }
 
 /// Passes `data`, the bytes one read brought, on to `sink` as the
