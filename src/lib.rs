@@ -20,7 +20,8 @@
 //!    [`output`] (the write queue and its one writer), [`net`] (sockets).
 //! 8. The base: [`config`], [`clock`], and below them [`path`],
 //!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`], and pure
-//!    modules that import nothing of glint: [`authn`] (mod_auth and
+//!    modules that import nothing of glint: [`hash`] (FNV-1a, the one
+//!    stable hash), [`authn`] (mod_auth and
 //!    mod_authn_file: user files, Basic, Digest), [`compress`] (mod_deflate's
 //!    options, Accept-Encoding, streaming encoders, the cache), [`tls`]
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
@@ -53,6 +54,7 @@ pub mod compress;
 pub mod date;
 pub mod errorlog;
 pub mod forwarded;
+pub mod hash;
 pub mod httpup;
 pub mod path;
 pub mod signals;

@@ -81,27 +81,9 @@ fn main() -> ExitCode {
 }
 
 fn run(mut cli: Cli) -> Result<(), String> {
-    // SIGUSR1 reads the file again after `chdir("/")`: remember it absolutely.
-    if let Some(p) = &cli.config {
-        if p.as_os_str() != "-" {
-            cli.config = Some(std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))?);
-        }
-    }
-    // With `-f`, glint detaches unless -D; the no-argument quick start stays.
-    let daemon = cli.config.is_some() && !cli.foreground && cli.test == 0 && !cli.print;
-    let mut config = load_config(&cli)?;
-    apply_overrides(&mut config, &cli);
-    for w in &config.warnings {
-        log::warn!("{w}");
-    }
-    if cli.print {
-        print!("{}", config.dump());
+    let Some((mut config, daemon)) = load(&mut cli)? else {
         return Ok(());
-    }
-    if cli.test == 1 {
-        println!("Syntax OK");
-        return Ok(());
-    }
+    };
     let plan = Plan::from_settings(&config.global)?;
     check_document_root(&config.global, plan.chroot_dir())?;
     let base = if daemon && plan.chroot_dir().is_none() {
@@ -113,17 +95,7 @@ fn run(mut cli: Cli) -> Result<(), String> {
         absolutize(&mut config, base);
     }
     let g = Rc::clone(&config.global);
-    let pid_path = g
-        .pid_file
-        .as_deref()
-        .filter(|p| !p.is_empty())
-        // Absolute, to remove it after `chdir /`.
-        .map(|p| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p)));
-    if cli.test == 0 {
-        if let Some(p) = &pid_path {
-            pidfile::check_not_running(p)?;
-        }
-    }
+    let pid_path = pid_path(&g, cli.test)?;
     raise_fd_limit(g.max_fds);
     // `-tt` run before the service (ExecStartPre) gets no sockets: no warning.
     let inherited = if g.systemd_socket_activation
@@ -146,7 +118,67 @@ fn run(mut cli: Cli) -> Result<(), String> {
         println!("Syntax OK");
         return Ok(());
     }
-    let mut pid_file = match &pid_path {
+    let pid_file = start_service(&server, &plan, pid_path.as_deref(), daemon)?;
+    let mut server = server
+        .with_signals()
+        .with_reloader(reloader(cli, base, Rc::clone(&g)));
+    release_startup_pages();
+    serve(&mut server, &g, pid_file)
+}
+
+/// Reads the configuration with the command line's overrides and answers
+/// `-p` and `-t`: `None` when that was all. Also whether glint detaches.
+fn load(cli: &mut Cli) -> Result<Option<(Config, bool)>, String> {
+    // SIGUSR1 reads the file again after `chdir("/")`: remember it absolutely.
+    if let Some(p) = &cli.config {
+        if p.as_os_str() != "-" {
+            cli.config = Some(std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+    }
+    // With `-f`, glint detaches unless -D; the no-argument quick start stays.
+    let daemon = cli.config.is_some() && !cli.foreground && cli.test == 0 && !cli.print;
+    let mut config = load_config(cli)?;
+    apply_overrides(&mut config, cli);
+    for w in &config.warnings {
+        log::warn!("{w}");
+    }
+    if cli.print {
+        print!("{}", config.dump());
+        return Ok(None);
+    }
+    if cli.test == 1 {
+        println!("Syntax OK");
+        return Ok(None);
+    }
+    Ok(Some((config, daemon)))
+}
+
+/// `server.pid-file`, absolute (to remove it after `chdir /`); outside a
+/// test, an error when the pid it holds still runs.
+fn pid_path(g: &Settings, test: u8) -> Result<Option<PathBuf>, String> {
+    let pid_path = g
+        .pid_file
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p)));
+    if test == 0 {
+        if let Some(p) = &pid_path {
+            pidfile::check_not_running(p)?;
+        }
+    }
+    Ok(pid_path)
+}
+
+/// The steps from a bound server to a running service: the pid file opened
+/// (before privileges go), privileges dropped, signal handlers, the
+/// listening lines, detaching, the pid written, readiness reported.
+fn start_service(
+    server: &Server,
+    plan: &Plan,
+    pid_path: Option<&Path>,
+    daemon: bool,
+) -> Result<Option<PidFile>, String> {
+    let mut pid_file = match pid_path {
         Some(p) => Some(PidFile::open(p)?),
         None => None,
     };
@@ -168,12 +200,14 @@ fn run(mut cli: Cli) -> Result<(), String> {
         }
     }
     ready.ok()?;
-    let mut server = server
-        .with_signals()
-        .with_reloader(reloader(cli, base, Rc::clone(&g)));
-    release_startup_pages();
+    Ok(pid_file)
+}
+
+/// Runs the event loop (or the workers' supervisor) until it stops, then
+/// removes the pid file.
+fn serve(server: &mut Server, g: &Settings, pid_file: Option<PidFile>) -> Result<(), String> {
     let result = if g.max_worker > 0 {
-        workers::supervise(&mut server, g.max_worker as usize)
+        workers::supervise(server, g.max_worker as usize)
     } else {
         server.run()
     };

@@ -257,3 +257,64 @@ fn at_most_max_procs_run_at_once_and_the_rest_wait() {
     assert!(most <= 2, "{most} scripts ran at once with max-procs 2");
     assert!(most >= 1);
 }
+
+/// A script's own `Date` and `Server` are passed on in place of glint's
+/// (lighttpd's behaviour): one value of each, never two.
+#[test]
+fn a_scripts_date_and_server_replace_glints() {
+    let d = Docroot::new();
+    script(
+        &d,
+        "own.sh",
+        "#!/bin/sh\nprintf 'Status: 200\\r\\nServer: backend/1\\r\\nDate: Mon, 01 Jan 2024 00:00:00 GMT\\r\\nContent-Type: text/plain\\r\\n\\r\\nhi\\n'\n",
+    );
+    script(
+        &d,
+        "plain.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nhi\\n'\n",
+    );
+    let s = start_cgi(&d, "");
+    let r = fetch(
+        &s,
+        b"GET /own.sh HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(r.headers_named("server"), vec!["backend/1"], "{}", r.head);
+    assert_eq!(
+        r.headers_named("date"),
+        vec!["Mon, 01 Jan 2024 00:00:00 GMT"],
+        "{}",
+        r.head
+    );
+    let r = fetch(
+        &s,
+        b"GET /plain.sh HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.headers_named("server").len(), 1, "{}", r.head);
+    assert_eq!(r.headers_named("date").len(), 1, "{}", r.head);
+    assert!(
+        r.headers_named("server")[0].starts_with("glint"),
+        "{}",
+        r.head
+    );
+}
+
+/// A script that writes its text with no header block at all is served
+/// as the body of a 200 (lighttpd's special case for CGI); one whose first
+/// line looks like a header but never ends its block is still a 502.
+#[test]
+fn output_without_a_header_block_is_the_body() {
+    let d = Docroot::new();
+    script(&d, "bare.sh", "#!/bin/sh\necho found here\necho and more\n");
+    script(
+        &d,
+        "cut.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n'\n",
+    );
+    let s = start_cgi(&d, "");
+    let r = fetch(&s, b"GET /bare.sh HTTP/1.0\r\n\r\n");
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(text(&r), "found here\nand more\n");
+    let r = fetch(&s, b"GET /cut.sh HTTP/1.0\r\n\r\n");
+    assert_eq!(r.status, 502, "{}", r.describe());
+}

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("date", 1),
     ("errorlog", 1),
     ("forwarded", 1),
+    ("hash", 1),
     ("httpup", 1),
     ("path", 1),
     ("signals", 1),

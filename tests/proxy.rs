@@ -386,9 +386,12 @@ fn time_outs_caps_and_the_queue() {
         ),
     );
     // An answer slower than read-timeout: 504, and the log says which backend.
-    let r = fetch(&s, &get("/slow?s=3", &[]));
+    // (1 s limit: fired within 1-2 s; the answer would come at 5 s.)
+    let r = fetch(&s, &get("/slow?s=5", &[]));
     assert_eq!(r.status, 504, "{}", r.describe());
-    assert!(s.log().contains("read time-out"), "{}", s.log());
+    // (stderr is read by a thread of the harness: it may lag.)
+    let said = wait_for(TIMEOUT, || s.log().contains("read time-out"));
+    assert!(said, "{}", s.log());
     // Eight at once over two connections: all wait their turn, none fails.
     let addr = s.addr();
     let clients: Vec<_> = (0..8)

@@ -162,7 +162,7 @@ fn parse_one(
     opts: &[(String, OptValue)],
     warnings: &mut Vec<String>,
 ) -> Result<Require, String> {
-    let at = |key: &str| format!("auth.require = ( \"{prefix}\" => ( \"{key}\" => ... ) )");
+    let at = |key: &str| field_at(prefix, key);
     let (mut method, mut realm, mut require, mut algos, mut secret, mut userhash) =
         (None, None, None, None, None, None);
     for (key, value) in opts {
@@ -181,23 +181,7 @@ fn parse_one(
         };
         *slot = Some(s);
     }
-    let method = match method.filter(|m| !m.trim().is_empty()) {
-        None => {
-            return Err(format!(
-                "the method field is missing or blank in {}",
-                at("method")
-            ))
-        }
-        Some("basic") => Method::Basic,
-        Some("digest") => Method::Digest,
-        Some("extern") => Method::Extern,
-        Some(m) => {
-            return Err(format!(
-                "unknown method \"{m}\" (expected \"basic\", \"digest\" or \"extern\") in {}",
-                at("method")
-            ))
-        }
-    };
+    let method = parse_method(prefix, method)?;
     let realm = realm.ok_or_else(|| format!("the realm field is missing in {}", at("realm")))?;
     if realm.bytes().any(|b| b < 0x20 || b == 0x7f) {
         return Err(format!(
@@ -236,6 +220,32 @@ fn parse_one(
         nonce_key: secret.map(NonceKey::from_secret),
         userhash,
         rule,
+    })
+}
+
+/// Where a field of rule `prefix` is, for messages.
+fn field_at(prefix: &str, key: &str) -> String {
+    format!("auth.require = ( \"{prefix}\" => ( \"{key}\" => ... ) )")
+}
+
+/// The rule's `method` field, which must be there and be one glint knows.
+fn parse_method(prefix: &str, method: Option<&str>) -> Result<Method, String> {
+    Ok(match method.filter(|m| !m.trim().is_empty()) {
+        None => {
+            return Err(format!(
+                "the method field is missing or blank in {}",
+                field_at(prefix, "method")
+            ))
+        }
+        Some("basic") => Method::Basic,
+        Some("digest") => Method::Digest,
+        Some("extern") => Method::Extern,
+        Some(m) => {
+            return Err(format!(
+                "unknown method \"{m}\" (expected \"basic\", \"digest\" or \"extern\") in {}",
+                field_at(prefix, "method")
+            ))
+        }
     })
 }
 

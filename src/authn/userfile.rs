@@ -85,6 +85,23 @@ pub struct UserFile {
     dummy_checks: AtomicU64,
 }
 
+/// The hash on an htpasswd line (`None`: the user can never log in) and
+/// the message the line earns, if any.
+fn htpasswd_hash(at: &str, user: &str, rest: &str) -> (Option<PasswordHash>, Option<String>) {
+    match PasswordHash::parse(rest) {
+        Ok(h) => {
+            let note = (h.scheme() == Scheme::DesCrypt).then(|| format!(
+                "{at}: user '{user}' has a DES crypt(3) hash: only the first 8 bytes of the password count (htpasswd -B makes a bcrypt one)"
+            ));
+            (Some(h), note)
+        }
+        Err(why) => (
+            None,
+            Some(format!("{at}: user '{user}' can never log in: {}", why.0)),
+        ),
+    }
+}
+
 impl UserFile {
     /// Reads and parses `path`. `Err` when it cannot be read (the caller
     /// decides whether that stops start-up; lighttpd only notices per request).
@@ -133,31 +150,13 @@ impl UserFile {
         let mut schemes: Vec<(Scheme, usize)> = Vec::new();
         self.userhash.clear();
         for (n, raw) in data.split(|&b| b == b'\n').enumerate() {
-            let at = format!("{}:{}", self.name, n + 1);
-            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-            if raw.is_empty() || raw[0] == b'#' || raw[0] == b'\r' {
-                continue;
-            }
-            if raw.len() > MAX_LINE_BYTES {
-                msgs.push(format!(
-                    "{at}: line longer than {MAX_LINE_BYTES} bytes skipped"
-                ));
-                continue;
-            }
-            let Ok(line) = std::str::from_utf8(raw) else {
-                msgs.push(format!("{at}: line is not UTF-8, skipped"));
-                continue;
-            };
-            let Some((user, rest)) = line.split_once(':') else {
-                let want = if self.kind == BackendKind::Htdigest {
-                    "username:realm:digest[:userhash]"
-                } else {
-                    "username:password"
-                };
-                msgs.push(format!(
-                    "{at}: parse error, expected '{want}'; line skipped"
-                ));
-                continue;
+            let (at, user, rest) = match self.line_fields(n, raw) {
+                Ok(Some(fields)) => fields,
+                Ok(None) => continue,
+                Err(msg) => {
+                    msgs.push(msg);
+                    continue;
+                }
             };
             match self.kind {
                 BackendKind::Plain => {
@@ -179,24 +178,14 @@ impl UserFile {
                         ));
                         continue;
                     }
-                    let hash = match PasswordHash::parse(rest) {
-                        Ok(h) => {
-                            if h.scheme() == Scheme::DesCrypt {
-                                msgs.push(format!(
-                                    "{at}: user '{user}' has a DES crypt(3) hash: only the first 8 bytes of the password count (htpasswd -B makes a bcrypt one)"
-                                ));
-                            }
-                            match schemes.iter_mut().find(|(s, _)| *s == h.scheme()) {
-                                Some((_, c)) => *c += 1,
-                                None => schemes.push((h.scheme(), 1)),
-                            }
-                            Some(h)
+                    let (hash, note) = htpasswd_hash(&at, user, rest);
+                    msgs.extend(note);
+                    if let Some(h) = &hash {
+                        match schemes.iter_mut().find(|(s, _)| *s == h.scheme()) {
+                            Some((_, c)) => *c += 1,
+                            None => schemes.push((h.scheme(), 1)),
                         }
-                        Err(why) => {
-                            msgs.push(format!("{at}: user '{user}' can never log in: {}", why.0));
-                            None
-                        }
-                    };
+                    }
                     htpasswd.insert(user.to_string(), hash);
                 }
                 BackendKind::Htdigest => {
@@ -204,8 +193,54 @@ impl UserFile {
                 }
             }
         }
-        // The dummy secret and hash: deterministic, since an unknown user is
-        // refused whatever the dummy check says; only the work must match.
+        self.set_dummy(&schemes);
+        self.table = match self.kind {
+            BackendKind::Plain => Table::Plain(plain),
+            BackendKind::Htpasswd => Table::Htpasswd(htpasswd),
+            BackendKind::Htdigest => Table::Htdigest(htdigest),
+        };
+        self.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+        msgs
+    }
+
+    /// Line `n` (from 0) as its `name:line` label, the user and the rest
+    /// after the first `:`; `Ok(None)` for a blank line or a comment, `Err`
+    /// the message for a line that is skipped.
+    fn line_fields<'d>(
+        &self,
+        n: usize,
+        raw: &'d [u8],
+    ) -> Result<Option<(String, &'d str, &'d str)>, String> {
+        let at = format!("{}:{}", self.name, n + 1);
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.is_empty() || raw[0] == b'#' || raw[0] == b'\r' {
+            return Ok(None);
+        }
+        if raw.len() > MAX_LINE_BYTES {
+            return Err(format!(
+                "{at}: line longer than {MAX_LINE_BYTES} bytes skipped"
+            ));
+        }
+        let Ok(line) = std::str::from_utf8(raw) else {
+            return Err(format!("{at}: line is not UTF-8, skipped"));
+        };
+        let Some((user, rest)) = line.split_once(':') else {
+            let want = if self.kind == BackendKind::Htdigest {
+                "username:realm:digest[:userhash]"
+            } else {
+                "username:password"
+            };
+            return Err(format!(
+                "{at}: parse error, expected '{want}'; line skipped"
+            ));
+        };
+        Ok(Some((at, user, rest)))
+    }
+
+    /// The dummy secret and hash an unknown user is checked against, so that
+    /// the work matches a known one's: deterministic, since an unknown user
+    /// is refused whatever the dummy check says.
+    fn set_dummy(&mut self, schemes: &[(Scheme, usize)]) {
         let seed: [u8; 64] = Sha512::new()
             .chain_update(b"glint dummy\0")
             .chain_update(self.name.as_bytes())
@@ -214,19 +249,12 @@ impl UserFile {
         self.dummy_secret.copy_from_slice(&seed[..32]);
         // The most common kind and cost; the first seen wins a tie.
         let mut best: Option<(Scheme, usize)> = None;
-        for &(s, c) in &schemes {
+        for &(s, c) in schemes {
             if best.is_none_or(|(_, bc)| c > bc) {
                 best = Some((s, c));
             }
         }
         self.dummy_hash = best.and_then(|(s, _)| PasswordHash::dummy(s, &seed));
-        self.table = match self.kind {
-            BackendKind::Plain => Table::Plain(plain),
-            BackendKind::Htpasswd => Table::Htpasswd(htpasswd),
-            BackendKind::Htdigest => Table::Htdigest(htdigest),
-        };
-        self.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
-        msgs
     }
 
     fn htdigest_line(

@@ -100,29 +100,23 @@ pub fn lex(text: &str, file: &Rc<str>) -> Result<Vec<Token>, ConfigError> {
     let mut out = Vec::new();
     let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
     while i < chars.len() {
-        let c = chars[i];
         let pos = Pos {
             file: Rc::clone(file),
             line,
             col,
         };
-        let at = |n: usize| chars.get(i + n).copied();
-        // Single-line tokens advance by `len` characters.
-        let mut simple = |tok: Tok, len: usize| {
-            out.push(Token {
-                tok,
-                pos: pos.clone(),
-            });
-            len
-        };
-        let len = match c {
+        match chars[i] {
             '\n' => {
                 i += 1;
                 line += 1;
                 col = 1;
                 continue;
             }
-            ' ' | '\t' | '\r' => 1,
+            ' ' | '\t' | '\r' => {
+                i += 1;
+                col += 1;
+                continue;
+            }
             '#' => {
                 while i < chars.len() && chars[i] != '\n' {
                     i += 1;
@@ -130,100 +124,18 @@ pub fn lex(text: &str, file: &Rc<str>) -> Result<Vec<Token>, ConfigError> {
                 continue;
             }
             '"' => {
-                let mut s = String::new();
-                let mut j = i + 1;
-                let (mut l, mut cl) = (line, col + 1);
-                loop {
-                    match chars.get(j) {
-                        None => return Err(pos.error("unterminated string")),
-                        Some('\\') if chars.get(j + 1) == Some(&'"') => {
-                            s.push('"');
-                            j += 2;
-                            cl += 2;
-                        }
-                        Some('"') => {
-                            j += 1;
-                            cl += 1;
-                            break;
-                        }
-                        Some(&ch) => {
-                            s.push(ch);
-                            j += 1;
-                            if ch == '\n' {
-                                l += 1;
-                                cl = 1;
-                            } else {
-                                cl += 1;
-                            }
-                        }
-                    }
-                }
+                let (s, end) = string_literal(&chars, i, line, col, &pos)?;
                 out.push(Token {
                     tok: Tok::Str(s),
                     pos,
                 });
-                i = j;
-                line = l;
-                col = cl;
+                (i, line, col) = end;
                 continue;
             }
-            '=' => match at(1) {
-                Some('=') => simple(Tok::Op("=="), 2),
-                Some('~') => simple(Tok::Op("=~"), 2),
-                Some('^') => simple(Tok::Op("=^"), 2),
-                Some('$') => simple(Tok::Op("=$"), 2),
-                Some('>') => simple(Tok::Arrow, 2),
-                _ => simple(Tok::Assign, 1),
-            },
-            '!' => match at(1) {
-                Some('=') => simple(Tok::Op("!="), 2),
-                Some('~') => simple(Tok::Op("!~"), 2),
-                _ => return Err(pos.error("unexpected character '!'")),
-            },
-            '+' => match at(1) {
-                Some('=') => simple(Tok::Append, 2),
-                _ => simple(Tok::Plus, 1),
-            },
-            ':' => match at(1) {
-                Some('=') => simple(Tok::Replace, 2),
-                _ => return Err(pos.error("unexpected character ':'")),
-            },
-            '(' => simple(Tok::LParen, 1),
-            ')' => simple(Tok::RParen, 1),
-            '{' => simple(Tok::LBrace, 1),
-            '}' => simple(Tok::RBrace, 1),
-            '[' => simple(Tok::LBracket, 1),
-            ']' => simple(Tok::RBracket, 1),
-            ',' => simple(Tok::Comma, 1),
-            ';' => simple(Tok::Semicolon, 1),
-            '$' => {
-                let mut j = i + 1;
-                while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
-                    j += 1;
-                }
-                if j == i + 1 {
-                    return Err(pos.error("expected a condition name after '$'"));
-                }
-                simple(Tok::CondVar(chars[i + 1..j].iter().collect()), j - i)
-            }
-            c if is_key_char(c) => {
-                let mut j = i;
-                while j < chars.len() && is_key_char(chars[j]) {
-                    j += 1;
-                }
-                let word: String = chars[i..j].iter().collect();
-                let tok = if word.bytes().all(|b| b.is_ascii_digit()) {
-                    match word.parse::<i64>() {
-                        Ok(n) if n <= i64::from(i32::MAX) => Tok::Int(n),
-                        _ => return Err(pos.error(format!("integer {word} is too large"))),
-                    }
-                } else {
-                    Tok::Key(word)
-                };
-                simple(tok, j - i)
-            }
-            other => return Err(pos.error(format!("unexpected character '{other}'"))),
-        };
+            _ => {}
+        }
+        let (tok, len) = token(&chars, i, &pos)?;
+        out.push(Token { tok, pos });
         i += len;
         col += len as u32;
     }
@@ -236,4 +148,115 @@ pub fn lex(text: &str, file: &Rc<str>) -> Result<Vec<Token>, ConfigError> {
         },
     });
     Ok(out)
+}
+
+/// The string whose opening quote is `chars[i]` (at `line`, `col`), and
+/// where lexing goes on after its closing quote: index, line and column
+/// (a string may span lines).
+fn string_literal(
+    chars: &[char],
+    i: usize,
+    line: u32,
+    col: u32,
+    pos: &Pos,
+) -> Result<(String, (usize, u32, u32)), ConfigError> {
+    let mut s = String::new();
+    let mut j = i + 1;
+    let (mut l, mut cl) = (line, col + 1);
+    loop {
+        match chars.get(j) {
+            None => return Err(pos.error("unterminated string")),
+            Some('\\') if chars.get(j + 1) == Some(&'"') => {
+                s.push('"');
+                j += 2;
+                cl += 2;
+            }
+            Some('"') => {
+                j += 1;
+                cl += 1;
+                break;
+            }
+            Some(&ch) => {
+                s.push(ch);
+                j += 1;
+                if ch == '\n' {
+                    l += 1;
+                    cl = 1;
+                } else {
+                    cl += 1;
+                }
+            }
+        }
+    }
+    Ok((s, (j, l, cl)))
+}
+
+/// The one-line token that starts at `chars[i]` (not a space, a comment or
+/// a string) and its length in characters.
+fn token(chars: &[char], i: usize, pos: &Pos) -> Result<(Tok, usize), ConfigError> {
+    let at = |n: usize| chars.get(i + n).copied();
+    Ok(match chars[i] {
+        '=' => match at(1) {
+            Some('=') => (Tok::Op("=="), 2),
+            Some('~') => (Tok::Op("=~"), 2),
+            Some('^') => (Tok::Op("=^"), 2),
+            Some('$') => (Tok::Op("=$"), 2),
+            Some('>') => (Tok::Arrow, 2),
+            _ => (Tok::Assign, 1),
+        },
+        '!' => match at(1) {
+            Some('=') => (Tok::Op("!="), 2),
+            Some('~') => (Tok::Op("!~"), 2),
+            _ => return Err(pos.error("unexpected character '!'")),
+        },
+        '+' => match at(1) {
+            Some('=') => (Tok::Append, 2),
+            _ => (Tok::Plus, 1),
+        },
+        ':' => match at(1) {
+            Some('=') => (Tok::Replace, 2),
+            _ => return Err(pos.error("unexpected character ':'")),
+        },
+        '(' => (Tok::LParen, 1),
+        ')' => (Tok::RParen, 1),
+        '{' => (Tok::LBrace, 1),
+        '}' => (Tok::RBrace, 1),
+        '[' => (Tok::LBracket, 1),
+        ']' => (Tok::RBracket, 1),
+        ',' => (Tok::Comma, 1),
+        ';' => (Tok::Semicolon, 1),
+        '$' => return cond_var(chars, i, pos),
+        c if is_key_char(c) => return word(chars, i, pos),
+        other => return Err(pos.error(format!("unexpected character '{other}'"))),
+    })
+}
+
+/// `$HTTP` and the like, from the `$` at `chars[i]`.
+fn cond_var(chars: &[char], i: usize, pos: &Pos) -> Result<(Tok, usize), ConfigError> {
+    let mut j = i + 1;
+    while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
+        j += 1;
+    }
+    if j == i + 1 {
+        return Err(pos.error("expected a condition name after '$'"));
+    }
+    Ok((Tok::CondVar(chars[i + 1..j].iter().collect()), j - i))
+}
+
+/// A key (`server.port`) or, when all digits, an integer.
+fn word(chars: &[char], i: usize, pos: &Pos) -> Result<(Tok, usize), ConfigError> {
+    let mut j = i;
+    while j < chars.len() && is_key_char(chars[j]) {
+        j += 1;
+    }
+    let word: String = chars[i..j].iter().collect();
+    let tok = if word.bytes().all(|b| b.is_ascii_digit()) {
+        match word.parse::<i64>() {
+            Ok(n) if n <= i64::from(i32::MAX) => Tok::Int(n),
+            _ => return Err(pos.error(format!("integer {word} is too large"))),
+        }
+    } else {
+        Tok::Key(word)
+    };
+    Ok((tok, j - i))
 }

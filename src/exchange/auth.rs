@@ -200,25 +200,9 @@ pub(super) fn check(
                     .map(|(_, _, f)| f)
             }),
         });
-    let cache = match settings.auth_cache_max_age {
-        Some(age) => {
-            let i = match st.caches.iter().position(|(a, _)| *a == age) {
-                Some(i) => Some(i),
-                None => match AuthCache::new(CacheOptions { max_age: age }) {
-                    Ok(c) => {
-                        st.caches.push((age, c));
-                        Some(st.caches.len() - 1)
-                    }
-                    Err(e) => {
-                        log::warn!("(mod_auth) auth.cache: {e}; checking without it");
-                        None
-                    }
-                },
-            };
-            i.and_then(|i| st.caches.get_mut(i)).map(|(_, c)| c)
-        }
-        None => None,
-    };
+    let cache = settings
+        .auth_cache_max_age
+        .and_then(|age| cache_for(&mut st.caches, age));
     let mut ctx = Context {
         backend,
         cache,
@@ -236,9 +220,42 @@ pub(super) fn check(
     let ip = info
         .peer
         .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
-    match authn::check(rule, &mut ctx, &areq) {
+    let outcome = authn::check(rule, &mut ctx, &areq);
+    answer(sv, carry, rule.id, outcome, &ip)
+}
+
+/// The `auth.cache` cache for `max-age` `age`, made on first use; none
+/// (checked without one) when it cannot be made.
+fn cache_for(caches: &mut Vec<(i64, AuthCache)>, age: i64) -> Option<&mut AuthCache> {
+    let i = match caches.iter().position(|(a, _)| *a == age) {
+        Some(i) => Some(i),
+        None => match AuthCache::new(CacheOptions { max_age: age }) {
+            Ok(c) => {
+                caches.push((age, c));
+                Some(caches.len() - 1)
+            }
+            Err(e) => {
+                log::warn!("(mod_auth) auth.cache: {e}; checking without it");
+                None
+            }
+        },
+    };
+    i.and_then(|i| caches.get_mut(i)).map(|(_, c)| c)
+}
+
+/// What the check came to for rule `rule_id`: a grant goes on in `carry`;
+/// a refusal is the reply (401 with its challenges, 400, 500). `ip`: the
+/// client's, for the log.
+fn answer(
+    sv: &mut Services,
+    carry: &mut Carry,
+    rule_id: u32,
+    outcome: Outcome,
+    ip: &str,
+) -> Checked {
+    match outcome {
         Outcome::Granted(g) => {
-            carry.auth_rule = Some(rule.id);
+            carry.auth_rule = Some(rule_id);
             if let Some(t) = g.auth_type {
                 carry.auth_type = Some(t.as_str());
             }

@@ -9,10 +9,12 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::gateway::fnv;
+use super::gateway::{host_name, server_end};
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
+use crate::hash::fnv1a;
 use crate::msg::{Body, Method, OwnedHead, Request};
+use crate::upstream::cgi::Env;
 use crate::upstream::cgi_run::CgiJob;
 use crate::upstream::{BodyFraming, JobSpec, Protocol, Upload};
 
@@ -128,26 +130,8 @@ fn run(
 ) -> Result<Box<GwStart>, u16> {
     let cgi = &settings.cgi;
     let now = sv.clock.mono_secs;
-    let limit = match settings.max_request_size_kb {
-        0 => u64::MAX,
-        kb => kb.saturating_mul(1024),
-    };
-    // The program needs CONTENT_LENGTH: a chunked body is collected first.
-    let framing = match req.body {
-        Body::None => BodyFraming::Length(0),
-        Body::Length(n) if n > limit => return Err(413),
-        Body::Length(n) => BodyFraming::Length(n),
-        Body::Chunked => BodyFraming::Chunked {
-            limit: limit.min(crate::upstream::MAX_BODY),
-        },
-    };
-    let server_port = sv.ports.get(here.info.listener).copied().unwrap_or(0);
-    let server_addr = match sv.bound_ips.get(here.info.listener).copied().flatten() {
-        Some(ip) => Some(ip),
-        None => here.info.local_ip,
-    };
-    let server_name = std::str::from_utf8(req.host).unwrap_or("");
-    let server_name = server_name.rsplit_once(':').map_or(server_name, |(h, _)| h);
+    let framing = body_framing(req, settings)?;
+    let (server_port, server_addr) = server_end(sv, here.info);
     let mut env = crate::upstream::cgi::environment(&crate::upstream::cgi::EnvInput {
         req,
         path: here.path,
@@ -160,31 +144,12 @@ fn run(
         remote_port: here.info.peer_port,
         server_addr,
         server_port,
-        server_name,
+        server_name: host_name(req.host),
         server_software: &settings.tag,
         scgi: false,
         authorizer: false,
     });
-    if here.info.scheme() == "https" {
-        env.set(b"HTTPS", b"on");
-    }
-    super::gateway::setenv(&mut env, settings);
-    for (k, v) in &carry.vars {
-        env.set(k.as_bytes(), v);
-    }
-    // Who mod_auth let in, and how.
-    if let Some(user) = carry.remote_user.as_deref() {
-        env.set(b"REMOTE_USER", user.as_bytes());
-    }
-    if let Some(t) = carry.auth_type {
-        env.set(b"AUTH_TYPE", t.as_bytes());
-    }
-    if let Some(run) = carry.error.as_ref() {
-        env.set(
-            b"REDIRECT_STATUS",
-            crate::msg::status::itoa_u64(u64::from(run.status)).as_bytes(),
-        );
-    }
+    server_vars(&mut env, settings, carry, here.info);
     // `cgi.upgrade`: only an HTTP/1.1 request that asks may be upgraded;
     // otherwise the program does not see the wish (lighttpd removes it).
     let asks_upgrade = req.header("upgrade").is_some();
@@ -192,27 +157,14 @@ fn run(
     if asks_upgrade && !upgrade {
         env.remove(b"HTTP_UPGRADE");
     }
-    let script = PathBuf::from(&physical);
-    let cwd = script
-        .parent()
-        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
-    let job = CgiJob {
-        program: Some(handler.to_string()).filter(|h| !h.is_empty()),
-        script,
-        cwd,
-        x_sendfile: cgi.x_sendfile.then(|| cgi.x_sendfile_docroot.clone()),
-        upgrade,
-        read_timeout: cgi.limits.read_timeout,
-        write_timeout: cgi.limits.write_timeout,
-        fin_signal: cgi.limits.fin_signal,
-    };
+    let job = cgi_job(settings, &physical, handler, upgrade);
     let head_only = req.method == Method::Head;
     let spec = JobSpec {
         route,
         protocol: Protocol::Cgi,
         upload: Upload::new(Protocol::Cgi, env, framing),
         settings: Rc::clone(settings),
-        hash_path: fnv(here.path.as_bytes()),
+        hash_path: fnv1a(here.path.as_bytes()),
         hash_ip: 0,
         authorizer: false,
         local_redir: cgi.local_redir,
@@ -234,6 +186,70 @@ fn run(
         route,
         info: here.info.clone(),
     }))
+}
+
+/// How the request's body goes to the program, 413 over
+/// `server.max-request-size`. The program needs CONTENT_LENGTH: a chunked
+/// body is collected first.
+fn body_framing(req: &Request<'_, '_>, settings: &Settings) -> Result<BodyFraming, u16> {
+    let limit = match settings.max_request_size_kb {
+        0 => u64::MAX,
+        kb => kb.saturating_mul(1024),
+    };
+    Ok(match req.body {
+        Body::None => BodyFraming::Length(0),
+        Body::Length(n) if n > limit => return Err(413),
+        Body::Length(n) => BodyFraming::Length(n),
+        Body::Chunked => BodyFraming::Chunked {
+            limit: limit.min(crate::upstream::MAX_BODY),
+        },
+    })
+}
+
+/// The variables set after the request's: HTTPS, mod_setenv's, an
+/// authorizer's, who mod_auth let in and how, the status an error
+/// handler replaces.
+fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInfo) {
+    if info.scheme() == "https" {
+        env.set(b"HTTPS", b"on");
+    }
+    super::gateway::setenv(env, settings);
+    for (k, v) in &carry.vars {
+        env.set(k.as_bytes(), v);
+    }
+    // Who mod_auth let in, and how.
+    if let Some(user) = carry.remote_user.as_deref() {
+        env.set(b"REMOTE_USER", user.as_bytes());
+    }
+    if let Some(t) = carry.auth_type {
+        env.set(b"AUTH_TYPE", t.as_bytes());
+    }
+    if let Some(run) = carry.error.as_ref() {
+        env.set(
+            b"REDIRECT_STATUS",
+            crate::msg::status::itoa_u64(u64::from(run.status)).as_bytes(),
+        );
+    }
+}
+
+/// What runs: the script at `physical` (by `handler` unless that is
+/// empty), in its directory, under `cgi.*`'s options.
+fn cgi_job(settings: &Settings, physical: &str, handler: &str, upgrade: bool) -> CgiJob {
+    let cgi = &settings.cgi;
+    let script = PathBuf::from(physical);
+    let cwd = script
+        .parent()
+        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+    CgiJob {
+        program: Some(handler.to_string()).filter(|h| !h.is_empty()),
+        script,
+        cwd,
+        x_sendfile: cgi.x_sendfile.then(|| cgi.x_sendfile_docroot.clone()),
+        upgrade,
+        read_timeout: cgi.limits.read_timeout,
+        write_timeout: cgi.limits.write_timeout,
+        fin_signal: cgi.limits.fin_signal,
+    }
 }
 
 #[cfg(test)]

@@ -3,14 +3,18 @@
 //! `strip-request-uri`, authorizer variables, `REDIRECT_STATUS`), the body's
 //! framing, and the encoding for the backend's protocol.
 
+use std::borrow::Cow;
+use std::net::IpAddr;
 use std::rc::Rc;
 
 use mio::Registry;
 
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
+use crate::hash::fnv1a;
 use crate::msg::{Body, Method, OwnedHead, Request};
-use crate::upstream::{Gateways, JobSpec, Protocol};
+use crate::upstream::cgi::Env;
+use crate::upstream::{BodyFraming, Gateways, HostSpec, JobSpec, Protocol, Upload};
 
 /// The gateway route for a path under the request's settings (the
 /// innermost scope that sets `scgi.server` / `fastcgi.server` decides the
@@ -44,13 +48,6 @@ pub(super) struct At<'a> {
     pub info: &'a ConnInfo,
 }
 
-/// FNV-1a: a stable hash for picking a backend (`hash`, `sticky`).
-pub fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    })
-}
-
 /// The CGI variable of request header `name`: `HTTP_` and the name in
 /// upper case with `-` as `_` (`Content-Type` is `CONTENT_TYPE`).
 fn header_var(name: &str) -> Vec<u8> {
@@ -67,7 +64,7 @@ fn header_var(name: &str) -> Vec<u8> {
 
 /// `v` after what `env` has for `name`, joined with ", " (lighttpd's
 /// `http_header_token_append`).
-fn append(env: &mut crate::upstream::cgi::Env, name: &[u8], v: &[u8]) {
+fn append(env: &mut Env, name: &[u8], v: &[u8]) {
     let old = env
         .pairs()
         .find(|(k, _)| *k == name)
@@ -85,7 +82,7 @@ fn append(env: &mut crate::upstream::cgi::Env, name: &[u8], v: &[u8]) {
 /// mod_setenv for the backends: request headers added and set (an empty
 /// value removes the header), then environment variables added and set,
 /// in lighttpd's order.
-pub(super) fn setenv(env: &mut crate::upstream::cgi::Env, s: &Settings) {
+pub(super) fn setenv(env: &mut Env, s: &Settings) {
     for (name, v) in &s.setenv_add_request_header {
         append(env, &header_var(name), v.as_bytes());
     }
@@ -117,20 +114,9 @@ pub(super) fn start(
 ) -> Result<Box<GwStart>, u16> {
     let path = at.path;
     let now = sv.clock.mono_secs;
-    let owned_root;
-    let docroot_req: &str = match carry.docroot.as_deref() {
-        Some(d) => d,
-        None => {
-            owned_root = super::document_root(settings, &sv.scratch.host).unwrap_or_default();
-            &owned_root
-        }
-    };
-    let server_port = sv.ports.get(at.info.listener).copied().unwrap_or(0);
-    // The listener's own address, or (bound to all) the socket's.
-    let server_addr = match sv.bound_ips.get(at.info.listener).copied().flatten() {
-        Some(ip) => Some(ip),
-        None => at.info.local_ip,
-    };
+    let docroot_req = request_docroot(carry, settings, &sv.scratch.host);
+    let docroot_req: &str = &docroot_req;
+    let (server_port, server_addr) = server_end(sv, at.info);
     let route = &sv.upstream.routes[at.route];
     if route.protocol == Protocol::Http {
         return super::proxy::start(sv, at, req, settings, carry, registry);
@@ -140,16 +126,10 @@ pub(super) fn start(
     };
     // An authorizer is not a script below the docroot, and never sees the body.
     let authorizer = route.authorizer;
-    let protocol = match route.protocol {
-        Protocol::Scgi | Protocol::Uwsgi => Protocol::of_scgi_server(settings),
-        p => p,
-    };
+    let protocol = wire_protocol(route.protocol, settings);
     let docroot = spec.docroot.as_deref().unwrap_or(docroot_req);
-    let (mut script_name, mut path_info) = path.split_at(at.split.min(path.len()));
-    if spec.fix_root_scriptname && route.pattern == "/" {
-        script_name = "";
-        path_info = path;
-    }
+    let root_script = spec.fix_root_scriptname && route.pattern == "/";
+    let (script_name, path_info) = split_script(path, at.split, root_script);
     // The script's file where mod_userdir or mod_alias put it (a backend's
     // own `docroot` puts it there instead).
     let ph = super::physical::map(settings, docroot_req, script_name)?;
@@ -158,49 +138,13 @@ pub(super) fn start(
         return Err(404);
     }
     let docroot = if mapped { &*ph.base } else { docroot };
-    // `server.error-handler` runs as a GET without the request's body;
-    // glint does not run a backend for a request whose body it would have
-    // to hold back: the error's own page answers it.
     let generic_error = carry.error.as_ref().filter(|e| e.generic).map(|e| e.status);
-    if let Some(status) = generic_error {
-        if !matches!(req.body, Body::None | Body::Length(0)) {
-            return Err(status);
-        }
-    }
-    // `server.max-request-size` bounds every body (413 before any backend
-    // is asked); a chunked one is collected in memory, so also MAX_BODY.
-    let limit = match settings.max_request_size_kb {
-        0 => u64::MAX,
-        kb => kb.saturating_mul(1024),
-    };
-    let chunked_limit = limit.min(crate::upstream::MAX_BODY);
-    let framing = match req.body {
-        // An authorizer never sees the body: it stays unread until it decides.
-        _ if authorizer => crate::upstream::BodyFraming::Length(0),
-        Body::None => crate::upstream::BodyFraming::Length(0),
-        Body::Length(n) if n > limit => return Err(413),
-        Body::Length(n) => crate::upstream::BodyFraming::Length(n),
-        Body::Chunked => crate::upstream::BodyFraming::Chunked {
-            limit: chunked_limit,
-        },
-    };
-    let server_name = std::str::from_utf8(req.host).unwrap_or("");
-    let server_name = server_name.rsplit_once(':').map_or(server_name, |(h, _)| h);
-    let mut target = req.target;
-    if let Some(strip) = spec.strip_request_uri.as_deref() {
-        if let Some(rest) = target.strip_prefix(strip.trim_end_matches('/')) {
-            target = if rest.starts_with('/') { rest } else { "/" };
-        }
-    }
-    let shown = match generic_error {
-        Some(_) if req.method != Method::Head => Request {
-            target,
-            method: Method::Get,
-            method_str: "GET",
-            ..*req
-        },
-        _ => Request { target, ..*req },
-    };
+    let (framing, chunked_limit) = body_framing(req, settings, authorizer, generic_error)?;
+    let shown = shown_request(
+        req,
+        spec.strip_request_uri.as_deref(),
+        generic_error.is_some(),
+    );
     let mut env = crate::upstream::cgi::environment(&crate::upstream::cgi::EnvInput {
         req: &shown,
         path,
@@ -213,7 +157,7 @@ pub(super) fn start(
         remote_port: at.info.peer_port,
         server_addr,
         server_port,
-        server_name,
+        server_name: host_name(req.host),
         server_software: &settings.tag,
         scgi: protocol == Protocol::Scgi,
         authorizer,
@@ -221,7 +165,134 @@ pub(super) fn start(
     if mapped && !authorizer {
         env.set(b"SCRIPT_FILENAME", ph.join().as_bytes());
     }
-    setenv(&mut env, settings);
+    server_vars(&mut env, settings, carry, at.info);
+    if protocol == Protocol::Uwsgi {
+        uwsgi_fits(&env, req, authorizer, chunked_limit, spec)?;
+    }
+    let upload = if authorizer {
+        // An authorizer's request is complete now: it has no body to wait for.
+        Upload::fixed(protocol, authorizer_request(protocol, &env)?)
+    } else {
+        Upload::new(protocol, env, framing)
+    };
+    let job = Prepared {
+        protocol,
+        upload,
+        authorizer,
+        local_redir: spec.local_redir,
+    };
+    launch(sv, at, req, settings, carry, registry, job)
+}
+
+/// The protocol a route speaks: for an `scgi.server` route, SCGI or uwsgi
+/// as `scgi.protocol` says under the request's settings.
+fn wire_protocol(route: Protocol, settings: &Settings) -> Protocol {
+    match route {
+        Protocol::Scgi | Protocol::Uwsgi => Protocol::of_scgi_server(settings),
+        p => p,
+    }
+}
+
+/// The docroot of the request: an authorizer's, or the host's.
+fn request_docroot<'a>(carry: &'a Carry, settings: &'a Settings, host: &str) -> Cow<'a, str> {
+    match carry.docroot.as_deref() {
+        Some(d) => Cow::Borrowed(d),
+        None => super::document_root(settings, host).unwrap_or_default(),
+    }
+}
+
+/// The script's name and PATH_INFO in `path`, split at `split` (or, for
+/// `fix-root-scriptname` on a route of `/`, all of it PATH_INFO).
+fn split_script(path: &str, split: usize, root_script: bool) -> (&str, &str) {
+    if root_script {
+        ("", path)
+    } else {
+        path.split_at(split.min(path.len()))
+    }
+}
+
+/// SERVER_NAME: the Host without its port.
+pub(super) fn host_name(host: &[u8]) -> &str {
+    let name = std::str::from_utf8(host).unwrap_or("");
+    name.rsplit_once(':').map_or(name, |(h, _)| h)
+}
+
+/// The listener's port, and its own address or (bound to all) the socket's.
+pub(super) fn server_end(sv: &Services, info: &ConnInfo) -> (u16, Option<IpAddr>) {
+    let server_port = sv.ports.get(info.listener).copied().unwrap_or(0);
+    let server_addr = match sv.bound_ips.get(info.listener).copied().flatten() {
+        Some(ip) => Some(ip),
+        None => info.local_ip,
+    };
+    (server_port, server_addr)
+}
+
+/// How the request's body goes to the backend, and the most a chunked one
+/// may be. `server.max-request-size` bounds every body (413 before any
+/// backend is asked); a chunked one is collected in memory, so also MAX_BODY.
+fn body_framing(
+    req: &Request<'_, '_>,
+    settings: &Settings,
+    authorizer: bool,
+    generic_error: Option<u16>,
+) -> Result<(BodyFraming, u64), u16> {
+    // `server.error-handler` (status `generic_error`) runs as a GET without
+    // the request's body; glint does not run a backend for a request whose
+    // body it would have to hold back: the error's own page answers it.
+    if let Some(status) = generic_error {
+        if !matches!(req.body, Body::None | Body::Length(0)) {
+            return Err(status);
+        }
+    }
+    let limit = match settings.max_request_size_kb {
+        0 => u64::MAX,
+        kb => kb.saturating_mul(1024),
+    };
+    let chunked_limit = limit.min(crate::upstream::MAX_BODY);
+    let framing = match req.body {
+        // An authorizer never sees the body: it stays unread until it decides.
+        _ if authorizer => BodyFraming::Length(0),
+        Body::None => BodyFraming::Length(0),
+        Body::Length(n) if n > limit => return Err(413),
+        Body::Length(n) => BodyFraming::Length(n),
+        Body::Chunked => BodyFraming::Chunked {
+            limit: chunked_limit,
+        },
+    };
+    Ok((framing, chunked_limit))
+}
+
+/// The request as the backend is told of it: the target without
+/// `strip-request-uri`'s prefix, and an error handler's run as a GET
+/// (HEAD stays HEAD).
+fn shown_request<'h, 'b>(
+    req: &Request<'h, 'b>,
+    strip: Option<&str>,
+    as_get: bool,
+) -> Request<'h, 'b> {
+    let mut target = req.target;
+    if let Some(strip) = strip {
+        if let Some(rest) = target.strip_prefix(strip.trim_end_matches('/')) {
+            target = if rest.starts_with('/') { rest } else { "/" };
+        }
+    }
+    if as_get && req.method != Method::Head {
+        Request {
+            target,
+            method: Method::Get,
+            method_str: "GET",
+            ..*req
+        }
+    } else {
+        Request { target, ..*req }
+    }
+}
+
+/// The variables the server sets after the request's: mod_setenv's, an
+/// authorizer's, who mod_auth let in, the scheme and TLS, and the status
+/// an error handler replaces.
+fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInfo) {
+    setenv(env, settings);
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
     }
@@ -240,18 +311,18 @@ pub(super) fn start(
     let replace = !settings.setenv_add_environment.is_empty()
         || !settings.setenv_set_environment.is_empty()
         || !carry.vars.is_empty();
-    let own = |env: &mut crate::upstream::cgi::Env, k: &[u8], v: &[u8]| {
+    let own = |env: &mut Env, k: &[u8], v: &[u8]| {
         if replace {
             env.set(k, v)
         } else {
             env.add_new(k, v)
         }
     };
-    own(&mut env, b"REQUEST_SCHEME", at.info.scheme().as_bytes());
-    if let Some(t) = at.info.tls.as_deref() {
-        own(&mut env, b"HTTPS", b"on");
+    own(env, b"REQUEST_SCHEME", info.scheme().as_bytes());
+    if let Some(t) = info.tls.as_deref() {
+        own(env, b"HTTPS", b"on");
         for (k, v) in &t.env {
-            own(&mut env, k.as_bytes(), v.as_bytes());
+            own(env, k.as_bytes(), v.as_bytes());
         }
     }
     if let Some(run) = carry.error.as_ref() {
@@ -261,70 +332,106 @@ pub(super) fn start(
             crate::msg::status::itoa_u64(u64::from(run.status)).as_bytes(),
         );
     }
-    if protocol == Protocol::Uwsgi {
-        // uwsgi describes its variables with a 16-bit size: check it now, with
-        // the longest CONTENT_LENGTH the body may reach, so encoding cannot fail.
-        let most = match req.body {
-            _ if authorizer => 0,
-            Body::None => 0,
-            Body::Length(n) => n,
-            Body::Chunked => chunked_limit,
-        };
-        let size = crate::upstream::uwsgi::vars_len(most, &env);
-        if size > crate::upstream::uwsgi::MAX_VARS {
-            log::error!(
-                "backend {} ({}): the request's uwsgi variables take {size} bytes, over {}; answering 431",
-                spec.label,
-                spec.addr,
-                crate::upstream::uwsgi::MAX_VARS
-            );
-            return Err(431);
-        }
-    }
-    // An authorizer's request is complete now: it has no body to wait for.
-    let mut request = Vec::new();
-    if authorizer {
-        match protocol {
-            Protocol::FastCgi => crate::upstream::fastcgi::encode_authorizer(&env, &mut request),
-            // SCGI and uwsgi have no roles: the request with CONTENT_LENGTH 0
-            // (SCGI's header must start with it).
-            Protocol::Scgi => crate::upstream::scgi::encode_head(0, &env, &mut request),
-            Protocol::Uwsgi => {
-                // The size was checked above.
-                if crate::upstream::uwsgi::encode_head(0, &env, &mut request).is_err() {
-                    return Err(431);
-                }
-            }
-            // (No authorizer speaks these.)
-            Protocol::Http | Protocol::Cgi => return Err(500),
-        }
-    }
-    let upload = if authorizer {
-        crate::upstream::Upload::fixed(protocol, request)
-    } else {
-        crate::upstream::Upload::new(protocol, env, framing)
+}
+
+/// uwsgi describes its variables with a 16-bit size: checked before the
+/// job starts, with the longest CONTENT_LENGTH the body may reach
+/// (`chunked_limit` for a chunked one), so encoding cannot fail; 431 when
+/// they do not fit.
+fn uwsgi_fits(
+    env: &Env,
+    req: &Request<'_, '_>,
+    authorizer: bool,
+    chunked_limit: u64,
+    spec: &HostSpec,
+) -> Result<(), u16> {
+    let most = match req.body {
+        _ if authorizer => 0,
+        Body::None => 0,
+        Body::Length(n) => n,
+        Body::Chunked => chunked_limit,
     };
+    let size = crate::upstream::uwsgi::vars_len(most, env);
+    if size > crate::upstream::uwsgi::MAX_VARS {
+        log::error!(
+            "backend {} ({}): the request's uwsgi variables take {size} bytes, over {}; answering 431",
+            spec.label,
+            spec.addr,
+            crate::upstream::uwsgi::MAX_VARS
+        );
+        return Err(431);
+    }
+    Ok(())
+}
+
+/// An authorizer's whole request, encoded for its protocol.
+fn authorizer_request(protocol: Protocol, env: &Env) -> Result<Vec<u8>, u16> {
+    let mut request = Vec::new();
+    match protocol {
+        Protocol::FastCgi => crate::upstream::fastcgi::encode_authorizer(env, &mut request),
+        // SCGI and uwsgi have no roles: the request with CONTENT_LENGTH 0
+        // (SCGI's header must start with it).
+        Protocol::Scgi => crate::upstream::scgi::encode_head(0, env, &mut request),
+        Protocol::Uwsgi => {
+            // The size was checked before.
+            if crate::upstream::uwsgi::encode_head(0, env, &mut request).is_err() {
+                return Err(431);
+            }
+        }
+        // (No authorizer speaks these.)
+        Protocol::Http | Protocol::Cgi => return Err(500),
+    }
+    Ok(request)
+}
+
+/// What [`start`] made of a gateway request, for [`launch`].
+struct Prepared {
+    protocol: Protocol,
+    upload: Upload,
+    authorizer: bool,
+    local_redir: bool,
+}
+
+/// The hash a `hash` or `sticky` balancer picks a backend by for the
+/// client's address (0 without one).
+pub(super) fn peer_hash(info: &ConnInfo) -> u64 {
+    info.peer.map_or(0, |ip| match ip {
+        IpAddr::V4(a) => fnv1a(&a.octets()),
+        IpAddr::V6(a) => fnv1a(&a.octets()),
+    })
+}
+
+/// Starts the job `p` on the route's backends: what the connection needs
+/// to hear its answer, or the status (503) when none can take it.
+fn launch(
+    sv: &mut Services,
+    at: &At<'_>,
+    req: &Request<'_, '_>,
+    settings: &Rc<Settings>,
+    carry: &mut Carry,
+    registry: &Registry,
+    p: Prepared,
+) -> Result<Box<GwStart>, u16> {
     let job_spec = JobSpec {
         route: at.route,
-        protocol,
-        upload,
+        protocol: p.protocol,
+        upload: p.upload,
         settings: Rc::clone(settings),
-        hash_path: fnv(path.as_bytes()),
-        hash_ip: at.info.peer.map_or(0, |ip| match ip {
-            std::net::IpAddr::V4(a) => fnv(&a.octets()),
-            std::net::IpAddr::V6(a) => fnv(&a.octets()),
-        }),
-        authorizer,
-        local_redir: spec.local_redir,
+        hash_path: fnv1a(at.path.as_bytes()),
+        hash_ip: peer_hash(at.info),
+        authorizer: p.authorizer,
+        local_redir: p.local_redir,
         head_only: req.method == Method::Head,
         method: String::new(),
         http: None,
         cgi: None,
     };
-    let job = sv.upstream.start(job_spec, at.info.ex, now, registry)?;
+    let job = sv
+        .upstream
+        .start(job_spec, at.info.ex, sv.clock.mono_secs, registry)?;
     Ok(Box::new(GwStart {
         job,
-        authorizer,
+        authorizer: p.authorizer,
         settings: Rc::clone(settings),
         head_only: req.method == Method::Head,
         minor: req.minor,

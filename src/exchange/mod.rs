@@ -17,6 +17,7 @@ mod cgi;
 mod forward;
 mod gateway;
 mod logging;
+mod phases;
 pub mod physical;
 mod proxy;
 mod rerun;
@@ -31,8 +32,8 @@ use mio::Registry;
 use crate::accesslog::AccessLogs;
 use crate::clock::Clock;
 use crate::config::{Config, RequestFacts, Settings};
-use crate::handler::{deflate, static_file, status_page};
-use crate::msg::{Body, ExchangeId, Method, OwnedHead, Reply, Request};
+use crate::handler::{deflate, static_file};
+use crate::msg::{ExchangeId, Method, OwnedHead, Reply, Request};
 use crate::stats::Stats;
 use crate::upstream::{Gateways, JobId};
 
@@ -40,6 +41,8 @@ pub use access::access_denied;
 pub use auth::AuthState;
 pub use logging::{defer_reply, log_deferred, log_error, log_gateway, log_reply, DeferredLog};
 pub use rerun::{rerun, Rerunning, MAX_RERUNS};
+
+use phases::{respond_once, Once};
 
 /// What the exchanges of every connection share: the configuration and
 /// the caches, the backends, the logs and counters, and the one reply
@@ -458,280 +461,6 @@ pub fn error_run_status(run: &ErrorRun, handler: u16) -> u16 {
     } else {
         handler
     }
-}
-
-/// What one run of the phases came to.
-enum Once {
-    Reply(BodyAction),
-    Gateway(Box<GwStart>),
-}
-
-/// One run of the phases for `target` (the client's when `None`).
-fn respond_once(
-    sv: &mut Services,
-    info: &ConnInfo,
-    req: &Request<'_, '_>,
-    keep_alive: bool,
-    carry: &mut Carry,
-    target: Option<&str>,
-    registry: &Registry,
-) -> Once {
-    let first = target.unwrap_or(req.target);
-    let (uri, resolved, path_ok) = rewrite::resolve_and_rewrite(sv, info, req, first);
-    let settings = Rc::clone(&resolved.settings);
-    let (raw_path, query) = split_uri(&uri);
-    sv.reply
-        .reset(Rc::clone(&settings), req.method == Method::Head);
-    if let Some(run) = carry.error.as_ref() {
-        // An error handler's page: sent with the error's status where
-        // lighttpd keeps it.
-        if run.generic {
-            sv.reply.status_override = Some(run.status);
-        }
-    }
-    let too_large = match req.body {
-        Body::Length(n) => {
-            settings.max_request_size_kb > 0 && n > settings.max_request_size_kb * 1024
-        }
-        _ => false,
-    };
-    let r = &mut sv.reply;
-    if req.method == Method::Unknown {
-        r.error(501);
-    } else if !path_ok {
-        r.error(400);
-    } else if too_large {
-        r.close = true;
-        r.error(413);
-        return Once::Reply(BodyAction::Close);
-    } else if uri == "*" {
-        r.start(200);
-        r.header("Allow", b"GET, HEAD, OPTIONS");
-        r.end_head(Some(0));
-    } else if let Some(loc) = rewrite::first_match(
-        &settings.url_redirect,
-        &uri,
-        &rewrite::Subst {
-            cond: &resolved.captures,
-            scheme: info.scheme(),
-            authority: &sv.scratch.host,
-            port: sv.ports.get(info.listener).copied().unwrap_or(0),
-        },
-        &mut sv.regexes,
-    ) {
-        let code = match settings.url_redirect_code {
-            c @ (301 | 302 | 303 | 307 | 308) => c,
-            _ => 301,
-        };
-        r.error_with(code, &[("Location", loc.as_bytes())]);
-    } else if let auth::Checked::Refused = {
-        // mod_auth, before anything can answer the path (the path buffer
-        // is lent out for the check).
-        let path = std::mem::take(&mut sv.scratch.path);
-        let c = auth::check(sv, info, req, &settings, &path, carry);
-        sv.scratch.path = path;
-        c
-    } {
-        log::debug!("{}: refused by auth.require", sv.scratch.path);
-    } else if access_denied(&sv.scratch.path, &settings) {
-        log::debug!("{}: denied by url.access-deny/-allow", sv.scratch.path);
-        sv.reply.error(403);
-    } else {
-        let stats = sv.stats_now();
-        if !status_page::serve(
-            &sv.scratch.path,
-            query,
-            &mut sv.reply,
-            &stats,
-            &sv.clock,
-            &sv.config,
-        ) {
-            return route(sv, info, req, keep_alive, carry, raw_path, query, registry);
-        }
-    }
-    Once::Reply(BodyAction::Discard)
-}
-
-/// The handler phases: gateways by prefix or extension, the index file
-/// (meeting access and the gateways again), the static file.
-#[allow(clippy::too_many_arguments)]
-fn route(
-    sv: &mut Services,
-    info: &ConnInfo,
-    req: &Request<'_, '_>,
-    keep_alive: bool,
-    carry: &mut Carry,
-    raw_path: &str,
-    query: &str,
-    registry: &Registry,
-) -> Once {
-    let settings = Rc::clone(&sv.reply.settings);
-    // (An authorizer's docroot is copied: `carry` changes below.)
-    let docroot = match carry.docroot.as_deref() {
-        // (Owned: `carry` goes on to a CGI or gateway job.)
-        Some(d) => Some(Cow::Owned(d.to_string())),
-        None => document_root(&settings, &sv.scratch.host),
-    };
-    let mut found = gateway::route(&sv.upstream, &settings, &sv.scratch.path, carry);
-    let mut indexed = false;
-    if found.is_none() && sv.scratch.path.ends_with('/') {
-        // mod_indexfile: the directory's index file is the request's path
-        // from here on, and meets access and the gateways again.
-        if let Some(root) = docroot.as_deref() {
-            // The directory where mod_userdir or mod_alias puts it.
-            let ph = match physical::map(&settings, root, &sv.scratch.path) {
-                Ok(ph) => ph,
-                Err(status) => {
-                    sv.reply.error(status);
-                    return Once::Reply(BodyAction::Discard);
-                }
-            };
-            indexed = static_file::find_index(
-                &ph.base,
-                &sv.scratch.path,
-                &ph.rel,
-                &settings,
-                &mut sv.files,
-                sv.clock.mono_secs,
-                &mut sv.scratch.index_path,
-            );
-        }
-        if indexed {
-            let index = std::mem::take(&mut sv.scratch.index_path);
-            let checked = auth::check(sv, info, req, &settings, &index, carry);
-            sv.scratch.index_path = index;
-            if let auth::Checked::Refused = checked {
-                return Once::Reply(BodyAction::Discard);
-            }
-            if access_denied(&sv.scratch.index_path, &settings) {
-                log::debug!(
-                    "{}: denied by url.access-deny/-allow",
-                    sv.scratch.index_path
-                );
-                sv.reply.error(403);
-                return Once::Reply(BodyAction::Discard);
-            }
-            found = gateway::route(&sv.upstream, &settings, &sv.scratch.index_path, carry);
-        }
-    }
-    let path = if indexed {
-        std::mem::take(&mut sv.scratch.index_path)
-    } else {
-        std::mem::take(&mut sv.scratch.path)
-    };
-    // Where the path is on the file system (mod_userdir, mod_alias): for
-    // CGI programs and static files; the URL path still decides the rest.
-    let ph = match docroot
-        .as_deref()
-        .map(|d| physical::map(&settings, d, &path))
-    {
-        Some(Ok(ph)) => Some(ph),
-        Some(Err(status)) => {
-            sv.reply.error(status);
-            if indexed {
-                sv.scratch.index_path = path;
-            } else {
-                sv.scratch.path = path;
-            }
-            return Once::Reply(BodyAction::Discard);
-        }
-        None => None,
-    };
-    // mod_cgi: a file `cgi.assign` takes runs instead of being sent.
-    let cgi = match (found, ph.as_ref()) {
-        (None, Some(ph)) if !settings.cgi.assign.is_empty() => {
-            let here = cgi::Here {
-                docroot: &ph.base,
-                path: &path,
-                fs_rel: &ph.rel,
-                query,
-                keep_alive,
-                info,
-            };
-            cgi::start(sv, &here, req, &settings, carry, registry)
-        }
-        _ => None,
-    };
-    let once = match (found, cgi) {
-        (_, Some(Ok(g))) => Once::Gateway(g),
-        (_, Some(Err(status))) => {
-            if status == 413 {
-                sv.reply.close = true;
-            }
-            sv.reply.error(status);
-            Once::Reply(if status == 413 {
-                BodyAction::Close
-            } else {
-                BodyAction::Discard
-            })
-        }
-        (Some((route, split)), None) => {
-            let at = gateway::At {
-                route,
-                raw_path,
-                split,
-                path: &path,
-                query,
-                keep_alive,
-                info,
-            };
-            match gateway::start(sv, &at, req, &settings, carry, registry) {
-                Ok(g) => Once::Gateway(g),
-                Err(status) => {
-                    if status == 413 {
-                        sv.reply.close = true;
-                    }
-                    sv.reply.error(status);
-                    Once::Reply(if status == 413 {
-                        BodyAction::Close
-                    } else {
-                        BodyAction::Discard
-                    })
-                }
-            }
-        }
-        (None, None) if static_file::excluded(&path, &settings) => {
-            // mod_staticfile declines; no other handler: 403, as lighttpd.
-            log::debug!("{path}: not sent, static-file.exclude-extensions");
-            sv.reply.error(403);
-            Once::Reply(BodyAction::Discard)
-        }
-        (None, None) => {
-            // `server.error-handler` runs as a GET (HEAD stays HEAD).
-            let method = match carry.error.as_ref() {
-                Some(run) if run.generic && req.method != Method::Head => Method::Get,
-                _ => req.method,
-            };
-            let sreq = static_file::StaticRequest {
-                method,
-                scheme: info.scheme(),
-                raw_path,
-                path: &path,
-                fs_rel: ph.as_ref().map_or(path.as_str(), |p| &p.rel),
-                query,
-                host: req.host,
-                headers: req.headers,
-                docroot: ph.as_ref().map(|p| &*p.base),
-                now: sv.clock.unix,
-                mono: sv.clock.mono_secs,
-            };
-            static_file::serve(
-                &sreq,
-                &mut sv.reply,
-                &mut sv.scratch.fs_path,
-                &mut sv.files,
-                &mut sv.deflate,
-            );
-            Once::Reply(BodyAction::Discard)
-        }
-    };
-    // The path buffer goes back for the next request.
-    if indexed {
-        sv.scratch.index_path = path;
-    } else {
-        sv.scratch.path = path;
-    }
-    once
 }
 
 /// glint's answer to a request that could not be parsed (the connection

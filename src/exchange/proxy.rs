@@ -3,15 +3,18 @@
 //! fields out, `Host`, `X-Forwarded-*` / `Forwarded`, `map-urlpath`,
 //! `Upgrade` when `proxy.header` allows it), its body streamed after it.
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use mio::Registry;
 
-use super::gateway::{fnv, At};
+use super::gateway::{peer_hash, server_end, At};
 use super::{Carry, GwStart, Services};
 use crate::config::Settings;
+use crate::hash::fnv1a;
+use crate::httpup::options::ProxyOptions;
 use crate::httpup::request::{
-    self, Body as UpBody, ClientRequest, Conn, Local, Peer, Plan, Version,
+    self, Body as UpBody, ClientRequest, Conn, Local, Peer, Plan, Sent, Version,
 };
 use crate::msg::{Body, Method, OwnedHead, Request};
 use crate::upstream::proxy::HttpJob;
@@ -29,49 +32,13 @@ pub(super) fn start(
     registry: &Registry,
 ) -> Result<Box<GwStart>, u16> {
     let now = sv.clock.mono_secs;
-    let limit = match settings.max_request_size_kb {
-        0 => u64::MAX,
-        kb => kb.saturating_mul(1024),
-    };
-    let (body, up_body) = match req.body {
-        Body::None => (UpBody::Length(0), HttpBody::Length(0)),
-        Body::Length(n) if n > limit => return Err(413),
-        Body::Length(n) => (UpBody::Length(n), HttpBody::Length(n)),
-        Body::Chunked => (UpBody::Streamed, HttpBody::Chunked),
-    };
+    let (body, up_body) = body_of(req, settings)?;
     let headers: Vec<(&str, &[u8])> = req.headers.iter().map(|h| (h.name, h.value)).collect();
-    // The target after url.rewrite: the path as the client wrote it.
-    let target_buf;
-    let target = if at.query.is_empty() {
-        at.raw_path
-    } else if req.target.len() == at.raw_path.len() + 1 + at.query.len()
-        && req.target.starts_with(at.raw_path)
-    {
-        req.target
-    } else {
-        target_buf = format!("{}?{}", at.raw_path, at.query);
-        &target_buf
-    };
+    let target = client_target(req, at);
     let host = std::str::from_utf8(req.host).ok().filter(|h| !h.is_empty());
-    let server_port = sv.ports.get(at.info.listener).copied().unwrap_or(0);
-    let server_ip = sv
-        .bound_ips
-        .get(at.info.listener)
-        .copied()
-        .flatten()
-        .or(at.info.local_ip);
-    let conn = Conn {
-        peer: match at.info.peer {
-            Some(ip) => Peer::Ip(ip),
-            None => Peer::Unix("unix"),
-        },
-        scheme: at.info.scheme(),
-        host,
-        local: server_ip.map(|ip| Local::Inet(std::net::SocketAddr::new(ip, server_port))),
-    };
     let creq = ClientRequest {
         method: req.method_str,
-        target,
+        target: &target,
         version: if req.minor == 0 {
             Version::Http10
         } else {
@@ -82,40 +49,10 @@ pub(super) fn start(
         scheme: at.info.scheme(),
         host,
         remote_user: None,
-        conn,
+        conn: conn_of(sv, at, host),
     };
-    let route = &sv.upstream.routes[at.route];
     let opts = &settings.proxy;
-    // One head per label when the Host is the backend's label.
-    let mut labels: Vec<&str> = Vec::new();
-    for &h in &route.hosts {
-        let l = sv.upstream.hosts[h].spec.http_label.as_str();
-        if !labels.contains(&l) {
-            labels.push(l);
-        }
-    }
-    if !opts.replace_http_host {
-        labels.truncate(1);
-    }
-    let mut heads = Vec::with_capacity(labels.len());
-    let mut sent = None;
-    for label in labels {
-        let mut out = Vec::with_capacity(512 + req.head_len);
-        match request::build_request(&creq, opts, label, true, &mut out) {
-            Ok(Plan::Forward(s)) => sent = Some(s),
-            // CONNECT with "connect" => "enable": glint does not open
-            // tunnels to arbitrary hosts through a backend.
-            Ok(Plan::Tunnel) => return Err(501),
-            Err(e) => {
-                log::debug!("proxy: request not passed on: {e:?}");
-                return Err(e.status());
-            }
-        }
-        heads.push((label.to_string(), out));
-    }
-    let Some(sent) = sent else {
-        return Err(503);
-    };
+    let (mut heads, sent) = build_heads(sv, at.route, &creq, opts, req.head_len)?;
     // With one head there is nothing to switch to: it moves into the upload.
     let first = match heads.len() {
         1 => std::mem::take(&mut heads[0].1),
@@ -128,11 +65,8 @@ pub(super) fn start(
         protocol: Protocol::Http,
         upload,
         settings: Rc::clone(settings),
-        hash_path: fnv(at.path.as_bytes()),
-        hash_ip: at.info.peer.map_or(0, |ip| match ip {
-            std::net::IpAddr::V4(a) => fnv(&a.octets()),
-            std::net::IpAddr::V6(a) => fnv(&a.octets()),
-        }),
+        hash_path: fnv1a(at.path.as_bytes()),
+        hash_ip: peer_hash(at.info),
         authorizer: false,
         local_redir: false,
         head_only,
@@ -158,4 +92,94 @@ pub(super) fn start(
         route: at.route,
         info: at.info.clone(),
     }))
+}
+
+/// The request's body as the head announces it and as the upload carries
+/// it; 413 over `server.max-request-size`.
+fn body_of(req: &Request<'_, '_>, settings: &Settings) -> Result<(UpBody, HttpBody), u16> {
+    let limit = match settings.max_request_size_kb {
+        0 => u64::MAX,
+        kb => kb.saturating_mul(1024),
+    };
+    Ok(match req.body {
+        Body::None => (UpBody::Length(0), HttpBody::Length(0)),
+        Body::Length(n) if n > limit => return Err(413),
+        Body::Length(n) => (UpBody::Length(n), HttpBody::Length(n)),
+        Body::Chunked => (UpBody::Streamed, HttpBody::Chunked),
+    })
+}
+
+/// The target after url.rewrite: the path as the client wrote it (the
+/// client's own target when that is it, as a rule).
+fn client_target<'a>(req: &'a Request<'_, '_>, at: &'a At<'a>) -> Cow<'a, str> {
+    if at.query.is_empty() {
+        Cow::Borrowed(at.raw_path)
+    } else if req.target.len() == at.raw_path.len() + 1 + at.query.len()
+        && req.target.starts_with(at.raw_path)
+    {
+        Cow::Borrowed(req.target)
+    } else {
+        Cow::Owned(format!("{}?{}", at.raw_path, at.query))
+    }
+}
+
+/// The connection's ends, for `X-Forwarded-*` and `Forwarded`.
+fn conn_of<'a>(sv: &Services, at: &At<'a>, host: Option<&'a str>) -> Conn<'a> {
+    let (server_port, server_ip) = server_end(sv, at.info);
+    Conn {
+        peer: match at.info.peer {
+            Some(ip) => Peer::Ip(ip),
+            None => Peer::Unix("unix"),
+        },
+        scheme: at.info.scheme(),
+        host,
+        local: server_ip.map(|ip| Local::Inet(std::net::SocketAddr::new(ip, server_port))),
+    }
+}
+
+/// A `proxy.server` label and the request head that names it as the Host.
+type LabelHead = (String, Vec<u8>);
+
+/// The request head for each label the route's backends have (one when
+/// the Host is not the backend's label), and what was sent; errors are
+/// statuses (501 for a tunnel, the builder's for a request it refuses).
+fn build_heads(
+    sv: &Services,
+    route: usize,
+    creq: &ClientRequest<'_>,
+    opts: &ProxyOptions,
+    head_len: usize,
+) -> Result<(Vec<LabelHead>, Sent), u16> {
+    let route = &sv.upstream.routes[route];
+    // One head per label when the Host is the backend's label.
+    let mut labels: Vec<&str> = Vec::new();
+    for &h in &route.hosts {
+        let l = sv.upstream.hosts[h].spec.http_label.as_str();
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    if !opts.replace_http_host {
+        labels.truncate(1);
+    }
+    let mut heads = Vec::with_capacity(labels.len());
+    let mut sent = None;
+    for label in labels {
+        let mut out = Vec::with_capacity(512 + head_len);
+        match request::build_request(creq, opts, label, true, &mut out) {
+            Ok(Plan::Forward(s)) => sent = Some(s),
+            // CONNECT with "connect" => "enable": glint does not open
+            // tunnels to arbitrary hosts through a backend.
+            Ok(Plan::Tunnel) => return Err(501),
+            Err(e) => {
+                log::debug!("proxy: request not passed on: {e:?}");
+                return Err(e.status());
+            }
+        }
+        heads.push((label.to_string(), out));
+    }
+    match sent {
+        Some(sent) => Ok((heads, sent)),
+        None => Err(503),
+    }
 }

@@ -8,8 +8,9 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::{respond_with, BodyAction, ConnInfo, GwStart, Outcome, Services};
-use crate::msg::{Body, OwnedHead, Rerun};
+use super::{respond_with, BodyAction, Carry, ConnInfo, GwStart, Outcome, Services};
+use crate::msg::{Body, OwnedHead, Request, Rerun};
+use crate::upstream::HostSpec;
 
 /// Most times one client request is run again inside glint (an authorizer
 /// allowed it, a backend redirected it locally); past it the client gets 500.
@@ -88,29 +89,9 @@ pub fn rerun(
         );
         return failed(sv, 500, carry.orig_line);
     }
-    let next = match why {
-        Rerun::Authorized(vars) => {
-            carry.authorized = true;
-            carry.docroot = spec.and_then(|s| s.docroot.clone());
-            for (k, v) in vars {
-                carry.vars.retain(|(old, _)| *old != k);
-                carry.vars.push((k, v));
-            }
-            None
-        }
-        Rerun::Redirect(target) => {
-            log::debug!("backend {label}: local redirect to {target}");
-            if !target.starts_with('/') || target.bytes().any(|b| b <= b' ' || b == 0x7f) {
-                log::error!(
-                    "backend {label} ({addr}): the request to run again does not parse (a bad Location?); answering 502"
-                );
-                return failed(sv, 502, carry.orig_line);
-            }
-            // The new path meets its own authorizer, if it has one.
-            carry.authorized = false;
-            carry.docroot = None;
-            Some(OwnedHead::redirect(&first, &target))
-        }
+    let next = match next_run(&mut carry, why, spec, &first, (&label, &addr)) {
+        Ok(next) => next,
+        Err(status) => return failed(sv, status, carry.orig_line),
     };
     let outcome = match &next {
         Some(h) => {
@@ -124,5 +105,42 @@ pub fn rerun(
         outcome,
         body,
         expects_continue: expects,
+    }
+}
+
+/// What runs next, in `carry`: the request itself with an authorizer's
+/// variables and docroot (None), or a local redirect's new head; Err: the
+/// status to answer (502 for a Location that does not parse). The label
+/// and address are the backend's, for the log.
+fn next_run(
+    carry: &mut Carry,
+    why: Rerun,
+    spec: Option<&HostSpec>,
+    first: &Request<'_, '_>,
+    (label, addr): (&str, &str),
+) -> Result<Option<OwnedHead>, u16> {
+    match why {
+        Rerun::Authorized(vars) => {
+            carry.authorized = true;
+            carry.docroot = spec.and_then(|s| s.docroot.clone());
+            for (k, v) in vars {
+                carry.vars.retain(|(old, _)| *old != k);
+                carry.vars.push((k, v));
+            }
+            Ok(None)
+        }
+        Rerun::Redirect(target) => {
+            log::debug!("backend {label}: local redirect to {target}");
+            if !target.starts_with('/') || target.bytes().any(|b| b <= b' ' || b == 0x7f) {
+                log::error!(
+                    "backend {label} ({addr}): the request to run again does not parse (a bad Location?); answering 502"
+                );
+                return Err(502);
+            }
+            // The new path meets its own authorizer, if it has one.
+            carry.authorized = false;
+            carry.docroot = None;
+            Ok(Some(OwnedHead::redirect(first, &target)))
+        }
     }
 }

@@ -285,6 +285,12 @@ pub fn expand(target: &str, own: &[&str], uri: &str, ctx: &Subst<'_>) -> String 
         Some((p, q)) => (p, Some(q)),
         None => (uri, None),
     };
+    let src = Sources {
+        own,
+        ctx,
+        path,
+        query,
+    };
     let mut out = String::with_capacity(target.len() + 32);
     let b = target.as_bytes();
     let mut i = 0;
@@ -293,13 +299,7 @@ pub fn expand(target: &str, own: &[&str], uri: &str, ctx: &Subst<'_>) -> String 
         if (c == b'$' || c == b'%') && i + 1 < b.len() {
             let n = b[i + 1];
             if n.is_ascii_digit() {
-                let k = usize::from(n - b'0');
-                let v = if c == b'$' {
-                    own.get(k).copied().unwrap_or("")
-                } else {
-                    ctx.cond.get(k).map_or("", |s| s.as_str())
-                };
-                out.push_str(v);
+                out.push_str(src.capture(c, usize::from(n - b'0')));
                 i += 2;
                 continue;
             }
@@ -313,66 +313,9 @@ pub fn expand(target: &str, own: &[&str], uri: &str, ctx: &Subst<'_>) -> String 
                     // lighttpd truncates the result at a malformed `${`.
                     break;
                 };
-                let mut inner = &target[i + 2..close];
-                let mut enc = None;
-                let mut case = None;
-                loop {
-                    let mods: &[(&str, Option<Enc>, Option<bool>)] = &[
-                        ("esc:", Some(Enc::All), None),
-                        ("escape:", Some(Enc::All), None),
-                        ("nde:", Some(Enc::Nde { slash: false }), None),
-                        ("escnde:", Some(Enc::Nde { slash: false }), None),
-                        ("psnde:", Some(Enc::Nde { slash: true }), None),
-                        ("escpsnde:", Some(Enc::Nde { slash: true }), None),
-                        ("noesc:", Some(Enc::None), None),
-                        ("noescape:", Some(Enc::None), None),
-                        ("tolower:", None, Some(false)),
-                        ("toupper:", None, Some(true)),
-                    ];
-                    let Some((m, e, up)) = mods.iter().find(|(m, _, _)| inner.starts_with(m))
-                    else {
-                        break;
-                    };
-                    inner = &inner[m.len()..];
-                    if let Some(e) = e {
-                        enc = Some(*e);
-                    }
-                    if let Some(u) = up {
-                        case = Some(*u);
-                    }
-                }
+                let (inner, enc, case) = modifiers(&target[i + 2..close]);
                 let start = out.len();
-                let as_is = enc.unwrap_or(Enc::None);
-                match inner {
-                    "url.scheme" => encode_into(&mut out, ctx.scheme, as_is),
-                    "url.authority" => encode_into(&mut out, ctx.authority, as_is),
-                    "url.port" => out.push_str(&ctx.port.to_string()),
-                    "url.path" => encode_into(&mut out, path, as_is),
-                    "url.query" => encode_into(&mut out, query.unwrap_or(""), as_is),
-                    "qsa" => {
-                        if let Some(q) = query {
-                            if out.contains('?') {
-                                if !q.is_empty() {
-                                    out.push('&');
-                                }
-                            } else {
-                                out.push('?');
-                            }
-                            encode_into(&mut out, q, as_is);
-                        }
-                    }
-                    d if !d.is_empty() && d.len() <= 2 && d.bytes().all(|x| x.is_ascii_digit()) => {
-                        let k: usize = d.parse().unwrap_or(usize::MAX);
-                        let v = if c == b'$' {
-                            own.get(k).copied().unwrap_or("")
-                        } else {
-                            ctx.cond.get(k).map_or("", |s| s.as_str())
-                        };
-                        encode_into(&mut out, v, enc.unwrap_or(Enc::Nde { slash: true }));
-                    }
-                    // An unknown `${...}` adds nothing.
-                    _ => {}
-                }
+                braced(&mut out, &src, c, inner, enc);
                 if let Some(up) = case {
                     recase(&mut out, start, up);
                 }
@@ -391,6 +334,89 @@ pub fn expand(target: &str, own: &[&str], uri: &str, ctx: &Subst<'_>) -> String 
     }
     out.retain(|ch| ch != '\r' && ch != '\n');
     out
+}
+
+/// What a target's references are expanded from.
+struct Sources<'a> {
+    /// The rule's own captures (`$n`).
+    own: &'a [&'a str],
+    ctx: &'a Subst<'a>,
+    path: &'a str,
+    query: Option<&'a str>,
+}
+
+impl Sources<'_> {
+    /// Capture `k`: the rule's own for `$`, the condition's for `%`.
+    fn capture(&self, sigil: u8, k: usize) -> &str {
+        if sigil == b'$' {
+            self.own.get(k).copied().unwrap_or("")
+        } else {
+            self.ctx.cond.get(k).map_or("", |s| s.as_str())
+        }
+    }
+}
+
+/// The modifiers at the start of a `${...}`'s inside: what is left, the
+/// encoding (the last one named wins) and the case (`toupper:` true).
+fn modifiers(mut inner: &str) -> (&str, Option<Enc>, Option<bool>) {
+    let mut enc = None;
+    let mut case = None;
+    loop {
+        let mods: &[(&str, Option<Enc>, Option<bool>)] = &[
+            ("esc:", Some(Enc::All), None),
+            ("escape:", Some(Enc::All), None),
+            ("nde:", Some(Enc::Nde { slash: false }), None),
+            ("escnde:", Some(Enc::Nde { slash: false }), None),
+            ("psnde:", Some(Enc::Nde { slash: true }), None),
+            ("escpsnde:", Some(Enc::Nde { slash: true }), None),
+            ("noesc:", Some(Enc::None), None),
+            ("noescape:", Some(Enc::None), None),
+            ("tolower:", None, Some(false)),
+            ("toupper:", None, Some(true)),
+        ];
+        let Some((m, e, up)) = mods.iter().find(|(m, _, _)| inner.starts_with(m)) else {
+            break;
+        };
+        inner = &inner[m.len()..];
+        if let Some(e) = e {
+            enc = Some(*e);
+        }
+        if let Some(u) = up {
+            case = Some(*u);
+        }
+    }
+    (inner, enc, case)
+}
+
+/// One `${name}` (or `%{name}`, `sigil` `%`) into `out`, encoded as `enc`
+/// says: a `url.*` part, `qsa`, or a capture; an unknown name adds nothing.
+fn braced(out: &mut String, src: &Sources<'_>, sigil: u8, name: &str, enc: Option<Enc>) {
+    let as_is = enc.unwrap_or(Enc::None);
+    match name {
+        "url.scheme" => encode_into(out, src.ctx.scheme, as_is),
+        "url.authority" => encode_into(out, src.ctx.authority, as_is),
+        "url.port" => out.push_str(&src.ctx.port.to_string()),
+        "url.path" => encode_into(out, src.path, as_is),
+        "url.query" => encode_into(out, src.query.unwrap_or(""), as_is),
+        "qsa" => {
+            if let Some(q) = src.query {
+                if out.contains('?') {
+                    if !q.is_empty() {
+                        out.push('&');
+                    }
+                } else {
+                    out.push('?');
+                }
+                encode_into(out, q, as_is);
+            }
+        }
+        d if !d.is_empty() && d.len() <= 2 && d.bytes().all(|x| x.is_ascii_digit()) => {
+            let k: usize = d.parse().unwrap_or(usize::MAX);
+            let v = src.capture(sigil, k);
+            encode_into(out, v, enc.unwrap_or(Enc::Nde { slash: true }));
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

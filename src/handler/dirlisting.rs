@@ -19,6 +19,17 @@ struct Item {
 
 /// Builds the listing of `fs_dir` shown at `url_path` (which ends in `/`).
 pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec<u8>> {
+    let (items, truncated) = read_items(fs_dir, s)?;
+    let mut out = String::with_capacity(2048 + items.len() * 200);
+    write_head(&mut out, fs_dir, url_path, s);
+    write_rows(&mut out, &items, url_path, s);
+    write_foot(&mut out, fs_dir, truncated, s);
+    Ok(out.into_bytes())
+}
+
+/// The entries of `fs_dir` to list, directories first, by name; and
+/// whether there were more than [`MAX_ENTRIES`].
+fn read_items(fs_dir: &str, s: &Settings) -> std::io::Result<(Vec<Item>, bool)> {
     let mut items = Vec::new();
     let mut truncated = false;
     // `dir-listing.exclude`: checked when the configuration was loaded.
@@ -52,10 +63,13 @@ pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec
         });
     }
     items.sort_by(|a, b| b.dir.cmp(&a.dir).then_with(|| a.name.cmp(&b.name)));
+    Ok((items, truncated))
+}
 
+/// The page's head, its title and `dir-listing.show-header`'s file.
+fn write_head(out: &mut String, fs_dir: &str, url_path: &str, s: &Settings) {
     let title = html_escape(url_path);
     let charset = html_escape(s.dir_listing_encoding.as_deref().unwrap_or("utf-8"));
-    let mut out = String::with_capacity(2048 + items.len() * 200);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"{charset}\">\n\
@@ -75,14 +89,12 @@ pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec
     }
     let _ = write!(out, "</head>\n<body>\n<h2>Index of {title}</h2>\n");
     if let Some(name) = s.dir_listing_show_header.as_deref() {
-        shown_file(
-            &mut out,
-            fs_dir,
-            name,
-            s.dir_listing_encode_header,
-            "header",
-        );
+        shown_file(out, fs_dir, name, s.dir_listing_encode_header, "header");
     }
+}
+
+/// The table: the parent directory (below `/`), then one row per entry.
+fn write_rows(out: &mut String, items: &[Item], url_path: &str, s: &Settings) {
     out.push_str(
         "<div class=\"list\">\n<table id=\"listing\">\n<thead><tr>\
          <th class=\"n\">Name</th><th class=\"m\">Last Modified</th>\
@@ -94,7 +106,7 @@ pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec
              <td class=\"m\"></td><td class=\"s\">-</td><td class=\"t\">Directory</td></tr>\n",
         );
     }
-    for it in &items {
+    for it in items {
         let href = url_escape(&it.name);
         let name = html_escape(&it.name);
         let slash = if it.dir { "/" } else { "" };
@@ -116,6 +128,11 @@ pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec
         );
     }
     out.push_str("</tbody>\n</table>\n</div>\n");
+}
+
+/// After the table: the cut-off note, `dir-listing.show-readme`'s file,
+/// the footer and the script.
+fn write_foot(out: &mut String, fs_dir: &str, truncated: bool, s: &Settings) {
     if truncated {
         let _ = writeln!(
             out,
@@ -123,13 +140,7 @@ pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec
         );
     }
     if let Some(name) = s.dir_listing_show_readme.as_deref() {
-        shown_file(
-            &mut out,
-            fs_dir,
-            name,
-            s.dir_listing_encode_readme,
-            "readme",
-        );
+        shown_file(out, fs_dir, name, s.dir_listing_encode_readme, "readme");
     }
     let footer = s.dir_listing_set_footer.as_deref().unwrap_or(&s.tag);
     if !footer.is_empty() {
@@ -149,7 +160,6 @@ pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec
         None => {}
     }
     out.push_str("</body>\n</html>\n");
-    Ok(out.into_bytes())
 }
 
 /// The built-in look: readable on a phone and a wide screen alike.

@@ -143,53 +143,8 @@ impl Dechunker {
     }
 
     fn step(&mut self, b: u8) -> Result<State, ChunkError> {
-        let line_byte = |this: &mut Self| {
-            this.line += 1;
-            if this.line > MAX_LINE {
-                Err(ChunkError("chunk-size line too long"))
-            } else {
-                Ok(())
-            }
-        };
         Ok(match self.state {
-            State::Size { digits } => {
-                line_byte(self)?;
-                match (hex(b), b) {
-                    (Some(d), _) => {
-                        // 16 hex digits fill a u64; more cannot be a size.
-                        if digits >= 16 {
-                            return Err(ChunkError("chunk size too large"));
-                        }
-                        self.size = self.size << 4 | d;
-                        State::Size { digits: digits + 1 }
-                    }
-                    _ if digits == 0 => return Err(ChunkError("chunk size is not hex")),
-                    (None, b';') => State::Ext,
-                    (None, b' ' | b'\t') => State::SizeSpace,
-                    (None, b'\r') => State::SizeLf,
-                    (None, _) => return Err(ChunkError("bad byte after chunk size")),
-                }
-            }
-            State::SizeSpace => {
-                line_byte(self)?;
-                match b {
-                    b' ' | b'\t' => State::SizeSpace,
-                    b';' => State::Ext,
-                    _ => {
-                        return Err(ChunkError(
-                            "whitespace after chunk size without an extension",
-                        ))
-                    }
-                }
-            }
-            State::Ext => {
-                line_byte(self)?;
-                match b {
-                    b'\r' => State::SizeLf,
-                    b'\t' | 0x20..=0x7e | 0x80..=0xff => State::Ext,
-                    _ => return Err(ChunkError("control byte in chunk extension")),
-                }
-            }
+            State::Size { .. } | State::SizeSpace | State::Ext => self.size_line(b)?,
             State::SizeLf => {
                 if b != b'\n' {
                     return Err(ChunkError("CR without LF in chunk-size line"));
@@ -206,26 +161,7 @@ impl Dechunker {
             State::DataCr => return Err(ChunkError("chunk data longer than its size")),
             State::DataLf if b == b'\n' => State::Size { digits: 0 },
             State::DataLf => return Err(ChunkError("CR without LF after chunk data")),
-            State::Trailer { line } => match b {
-                b'\r' => {
-                    let field = &self.trailers[self.trailers.len() - line..];
-                    // A field line: a name, a colon; no obs-fold (RFC 9112 5.2).
-                    if line > 0
-                        && (!field.contains(&b':') || matches!(field[0], b' ' | b'\t' | b':'))
-                    {
-                        return Err(ChunkError("malformed trailer field"));
-                    }
-                    State::TrailerLf { last: line == 0 }
-                }
-                b'\t' | 0x20..=0x7e | 0x80..=0xff => {
-                    if self.trailers.len() >= MAX_TRAILERS {
-                        return Err(ChunkError("trailer section too long"));
-                    }
-                    self.trailers.push(b);
-                    State::Trailer { line: line + 1 }
-                }
-                _ => return Err(ChunkError("control byte in trailer")),
-            },
+            State::Trailer { line } => self.trailer_byte(line, b)?,
             State::TrailerLf { last } => {
                 if b != b'\n' {
                     return Err(ChunkError("CR without LF in trailer"));
@@ -238,6 +174,69 @@ impl Dechunker {
                 }
             }
             State::Data(_) | State::Done => self.state,
+        })
+    }
+
+    /// A byte of a chunk-size line up to its CR: the size, whitespace,
+    /// extensions.
+    fn size_line(&mut self, b: u8) -> Result<State, ChunkError> {
+        self.line += 1;
+        if self.line > MAX_LINE {
+            return Err(ChunkError("chunk-size line too long"));
+        }
+        Ok(match self.state {
+            State::Size { digits } => match (hex(b), b) {
+                (Some(d), _) => {
+                    // 16 hex digits fill a u64; more cannot be a size.
+                    if digits >= 16 {
+                        return Err(ChunkError("chunk size too large"));
+                    }
+                    self.size = self.size << 4 | d;
+                    State::Size { digits: digits + 1 }
+                }
+                _ if digits == 0 => return Err(ChunkError("chunk size is not hex")),
+                (None, b';') => State::Ext,
+                (None, b' ' | b'\t') => State::SizeSpace,
+                (None, b'\r') => State::SizeLf,
+                (None, _) => return Err(ChunkError("bad byte after chunk size")),
+            },
+            State::SizeSpace => match b {
+                b' ' | b'\t' => State::SizeSpace,
+                b';' => State::Ext,
+                _ => {
+                    return Err(ChunkError(
+                        "whitespace after chunk size without an extension",
+                    ))
+                }
+            },
+            State::Ext => match b {
+                b'\r' => State::SizeLf,
+                b'\t' | 0x20..=0x7e | 0x80..=0xff => State::Ext,
+                _ => return Err(ChunkError("control byte in chunk extension")),
+            },
+            other => other,
+        })
+    }
+
+    /// A byte of a trailer line, `line` bytes into it.
+    fn trailer_byte(&mut self, line: usize, b: u8) -> Result<State, ChunkError> {
+        Ok(match b {
+            b'\r' => {
+                let field = &self.trailers[self.trailers.len() - line..];
+                // A field line: a name, a colon; no obs-fold (RFC 9112 5.2).
+                if line > 0 && (!field.contains(&b':') || matches!(field[0], b' ' | b'\t' | b':')) {
+                    return Err(ChunkError("malformed trailer field"));
+                }
+                State::TrailerLf { last: line == 0 }
+            }
+            b'\t' | 0x20..=0x7e | 0x80..=0xff => {
+                if self.trailers.len() >= MAX_TRAILERS {
+                    return Err(ChunkError("trailer section too long"));
+                }
+                self.trailers.push(b);
+                State::Trailer { line: line + 1 }
+            }
+            _ => return Err(ChunkError("control byte in trailer")),
         })
     }
 }

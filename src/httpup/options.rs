@@ -383,11 +383,22 @@ fn parse_host(label: &str, opts: &ConfValue) -> Result<Host, String> {
             _ => return Err(format!("unknown option \"{k}\"")),
         }
     }
+    h.addr = address(socket, host, port)?;
+    Ok(h)
+}
+
+/// Where a proxy host is: `socket`, or `host` and `port` (80 when unset or
+/// 0); a `host` that starts with '/' is a socket path.
+fn address(
+    mut socket: Option<String>,
+    mut host: Option<String>,
+    port: Option<u16>,
+) -> Result<UpstreamAddr, String> {
     // A host starting with '/' is a socket path (gw_set_defaults_backend).
     if socket.is_none() && host.as_deref().is_some_and(|s| s.starts_with('/')) {
         socket = host.take();
     }
-    h.addr = match (socket, host, port) {
+    Ok(match (socket, host, port) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             return Err("either \"host\"/\"port\" or \"socket\" has to be set, not both".into())
         }
@@ -408,6 +419,5 @@ fn parse_host(label: &str, opts: &ConfValue) -> Result<Host, String> {
             UpstreamAddr::Tcp { host, port }
         }
         (None, None, _) => return Err("\"host\" or \"socket\" has to be set".into()),
-    };
-    Ok(h)
+    })
 }

@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::options::{Forwarded, ProxyOptions};
+use super::options::{Forwarded, HeaderOptions, ProxyOptions};
 use super::remap::{Dir, Remap};
 use super::{push_quoted_inner, trim};
 
@@ -183,57 +183,14 @@ pub fn build_request(
         https_remap: h.https_remap && req.scheme.eq_ignore_ascii_case("https"),
         ..Remap::default()
     };
-    let headers = req.headers;
-    let field = |name: &'static str| {
-        headers
-            .iter()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-    };
-
-    let host: Option<Vec<u8>> = if opts.replace_http_host && !label.is_empty() {
-        Some(label.as_bytes().to_vec())
-    } else {
-        req.host.map(|c| {
-            let mut b = c.as_bytes().to_vec();
-            if remaps {
-                let n = b.len();
-                remap.remap_host(h, &mut b, 0, n, Dir::Request);
-            }
-            b
-        })
-    };
-    // No Host to send: lighttpd downgrades the request line to HTTP/1.0.
-    let http10 = h.force_http10 || host.is_none();
-    let client11 = req.version == Version::Http11 && !http10;
-
-    // Hop-by-hop fields the client named in Connection (RFC 9110 7.6.1).
-    let named: Vec<&[u8]> = field("connection")
-        .flat_map(|(_, v)| v.split(|&b| b == b','))
-        .map(trim)
-        .filter(|t| !t.is_empty())
-        .collect();
+    let host = upstream_host(req, opts, label, remaps.then_some(&mut remap));
+    let shape = Shape::of(req, h, host.is_some(), keep_alive)?;
     let hop = |n: &str| {
         DROPPED.iter().any(|d| d.eq_ignore_ascii_case(n))
-            || named.iter().any(|t| t.eq_ignore_ascii_case(n.as_bytes()))
-    };
-
-    let upgrade_value = field("upgrade")
-        .map(|(_, v)| trim(v))
-        .find(|v| !v.is_empty());
-    let upgrade = h.upgrade
-        && client11
-        && upgrade_value.is_some()
-        && named.iter().any(|t| t.eq_ignore_ascii_case(b"upgrade"));
-    let te_trailers =
-        client11 && field("te").any(|(_, v)| trim(v).eq_ignore_ascii_case(b"trailers"));
-    let keep_alive = keep_alive && !http10 && !upgrade;
-
-    let is_get_head = req.method == "GET" || req.method == "HEAD";
-    let framing = match req.body {
-        Body::Length(0) if is_get_head => None,
-        Body::Length(n) => Some(Framing::Length(n)),
-        Body::Streamed if http10 => return Err(BuildError::LengthRequired),
-        Body::Streamed => Some(Framing::Chunked),
+            || shape
+                .named
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(n.as_bytes()))
     };
 
     // The request line.
@@ -246,7 +203,7 @@ pub fn build_request(
     } else {
         out.extend_from_slice(req.target.as_bytes());
     }
-    out.extend_from_slice(if http10 {
+    out.extend_from_slice(if shape.http10 {
         b" HTTP/1.0\r\n"
     } else {
         b" HTTP/1.1\r\n"
@@ -255,10 +212,163 @@ pub fn build_request(
         line(out, "Host", host);
     }
 
-    let xff = x_forwarded_for(req, &hop);
-    let forwarded = forwarded_value(req, opts.forwarded, &hop);
-    let (mut wrote_xff, mut wrote_fwd, mut wrote_upgrade) = (false, false, false);
-    let mut wrote_x = [false; 3];
+    let added = Added {
+        xff: x_forwarded_for(req, &hop),
+        forwarded: forwarded_value(req, opts.forwarded, &hop),
+    };
+    let remap_fields = remaps.then_some(&mut remap);
+    let wrote = copy_fields(out, req, h, remap_fields, shape.upgrade, &hop, &added);
+    add_missing(out, req, &wrote, &added);
+    shape.write_framing(out);
+    out.extend_from_slice(b"\r\n");
+
+    Ok(Plan::Forward(Sent {
+        head: req.method == "HEAD",
+        upgrade: shape.upgrade,
+        keep_alive: shape.keep_alive,
+        http10: shape.http10,
+        chunked_body: shape.framing == Some(Framing::Chunked),
+        remap,
+    }))
+}
+
+/// The Host the upstream gets: the backend's label (`replace-http-host`),
+/// else the client's, remapped when `remap` is given.
+fn upstream_host(
+    req: &ClientRequest,
+    opts: &ProxyOptions,
+    label: &str,
+    remap: Option<&mut Remap>,
+) -> Option<Vec<u8>> {
+    if opts.replace_http_host && !label.is_empty() {
+        return Some(label.as_bytes().to_vec());
+    }
+    req.host.map(|c| {
+        let mut b = c.as_bytes().to_vec();
+        if let Some(remap) = remap {
+            let n = b.len();
+            remap.remap_host(&opts.header, &mut b, 0, n, Dir::Request);
+        }
+        b
+    })
+}
+
+/// What the upstream head says beyond the client's fields, decided before
+/// any of it is written.
+struct Shape<'a> {
+    /// Hop-by-hop fields the client named in Connection (RFC 9110 7.6.1).
+    named: Vec<&'a [u8]>,
+    http10: bool,
+    upgrade: bool,
+    te_trailers: bool,
+    keep_alive: bool,
+    framing: Option<Framing>,
+}
+
+impl<'a> Shape<'a> {
+    /// `has_host`: a Host goes upstream; `keep_alive`: the pool's wish.
+    fn of(
+        req: &ClientRequest<'a>,
+        h: &HeaderOptions,
+        has_host: bool,
+        keep_alive: bool,
+    ) -> Result<Shape<'a>, BuildError> {
+        let headers = req.headers;
+        let field = |name: &'static str| {
+            headers
+                .iter()
+                .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        // No Host to send: lighttpd downgrades the request line to HTTP/1.0.
+        let http10 = h.force_http10 || !has_host;
+        let client11 = req.version == Version::Http11 && !http10;
+        let named: Vec<&[u8]> = field("connection")
+            .flat_map(|(_, v)| v.split(|&b| b == b','))
+            .map(trim)
+            .filter(|t| !t.is_empty())
+            .collect();
+        let upgrade_value = field("upgrade")
+            .map(|(_, v)| trim(v))
+            .find(|v| !v.is_empty());
+        let upgrade = h.upgrade
+            && client11
+            && upgrade_value.is_some()
+            && named.iter().any(|t| t.eq_ignore_ascii_case(b"upgrade"));
+        let te_trailers =
+            client11 && field("te").any(|(_, v)| trim(v).eq_ignore_ascii_case(b"trailers"));
+        let keep_alive = keep_alive && !http10 && !upgrade;
+        let is_get_head = req.method == "GET" || req.method == "HEAD";
+        let framing = match req.body {
+            Body::Length(0) if is_get_head => None,
+            Body::Length(n) => Some(Framing::Length(n)),
+            Body::Streamed if http10 => return Err(BuildError::LengthRequired),
+            Body::Streamed => Some(Framing::Chunked),
+        };
+        Ok(Shape {
+            named,
+            http10,
+            upgrade,
+            te_trailers,
+            keep_alive,
+            framing,
+        })
+    }
+
+    /// The body's framing, `TE` and `Connection`.
+    fn write_framing(&self, out: &mut Vec<u8>) {
+        match self.framing {
+            Some(Framing::Length(n)) => line(out, "Content-Length", n.to_string().as_bytes()),
+            Some(Framing::Chunked) => line(out, "Transfer-Encoding", b"chunked"),
+            None => {}
+        }
+        if self.te_trailers {
+            line(out, "TE", b"trailers");
+        }
+        let mut conn = Vec::with_capacity(24);
+        conn.extend_from_slice(match (self.upgrade, self.keep_alive) {
+            (true, _) => b"upgrade".as_slice(),
+            (false, true) => b"keep-alive",
+            (false, false) => b"close",
+        });
+        if self.te_trailers {
+            conn.extend_from_slice(b", te");
+        }
+        line(out, "Connection", &conn);
+    }
+}
+
+/// The forwarding fields glint writes in place of the client's.
+struct Added {
+    xff: Vec<u8>,
+    forwarded: Option<Vec<u8>>,
+}
+
+/// Which of the [`Added`] and [`REPLACED`] fields are written.
+struct Wrote {
+    xff: bool,
+    forwarded: bool,
+    x: [bool; 3],
+}
+
+/// Copies the client's fields that go on, each where the client had it:
+/// hop-by-hop ones dropped, forwarding ones replaced by glint's (at the
+/// first of their name), `Destination` and `Content-Location` remapped
+/// when `remap` is given.
+fn copy_fields(
+    out: &mut Vec<u8>,
+    req: &ClientRequest,
+    h: &HeaderOptions,
+    mut remap: Option<&mut Remap>,
+    upgrade: bool,
+    hop: &dyn Fn(&str) -> bool,
+    added: &Added,
+) -> Wrote {
+    let mut wrote = Wrote {
+        xff: false,
+        forwarded: false,
+        x: [false; 3],
+    };
+    let mut wrote_upgrade = false;
     for &(name, value) in req.headers {
         if hop(name) && !(upgrade && name.eq_ignore_ascii_case("upgrade")) {
             continue;
@@ -269,27 +379,27 @@ pub fn build_request(
             }
             wrote_upgrade = true;
         } else if name.eq_ignore_ascii_case("x-forwarded-for") {
-            if !wrote_xff {
-                line(out, "X-Forwarded-For", &xff);
-                wrote_xff = true;
+            if !wrote.xff {
+                line(out, "X-Forwarded-For", &added.xff);
+                wrote.xff = true;
             }
             continue;
-        } else if name.eq_ignore_ascii_case("forwarded") && forwarded.is_some() {
-            if let (false, Some(f)) = (wrote_fwd, &forwarded) {
+        } else if name.eq_ignore_ascii_case("forwarded") && added.forwarded.is_some() {
+            if let (false, Some(f)) = (wrote.forwarded, &added.forwarded) {
                 line(out, "Forwarded", f);
-                wrote_fwd = true;
+                wrote.forwarded = true;
             }
             continue;
         } else if let Some(i) = REPLACED.iter().position(|r| r.eq_ignore_ascii_case(name)) {
-            if !wrote_x[i] {
-                wrote_x[i] = true;
+            if !wrote.x[i] {
+                wrote.x[i] = true;
                 x_field(out, req, i, name);
             }
             continue;
-        } else if remaps
-            && (name.eq_ignore_ascii_case("destination")
-                || name.eq_ignore_ascii_case("content-location"))
-        {
+        } else if let Some(remap) = remap.as_deref_mut().filter(|_| {
+            name.eq_ignore_ascii_case("destination")
+                || name.eq_ignore_ascii_case("content-location")
+        }) {
             let mut v = trim(value).to_vec();
             remap.remap_uri(h, &mut v, Dir::Request);
             line(out, name, &v);
@@ -297,48 +407,25 @@ pub fn build_request(
         }
         line(out, name, value);
     }
-    if !wrote_xff {
-        line(out, "X-Forwarded-For", &xff);
+    wrote
+}
+
+/// The [`Added`] and [`REPLACED`] fields the client did not send.
+fn add_missing(out: &mut Vec<u8>, req: &ClientRequest, wrote: &Wrote, added: &Added) {
+    if !wrote.xff {
+        line(out, "X-Forwarded-For", &added.xff);
     }
     for (i, name) in ["X-Forwarded-Proto", "X-Forwarded-Host", "X-Host"]
         .iter()
         .enumerate()
     {
-        if !wrote_x[i] {
+        if !wrote.x[i] {
             x_field(out, req, i, name);
         }
     }
-    if let (false, Some(f)) = (wrote_fwd, &forwarded) {
+    if let (false, Some(f)) = (wrote.forwarded, &added.forwarded) {
         line(out, "Forwarded", f);
     }
-    match framing {
-        Some(Framing::Length(n)) => line(out, "Content-Length", n.to_string().as_bytes()),
-        Some(Framing::Chunked) => line(out, "Transfer-Encoding", b"chunked"),
-        None => {}
-    }
-    if te_trailers {
-        line(out, "TE", b"trailers");
-    }
-    let mut conn = Vec::with_capacity(24);
-    conn.extend_from_slice(match (upgrade, keep_alive) {
-        (true, _) => b"upgrade".as_slice(),
-        (false, true) => b"keep-alive",
-        (false, false) => b"close",
-    });
-    if te_trailers {
-        conn.extend_from_slice(b", te");
-    }
-    line(out, "Connection", &conn);
-    out.extend_from_slice(b"\r\n");
-
-    Ok(Plan::Forward(Sent {
-        head: req.method == "HEAD",
-        upgrade,
-        keep_alive,
-        http10,
-        chunked_body: framing == Some(Framing::Chunked),
-        remap,
-    }))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -177,18 +177,51 @@ pub fn parse_head(
         return Err(UpstreamError::BadStatus);
     }
     let reason = resp.reason.map_or(0..0, |r| range_in(buf, r.as_bytes()));
-    let mut lengths: Option<Result<u64, ()>> = None;
-    let (mut te, mut close, mut keep, mut upgrade) = (None::<bool>, false, false, false);
-    let mut keep_alive_timeout = None;
+    let mut seen = Seen::default();
     for h in resp.headers.iter() {
         let value = trim(h.value);
         fields.push(Field {
             name: range_in(buf, h.name.as_bytes()),
             value: range_in(buf, value),
         });
-        let name = h.name;
+        seen.field(h.name, value);
+    }
+    let content_length = match seen.lengths {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(())) => return Err(UpstreamError::BadContentLength),
+    };
+    let head = Head {
+        version,
+        status,
+        reason,
+        head_len,
+        kind: Kind::Final,
+        framing: Framing::None,
+        content_length,
+        reusable: false,
+        keep_alive_timeout: seen.keep_alive_timeout,
+    };
+    settle(head, sent, &seen).map(Some)
+}
+
+/// What an answer's fields say of its framing and its connection.
+#[derive(Default)]
+struct Seen {
+    /// The `Content-Length` values: one, agreeing ones, or a disagreement.
+    lengths: Option<Result<u64, ()>>,
+    /// `Transfer-Encoding` came: whether it is exactly `chunked`.
+    te: Option<bool>,
+    close: bool,
+    keep: bool,
+    upgrade: bool,
+    keep_alive_timeout: Option<u32>,
+}
+
+impl Seen {
+    fn field(&mut self, name: &str, value: &[u8]) {
         if name.eq_ignore_ascii_case("content-length") {
-            lengths = Some(match (lengths, content_length(value)) {
+            self.lengths = Some(match (self.lengths, content_length(value)) {
                 (None, Ok(n)) => Ok(n),
                 (Some(Ok(a)), Ok(b)) if a == b => Ok(a),
                 _ => Err(()),
@@ -201,45 +234,36 @@ pub fn parse_head(
                 .collect();
             let chunked_only = codings.len() == 1 && codings[0].eq_ignore_ascii_case(b"chunked");
             // A second field adds codings: never exactly one `chunked` then.
-            te = Some(te.is_none() && chunked_only);
+            self.te = Some(self.te.is_none() && chunked_only);
         } else if name.eq_ignore_ascii_case("connection") {
-            close |= has_token(value, "close");
-            keep |= has_token(value, "keep-alive");
+            self.close |= has_token(value, "close");
+            self.keep |= has_token(value, "keep-alive");
         } else if name.eq_ignore_ascii_case("upgrade") {
-            upgrade |= !value.is_empty();
+            self.upgrade |= !value.is_empty();
         } else if name.eq_ignore_ascii_case("keep-alive") {
-            keep_alive_timeout = keep_alive_timeout.or_else(|| timeout_param(value));
+            self.keep_alive_timeout = self.keep_alive_timeout.or_else(|| timeout_param(value));
         }
     }
-    let content_length = match lengths {
-        None => None,
-        Some(Ok(n)) => Some(n),
-        Some(Err(())) => return Err(UpstreamError::BadContentLength),
-    };
-    let mut head = Head {
-        version,
-        status,
-        reason,
-        head_len,
-        kind: Kind::Final,
-        framing: Framing::None,
-        content_length,
-        reusable: false,
-        keep_alive_timeout,
-    };
+}
+
+/// The kind, framing and reusability of `head` from its status, what was
+/// `sent` and what its fields said; an error for a framing glint cannot
+/// trust.
+fn settle(mut head: Head, sent: &Sent, seen: &Seen) -> Result<Head, UpstreamError> {
+    let (version, status, content_length) = (head.version, head.status, head.content_length);
     if status == 101 {
-        if !sent.upgrade || version == 0 || !upgrade {
+        if !sent.upgrade || version == 0 || !seen.upgrade {
             return Err(UpstreamError::UnexpectedSwitch);
         }
         head.kind = Kind::Switching;
         head.framing = Framing::Tunnel;
-        return Ok(Some(head));
+        return Ok(head);
     }
     if status < 200 {
         head.kind = Kind::Interim;
-        return Ok(Some(head));
+        return Ok(head);
     }
-    if let Some(chunked_only) = te {
+    if let Some(chunked_only) = seen.te {
         if content_length.is_some() {
             return Err(UpstreamError::LengthAndTransferEncoding);
         }
@@ -252,20 +276,24 @@ pub fn parse_head(
     }
     head.framing = if sent.head || status == 204 || status == 304 {
         Framing::None
-    } else if te.is_some() {
+    } else if seen.te.is_some() {
         Framing::Chunked
     } else if let Some(n) = content_length {
         Framing::Length(n)
     } else {
         Framing::UntilClose
     };
-    let persist = if version == 1 { !close } else { keep && !close };
+    let persist = if version == 1 {
+        !seen.close
+    } else {
+        seen.keep && !seen.close
+    };
     // A 204 announcing a body it may not have (RFC 9110 15.3.5): whatever
     // follows is not a next answer to trust.
     let stray_body = status == 204 && content_length.is_some_and(|n| n > 0);
     head.reusable =
         sent.keep_alive && persist && head.framing != Framing::UntilClose && !stray_body;
-    Ok(Some(head))
+    Ok(head)
 }
 
 /// One `Content-Length` value: 1*DIGIT, or a list of equal ones (RFC 9110

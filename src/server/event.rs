@@ -290,52 +290,7 @@ impl Server {
                 Listener::Unix(u, _, _) => u.accept().map(|(s, _)| (Stream::Unix(s), None)),
             };
             match accepted {
-                Ok((stream, peer)) => {
-                    self.sv.stats.connections += 1;
-                    self.next_gen += 1;
-                    let ctx = self.tls.contexts.get(i).and_then(Option::as_ref);
-                    if ctx.is_some() {
-                        let cap = (self.max_connections / HANDSHAKE_SHARE).max(1) as u64;
-                        if self.sv.stats.tls_handshaking >= cap {
-                            log::warn!("{cap} TLS handshakes under way; closing a new connection");
-                            drop(stream);
-                            continue;
-                        }
-                        self.sv.stats.tls_handshaking += 1;
-                        self.sv.stats.tls_connections += 1;
-                    }
-                    let tls = ctx.map(|ctx| Box::new(crate::tls::TlsConn::new(ctx)));
-                    let entry = self.conns.vacant_entry();
-                    let key = entry.key();
-                    let id = ExchangeId {
-                        slot: key,
-                        gen: self.next_gen,
-                        stream: 0,
-                    };
-                    let mut conn =
-                        Connection::new(stream, i, peer, id, self.sv.clock.mono_secs, tls);
-                    // extforward.hap-PROXY: a trusted forwarder's connection
-                    // starts with a PROXY header (the socket's own peer decides).
-                    if self.sv.config.extforward_anywhere
-                        && self
-                            .sv
-                            .config
-                            .socket_settings(i)
-                            .extforward
-                            .as_ref()
-                            .is_some_and(|x| {
-                                x.hap_proxy && x.trust.trusts_peer(peer.map(|a| a.ip()))
-                            })
-                    {
-                        conn.expect_proxy_header();
-                    }
-                    entry.insert(conn);
-                    // TCP_DEFER_ACCEPT means the request is usually here already:
-                    // answer it now, and register with epoll only if the
-                    // connection has to wait (a one-shot request never does).
-                    with_conn!(self, key, |conn, cx| conn.drive(&mut cx));
-                    self.after_drive(key);
-                }
+                Ok((stream, peer)) => self.admit(i, stream, peer),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.sv.accept_paused = false;
                     return;
@@ -364,6 +319,52 @@ impl Server {
         // Stopped before the backlog was empty: no new edge will announce
         // what is left, so look again on the next turn.
         self.accept_more = true;
+    }
+
+    /// Takes in a connection accepted on listener `i` and drives it once;
+    /// past the TLS handshake cap it is closed at once.
+    fn admit(&mut self, i: usize, stream: Stream, peer: Option<std::net::SocketAddr>) {
+        self.sv.stats.connections += 1;
+        self.next_gen += 1;
+        let ctx = self.tls.contexts.get(i).and_then(Option::as_ref);
+        if ctx.is_some() {
+            let cap = (self.max_connections / HANDSHAKE_SHARE).max(1) as u64;
+            if self.sv.stats.tls_handshaking >= cap {
+                log::warn!("{cap} TLS handshakes under way; closing a new connection");
+                drop(stream);
+                return;
+            }
+            self.sv.stats.tls_handshaking += 1;
+            self.sv.stats.tls_connections += 1;
+        }
+        let tls = ctx.map(|ctx| Box::new(crate::tls::TlsConn::new(ctx)));
+        let entry = self.conns.vacant_entry();
+        let key = entry.key();
+        let id = ExchangeId {
+            slot: key,
+            gen: self.next_gen,
+            stream: 0,
+        };
+        let mut conn = Connection::new(stream, i, peer, id, self.sv.clock.mono_secs, tls);
+        // extforward.hap-PROXY: a trusted forwarder's connection
+        // starts with a PROXY header (the socket's own peer decides).
+        if self.sv.config.extforward_anywhere
+            && self
+                .sv
+                .config
+                .socket_settings(i)
+                .extforward
+                .as_ref()
+                .is_some_and(|x| x.hap_proxy && x.trust.trusts_peer(peer.map(|a| a.ip())))
+        {
+            conn.expect_proxy_header();
+        }
+        entry.insert(conn);
+        // TCP_DEFER_ACCEPT means the request is usually here already:
+        // answer it now, and register with epoll only if the
+        // connection has to wait (a one-shot request never does).
+        with_conn!(self, key, |conn, cx| conn.drive(&mut cx));
+        self.after_drive(key);
     }
 
     /// Accepts again on every listener that stopped at [`ACCEPT_BATCH`].

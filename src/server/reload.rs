@@ -9,6 +9,10 @@ use super::listen::{bind_listener, describe, Listener};
 use super::{Server, LISTENER_BASE};
 use crate::config::Config;
 
+/// For each new listener, the old one it reuses (`Ok`, by index) or the
+/// socket bound for it (`Err`).
+type Plan = Vec<Result<usize, Listener>>;
+
 impl Server {
     /// Reads the configuration again and applies it; a configuration that
     /// does not load or whose listeners cannot be opened is logged and the
@@ -48,8 +52,50 @@ impl Server {
             return Err(io::Error::other("shutting down"));
         }
         let old_n = self.sv.config.listeners.len();
-        // Which old listener each new one reuses, or the socket bound for it.
-        let mut plan: Vec<Result<usize, Listener>> = Vec::with_capacity(config.listeners.len());
+        let (plan, used) = self.plan_listeners(&config)?;
+        // mod_deflate's cache dirs are made before anything changes.
+        let cache_dirs = config.deflate_cache_dirs();
+        for d in &cache_dirs {
+            crate::compress::cache::prepare_cache_dir(d).map_err(io::Error::other)?;
+        }
+        // Certificates and keys read again (a renewal needs no restart); a
+        // file that does not load keeps the running configuration.
+        let tls = self
+            .tls
+            .reloaded(&config, self.sv.clock.unix)
+            .map_err(io::Error::other)?;
+        // The gateways last: starting a new backend is the last step that may fail.
+        self.sv
+            .upstream
+            .reconfigure(&config, self.sv.clock.mono_secs)
+            .map_err(io::Error::other)?;
+        let (mut next, remap) = self.take_listeners(plan, &used, old_n);
+        let (ports, bound_ips) = self.register_listeners(&mut next);
+        for (_, conn) in self.conns.iter_mut() {
+            conn.listener = remap.get(conn.listener).copied().unwrap_or(usize::MAX);
+        }
+        self.listeners = next;
+        self.tls.contexts = tls;
+        self.sv.ports = ports;
+        self.sv.bound_ips = bound_ips;
+        self.max_connections = config.global.max_connections.max(1) as usize;
+        self.sv.auth.reconfigure(&config);
+        self.sv.config = config;
+        self.sv.deflate.set_cache_dirs(&cache_dirs);
+        if let Err(e) = self.open_logs() {
+            log::error!("graceful restart: {e}");
+        }
+        // No accepting here: a supervisor reloads too, and must not. A
+        // listener with connections waiting is reported ready when it is
+        // registered again.
+        Ok(())
+    }
+
+    /// Which old listener each of `config`'s reuses (`Ok`), or the socket
+    /// bound for it (`Err`); and which old listeners are reused. Nothing
+    /// running changes yet.
+    fn plan_listeners(&self, config: &Config) -> io::Result<(Plan, Vec<bool>)> {
+        let mut plan: Plan = Vec::with_capacity(config.listeners.len());
         let mut used = vec![false; self.listeners.len()];
         for (li, l) in config.listeners.iter().enumerate() {
             // The same configured address, or a socket bound there
@@ -78,23 +124,19 @@ impl Server {
                 }
             }
         }
-        // mod_deflate's cache dirs are made before anything changes.
-        let cache_dirs = config.deflate_cache_dirs();
-        for d in &cache_dirs {
-            crate::compress::cache::prepare_cache_dir(d).map_err(io::Error::other)?;
-        }
-        // Certificates and keys read again (a renewal needs no restart); a
-        // file that does not load keeps the running configuration.
-        let tls = self
-            .tls
-            .reloaded(&config, self.sv.clock.unix)
-            .map_err(io::Error::other)?;
-        // The gateways last: starting a new backend is the last step that may fail.
-        self.sv
-            .upstream
-            .reconfigure(&config, self.sv.clock.mono_secs)
-            .map_err(io::Error::other)?;
-        // Inherited sockets no listener names stay, after the configured ones.
+        Ok((plan, used))
+    }
+
+    /// The new listener list from `plan`, deregistered old ones moved in,
+    /// and where each old index went (`usize::MAX`: closed). Inherited
+    /// sockets no listener names (from `old_n` on) stay, after the
+    /// configured ones.
+    fn take_listeners(
+        &mut self,
+        plan: Plan,
+        used: &[bool],
+        old_n: usize,
+    ) -> (Vec<Option<Listener>>, Vec<usize>) {
         let extras: Vec<usize> = (old_n..self.listeners.len())
             .filter(|&i| !used[i])
             .collect();
@@ -121,6 +163,15 @@ impl Server {
             log::info!("graceful restart: closing listener {}", describe(l));
         }
         drop(old);
+        (next, remap)
+    }
+
+    /// Registers each listener under its new token; their ports and bound
+    /// addresses, by index.
+    fn register_listeners(
+        &mut self,
+        next: &mut [Option<Listener>],
+    ) -> (Vec<u16>, Vec<Option<std::net::IpAddr>>) {
         let mut ports = Vec::with_capacity(next.len());
         let mut bound_ips = Vec::with_capacity(next.len());
         for (i, lst) in next.iter_mut().enumerate() {
@@ -143,23 +194,6 @@ impl Server {
                 }
             }
         }
-        for (_, conn) in self.conns.iter_mut() {
-            conn.listener = remap.get(conn.listener).copied().unwrap_or(usize::MAX);
-        }
-        self.listeners = next;
-        self.tls.contexts = tls;
-        self.sv.ports = ports;
-        self.sv.bound_ips = bound_ips;
-        self.max_connections = config.global.max_connections.max(1) as usize;
-        self.sv.auth.reconfigure(&config);
-        self.sv.config = config;
-        self.sv.deflate.set_cache_dirs(&cache_dirs);
-        if let Err(e) = self.open_logs() {
-            log::error!("graceful restart: {e}");
-        }
-        // No accepting here: a supervisor reloads too, and must not. A
-        // listener with connections waiting is reported ready when it is
-        // registered again.
-        Ok(())
+        (ports, bound_ips)
     }
 }

@@ -75,75 +75,12 @@ pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
     }
     log::info!("supervisor {me}: starting {} workers", slots.len());
     loop {
-        // Reap.
-        for (i, slot) in slots.iter_mut().enumerate() {
-            let Some(pid) = slot.pid else { continue };
-            if let Some(how) = exited(pid) {
-                slot.pid = None;
-                if stopping.is_some() {
-                    continue;
-                }
-                let lived = slot.started.elapsed();
-                slot.failures = if lived >= STABLE_AFTER {
-                    0
-                } else {
-                    slot.failures.saturating_add(1)
-                };
-                let wait = backoff(slot.failures);
-                slot.next_start = Instant::now() + wait;
-                log::error!(
-                    "worker {i} (pid {pid}) {how} after {:.1} s; restarting in {:.1} s",
-                    lived.as_secs_f64(),
-                    wait.as_secs_f64()
-                );
-            }
-        }
+        reap(&mut slots, stopping.is_some());
         retiring.retain(|&pid| exited(pid).is_none());
-
-        // Signals.
-        let s = signals::take();
-        let live: Vec<Pid> = slots
-            .iter()
-            .filter_map(|s| s.pid)
-            .chain(retiring.iter().copied())
-            .collect();
-        if s.now && stopping != Some(Signal::SIGTERM) {
-            log::info!("supervisor: stopping the workers now");
-            send(&live, Signal::SIGTERM);
-            stopping = Some(Signal::SIGTERM);
-            server.close_listeners();
-        } else if s.graceful && stopping.is_none() {
-            log::info!("supervisor: stopping the workers gracefully");
-            send(&live, Signal::SIGINT);
-            stopping = Some(Signal::SIGINT);
-            server.close_listeners();
-        }
-        if s.reopen {
-            if let Err(e) = crate::errorlog::reopen() {
-                log::error!("cannot reopen the error log: {e}");
-            }
-            send(&live, Signal::SIGHUP);
-        }
-        // Backends a graceful restart retires serve the old workers until
-        // they have exited.
-        if s.reload && stopping.is_none() {
-            server.tend_backends(true);
-        }
-        if s.reload && stopping.is_none() && server.reload_from_source() {
-            let old: Vec<Pid> = slots.iter_mut().filter_map(|s| s.pid.take()).collect();
-            send(&old, Signal::SIGINT);
-            retiring.extend(old);
-            let now = Instant::now();
-            for slot in slots.iter_mut() {
-                slot.failures = 0;
-                slot.next_start = now;
-            }
-        }
-
+        stopping = on_signals(server, &mut slots, &mut retiring, stopping);
         // Backends that died are started again, also while the workers
         // finish their last responses.
         server.tend_backends(!retiring.is_empty());
-
         if stopping.is_some() {
             if slots.iter().all(|s| s.pid.is_none()) && retiring.is_empty() {
                 log::info!("supervisor: all workers have exited");
@@ -151,24 +88,106 @@ pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
                 return Ok(());
             }
         } else {
-            let now = Instant::now();
-            for slot in slots.iter_mut() {
-                if slot.pid.is_none() && slot.next_start <= now {
-                    match spawn(server, me) {
-                        Ok(pid) => {
-                            slot.pid = Some(pid);
-                            slot.started = now;
-                        }
-                        Err(e) => {
-                            log::error!("cannot start a worker: {e}");
-                            slot.failures = slot.failures.saturating_add(1);
-                            slot.next_start = now + backoff(slot.failures);
-                        }
-                    }
+            start_missing(server, &mut slots, me);
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
+/// Notes the workers that exited; while not stopping, each slot's restart
+/// waits longer after each quick death in a row.
+fn reap(slots: &mut [Slot], stopping: bool) {
+    for (i, slot) in slots.iter_mut().enumerate() {
+        let Some(pid) = slot.pid else { continue };
+        if let Some(how) = exited(pid) {
+            slot.pid = None;
+            if stopping {
+                continue;
+            }
+            let lived = slot.started.elapsed();
+            slot.failures = if lived >= STABLE_AFTER {
+                0
+            } else {
+                slot.failures.saturating_add(1)
+            };
+            let wait = backoff(slot.failures);
+            slot.next_start = Instant::now() + wait;
+            log::error!(
+                "worker {i} (pid {pid}) {how} after {:.1} s; restarting in {:.1} s",
+                lived.as_secs_f64(),
+                wait.as_secs_f64()
+            );
+        }
+    }
+}
+
+/// Acts on the signals that arrived: stop (now or gracefully), reopen the
+/// logs, reload (the old workers retire). Returns how the workers are
+/// being stopped, if they are.
+fn on_signals(
+    server: &mut Server,
+    slots: &mut [Slot],
+    retiring: &mut Vec<Pid>,
+    mut stopping: Option<Signal>,
+) -> Option<Signal> {
+    let s = signals::take();
+    let live: Vec<Pid> = slots
+        .iter()
+        .filter_map(|s| s.pid)
+        .chain(retiring.iter().copied())
+        .collect();
+    if s.now && stopping != Some(Signal::SIGTERM) {
+        log::info!("supervisor: stopping the workers now");
+        send(&live, Signal::SIGTERM);
+        stopping = Some(Signal::SIGTERM);
+        server.close_listeners();
+    } else if s.graceful && stopping.is_none() {
+        log::info!("supervisor: stopping the workers gracefully");
+        send(&live, Signal::SIGINT);
+        stopping = Some(Signal::SIGINT);
+        server.close_listeners();
+    }
+    if s.reopen {
+        if let Err(e) = crate::errorlog::reopen() {
+            log::error!("cannot reopen the error log: {e}");
+        }
+        send(&live, Signal::SIGHUP);
+    }
+    // Backends a graceful restart retires serve the old workers until
+    // they have exited.
+    if s.reload && stopping.is_none() {
+        server.tend_backends(true);
+    }
+    if s.reload && stopping.is_none() && server.reload_from_source() {
+        let old: Vec<Pid> = slots.iter_mut().filter_map(|s| s.pid.take()).collect();
+        send(&old, Signal::SIGINT);
+        retiring.extend(old);
+        let now = Instant::now();
+        for slot in slots.iter_mut() {
+            slot.failures = 0;
+            slot.next_start = now;
+        }
+    }
+    stopping
+}
+
+/// Starts a worker in each empty slot whose back-off has passed.
+fn start_missing(server: &mut Server, slots: &mut [Slot], me: Pid) {
+    let now = Instant::now();
+    for slot in slots.iter_mut() {
+        if slot.pid.is_none() && slot.next_start <= now {
+            match spawn(server, me) {
+                Ok(pid) => {
+                    slot.pid = Some(pid);
+                    slot.started = now;
+                }
+                Err(e) => {
+                    log::error!("cannot start a worker: {e}");
+                    slot.failures = slot.failures.saturating_add(1);
+                    slot.next_start = now + backoff(slot.failures);
                 }
             }
         }
-        std::thread::sleep(TICK);
     }
 }
 

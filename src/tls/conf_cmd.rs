@@ -68,55 +68,74 @@ pub fn settings(
         match key.to_ascii_lowercase().as_str() {
             "minprotocol" => min = Some(protocol(v, false).map_err(|e| err(&e))?),
             "maxprotocol" => max = Some(protocol(v, true).map_err(|e| err(&e))?),
-            "protocol" => {
-                let (t12, t13) = protocol_list(v).map_err(|e| err(&e))?;
-                s.tls12 = t12;
-                s.tls13 = t13;
-            }
-            "cipherstring" => {
-                // lighttpd: an empty CipherString means "HIGH".
-                let cs = if v.is_empty() { "HIGH" } else { v };
-                s.tls12_suites =
-                    ciphers::tls12_suites(cs, "ssl.openssl.ssl-conf-cmd \"CipherString\"")?;
-            }
-            "ciphersuites" => {
-                let (suites, mut w) = ciphers::tls13_suites(v)?;
-                warnings.append(&mut w);
-                if suites.is_empty() {
-                    // OpenSSL: an empty list turns TLS 1.3 off.
-                    s.tls13 = false;
-                }
-                s.tls13_suites = suites;
-            }
-            "curves" | "groups" => s.groups = Some(groups(v).map_err(|e| err(&e))?),
-            "ecdhparameters" => {
-                if !v.eq_ignore_ascii_case("auto") {
-                    s.groups = Some(groups(v).map_err(|e| err(&e))?);
-                }
-            }
-            "options" => options(v, &mut s).map_err(|e| err(&e))?,
-            "securitylevel" => ciphers::seclevel(v).map_err(|e| err(&e))?,
-            "numtickets" => {
-                s.num_tickets = v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n <= 16)
-                    .ok_or_else(|| err("expected a count from 0 to 16"))?;
-            }
-            "maxsendfragment" => {
-                // OpenSSL accepts 512 to 16384; rustls wants 32 to 16389.
-                let n = v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (512..=16384).contains(n))
-                    .ok_or_else(|| err("expected 512 to 16384"))?;
-                s.max_fragment = Some(n);
-            }
-            "dhparameters" if v.is_empty() => {}
-            "dhparameters" => return Err(err("rustls has no finite-field DHE suites for TLS 1.2")),
-            _ => return Err(err("this command has no rustls meaning")),
+            k => warnings.append(&mut command(&mut s, k, key, value)?),
         }
     }
+    versions(&mut s, min, max)?;
+    Ok((s, warnings))
+}
+
+/// Applies command `k` (`key` lowercased) but the protocol bounds to `s`;
+/// its warnings.
+fn command(s: &mut Settings, k: &str, key: &str, value: &str) -> Result<Vec<String>, String> {
+    let err = |why: &str| format!("ssl.openssl.ssl-conf-cmd \"{key}\" => \"{value}\": {why}");
+    let v = value.trim();
+    let mut warnings = Vec::new();
+    match k {
+        "protocol" => {
+            let (t12, t13) = protocol_list(v).map_err(|e| err(&e))?;
+            s.tls12 = t12;
+            s.tls13 = t13;
+        }
+        "cipherstring" => {
+            // lighttpd: an empty CipherString means "HIGH".
+            let cs = if v.is_empty() { "HIGH" } else { v };
+            s.tls12_suites =
+                ciphers::tls12_suites(cs, "ssl.openssl.ssl-conf-cmd \"CipherString\"")?;
+        }
+        "ciphersuites" => {
+            let (suites, mut w) = ciphers::tls13_suites(v)?;
+            warnings.append(&mut w);
+            if suites.is_empty() {
+                // OpenSSL: an empty list turns TLS 1.3 off.
+                s.tls13 = false;
+            }
+            s.tls13_suites = suites;
+        }
+        "curves" | "groups" => s.groups = Some(groups(v).map_err(|e| err(&e))?),
+        "ecdhparameters" => {
+            if !v.eq_ignore_ascii_case("auto") {
+                s.groups = Some(groups(v).map_err(|e| err(&e))?);
+            }
+        }
+        "options" => options(v, s).map_err(|e| err(&e))?,
+        "securitylevel" => ciphers::seclevel(v).map_err(|e| err(&e))?,
+        "numtickets" => {
+            s.num_tickets = v
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n <= 16)
+                .ok_or_else(|| err("expected a count from 0 to 16"))?;
+        }
+        "maxsendfragment" => {
+            // OpenSSL accepts 512 to 16384; rustls wants 32 to 16389.
+            let n = v
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (512..=16384).contains(n))
+                .ok_or_else(|| err("expected 512 to 16384"))?;
+            s.max_fragment = Some(n);
+        }
+        "dhparameters" if v.is_empty() => {}
+        "dhparameters" => return Err(err("rustls has no finite-field DHE suites for TLS 1.2")),
+        _ => return Err(err("this command has no rustls meaning")),
+    }
+    Ok(warnings)
+}
+
+/// `MinProtocol` and `MaxProtocol` on top of `Protocol`; glint needs a
+/// version left, and no suites of a version that is off.
+fn versions(s: &mut Settings, min: Option<u8>, max: Option<u8>) -> Result<(), String> {
     if let Some(min) = min {
         s.tls12 &= min <= 2;
         s.tls13 &= min <= 3;
@@ -137,7 +156,7 @@ pub fn settings(
     if !s.tls12 {
         s.tls12_suites.clear();
     }
-    Ok((s, warnings))
+    Ok(())
 }
 
 /// "TLSv1.2" -> 2, "TLSv1.3" -> 3; "None" means no limit. A minimum below

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use rustls::crypto::CryptoProvider;
+use rustls::pki_types::CertificateDer;
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::{
     ClientHello, NoServerSessionStorage, ResolvesServerCert, ServerSessionMemoryCache,
@@ -420,76 +421,8 @@ fn scope(
     warnings: &mut Vec<String>,
 ) -> Result<(Arc<Scope>, Arc<CertSlot>), TlsError> {
     let ca = s.ca_file.as_deref().map(load::ca_certs).transpose()?;
-    let LoadedCert {
-        key,
-        names,
-        not_before,
-        not_after,
-        must_staple,
-    } = load::certified_key(&s.pemfile, &s.privkey, ca.as_deref(), provider)?;
-    if not_before > now || not_after < now {
-        warnings.push(format!(
-            "SSL: inactive/expired X509 certificate '{}'",
-            s.pemfile.display()
-        ));
-    }
-    if must_staple && s.stapling_file.is_none() {
-        warnings.push(format!(
-            "certificate {} marked OCSP Must-Staple, but ssl.stapling-file not provided",
-            s.pemfile.display()
-        ));
-    }
-    let slot = Arc::new(CertSlot {
-        current: Mutex::new(Arc::new(key)),
-        names,
-        pemfile: s.pemfile.clone(),
-        not_before,
-        not_after,
-        must_staple,
-        staple: s.stapling_file.clone().map(|path| {
-            Mutex::new(StapleState {
-                path,
-                loaded_at: 0,
-                next_update: 0,
-                present: false,
-            })
-        }),
-    });
-    // lighttpd goes on without a staple when the file does not load.
-    slot.refresh_staple(now, true);
-    let verify = match &s.verify {
-        Some(v) => {
-            let ca = ca.as_deref().unwrap_or_default();
-            let ca_path = s.ca_file.clone().unwrap_or_default();
-            let roots = load::root_store(&ca_path, ca)?;
-            let dn = s.ca_dn_file.as_deref().map(load::dn_subjects).transpose()?;
-            let hints = dn.as_ref().map(|d| {
-                d.iter()
-                    .map(|n| rustls::DistinguishedName::from(n.clone()))
-                    .collect()
-            });
-            let crls = s
-                .ca_crl_file
-                .as_deref()
-                .map(load::crls)
-                .transpose()?
-                .unwrap_or_default();
-            let inner = ClientVerifier::webpki(roots, hints, crls).map_err(|e| TlsError::File {
-                path: ca_path.clone(),
-                reason: e,
-            })?;
-            Some((Arc::new(ClientVerifier::new(inner, v, dn)), v.clone()))
-        }
-        None => {
-            if let (Some(crl), None) = (&s.ca_crl_file, &s.ca_file) {
-                warnings.push(format!(
-                    "ssl.ca-crl-file ({}) ignored unless issued with ssl.ca-file",
-                    crl.display()
-                ));
-            }
-            None
-        }
-    };
+    let slot = cert_slot(s, ca.as_deref(), provider, now, warnings)?;
+    let verify = client_verifier(s, ca.as_deref(), warnings)?;
     let mut alpn = Vec::new();
     if spec.h2 {
         alpn.push(ALPN_H2.to_vec());
@@ -525,6 +458,96 @@ fn scope(
         }),
         slot,
     ))
+}
+
+/// The scope's certificate and key, loaded and checked, with its OCSP
+/// staple if it has one; dates and a missing staple are warnings.
+fn cert_slot(
+    s: &ScopeSpec,
+    ca: Option<&[CertificateDer<'static>]>,
+    provider: &Arc<CryptoProvider>,
+    now: i64,
+    warnings: &mut Vec<String>,
+) -> Result<Arc<CertSlot>, TlsError> {
+    let LoadedCert {
+        key,
+        names,
+        not_before,
+        not_after,
+        must_staple,
+    } = load::certified_key(&s.pemfile, &s.privkey, ca, provider)?;
+    if not_before > now || not_after < now {
+        warnings.push(format!(
+            "SSL: inactive/expired X509 certificate '{}'",
+            s.pemfile.display()
+        ));
+    }
+    if must_staple && s.stapling_file.is_none() {
+        warnings.push(format!(
+            "certificate {} marked OCSP Must-Staple, but ssl.stapling-file not provided",
+            s.pemfile.display()
+        ));
+    }
+    let slot = Arc::new(CertSlot {
+        current: Mutex::new(Arc::new(key)),
+        names,
+        pemfile: s.pemfile.clone(),
+        not_before,
+        not_after,
+        must_staple,
+        staple: s.stapling_file.clone().map(|path| {
+            Mutex::new(StapleState {
+                path,
+                loaded_at: 0,
+                next_update: 0,
+                present: false,
+            })
+        }),
+    });
+    // lighttpd goes on without a staple when the file does not load.
+    slot.refresh_staple(now, true);
+    Ok(slot)
+}
+
+/// The client-certificate verifier of `ssl.verifyclient.*`, if activated.
+fn client_verifier(
+    s: &ScopeSpec,
+    ca: Option<&[CertificateDer<'static>]>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(Arc<ClientVerifier>, VerifySpec)>, TlsError> {
+    Ok(match &s.verify {
+        Some(v) => {
+            let ca = ca.unwrap_or_default();
+            let ca_path = s.ca_file.clone().unwrap_or_default();
+            let roots = load::root_store(&ca_path, ca)?;
+            let dn = s.ca_dn_file.as_deref().map(load::dn_subjects).transpose()?;
+            let hints = dn.as_ref().map(|d| {
+                d.iter()
+                    .map(|n| rustls::DistinguishedName::from(n.clone()))
+                    .collect()
+            });
+            let crls = s
+                .ca_crl_file
+                .as_deref()
+                .map(load::crls)
+                .transpose()?
+                .unwrap_or_default();
+            let inner = ClientVerifier::webpki(roots, hints, crls).map_err(|e| TlsError::File {
+                path: ca_path.clone(),
+                reason: e,
+            })?;
+            Some((Arc::new(ClientVerifier::new(inner, v, dn)), v.clone()))
+        }
+        None => {
+            if let (Some(crl), None) = (&s.ca_crl_file, &s.ca_file) {
+                warnings.push(format!(
+                    "ssl.ca-crl-file ({}) ignored unless issued with ssl.ca-file",
+                    crl.display()
+                ));
+            }
+            None
+        }
+    })
 }
 
 fn server_config(

@@ -22,64 +22,20 @@ pub(super) fn deliver(
     x_sendfile: Option<&[String]>,
     sink: &mut dyn Sink,
 ) -> Result<bool, String> {
-    let body: &[u8];
     let owned;
-    match job.answer {
+    let mut body: &[u8] = match job.answer {
         // The rest of an answer that is not passed on; it ends with the
         // backend's end of stream (or END_REQUEST).
         Answer::Dropping | Answer::Done => return Ok(false),
-        Answer::Nothing => {
-            head_buf.extend_from_slice(data);
-            if head_buf.len() > 64 * 1024 {
-                return Err("header block over 64 KiB".into());
+        Answer::Nothing => match take_head(job, head_buf, dechunk, data, x_sendfile, sink)? {
+            Some(rest) => {
+                owned = rest;
+                &owned
             }
-            let Some((mut head, used)) =
-                cgi::parse_head(head_buf).map_err(|e| format!("bad answer: {e}"))?
-            else {
-                return Ok(false);
-            };
-            if let Some(rerun) = rerun_for(job, &head, head_buf.len() > used) {
-                job.answer = Answer::Dropping;
-                head_buf.clear();
-                sink.rerun(rerun);
-                return Ok(false);
-            }
-            if let Some(roots) = x_sendfile {
-                if let Some(path) = take_x_sendfile(&mut head) {
-                    send_file_instead(job, &head, &path, roots, sink);
-                    head_buf.clear();
-                    return Ok(false);
-                }
-            }
-            // A CGI program allowed to upgrade (`cgi.upgrade`) may answer
-            // 101 and then talk to the client both ways.
-            let upgrade = head.status == 101 && job.cgi.as_ref().is_some_and(|c| c.upgrade);
-            if head.status == 101 && !upgrade {
-                return Err("101 Switching Protocols without a requested upgrade".into());
-            }
-            if upgrade {
-                job.upload.start_tunnel();
-            }
-            let bodiless = matches!(head.status, 100..=199 | 204 | 304) && !upgrade;
-            if head.chunked && !bodiless && !job.head_only && !upgrade {
-                // (A backend may leave out the body of a HEAD answer, chunks and all.)
-                *dechunk = Some(chunked::Decoder::default());
-            }
-            job.answer = Answer::Streaming;
-            sink.head(&AnswerHead {
-                status: head.status,
-                headers: &head.headers,
-                content_length: head.content_length.filter(|_| !upgrade),
-                bodiless,
-                upgrade,
-            });
-            owned = head_buf.split_off(used);
-            head_buf.clear();
-            body = &owned;
-        }
-        Answer::Streaming => body = data,
-    }
-    let mut body = body;
+            None => return Ok(false),
+        },
+        Answer::Streaming => data,
+    };
     let decoded: Vec<u8>;
     let mut last_chunk = false;
     if let Some(d) = dechunk.as_mut() {
@@ -95,6 +51,95 @@ pub(super) fn deliver(
         sink.data(body);
     }
     Ok(last_chunk)
+}
+
+/// Collects the CGI head in `head_buf` and acts on it once it is complete:
+/// a rerun, a file sent instead, or the answer's head passed on. The body
+/// bytes that came after the head when the answer is passed on; `None`
+/// while the head is incomplete, or when nothing more is passed on.
+fn take_head(
+    job: &mut Job,
+    head_buf: &mut Vec<u8>,
+    dechunk: &mut Option<chunked::Decoder>,
+    data: &[u8],
+    x_sendfile: Option<&[String]>,
+    sink: &mut dyn Sink,
+) -> Result<Option<Vec<u8>>, String> {
+    head_buf.extend_from_slice(data);
+    if job.cgi.is_some() && no_header_block(head_buf) {
+        // A CGI program that writes its text with no header block at all:
+        // served as the body of a 200, as lighttpd does.
+        start_answer(job, &cgi::CgiHead::ok(), dechunk, sink)?;
+        return Ok(Some(std::mem::take(head_buf)));
+    }
+    if head_buf.len() > 64 * 1024 {
+        return Err("header block over 64 KiB".into());
+    }
+    let Some((mut head, used)) =
+        cgi::parse_head(head_buf).map_err(|e| format!("bad answer: {e}"))?
+    else {
+        return Ok(None);
+    };
+    if let Some(rerun) = rerun_for(job, &head, head_buf.len() > used) {
+        job.answer = Answer::Dropping;
+        head_buf.clear();
+        sink.rerun(rerun);
+        return Ok(None);
+    }
+    if let Some(roots) = x_sendfile {
+        if let Some(path) = take_x_sendfile(&mut head) {
+            send_file_instead(job, &head, &path, roots, sink);
+            head_buf.clear();
+            return Ok(None);
+        }
+    }
+    start_answer(job, &head, dechunk, sink)?;
+    let rest = head_buf.split_off(used);
+    head_buf.clear();
+    Ok(Some(rest))
+}
+
+/// The output's first line is there and is neither a header (it has no
+/// colon), nor a status line, nor the empty line of an empty head.
+fn no_header_block(buf: &[u8]) -> bool {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        return false;
+    };
+    let line = &buf[..nl];
+    !(line.is_empty() || line == b"\r" || buf.starts_with(b"HTTP/") || line.contains(&b':'))
+}
+
+/// Hands the answer's head to `sink`: the job streams from now on (a
+/// chunked body through `dechunk`, an upgrade as a tunnel).
+fn start_answer(
+    job: &mut Job,
+    head: &cgi::CgiHead,
+    dechunk: &mut Option<chunked::Decoder>,
+    sink: &mut dyn Sink,
+) -> Result<(), String> {
+    // A CGI program allowed to upgrade (`cgi.upgrade`) may answer
+    // 101 and then talk to the client both ways.
+    let upgrade = head.status == 101 && job.cgi.as_ref().is_some_and(|c| c.upgrade);
+    if head.status == 101 && !upgrade {
+        return Err("101 Switching Protocols without a requested upgrade".into());
+    }
+    if upgrade {
+        job.upload.start_tunnel();
+    }
+    let bodiless = matches!(head.status, 100..=199 | 204 | 304) && !upgrade;
+    if head.chunked && !bodiless && !job.head_only && !upgrade {
+        // (A backend may leave out the body of a HEAD answer, chunks and all.)
+        *dechunk = Some(chunked::Decoder::default());
+    }
+    job.answer = Answer::Streaming;
+    sink.head(&AnswerHead {
+        status: head.status,
+        headers: &head.headers,
+        content_length: head.content_length.filter(|_| !upgrade),
+        bodiless,
+        upgrade,
+    });
+    Ok(())
 }
 
 /// Whether an answer's head makes glint run the request again rather than

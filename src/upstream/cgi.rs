@@ -179,27 +179,7 @@ pub fn environment(e: &EnvInput<'_>) -> Env {
     env.put(b"REQUEST_METHOD", e.req.method_str.as_bytes());
     env.put(b"REQUEST_URI", e.req.target.as_bytes());
     env.put(b"QUERY_STRING", e.query.as_bytes());
-    let root = e.document_root.trim_end_matches('/').as_bytes();
-    if !e.authorizer {
-        env.put(b"SCRIPT_NAME", e.script_name.as_bytes());
-        if !e.path_info.is_empty() {
-            env.put(b"PATH_INFO", e.path_info.as_bytes());
-            env.put_with(b"PATH_TRANSLATED", |b| {
-                b.extend_from_slice(root);
-                b.extend_from_slice(e.path_info.as_bytes());
-            });
-        }
-    }
-    // An authorizer's request names no script: its file is the whole path.
-    let script = if e.script_filename_whole_path || e.authorizer {
-        e.path
-    } else {
-        e.script_name
-    };
-    env.put_with(b"SCRIPT_FILENAME", |b| {
-        b.extend_from_slice(root);
-        b.extend_from_slice(script.as_bytes());
-    });
+    env.put_paths(e);
     env.put(b"DOCUMENT_ROOT", e.document_root.as_bytes());
     if let Some(ip) = e.remote {
         env.put_ip(b"REMOTE_ADDR", ip);
@@ -207,42 +187,74 @@ pub fn environment(e: &EnvInput<'_>) -> Env {
     }
     // php-cgi refuses to run without it (its force-redirect protection).
     env.put(b"REDIRECT_STATUS", b"200");
-    let headers = e.req.headers;
-    for (i, h) in headers.iter().enumerate() {
-        if h.name.eq_ignore_ascii_case("content-length")
-            || h.name.eq_ignore_ascii_case("transfer-encoding")
-            || h.name.eq_ignore_ascii_case("proxy")
-        {
-            // CONTENT_LENGTH comes from the decoded body; `Proxy:` is httpoxy.
-            continue;
-        }
-        let same = |o: &httparse::Header<'_>| o.name.eq_ignore_ascii_case(h.name);
-        if headers[..i].iter().any(same) {
-            // Already written, joined with the first of its name.
-            continue;
-        }
-        if h.name.eq_ignore_ascii_case("content-type") {
-            env.buf.extend_from_slice(b"CONTENT_TYPE");
-        } else {
-            env.buf.extend_from_slice(b"HTTP_");
-            env.buf.extend(h.name.bytes().map(|c| {
-                if c == b'-' {
-                    b'_'
-                } else {
-                    c.to_ascii_uppercase()
-                }
-            }));
-        }
-        env.buf.push(0);
-        env.buf.extend_from_slice(h.value);
-        // A repeated header joins with ", " as HTTP allows.
-        for later in headers[i + 1..].iter().filter(|o| same(o)) {
-            env.buf.extend_from_slice(b", ");
-            env.buf.extend_from_slice(later.value);
-        }
-        env.buf.push(0);
-    }
+    env.put_headers(e.req.headers);
     env
+}
+
+impl Env {
+    /// SCRIPT_NAME, PATH_INFO, PATH_TRANSLATED and SCRIPT_FILENAME.
+    fn put_paths(&mut self, e: &EnvInput<'_>) {
+        let root = e.document_root.trim_end_matches('/').as_bytes();
+        if !e.authorizer {
+            self.put(b"SCRIPT_NAME", e.script_name.as_bytes());
+            if !e.path_info.is_empty() {
+                self.put(b"PATH_INFO", e.path_info.as_bytes());
+                self.put_with(b"PATH_TRANSLATED", |b| {
+                    b.extend_from_slice(root);
+                    b.extend_from_slice(e.path_info.as_bytes());
+                });
+            }
+        }
+        // An authorizer's request names no script: its file is the whole path.
+        let script = if e.script_filename_whole_path || e.authorizer {
+            e.path
+        } else {
+            e.script_name
+        };
+        self.put_with(b"SCRIPT_FILENAME", |b| {
+            b.extend_from_slice(root);
+            b.extend_from_slice(script.as_bytes());
+        });
+    }
+
+    /// The request's headers as `HTTP_*` variables (and CONTENT_TYPE),
+    /// repeated ones joined.
+    fn put_headers(&mut self, headers: &[httparse::Header<'_>]) {
+        for (i, h) in headers.iter().enumerate() {
+            if h.name.eq_ignore_ascii_case("content-length")
+                || h.name.eq_ignore_ascii_case("transfer-encoding")
+                || h.name.eq_ignore_ascii_case("proxy")
+            {
+                // CONTENT_LENGTH comes from the decoded body; `Proxy:` is httpoxy.
+                continue;
+            }
+            let same = |o: &httparse::Header<'_>| o.name.eq_ignore_ascii_case(h.name);
+            if headers[..i].iter().any(same) {
+                // Already written, joined with the first of its name.
+                continue;
+            }
+            if h.name.eq_ignore_ascii_case("content-type") {
+                self.buf.extend_from_slice(b"CONTENT_TYPE");
+            } else {
+                self.buf.extend_from_slice(b"HTTP_");
+                self.buf.extend(h.name.bytes().map(|c| {
+                    if c == b'-' {
+                        b'_'
+                    } else {
+                        c.to_ascii_uppercase()
+                    }
+                }));
+            }
+            self.buf.push(0);
+            self.buf.extend_from_slice(h.value);
+            // A repeated header joins with ", " as HTTP allows.
+            for later in headers[i + 1..].iter().filter(|o| same(o)) {
+                self.buf.extend_from_slice(b", ");
+                self.buf.extend_from_slice(later.value);
+            }
+            self.buf.push(0);
+        }
+    }
 }
 
 /// A parsed CGI response head.
@@ -259,6 +271,17 @@ pub struct CgiHead {
     pub chunked: bool,
 }
 
+impl CgiHead {
+    /// A 200 with no fields: what a program's output without a header
+    /// block is served as.
+    pub fn ok() -> CgiHead {
+        CgiHead {
+            status: 200,
+            ..CgiHead::default()
+        }
+    }
+}
+
 /// Looks for the end of the CGI header block (`\r\n\r\n` or `\n\n`);
 /// returns the head and the number of bytes it took. The status comes from
 /// a `Status:` header, or from an HTTP status line (`HTTP/1.1 200 OK`) in
@@ -272,77 +295,80 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(CgiHead, usize)>, &'static str> 
         status: 200,
         ..CgiHead::default()
     };
-    let mut explicit_status = false;
     let mut lines = buf[..head_len].split(|&b| b == b'\n');
     if buf.starts_with(b"HTTP/") {
         // `/` cannot appear in a header name, so this is a status line.
         let line = lines.next().unwrap_or_default();
         h.status = status_line(line.strip_suffix(b"\r").unwrap_or(line))
             .ok_or("an invalid HTTP status line")?;
-        explicit_status = true;
+        h.explicit_status = true;
     }
     for line in lines {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            continue;
-        }
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
-            return Err("a header line without a colon");
-        };
-        let name =
-            std::str::from_utf8(&line[..colon]).map_err(|_| "a header name that is not text")?;
-        if name.is_empty() || name.bytes().any(|b| !(b.is_ascii_graphic()) || b == b':') {
-            return Err("an invalid header name");
-        }
-        let value = crate::msg::request::trim_ows(&line[colon + 1..]);
-        if value.iter().any(|&b| b == b'\r' || b == 0) {
-            return Err("a control character in a header value");
-        }
-        if name.eq_ignore_ascii_case("status") {
-            let digits: Vec<u8> = value.iter().take(3).copied().collect();
-            let code = std::str::from_utf8(&digits)
-                .ok()
-                .and_then(|s| s.parse::<u16>().ok())
-                .filter(|c| (100..=999).contains(c))
-                .ok_or("an invalid Status")?;
-            h.status = code;
-            explicit_status = true;
-            continue;
-        }
-        if name.eq_ignore_ascii_case("content-length") {
-            let n = std::str::from_utf8(value)
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or("an invalid Content-Length")?;
-            h.content_length = Some(n);
-            continue;
-        }
-        if name.eq_ignore_ascii_case("transfer-encoding") {
-            // The last coding decides the framing (RFC 9112 §6.3).
-            h.chunked = value
-                .rsplit(|&b| b == b',')
-                .next()
-                .is_some_and(|c| crate::msg::request::trim_ows(c).eq_ignore_ascii_case(b"chunked"));
-            continue;
-        }
-        if name.eq_ignore_ascii_case("connection") || name.eq_ignore_ascii_case("keep-alive") {
-            // Hop-by-hop: glint frames the response itself.
-            continue;
-        }
-        if name.eq_ignore_ascii_case("location") {
-            h.location = Some(value.to_vec());
-        }
-        h.headers.push((name.to_string(), value.to_vec()));
+        header_line(&mut h, line)?;
     }
-    if h.location.is_some() && !explicit_status {
+    if h.location.is_some() && !h.explicit_status {
         h.status = 302;
     }
-    h.explicit_status = explicit_status;
     if h.chunked {
         // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
         h.content_length = None;
     }
     Ok(Some((h, body_start)))
+}
+
+/// Takes one line of a CGI header block into `h`.
+fn header_line(h: &mut CgiHead, line: &[u8]) -> Result<(), &'static str> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.is_empty() {
+        return Ok(());
+    }
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        return Err("a header line without a colon");
+    };
+    let name = std::str::from_utf8(&line[..colon]).map_err(|_| "a header name that is not text")?;
+    if name.is_empty() || name.bytes().any(|b| !(b.is_ascii_graphic()) || b == b':') {
+        return Err("an invalid header name");
+    }
+    let value = crate::msg::request::trim_ows(&line[colon + 1..]);
+    if value.iter().any(|&b| b == b'\r' || b == 0) {
+        return Err("a control character in a header value");
+    }
+    if name.eq_ignore_ascii_case("status") {
+        let digits: Vec<u8> = value.iter().take(3).copied().collect();
+        let code = std::str::from_utf8(&digits)
+            .ok()
+            .and_then(|s| s.parse::<u16>().ok())
+            .filter(|c| (100..=999).contains(c))
+            .ok_or("an invalid Status")?;
+        h.status = code;
+        h.explicit_status = true;
+        return Ok(());
+    }
+    if name.eq_ignore_ascii_case("content-length") {
+        let n = std::str::from_utf8(value)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or("an invalid Content-Length")?;
+        h.content_length = Some(n);
+        return Ok(());
+    }
+    if name.eq_ignore_ascii_case("transfer-encoding") {
+        // The last coding decides the framing (RFC 9112 §6.3).
+        h.chunked = value
+            .rsplit(|&b| b == b',')
+            .next()
+            .is_some_and(|c| crate::msg::request::trim_ows(c).eq_ignore_ascii_case(b"chunked"));
+        return Ok(());
+    }
+    if name.eq_ignore_ascii_case("connection") || name.eq_ignore_ascii_case("keep-alive") {
+        // Hop-by-hop: glint frames the response itself.
+        return Ok(());
+    }
+    if name.eq_ignore_ascii_case("location") {
+        h.location = Some(value.to_vec());
+    }
+    h.headers.push((name.to_string(), value.to_vec()));
+    Ok(())
 }
 
 /// The code of `HTTP/1.x NNN reason`.

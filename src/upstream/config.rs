@@ -182,14 +182,22 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
     let Value::Array(items) = opts else {
         return Err("expects an array of options".into());
     };
-    let mut host = None;
-    let mut port = None;
-    let mut socket = None;
-    let mut bin_path = None;
-    let mut env = Vec::new();
-    let mut copy_env = Vec::new();
-    let mut max_procs = 1u64;
-    let mut spec = HostSpec {
+    let mut place = Place::new();
+    let mut spec = default_spec(label, protocol);
+    for (k, v) in items {
+        let Some(k) = k.as_deref() else {
+            return Err("options are \"name\" => value pairs".into());
+        };
+        if !place.set(k, v)? {
+            set_option(&mut spec, label, protocol, k, v)?;
+        }
+    }
+    place.hosts(&spec)
+}
+
+/// A host of `scgi.server` / `fastcgi.server` before its options.
+fn default_spec(label: &str, protocol: Protocol) -> HostSpec {
+    HostSpec {
         label: label.to_string(),
         protocol,
         addr: BackendAddr::Unix(PathBuf::new()),
@@ -211,24 +219,108 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
         local_redir: true,
         keep_conn: None,
         http_label: String::new(),
-    };
-    let mut kill_signal = 15;
-    for (k, v) in items {
-        let Some(k) = k.as_deref() else {
-            return Err("options are \"name\" => value pairs".into());
-        };
+    }
+}
+
+/// Sets the backend option `k` (other than where the backend is and how
+/// it is started: [`Place`]) on `spec`. A table of lighttpd's option names.
+fn set_option(
+    spec: &mut HostSpec,
+    label: &str,
+    protocol: Protocol,
+    k: &str,
+    v: &Value,
+) -> Result<(), String> {
+    match k {
+        "min-procs" | "idle-timeout" | "max-load-per-proc" | "tcp-fin-propagate" | "proto" => {}
+        "check-local" => spec.check_local = flag(v, k)?,
+        "docroot" => spec.docroot = Some(text(v, k)?),
+        "strip-request-uri" => spec.strip_request_uri = Some(text(v, k)?),
+        "fix-root-scriptname" => spec.fix_root_scriptname = flag(v, k)?,
+        "max-connections" => spec.max_conns = number(v, k)?.clamp(1, 65_536) as usize,
+        "disable-time" => spec.disable_time = number(v, k)?,
+        "connect-timeout" => spec.connect_timeout = number(v, k)?.max(1),
+        "write-timeout" => spec.write_timeout = number(v, k)?.max(1),
+        "read-timeout" => spec.read_timeout = number(v, k)?.max(1),
+        // `allow-x-send-file` is the option's older name.
+        "x-sendfile" | "allow-x-send-file" => spec.x_sendfile = flag(v, k)?,
+        "broken-scriptfilename" => spec.broken_scriptfilename = flag(v, k)?,
+        "listen-backlog" => {
+            spec.listen_backlog = i32::try_from(number(v, k)?.clamp(1, 65_535)).unwrap_or(1024)
+        }
+        "mode" => {
+            spec.authorizer = match text(v, k)?.as_str() {
+                "authorizer" => true,
+                "responder" => false,
+                // A mistyped mode must not quietly turn an authorizer
+                // into a responder: refuse the configuration.
+                other => {
+                    return Err(format!(
+                        "mode \"{other}\" is not known (\"responder\" or \"authorizer\")"
+                    ))
+                }
+            }
+        }
+        "local-redir" => spec.local_redir = flag(v, k)?,
+        "keep-conn" if protocol == Protocol::FastCgi => spec.keep_conn = Some(flag(v, k)?),
+        "keep-conn" => {
+            log::warn!("{label}: keep-conn is a FastCGI option; SCGI closes every connection")
+        }
+        "x-sendfile-docroot" => {
+            if let Value::Array(list) = v {
+                for (_, d) in list {
+                    spec.x_sendfile_docroot.push(text(d, k)?);
+                }
+            } else {
+                spec.x_sendfile_docroot.push(text(v, k)?);
+            }
+        }
+        other => log::warn!("{label}: backend option {other} is not supported; ignored"),
+    }
+    Ok(())
+}
+
+/// Where a backend listens and how glint starts it (`bin-path`): the
+/// options that make one `( options )` block one host per process.
+struct Place {
+    host: Option<String>,
+    port: Option<u64>,
+    socket: Option<String>,
+    bin_path: Option<String>,
+    env: Vec<(String, String)>,
+    copy_env: Vec<String>,
+    max_procs: u64,
+    kill_signal: i32,
+}
+
+impl Place {
+    fn new() -> Place {
+        Place {
+            host: None,
+            port: None,
+            socket: None,
+            bin_path: None,
+            env: Vec::new(),
+            copy_env: Vec::new(),
+            max_procs: 1,
+            kill_signal: 15,
+        }
+    }
+
+    /// Takes option `k` if it is one of these; whether it was.
+    fn set(&mut self, k: &str, v: &Value) -> Result<bool, String> {
         match k {
-            "host" => host = Some(text(v, k)?),
-            "port" => port = Some(number(v, k)?),
-            "socket" => socket = Some(text(v, k)?),
-            "bin-path" => bin_path = Some(text(v, k)?),
+            "host" => self.host = Some(text(v, k)?),
+            "port" => self.port = Some(number(v, k)?),
+            "socket" => self.socket = Some(text(v, k)?),
+            "bin-path" => self.bin_path = Some(text(v, k)?),
             "bin-environment" => {
                 let Value::Array(pairs) = v else {
                     return Err("bin-environment expects ( \"NAME\" => \"value\", ... )".into());
                 };
                 for (name, val) in pairs {
                     let name = name.clone().ok_or("bin-environment entries need names")?;
-                    env.push((name, text(val, "bin-environment")?));
+                    self.env.push((name, text(val, "bin-environment")?));
                 }
             }
             "bin-copy-environment" => {
@@ -236,94 +328,58 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
                     return Err("bin-copy-environment expects ( \"NAME\", ... )".into());
                 };
                 for (_, n) in names {
-                    copy_env.push(text(n, k)?);
+                    self.copy_env.push(text(n, k)?);
                 }
             }
-            "max-procs" => max_procs = number(v, k)?.clamp(1, 256),
-            "min-procs" | "idle-timeout" | "max-load-per-proc" | "tcp-fin-propagate" | "proto" => {}
-            "kill-signal" => kill_signal = number(v, k)? as i32,
-            "check-local" => spec.check_local = flag(v, k)?,
-            "docroot" => spec.docroot = Some(text(v, k)?),
-            "strip-request-uri" => spec.strip_request_uri = Some(text(v, k)?),
-            "fix-root-scriptname" => spec.fix_root_scriptname = flag(v, k)?,
-            "max-connections" => spec.max_conns = number(v, k)?.clamp(1, 65_536) as usize,
-            "disable-time" => spec.disable_time = number(v, k)?,
-            "connect-timeout" => spec.connect_timeout = number(v, k)?.max(1),
-            "write-timeout" => spec.write_timeout = number(v, k)?.max(1),
-            "read-timeout" => spec.read_timeout = number(v, k)?.max(1),
-            // `allow-x-send-file` is the option's older name.
-            "x-sendfile" | "allow-x-send-file" => spec.x_sendfile = flag(v, k)?,
-            "broken-scriptfilename" => spec.broken_scriptfilename = flag(v, k)?,
-            "listen-backlog" => {
-                spec.listen_backlog = i32::try_from(number(v, k)?.clamp(1, 65_535)).unwrap_or(1024)
-            }
-            "mode" => {
-                spec.authorizer = match text(v, k)?.as_str() {
-                    "authorizer" => true,
-                    "responder" => false,
-                    // A mistyped mode must not quietly turn an authorizer
-                    // into a responder: refuse the configuration.
-                    other => {
-                        return Err(format!(
-                            "mode \"{other}\" is not known (\"responder\" or \"authorizer\")"
-                        ))
-                    }
-                }
-            }
-            "local-redir" => spec.local_redir = flag(v, k)?,
-            "keep-conn" if protocol == Protocol::FastCgi => spec.keep_conn = Some(flag(v, k)?),
-            "keep-conn" => {
-                log::warn!("{label}: keep-conn is a FastCGI option; SCGI closes every connection")
-            }
-            "x-sendfile-docroot" => {
-                if let Value::Array(list) = v {
-                    for (_, d) in list {
-                        spec.x_sendfile_docroot.push(text(d, k)?);
-                    }
-                } else {
-                    spec.x_sendfile_docroot.push(text(v, k)?);
-                }
-            }
-            other => log::warn!("{label}: backend option {other} is not supported; ignored"),
+            "max-procs" => self.max_procs = number(v, k)?.clamp(1, 256),
+            "kill-signal" => self.kill_signal = number(v, k)? as i32,
+            _ => return Ok(false),
         }
+        Ok(true)
     }
-    let spawn = bin_path.map(|p| SpawnSpec {
-        argv: p.split_whitespace().map(str::to_string).collect(),
-        env,
-        copy_env,
-        kill_signal,
-    });
-    let procs = if spawn.is_some() { max_procs } else { 1 };
-    let mut out = Vec::new();
-    for n in 0..procs {
-        let addr = match (&socket, &host, port) {
-            (Some(s), _, _) => {
-                let path = if spawn.is_some() {
-                    format!("{s}-{n}")
-                } else {
-                    s.clone()
-                };
-                BackendAddr::Unix(PathBuf::from(path))
-            }
-            (None, h, Some(p)) => {
-                let h = h.as_deref().unwrap_or("127.0.0.1");
-                let p = p + n;
-                let p = u16::try_from(p).map_err(|_| format!("port {p} is out of range"))?;
-                let a = (h.trim_start_matches('[').trim_end_matches(']'), p)
-                    .to_socket_addrs()
-                    .map_err(|e| format!("host {h}: {e}"))?
-                    .next()
-                    .ok_or_else(|| format!("host {h}: no address"))?;
-                BackendAddr::Tcp(a)
-            }
-            _ => return Err("needs \"socket\", or \"host\" and \"port\"".into()),
-        };
-        let mut s = spec.clone();
-        s.addr = addr;
-        s.spawn = spawn.clone();
-        out.push(s);
+
+    /// The hosts `spec` becomes: one, or one per spawned process, each
+    /// with its own socket (`socket-0`, ...) or port.
+    fn hosts(self, spec: &HostSpec) -> Result<Vec<HostSpec>, String> {
+        let spawn = self.bin_path.map(|p| SpawnSpec {
+            argv: p.split_whitespace().map(str::to_string).collect(),
+            env: self.env,
+            copy_env: self.copy_env,
+            kill_signal: self.kill_signal,
+        });
+        let procs = if spawn.is_some() { self.max_procs } else { 1 };
+        let mut out = Vec::new();
+        for n in 0..procs {
+            let addr = match (&self.socket, &self.host, self.port) {
+                (Some(s), _, _) => {
+                    let path = if spawn.is_some() {
+                        format!("{s}-{n}")
+                    } else {
+                        s.clone()
+                    };
+                    BackendAddr::Unix(PathBuf::from(path))
+                }
+                (None, h, Some(p)) => tcp_addr(h.as_deref().unwrap_or("127.0.0.1"), p + n)?,
+                _ => return Err("needs \"socket\", or \"host\" and \"port\"".into()),
+            };
+            let mut s = spec.clone();
+            s.addr = addr;
+            s.spawn = spawn.clone();
+            out.push(s);
+        }
+        Ok(out)
     }
-    Ok(out)
+}
+
+/// Host `h` (a name, an address, `[v6]`) and port `p`, resolved now.
+fn tcp_addr(h: &str, p: u64) -> Result<BackendAddr, String> {
+    let p = u16::try_from(p).map_err(|_| format!("port {p} is out of range"))?;
+    let a = (h.trim_start_matches('[').trim_end_matches(']'), p)
+        .to_socket_addrs()
+        .map_err(|e| format!("host {h}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("host {h}: no address"))?;
+    Ok(BackendAddr::Tcp(a))
 }
 
 /// `proxy.server` (checked by [`crate::httpup::options::parse_servers`]

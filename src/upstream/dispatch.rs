@@ -5,10 +5,12 @@
 use std::io;
 
 use mio::{Registry, Token};
+use slab::Slab;
 
 use super::backend::{BackendConn, Link, Use, BACKEND_BASE};
-use super::job::Answer;
-use super::{Balance, Gateways, Keep, Protocol, MAX_WAITING, MAX_WAIT_SECS};
+use super::job::{Answer, Job};
+use super::proxy::HttpJob;
+use super::{Balance, Gateways, Host, Keep, Protocol, Route, Upload, MAX_WAITING, MAX_WAIT_SECS};
 use crate::net::connect;
 
 impl Gateways {
@@ -31,62 +33,8 @@ impl Gateways {
             // Its route was removed by a graceful restart.
             return Err(503);
         };
-        let hosts = &self.hosts;
-        // Under its cap, or with a kept connection waiting for a request.
-        let usable = |h: &usize| {
-            let h = &hosts[*h];
-            h.disabled_until <= now && (h.active < h.cap || !h.idle.is_empty())
-        };
-        let balance = Balance::of(&j.settings, route.protocol);
-        let candidate = match balance {
-            Balance::LeastBusy => route
-                .hosts
-                .iter()
-                .copied()
-                .filter(usable)
-                .min_by_key(|&h| hosts[h].busy()),
-            Balance::RoundRobin => {
-                let n = route.hosts.len();
-                let pick = (0..n)
-                    .map(|i| route.hosts[(route.next + i) % n])
-                    .find(usable);
-                route.next = (route.next + 1) % n.max(1);
-                pick
-            }
-            Balance::Hash | Balance::Sticky => {
-                // Start at the key's backend and take the next usable one.
-                let hash = if balance == Balance::Hash {
-                    j.hash_path
-                } else {
-                    j.hash_ip
-                };
-                let n = route.hosts.len();
-                let first = (hash % n.max(1) as u64) as usize;
-                (0..n).map(|i| route.hosts[(first + i) % n]).find(usable)
-            }
-        };
-        let Some(h) = candidate else {
-            let route = &self.routes[j.route];
-            let all_down = route
-                .hosts
-                .iter()
-                .all(|&h| self.hosts[h].disabled_until > now);
-            if all_down {
-                log::warn!(
-                    "every backend of {} is disabled; answering 503",
-                    route.pattern
-                );
-                return Err(503);
-            }
-            if !j.waiting {
-                if self.waiting.len() >= MAX_WAITING {
-                    log::warn!("backend queue full; answering 503");
-                    return Err(503);
-                }
-                j.waiting = true;
-                self.waiting.push_back(key);
-            }
-            return Ok(());
+        let Some(h) = pick_host(route, &self.hosts, j, now) else {
+            return self.no_host(key, now);
         };
         j.waiting = false;
         j.attempts += 1;
@@ -101,43 +49,11 @@ impl Gateways {
         let host = &mut self.hosts[h];
         let keep =
             host.keep == Keep::On && matches!(j.protocol, Protocol::FastCgi | Protocol::Http);
+        let is_cgi = j.protocol == Protocol::Cgi;
         if let Some(http) = j.http.as_mut() {
-            // `proxy.replace-http-host`: the head with this backend's label.
-            let want = http
-                .heads
-                .iter()
-                .position(|(l, _)| *l == host.spec.http_label)
-                .unwrap_or(0);
-            if want != http.current {
-                if let Some((_, head)) = http.heads.get(want) {
-                    j.upload.replace_head(head);
-                    http.current = want;
-                }
-            }
+            choose_head(http, &mut j.upload, &host.spec.http_label);
         }
-        // A kept connection may have been closed by the backend a moment
-        // ago (php-cgi's child exits after PHP_FCGI_MAX_REQUESTS): only a
-        // request glint can always send again goes on one. Another gets a
-        // new connection, in the place of an idle one when at the cap.
-        let fresh = j.fresh_conn || !j.upload.stays_whole();
-        // HTTP: a request that must not be sent twice goes only on a
-        // connection that rested for less than a second (no backend lets
-        // one go that soon), or a new one.
-        let risky = j.protocol == Protocol::Http
-            && !crate::httpup::retry::may_retry(
-                &j.method,
-                crate::httpup::retry::Failure {
-                    reused: true,
-                    answer_started: false,
-                    body_replayable: true,
-                },
-            );
-        let newest_rested = host
-            .idle
-            .last()
-            .and_then(|&k| self.conns.get(k))
-            .is_some_and(|b| matches!(b.state, Use::Idle { since } if since < now));
-        if keep && !fresh && !(risky && newest_rested) {
+        if keep && may_reuse(j, host, &self.conns, now) {
             if let Some(bkey) = host.idle.pop() {
                 if let Some(b) = self.conns.get_mut(bkey) {
                     b.state = Use::Busy { job: key };
@@ -165,13 +81,56 @@ impl Gateways {
                 }
             }
         }
+        if is_cgi {
+            return self.start_cgi(key, h, now, registry);
+        }
+        self.open_conn(key, h, keep, now, registry)
+    }
+
+    /// No backend of job `key`'s route can take it now: 503 when all of
+    /// them are disabled (or the queue is full), else it waits in the queue.
+    fn no_host(&mut self, key: usize, now: u64) -> Result<(), u16> {
+        let Some(j) = self.jobs.get_mut(key) else {
+            return Ok(());
+        };
+        let route = &self.routes[j.route];
+        let all_down = route
+            .hosts
+            .iter()
+            .all(|&h| self.hosts[h].disabled_until > now);
+        if all_down {
+            log::warn!(
+                "every backend of {} is disabled; answering 503",
+                route.pattern
+            );
+            return Err(503);
+        }
+        if !j.waiting {
+            if self.waiting.len() >= MAX_WAITING {
+                log::warn!("backend queue full; answering 503");
+                return Err(503);
+            }
+            j.waiting = true;
+            self.waiting.push_back(key);
+        }
+        Ok(())
+    }
+
+    /// Opens a new connection to host `h` (under its cap) for job `key`
+    /// and sends what the request has ready. A connect that fails disables
+    /// the host and tries another; a full unix listen queue queues the job.
+    fn open_conn(
+        &mut self,
+        key: usize,
+        h: usize,
+        keep: bool,
+        now: u64,
+        registry: &Registry,
+    ) -> Result<(), u16> {
         let Some(j) = self.jobs.get_mut(key) else {
             return Ok(());
         };
         let host = &mut self.hosts[h];
-        if j.protocol == Protocol::Cgi {
-            return self.start_cgi(key, h, now, registry);
-        }
         let stream = match connect(&host.spec.addr) {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -420,4 +379,85 @@ impl Gateways {
             self.fail_job(k, 503, None);
         }
     }
+}
+
+/// The backend of `route` that job `j` goes to as its balancing says,
+/// among those up and under their cap (or with a kept connection waiting).
+fn pick_host(route: &mut Route, hosts: &[Host], j: &Job, now: u64) -> Option<usize> {
+    let usable = |h: &usize| {
+        let h = &hosts[*h];
+        h.disabled_until <= now && (h.active < h.cap || !h.idle.is_empty())
+    };
+    let balance = Balance::of(&j.settings, route.protocol);
+    match balance {
+        Balance::LeastBusy => route
+            .hosts
+            .iter()
+            .copied()
+            .filter(usable)
+            .min_by_key(|&h| hosts[h].busy()),
+        Balance::RoundRobin => {
+            let n = route.hosts.len();
+            let pick = (0..n)
+                .map(|i| route.hosts[(route.next + i) % n])
+                .find(usable);
+            route.next = (route.next + 1) % n.max(1);
+            pick
+        }
+        Balance::Hash | Balance::Sticky => {
+            // Start at the key's backend and take the next usable one.
+            let hash = if balance == Balance::Hash {
+                j.hash_path
+            } else {
+                j.hash_ip
+            };
+            let n = route.hosts.len();
+            let first = (hash % n.max(1) as u64) as usize;
+            (0..n).map(|i| route.hosts[(first + i) % n]).find(usable)
+        }
+    }
+}
+
+/// `proxy.replace-http-host`: the request head with the label of the
+/// backend it goes to.
+fn choose_head(http: &mut HttpJob, upload: &mut Upload, label: &str) {
+    let want = http
+        .heads
+        .iter()
+        .position(|(l, _)| *l == label)
+        .unwrap_or(0);
+    if want != http.current {
+        if let Some((_, head)) = http.heads.get(want) {
+            upload.replace_head(head);
+            http.current = want;
+        }
+    }
+}
+
+/// Whether job `j` may go on one of `host`'s kept connections.
+fn may_reuse(j: &Job, host: &Host, conns: &Slab<BackendConn>, now: u64) -> bool {
+    // A kept connection may have been closed by the backend a moment
+    // ago (php-cgi's child exits after PHP_FCGI_MAX_REQUESTS): only a
+    // request glint can always send again goes on one. Another gets a
+    // new connection, in the place of an idle one when at the cap.
+    let fresh = j.fresh_conn || !j.upload.stays_whole();
+    // HTTP: a request that must not be sent twice goes only on a
+    // connection that rested for less than a second (no backend lets
+    // one go that soon), or a new one.
+    let risky = j.protocol == Protocol::Http
+        && !crate::httpup::retry::may_retry(
+            &j.method,
+            crate::httpup::retry::Failure {
+                reused: true,
+                answer_started: false,
+                body_replayable: true,
+            },
+        );
+    let newest_rested = host
+        .idle
+        .last()
+        .and_then(|&k| conns.get(k))
+        .is_some_and(|b| matches!(b.state, Use::Idle { since } if since < now));
+    let rested_risk = risky && newest_rested;
+    !fresh && !rested_risk
 }

@@ -95,66 +95,99 @@ pub(super) fn deliver(
     let mut body = data;
     if let Body::Head = read.body {
         head_buf.extend_from_slice(data);
-        let Some(http) = job.http.as_mut() else {
-            return Err("no request".into());
-        };
-        loop {
-            let Some(head) =
-                response::parse_head(head_buf, &http.sent, fields).map_err(|e| e.to_string())?
-            else {
-                return Ok(Step::More);
-            };
-            if head.kind == Kind::Interim {
-                // glint answers 100-continue itself and passes no 1xx on
-                // (`server.h1-discard-backend-1xx`).
-                head_buf.drain(..head.head_len);
-                continue;
+        match pass_head(job, head_buf, read, fields, sink)? {
+            Some(rest) => {
+                owned = rest;
+                body = &owned;
             }
-            let mut lines = Vec::with_capacity(512);
-            response::write_client_headers(
-                head_buf,
-                &head,
-                fields,
-                &http.opts.header,
-                &mut http.sent.remap,
-                &mut lines,
-            );
-            let pairs = pairs_of(&lines);
-            let upgrade = head.kind == Kind::Switching;
-            let (content_length, bodiless) = match head.framing {
-                Framing::Length(n) => (Some(n), false),
-                // A HEAD answer announces the length of the GET's body.
-                Framing::None if job.head_only => (head.content_length, false),
-                Framing::None => (None, true),
-                Framing::Chunked | Framing::UntilClose | Framing::Tunnel => (None, false),
-            };
-            read.reusable = head.reusable;
-            read.keep_secs = head.keep_alive_timeout;
-            read.body = match head.framing {
-                Framing::None => Body::Done,
-                Framing::Length(0) => Body::Done,
-                Framing::Length(n) => Body::Length(n),
-                Framing::Chunked => Body::Chunked(Box::default()),
-                Framing::UntilClose | Framing::Tunnel => Body::UntilClose,
-            };
-            job.answer = Answer::Streaming;
-            if upgrade {
-                // The client's bytes go to the backend from now on.
-                job.upload.start_tunnel();
-            }
-            sink.head(&AnswerHead {
-                status: head.status,
-                headers: &pairs,
-                content_length,
-                bodiless,
-                upgrade,
-            });
-            owned = head_buf.split_off(head.head_len);
-            head_buf.clear();
-            body = &owned;
-            break;
+            None => return Ok(Step::More),
         }
     }
+    pass_body(read, body, sink)
+}
+
+/// Parses the answer's head in `head_buf` and passes it on once it is
+/// complete: the bytes after it, or `None` while it is not.
+fn pass_head(
+    job: &mut Job,
+    head_buf: &mut Vec<u8>,
+    read: &mut HttpRead,
+    fields: &mut Vec<Field>,
+    sink: &mut dyn Sink,
+) -> Result<Option<Vec<u8>>, String> {
+    let Some(http) = job.http.as_mut() else {
+        return Err("no request".into());
+    };
+    loop {
+        let Some(head) =
+            response::parse_head(head_buf, &http.sent, fields).map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        if head.kind == Kind::Interim {
+            // glint answers 100-continue itself and passes no 1xx on
+            // (`server.h1-discard-backend-1xx`).
+            head_buf.drain(..head.head_len);
+            continue;
+        }
+        let mut lines = Vec::with_capacity(512);
+        response::write_client_headers(
+            head_buf,
+            &head,
+            fields,
+            &http.opts.header,
+            &mut http.sent.remap,
+            &mut lines,
+        );
+        start_answer(job, read, &head, &pairs_of(&lines), sink);
+        let rest = head_buf.split_off(head.head_len);
+        head_buf.clear();
+        return Ok(Some(rest));
+    }
+}
+
+/// The answer's head `head` (its header lines as `pairs`) goes to the
+/// client; `read` and `job` take the framing of the body that follows.
+fn start_answer(
+    job: &mut Job,
+    read: &mut HttpRead,
+    head: &response::Head,
+    pairs: &[(String, Vec<u8>)],
+    sink: &mut dyn Sink,
+) {
+    let upgrade = head.kind == Kind::Switching;
+    let (content_length, bodiless) = match head.framing {
+        Framing::Length(n) => (Some(n), false),
+        // A HEAD answer announces the length of the GET's body.
+        Framing::None if job.head_only => (head.content_length, false),
+        Framing::None => (None, true),
+        Framing::Chunked | Framing::UntilClose | Framing::Tunnel => (None, false),
+    };
+    read.reusable = head.reusable;
+    read.keep_secs = head.keep_alive_timeout;
+    read.body = match head.framing {
+        Framing::None => Body::Done,
+        Framing::Length(0) => Body::Done,
+        Framing::Length(n) => Body::Length(n),
+        Framing::Chunked => Body::Chunked(Box::default()),
+        Framing::UntilClose | Framing::Tunnel => Body::UntilClose,
+    };
+    job.answer = Answer::Streaming;
+    if upgrade {
+        // The client's bytes go to the backend from now on.
+        job.upload.start_tunnel();
+    }
+    sink.head(&AnswerHead {
+        status: head.status,
+        headers: pairs,
+        content_length,
+        bodiless,
+        upgrade,
+    });
+}
+
+/// Passes body bytes on in the answer's framing.
+fn pass_body(read: &mut HttpRead, body: &[u8], sink: &mut dyn Sink) -> Result<Step, String> {
     match &mut read.body {
         Body::Head => Ok(Step::More),
         Body::Done => {
@@ -214,8 +247,9 @@ pub(super) fn complete_at_close(read: &HttpRead) -> Result<(), String> {
 }
 
 /// `Name: value\r\n` lines as (name, value) pairs; glint frames the body
-/// itself, so `Content-Length` is left out (the sink has it as a number),
-/// and `Date` and `Server` are glint's.
+/// itself, so `Content-Length` is left out (the sink has it as a number).
+/// The backend's `Date` and `Server` are passed on (glint then writes
+/// neither of its own), as lighttpd does.
 fn pairs_of(lines: &[u8]) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::with_capacity(16);
     for line in lines.split(|&b| b == b'\n') {
@@ -224,12 +258,7 @@ fn pairs_of(lines: &[u8]) -> Vec<(String, Vec<u8>)> {
             continue;
         };
         let name = &line[..colon];
-        // glint writes its own Date and Server (a second of either would
-        // be two values of a field that has one).
-        if name.eq_ignore_ascii_case(b"content-length")
-            || name.eq_ignore_ascii_case(b"date")
-            || name.eq_ignore_ascii_case(b"server")
-        {
+        if name.eq_ignore_ascii_case(b"content-length") {
             continue;
         }
         let value = line[colon + 1..]
@@ -254,6 +283,9 @@ mod tests {
             p,
             [
                 ("Content-Type".to_string(), b"text/plain".to_vec()),
+                // The backend's Date and Server go on (glint's then do not).
+                ("Date".to_string(), b"x".to_vec()),
+                ("Server".to_string(), b"y".to_vec()),
                 ("X-A".to_string(), b"b: c".to_vec())
             ]
         );

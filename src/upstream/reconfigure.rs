@@ -4,7 +4,7 @@
 use std::process::Child;
 
 use super::process::{retire_step, spawn};
-use super::{Gateways, Host, Spawner};
+use super::{Gateways, Host, Route, Spawner};
 use crate::config::Config;
 
 impl Gateways {
@@ -20,7 +20,30 @@ impl Gateways {
     /// route is gone gets 503 when it next needs a backend.
     pub fn reconfigure(&mut self, c: &Config, now: u64) -> Result<(), String> {
         let mut next = Gateways::from_config(c)?;
-        // Which running backend each new one is.
+        let same = self.same_hosts(&next);
+        // Start the new spawned backends first: a failure leaves everything as it was.
+        let started = self.start_new(&next, &same, now)?;
+        for (j, c) in started {
+            next.hosts[j].child = Some(c);
+        }
+        let map = self.carry_hosts(&mut next, &same);
+        let routes = self.map_routes(&next, &map);
+        self.hand_over(&mut next, &map, &routes);
+        *self = next;
+        // Retired backends keep no connection; nor do ones that now share
+        // their address with another.
+        self.settle_keep();
+        let stop = !self.retire_held;
+        let now_retired = self.hosts.iter_mut().filter(|h| h.retired);
+        for h in now_retired {
+            retire_step(h, stop);
+        }
+        Ok(())
+    }
+
+    /// Which running backend each of `next`'s is (the same options), each
+    /// running one taken at most once.
+    fn same_hosts(&self, next: &Gateways) -> Vec<Option<usize>> {
         let mut taken = vec![false; self.hosts.len()];
         let mut same: Vec<Option<usize>> = Vec::with_capacity(next.hosts.len());
         for nh in &next.hosts {
@@ -31,7 +54,19 @@ impl Gateways {
             }
             same.push(found);
         }
-        // Start the new spawned backends first: a failure leaves everything as it was.
+        same
+    }
+
+    /// Starts the processes of `next`'s spawned backends that are not
+    /// running yet: the children with the index of their host. When one
+    /// cannot be started, those started are stopped again and the error
+    /// is returned.
+    fn start_new(
+        &mut self,
+        next: &Gateways,
+        same: &[Option<usize>],
+        now: u64,
+    ) -> Result<Vec<(usize, Child)>, String> {
         let mut started: Vec<(usize, Child)> = Vec::new();
         for (j, nh) in next.hosts.iter().enumerate() {
             // A worker process leaves them to its supervisor.
@@ -56,36 +91,44 @@ impl Gateways {
                         "{}: cannot start backend on {}: {e}",
                         nh.spec.label, nh.spec.addr
                     );
-                    for (j, c) in started {
-                        let _ = nix::sys::signal::killpg(
-                            nix::unistd::Pid::from_raw(c.id() as i32),
-                            nix::sys::signal::Signal::SIGKILL,
-                        );
-                        // A running backend whose socket path was taken over
-                        // must listen there again.
-                        for h in &mut self.hosts {
-                            if h.spec.addr == next.hosts[j].spec.addr && h.child.is_some() {
-                                if let Some(mut old) = h.child.take() {
-                                    let _ = nix::sys::signal::killpg(
-                                        nix::unistd::Pid::from_raw(old.id() as i32),
-                                        nix::sys::signal::Signal::SIGKILL,
-                                    );
-                                    let _ = old.wait();
-                                }
-                                h.respawn_at = Some(now);
-                            }
-                        }
-                        let mut c = c;
-                        let _ = c.wait();
-                    }
+                    self.undo_starts(next, started, now);
                     return Err(why);
                 }
             }
         }
+        Ok(started)
+    }
+
+    /// Stops the processes `started` for `next`'s hosts.
+    fn undo_starts(&mut self, next: &Gateways, started: Vec<(usize, Child)>, now: u64) {
         for (j, c) in started {
-            next.hosts[j].child = Some(c);
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            // A running backend whose socket path was taken over
+            // must listen there again.
+            for h in &mut self.hosts {
+                if h.spec.addr == next.hosts[j].spec.addr && h.child.is_some() {
+                    if let Some(mut old) = h.child.take() {
+                        let _ = nix::sys::signal::killpg(
+                            nix::unistd::Pid::from_raw(old.id() as i32),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                        let _ = old.wait();
+                    }
+                    h.respawn_at = Some(now);
+                }
+            }
+            let mut c = c;
+            let _ = c.wait();
         }
-        // Carry the running state over; the rest retires.
+    }
+
+    /// Carries the running state of each kept backend over to `next`; the
+    /// rest that still has work retires there. The new index of each
+    /// running host.
+    fn carry_hosts(&mut self, next: &mut Gateways, same: &[Option<usize>]) -> Vec<Option<usize>> {
         let mut map: Vec<Option<usize>> = vec![None; self.hosts.len()];
         for (j, found) in same.iter().enumerate() {
             if let Some(i) = *found {
@@ -113,23 +156,28 @@ impl Gateways {
                 ..old
             });
         }
-        let routes: Vec<Option<usize>> = self
-            .routes
+        map
+    }
+
+    /// The route of `next` each running route's requests move to (`map`:
+    /// the new index of each running host).
+    fn map_routes(&self, next: &Gateways, map: &[Option<usize>]) -> Vec<Option<usize>> {
+        self.routes
             .iter()
             .map(|r| {
-                let alike = |n: &&super::Route| {
+                let alike = |n: &&Route| {
                     n.pattern == r.pattern
                         && n.protocol == r.protocol
                         && n.authorizer == r.authorizer
                 };
-                let same_hosts = |n: &&super::Route| {
+                let same_hosts = |n: &&Route| {
                     n.hosts.len() == r.hosts.len()
                         && n.hosts
                             .iter()
                             .zip(&r.hosts)
                             .all(|(&nh, &oh)| map.get(oh).copied().flatten() == Some(nh))
                 };
-                let pick = |f: &dyn Fn(&&super::Route) -> bool| {
+                let pick = |f: &dyn Fn(&&Route) -> bool| {
                     next.routes
                         .iter()
                         .enumerate()
@@ -140,7 +188,12 @@ impl Gateways {
                     .or_else(|| pick(&|n| n.scope == r.scope))
                     .or_else(|| pick(&|_| true))
             })
-            .collect();
+            .collect()
+    }
+
+    /// Moves the connections, jobs, queues and counters under way over to
+    /// `next`, renumbered by `map` (hosts) and `routes`.
+    fn hand_over(&mut self, next: &mut Gateways, map: &[Option<usize>], routes: &[Option<usize>]) {
         next.conns = std::mem::take(&mut self.conns);
         for (_, b) in next.conns.iter_mut() {
             b.host = map.get(b.host).copied().flatten().unwrap_or(usize::MAX);
@@ -166,15 +219,5 @@ impl Gateways {
         next.retire_held = self.retire_held;
         next.opened = self.opened;
         next.reused = self.reused;
-        *self = next;
-        // Retired backends keep no connection; nor do ones that now share
-        // their address with another.
-        self.settle_keep();
-        let stop = !self.retire_held;
-        let now_retired = self.hosts.iter_mut().filter(|h| h.retired);
-        for h in now_retired {
-            retire_step(h, stop);
-        }
-        Ok(())
     }
 }

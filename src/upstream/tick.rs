@@ -84,7 +84,10 @@ impl Gateways {
                 // whose own idle time-out applies.
                 continue;
             };
-            if now.saturating_sub(since) >= limit {
+            // Whole seconds: `>=` would fire a 1 s limit within a
+            // millisecond of a byte read at the end of a second (the body
+            // after a head already sent, cut); `>` waits 1-2 s, as lighttpd.
+            if now.saturating_sub(since) > limit {
                 expired.push((bkey, job, what));
             }
         }

@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use crate::config::Settings;
 use crate::msg::status::itoa_u64;
+use crate::proto::h1::encode::has_field;
 
 /// A field list built in one buffer, reused from head to head.
 #[derive(Debug, Default)]
@@ -45,6 +46,23 @@ impl FieldBuf {
         self.clear();
         self.push(b"date", date);
         if !settings.tag.is_empty() {
+            self.push(b"server", settings.tag.as_bytes());
+        }
+    }
+
+    /// `date` and `server` for a backend's answer: the backend's own, when
+    /// it sent them, instead of glint's (one value each).
+    pub fn start_answer(
+        &mut self,
+        settings: &Settings,
+        date: &[u8],
+        headers: &[(String, Vec<u8>)],
+    ) {
+        self.clear();
+        if !has_field(headers, "date") {
+            self.push(b"date", date);
+        }
+        if !settings.tag.is_empty() && !has_field(headers, "server") {
             self.push(b"server", settings.tag.as_bytes());
         }
     }

@@ -117,7 +117,7 @@ impl StreamSink<'_> {
             return;
         };
         let settings = Rc::clone(&g.start.settings);
-        self.fields.start(&settings, &self.date);
+        self.fields.start_answer(&settings, &self.date, headers);
         for (k, v) in headers {
             self.fields.push(k.as_bytes(), v);
         }

@@ -42,6 +42,11 @@ pub struct Head<'a> {
     pub minor: u8,
 }
 
+/// A backend's answer carries a field of this name.
+pub fn has_field(pairs: &[(String, Vec<u8>)], name: &str) -> bool {
+    pairs.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+}
+
 /// Writes a response head into `out`: status line, `Date`, `Server`, the
 /// fields, the framing, `Connection` as the version needs it, the
 /// configured `setenv.*-response-header`s, the empty line. Returns its length.
@@ -58,13 +63,22 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
             m.extend_from_slice(b"\r\n");
         }
     }
-    m.extend_from_slice(b"Date: ");
-    m.extend_from_slice(h.date);
-    if !h.settings.tag.is_empty() {
-        m.extend_from_slice(b"\r\nServer: ");
-        m.extend_from_slice(h.settings.tag.as_bytes());
+    // A backend's own Date and Server are passed on in place of glint's
+    // (as lighttpd does): one value each, never two.
+    let (own_date, own_server) = match h.fields {
+        Fields::Pairs(pairs) => (!has_field(pairs, "date"), !has_field(pairs, "server")),
+        Fields::Lines(_) => (true, true),
+    };
+    if own_date {
+        m.extend_from_slice(b"Date: ");
+        m.extend_from_slice(h.date);
+        m.extend_from_slice(b"\r\n");
     }
-    m.extend_from_slice(b"\r\n");
+    if own_server && !h.settings.tag.is_empty() {
+        m.extend_from_slice(b"Server: ");
+        m.extend_from_slice(h.settings.tag.as_bytes());
+        m.extend_from_slice(b"\r\n");
+    }
     // `setenv.set-response-header` replaces a field of the same name (an
     // empty value removes it), as lighttpd's mod_setenv.
     let set = &h.settings.setenv_set_response_header;

@@ -8,6 +8,10 @@
 //! global block and once per conditional block on a clone of the spec the
 //! block inherits, as lighttpd's `mod_deflate_patch_config()` overrides.
 
+mod loadavg;
+
+pub use loadavg::{parse_loadavg, LoadAvg};
+
 use super::Coding;
 
 /// A configuration value, shaped as glint's configuration parser makes them.
@@ -207,18 +211,7 @@ impl DeflateSpec {
         };
         match key {
             "deflate.mimetypes" | "compress.filetype" => {
-                self.mimetypes = string_list(key, value)?
-                    .into_iter()
-                    .map(|mut m| {
-                        if m.len() > 2 && m.ends_with('*') {
-                            m.pop();
-                        }
-                        if m == "application/javascript" {
-                            m = "text/javascript".to_string();
-                        }
-                        m
-                    })
-                    .collect();
+                self.mimetypes = mimetypes(key, value)?;
                 Ok(renamed("compress.filetype", "deflate.mimetypes"))
             }
             "deflate.allowed-encodings" | "compress.allowed-encodings" => {
@@ -282,23 +275,7 @@ impl DeflateSpec {
                 Ok(None)
             }
             "glint.static-precompressed" => {
-                let mut list = Vec::new();
-                for name in string_list(key, value)? {
-                    let c = match name.as_str() {
-                        "br" => Coding::Br,
-                        "zstd" => Coding::Zstd,
-                        "gzip" => Coding::Gzip,
-                        other => {
-                            return Err(format!(
-                                "{key}: unknown coding \"{other}\" (glint knows \"br\" .br, \"zstd\" .zst, \"gzip\" .gz)"
-                            ))
-                        }
-                    };
-                    if !list.contains(&c) {
-                        list.push(c);
-                    }
-                }
-                self.precompressed = list;
+                self.precompressed = precompressed(key, value)?;
                 Ok(None)
             }
             _ => Err(format!("{key}: not a compression option")),
@@ -383,6 +360,45 @@ impl DeflateSpec {
             out_budget: self.out_budget(),
         }
     }
+}
+
+/// `deflate.mimetypes`: a trailing `*` of a prefix dropped, and
+/// `application/javascript` as `text/javascript`.
+fn mimetypes(key: &str, value: &OptValue) -> Result<Vec<String>, String> {
+    Ok(string_list(key, value)?
+        .into_iter()
+        .map(|mut m| {
+            if m.len() > 2 && m.ends_with('*') {
+                m.pop();
+            }
+            if m == "application/javascript" {
+                m = "text/javascript".to_string();
+            }
+            m
+        })
+        .collect())
+}
+
+/// `glint.static-precompressed`: the codings whose files glint looks for,
+/// in order, each once.
+fn precompressed(key: &str, value: &OptValue) -> Result<Vec<Coding>, String> {
+    let mut list = Vec::new();
+    for name in string_list(key, value)? {
+        let c = match name.as_str() {
+            "br" => Coding::Br,
+            "zstd" => Coding::Zstd,
+            "gzip" => Coding::Gzip,
+            other => {
+                return Err(format!(
+                    "{key}: unknown coding \"{other}\" (glint knows \"br\" .br, \"zstd\" .zst, \"gzip\" .gz)"
+                ))
+            }
+        };
+        if !list.contains(&c) {
+            list.push(c);
+        }
+    }
+    Ok(list)
 }
 
 fn string_list(key: &str, value: &OptValue) -> Result<Vec<String>, String> {
@@ -541,54 +557,4 @@ fn parse_params(key: &str, value: &OptValue) -> Result<(Params, Option<String>),
         }
     }
     Ok((p, warning))
-}
-
-/// The 1-minute load average from `/proc/loadavg`, read at most once per
-/// [`LoadAvg::REFRESH_SECS`]: the kernel recomputes it every 5 s
-/// (LOAD_FREQ), so reading more often returns the same number. lighttpd
-/// reads it every 30 s.
-#[derive(Debug)]
-pub struct LoadAvg {
-    value: f64,
-    read_at: Option<u64>,
-    source: fn() -> Option<f64>,
-}
-
-impl Default for LoadAvg {
-    fn default() -> Self {
-        LoadAvg::with_source(|| parse_loadavg(&std::fs::read_to_string("/proc/loadavg").ok()?))
-    }
-}
-
-impl LoadAvg {
-    pub const REFRESH_SECS: u64 = 5;
-
-    /// A cache over another reader (tests).
-    pub fn with_source(source: fn() -> Option<f64>) -> LoadAvg {
-        LoadAvg {
-            value: 0.0,
-            read_at: None,
-            source,
-        }
-    }
-
-    /// The load at `now` (seconds on any monotonic clock the caller keeps).
-    /// A failed read keeps the last value (0.0 at first), as lighttpd does.
-    pub fn get(&mut self, now: u64) -> f64 {
-        let fresh = self
-            .read_at
-            .is_some_and(|t| now >= t && now - t < Self::REFRESH_SECS);
-        if !fresh {
-            if let Some(v) = (self.source)() {
-                self.value = v;
-            }
-            self.read_at = Some(now);
-        }
-        self.value
-    }
-}
-
-/// The first field of `/proc/loadavg` ("0.52 0.58 0.59 1/389 12345").
-pub fn parse_loadavg(text: &str) -> Option<f64> {
-    text.split_ascii_whitespace().next()?.parse().ok()
 }

@@ -1,0 +1,460 @@
+//! HTTP Digest (RFC 7616) as lighttpd 1.4.69's mod_auth does it: MD5,
+//! SHA-256 and SHA-512-256, each also as `-sess`; `qop=auth` or no qop (RFC
+//! 2069 clients); `qop=auth-int` is refused with 400, as lighttpd refuses it;
+//! `userhash` and `username*` (RFC 8187) are understood; no `opaque` is sent.
+//! lighttpd does not track `nc`, and neither does glint: replay inside the
+//! nonce's 10 minutes is not detected.
+
+use md5::Md5;
+use sha2::digest::Digest;
+use sha2::{Sha256, Sha512_256};
+
+use super::check::{AuthRequest, AuthType, Backend, Grant, Outcome};
+use super::nonce::{NonceCheck, NonceKey, NEXTNONCE_AFTER};
+use super::require::{BackendKind, Require};
+
+mod params;
+
+pub use params::{
+    decode_ext_value, parse_params, DigestParams, MAX_HEADER, MAX_PARAMS, MAX_USERNAME,
+};
+
+/// A Digest hash function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DigestAlgorithm {
+    Md5,
+    Sha256,
+    Sha512_256,
+}
+
+/// A digest of up to 32 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hashed {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl Hashed {
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+    pub fn hex(&self) -> String {
+        super::hex(self.as_slice())
+    }
+    /// A digest from raw bytes (an HA1 read from a file); `None` past 32 bytes.
+    pub fn from_slice(b: &[u8]) -> Option<Hashed> {
+        let mut buf = [0u8; 32];
+        buf.get_mut(..b.len())?.copy_from_slice(b);
+        Some(Hashed { buf, len: b.len() })
+    }
+}
+
+impl DigestAlgorithm {
+    /// `MD5`, `SHA-256`, `SHA-512-256`, each optionally `-sess`, ASCII
+    /// case-blind; returns the algorithm and whether `-sess` was given.
+    pub fn parse(s: &str) -> Option<(DigestAlgorithm, bool)> {
+        let (base, sess) = match s
+            .len()
+            .checked_sub(5)
+            .and_then(|i| s.get(i..).map(|t| (i, t)))
+        {
+            Some((i, t)) if t.eq_ignore_ascii_case("-sess") => (&s[..i], true),
+            _ => (s, false),
+        };
+        let algo = if base.eq_ignore_ascii_case("MD5") {
+            DigestAlgorithm::Md5
+        } else if base.eq_ignore_ascii_case("SHA-256") {
+            DigestAlgorithm::Sha256
+        } else if base.eq_ignore_ascii_case("SHA-512-256") {
+            DigestAlgorithm::Sha512_256
+        } else {
+            return None;
+        };
+        Some((algo, sess))
+    }
+
+    /// The name in challenges.
+    pub fn name(self) -> &'static str {
+        match self {
+            DigestAlgorithm::Md5 => "MD5",
+            DigestAlgorithm::Sha256 => "SHA-256",
+            DigestAlgorithm::Sha512_256 => "SHA-512-256",
+        }
+    }
+
+    /// Digest length in bytes.
+    pub fn digest_len(self) -> usize {
+        match self {
+            DigestAlgorithm::Md5 => 16,
+            DigestAlgorithm::Sha256 | DigestAlgorithm::Sha512_256 => 32,
+        }
+    }
+
+    /// Challenge order, strongest first (lighttpd: SHA-512-256, SHA-256, MD5).
+    pub fn strength(self) -> u8 {
+        match self {
+            DigestAlgorithm::Md5 => 0,
+            DigestAlgorithm::Sha256 => 1,
+            DigestAlgorithm::Sha512_256 => 2,
+        }
+    }
+
+    /// The hash of the concatenation of `parts`.
+    pub fn hash(self, parts: &[&[u8]]) -> Hashed {
+        fn run<D: Digest>(parts: &[&[u8]]) -> Hashed {
+            let mut d = D::new();
+            for p in parts {
+                d.update(p);
+            }
+            let out = d.finalize();
+            let mut buf = [0u8; 32];
+            buf[..out.len()].copy_from_slice(&out);
+            Hashed {
+                buf,
+                len: out.len(),
+            }
+        }
+        match self {
+            DigestAlgorithm::Md5 => run::<Md5>(parts),
+            DigestAlgorithm::Sha256 => run::<Sha256>(parts),
+            DigestAlgorithm::Sha512_256 => run::<Sha512_256>(parts),
+        }
+    }
+
+    /// HA1 = H(username ":" realm ":" password).
+    pub fn ha1(self, user: &[u8], realm: &[u8], password: &[u8]) -> Hashed {
+        self.hash(&[user, b":", realm, b":", password])
+    }
+}
+
+/// The expected `response` (RFC 7616 section 3.4.1) from the binary HA1.
+#[allow(clippy::too_many_arguments)]
+pub fn expected_response(
+    algo: DigestAlgorithm,
+    sess: bool,
+    ha1: &Hashed,
+    nonce: &[u8],
+    cnonce: &[u8],
+    nc: &[u8],
+    qop: Option<&[u8]>,
+    method: &[u8],
+    uri: &[u8],
+) -> Hashed {
+    let mut a1 = ha1.hex();
+    if sess {
+        // RFC 2617 erratum 1649: H(A1) for -sess hashes the hex HA1.
+        a1 = algo.hash(&[a1.as_bytes(), b":", nonce, b":", cnonce]).hex();
+    }
+    let a2 = algo.hash(&[method, b":", uri]).hex();
+    match qop {
+        Some(q) => algo.hash(&[
+            a1.as_bytes(),
+            b":",
+            nonce,
+            b":",
+            nc,
+            b":",
+            cnonce,
+            b":",
+            q,
+            b":",
+            a2.as_bytes(),
+        ]),
+        None => algo.hash(&[a1.as_bytes(), b":", nonce, b":", a2.as_bytes()]),
+    }
+}
+
+/// Quotes a realm for a challenge (RFC 7230 quoted-string).
+pub(crate) fn quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            q.push('\\');
+        }
+        q.push(c);
+    }
+    q.push('"');
+    q
+}
+
+/// The `WWW-Authenticate` values for a Digest rule: one per algorithm,
+/// strongest first; after a stale nonce only the client's algorithm, with `stale=true`.
+pub fn digest_challenge(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    stale: Option<DigestAlgorithm>,
+) -> Vec<String> {
+    let key = rule.nonce_key.as_ref().unwrap_or(key);
+    let algos = match stale {
+        Some(a) => vec![a],
+        None => rule.algorithms.clone(),
+    };
+    algos
+        .into_iter()
+        .map(|a| {
+            let mut v = format!(
+                "Digest realm={}, charset=\"UTF-8\", algorithm={}, nonce=\"{}\", qop=\"auth\"",
+                quote(&rule.realm),
+                a.name(),
+                key.make(now, a, &rule.realm)
+            );
+            if rule.userhash {
+                v.push_str(", userhash=true");
+            }
+            if stale.is_some() {
+                v.push_str(", stale=true");
+            }
+            v
+        })
+        .collect()
+}
+
+fn unauthorized(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    close: bool,
+    log: Option<String>,
+) -> Outcome {
+    Outcome::Unauthorized {
+        www_authenticate: digest_challenge(rule, key, now, None),
+        close,
+        log,
+    }
+}
+
+fn bad(log: String) -> Outcome {
+    Outcome::BadRequest {
+        log: format!("digest: {log}"),
+    }
+}
+
+/// Checks `Authorization: Digest` for `rule`, in lighttpd's order: params,
+/// realm, algorithm, response format, qop, uri, nonce, then the user and the
+/// response, then the rule's user list.
+pub fn verify_digest(
+    rule: &Require,
+    backend: Option<Backend<'_>>,
+    key: &NonceKey,
+    req: &AuthRequest<'_>,
+) -> Outcome {
+    match check_digest(rule, backend, key, req) {
+        Ok(grant) => Outcome::Granted(grant),
+        Err(refusal) => refusal,
+    }
+}
+
+/// [`verify_digest`]'s steps; each refusal is the [`Outcome`] to answer.
+fn check_digest(
+    rule: &Require,
+    backend: Option<Backend<'_>>,
+    key: &NonceKey,
+    req: &AuthRequest<'_>,
+) -> Result<Grant, Outcome> {
+    let now = req.now;
+    let backend = digest_backend(backend, req)?;
+    let Some(value) = req
+        .authorization
+        .and_then(|v| super::check::strip_scheme(v, b"Digest "))
+    else {
+        return Err(unauthorized(rule, key, now, false, None));
+    };
+    let p = parse_params(value).map_err(|e| bad(format!("malformed Authorization header: {e}")))?;
+    let (Some(realm), Some(nonce), Some(uri), Some(response)) =
+        (&p.realm, &p.nonce, &p.uri, &p.response)
+    else {
+        return Err(bad("missing field".into()));
+    };
+    let (username, userhash) = digest_username(&p)?;
+    if realm.as_slice() != rule.realm.as_bytes() {
+        return Err(unauthorized(
+            rule,
+            key,
+            now,
+            false,
+            Some("digest: realm mismatch".into()),
+        ));
+    }
+    let (algo, sess) = digest_algorithm(rule, key, now, &p)?;
+    let cnonce = p.cnonce.as_deref().unwrap_or(b"");
+    let mut got = [0u8; 32];
+    let got = &mut got[..algo.digest_len()];
+    if super::unhex(response, got).is_none() {
+        return Err(bad(format!(
+            "({}): invalid format",
+            String::from_utf8_lossy(response)
+        )));
+    }
+    check_qop_and_uri(&p, uri, req)?;
+    let nkey = rule.nonce_key.as_ref().unwrap_or(key);
+    let age = check_nonce(rule, key, nkey, nonce, algo, now)?;
+    let Some(users) = backend.users else {
+        let log = format!("digest: no user file configured for {}", req.path);
+        return Err(unauthorized(rule, key, now, true, Some(log)));
+    };
+    // userhash: the client sent H(user:realm); find the user it stands for.
+    let user = if userhash {
+        users.resolve_userhash(&rule.realm, algo, &username.to_ascii_lowercase())
+    } else {
+        Some(username.clone())
+    };
+    let lookup = users.digest_ha1(user.as_deref().unwrap_or(&username), &rule.realm, algo);
+    let qop = p.qop.as_deref();
+    let nc = p.nc.as_deref().unwrap_or(b"");
+    let method = req.method.as_bytes();
+    let want = expected_response(algo, sess, &lookup.ha1, nonce, cnonce, nc, qop, method, uri);
+    let ok = super::ct_eq(want.as_slice(), got);
+    let (Some(user), true, true) = (user, lookup.known, ok) else {
+        return Err(auth_failed(rule, key, now, &username, lookup.known));
+    };
+    if !rule.matches(Some(&user), &[], None) {
+        let log = format!(
+            "digest: user {user} not allowed by require for {}",
+            req.path
+        );
+        return Err(unauthorized(rule, key, now, false, Some(log)));
+    }
+    let authentication_info = (age > NEXTNONCE_AFTER)
+        .then(|| format!("nextnonce=\"{}\"", nkey.make(now, algo, &rule.realm)));
+    Ok(Grant {
+        user,
+        auth_type: Some(AuthType::Digest),
+        authentication_info,
+    })
+}
+
+/// The backend, if it can give a digest HA1 (htpasswd's hashes cannot).
+fn digest_backend<'b>(
+    backend: Option<Backend<'b>>,
+    req: &AuthRequest<'_>,
+) -> Result<Backend<'b>, Outcome> {
+    match backend {
+        None => Err(Outcome::Misconfigured { log: format!("auth.backend not configured for {}", req.path) }),
+        Some(b) if b.kind == BackendKind::Htpasswd => Err(Outcome::Misconfigured {
+            log: format!("auth.require \"method\" => \"digest\" invalid (try \"basic\"?) for {}: htpasswd hashes cannot give the digest HA1", req.path),
+        }),
+        Some(b) => Ok(b),
+    }
+}
+
+/// The user name the client claims (`username`, or `username*` decoded) and
+/// whether it is a userhash; a missing or doubled field is a 400.
+fn digest_username(p: &DigestParams) -> Result<(String, bool), Outcome> {
+    if p.qop.is_some() && (p.nc.is_none() || p.cnonce.is_none())
+        || p.username.is_some() == p.username_star.is_some()
+    {
+        return Err(bad("missing field".into()));
+    }
+    let userhash = p
+        .userhash
+        .as_deref()
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"true"));
+    let username = match (&p.username, &p.username_star) {
+        (_, Some(_)) if userhash => {
+            return Err(bad("invalid \"username*\" with \"userhash\" = true".into()))
+        }
+        (_, Some(star)) => decode_ext_value(star).map_err(|e| bad(e.into()))?,
+        (Some(u), None) => {
+            String::from_utf8(u.clone()).map_err(|_| bad("username is not UTF-8".into()))?
+        }
+        (None, None) => return Err(bad("missing field".into())),
+    };
+    Ok((username, userhash))
+}
+
+/// The algorithm the client chose, if `rule` allows it, and whether it is a
+/// `-sess` one (which needs a `cnonce`).
+fn digest_algorithm(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    p: &DigestParams,
+) -> Result<(DigestAlgorithm, bool), Outcome> {
+    let algo_text = String::from_utf8_lossy(p.algorithm.as_deref().unwrap_or(b"MD5")).into_owned();
+    let (algo, sess) = match DigestAlgorithm::parse(&algo_text) {
+        Some((a, s)) if rule.algorithms.contains(&a) => (a, s),
+        _ => {
+            let log = format!("digest: ({algo_text}): invalid");
+            return Err(unauthorized(rule, key, now, false, Some(log)));
+        }
+    };
+    if sess && p.cnonce.is_none() {
+        return Err(bad(format!("({algo_text}): missing field")));
+    }
+    Ok((algo, sess))
+}
+
+/// `qop` must be absent or `auth`; `uri` must be the request's target.
+fn check_qop_and_uri(p: &DigestParams, uri: &[u8], req: &AuthRequest<'_>) -> Result<(), Outcome> {
+    match p.qop.as_deref() {
+        None => {}
+        Some(q) if q.eq_ignore_ascii_case(b"auth") => {}
+        Some(q) if q.eq_ignore_ascii_case(b"auth-int") => {
+            return Err(bad("qop=auth-int not supported".into()))
+        }
+        Some(q) => {
+            return Err(bad(format!(
+                "qop={} not supported",
+                String::from_utf8_lossy(q)
+            )))
+        }
+    }
+    if uri != req.target {
+        return Err(bad(format!(
+            "auth failed: uri mismatch ({} != {})",
+            String::from_utf8_lossy(req.target),
+            String::from_utf8_lossy(uri)
+        )));
+    }
+    Ok(())
+}
+
+/// The nonce's age if `nkey` issued it and it is fresh; otherwise the 401
+/// (stale: a new challenge) or 400 to answer.
+fn check_nonce(
+    rule: &Require,
+    key: &NonceKey,
+    nkey: &NonceKey,
+    nonce: &[u8],
+    algo: DigestAlgorithm,
+    now: i64,
+) -> Result<i64, Outcome> {
+    match nkey.check(nonce, algo, &rule.realm, now) {
+        NonceCheck::Valid { age } => Ok(age),
+        NonceCheck::Stale => Err(Outcome::Unauthorized {
+            www_authenticate: digest_challenge(rule, key, now, Some(algo)),
+            close: false,
+            log: None,
+        }),
+        NonceCheck::Forged => Err(unauthorized(
+            rule,
+            key,
+            now,
+            false,
+            Some("digest: nonce mismatch".into()),
+        )),
+        // A nonce not in glint's form (another server's, a client's
+        // garbage): as lighttpd without a nonce-secret, the client is asked
+        // to try again with a fresh one (401, stale=true); with a
+        // nonce-secret lighttpd refuses it with 400.
+        NonceCheck::Malformed if rule.nonce_key.is_some() => Err(bad("nonce invalid".into())),
+        NonceCheck::Malformed => Err(Outcome::Unauthorized {
+            www_authenticate: digest_challenge(rule, key, now, Some(algo)),
+            close: false,
+            log: Some("digest: nonce not issued here; asking for a fresh one".into()),
+        }),
+    }
+}
+
+/// The 401 for a wrong response or an unknown user (the connection closes).
+fn auth_failed(rule: &Require, key: &NonceKey, now: i64, username: &str, known: bool) -> Outcome {
+    let why = if known {
+        "wrong password"
+    } else {
+        "unknown user"
+    };
+    let log = format!("digest: auth failed for {username}: {why}");
+    unauthorized(rule, key, now, true, Some(log))
+}

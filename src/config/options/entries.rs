@@ -1,0 +1,353 @@
+//! [`Settings`] back into `(option, value)` pairs, for `-p`.
+
+use crate::config::settings::Settings;
+use crate::config::value::Value;
+
+/// `ssl.*` options for `-p`.
+fn ssl_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    if s.ssl_engine {
+        put("ssl.engine", bool_value(true));
+    }
+    let o = &s.ssl;
+    for (k, v) in [
+        ("ssl.pemfile", &o.pemfile),
+        ("ssl.privkey", &o.privkey),
+        ("ssl.ca-file", &o.ca_file),
+        ("ssl.ca-dn-file", &o.ca_dn_file),
+        ("ssl.ca-crl-file", &o.ca_crl_file),
+        ("ssl.stapling-file", &o.stapling_file),
+        ("ssl.verifyclient.username", &o.verifyclient_username),
+        ("ssl.acme-tls-1", &o.acme_tls_1),
+        ("ssl.cipher-list", &s.ssl_cipher_list),
+        ("ssl.stek-file", &s.ssl_stek_file),
+    ] {
+        if let Some(v) = v {
+            put(k, Value::Str(v.clone()));
+        }
+    }
+    for (k, b) in [
+        ("ssl.verifyclient.activate", o.verifyclient_activate),
+        ("ssl.verifyclient.enforce", o.verifyclient_enforce),
+        ("ssl.verifyclient.exportcert", o.verifyclient_exportcert),
+        ("ssl.read-ahead", o.read_ahead),
+        (
+            "ssl.disable-client-renegotiation",
+            o.disable_client_renegotiation,
+        ),
+        ("ssl.honor-cipher-order", s.ssl_honor_cipher_order),
+    ] {
+        if let Some(b) = b {
+            put(k, bool_value(b));
+        }
+    }
+    if let Some(d) = o.verifyclient_depth {
+        put("ssl.verifyclient.depth", Value::Int(i64::from(d)));
+    }
+    if !s.ssl_conf_cmd.is_empty() {
+        put("ssl.openssl.ssl-conf-cmd", pairs_value(&s.ssl_conf_cmd));
+    }
+}
+
+fn bool_value(b: bool) -> Value {
+    Value::Str(if b { "enable" } else { "disable" }.into())
+}
+
+fn list_value(l: &[String]) -> Value {
+    Value::Array(l.iter().map(|s| (None, Value::Str(s.clone()))).collect())
+}
+
+fn pairs_value(l: &[(String, String)]) -> Value {
+    Value::Array(
+        l.iter()
+            .map(|(k, v)| (Some(k.clone()), Value::Str(v.clone())))
+            .collect(),
+    )
+}
+
+/// Every option of `s` as `(key, value)`, in the order of [`super::apply`]'s
+/// options; unset optional options are left out. Applying them all to
+/// `Settings::default()` gives back `s` (bar `document_root_origin`).
+pub fn entries(s: &Settings) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    let mut put = |k: &str, v: Value| out.push((k.to_string(), v));
+    server_entries(s, &mut put);
+    static_entries(s, &mut put);
+    ssl_entries(s, &mut put);
+    module_entries(s, &mut put);
+    auth_forward_entries(s, &mut put);
+    userdir_proxy_entries(s, &mut put);
+    for (k, v) in &s.raw {
+        put(k, v.clone());
+    }
+    for (k, v) in &s.deflate_options {
+        put(k, v.clone());
+    }
+    out
+}
+
+/// An optional string option's value, if set.
+fn opt(o: &Option<String>) -> Option<Value> {
+    o.as_ref().map(|s| Value::Str(s.clone()))
+}
+
+fn int(n: u64) -> Value {
+    Value::Int(n as i64)
+}
+
+/// The core's `server.*` options.
+fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    if let Some(d) = &s.document_root {
+        put(
+            "server.document-root",
+            Value::Str(d.to_string_lossy().into_owned()),
+        );
+    }
+    put("server.port", int(u64::from(s.port)));
+    if let Some(v) = opt(&s.bind) {
+        put("server.bind", v);
+    }
+    put("server.tag", Value::Str(s.tag.clone()));
+    for (k, o) in [
+        ("server.name", &s.server_name),
+        ("server.errorlog", &s.errorlog),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("server.modules", list_value(&s.modules));
+    for (k, n) in [
+        ("server.max-keep-alive-requests", s.max_keep_alive_requests),
+        ("server.max-keep-alive-idle", s.max_keep_alive_idle),
+        ("server.max-read-idle", s.max_read_idle),
+        ("server.max-write-idle", s.max_write_idle),
+        ("server.max-connections", s.max_connections),
+        ("server.max-fds", s.max_fds),
+    ] {
+        put(k, int(u64::from(n)));
+    }
+    put("server.max-request-size", int(s.max_request_size_kb));
+    put(
+        "server.max-request-field-size",
+        int(u64::from(s.max_request_field_size)),
+    );
+    put("server.h2proto", bool_value(s.h2proto));
+    put("server.h2c", bool_value(s.h2c));
+    put("server.follow-symlink", bool_value(s.follow_symlink));
+    put("server.range-requests", bool_value(s.range_requests));
+    for (k, o) in [
+        ("server.errorfile-prefix", &s.errorfile_prefix),
+        ("server.error-handler-404", &s.error_handler_404),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+}
+
+/// Listings, index files, types, ETags, the access log and mod_access, and
+/// the listening sockets' options.
+fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    put("dir-listing.activate", bool_value(s.dir_listing));
+    put(
+        "dir-listing.hide-dotfiles",
+        bool_value(s.dir_listing_hide_dotfiles),
+    );
+    put("index-file.names", list_value(&s.index_file_names));
+    put("mimetype.assign", pairs_value(&s.mimetype_assign));
+    put(
+        "static-file.exclude-extensions",
+        list_value(&s.static_file_exclude_extensions),
+    );
+    put("static-file.etags", bool_value(s.static_file_etags));
+    put("etag.use-inode", bool_value(s.etag_use_inode));
+    put("etag.use-mtime", bool_value(s.etag_use_mtime));
+    put("etag.use-size", bool_value(s.etag_use_size));
+    for (k, o) in [
+        ("accesslog.filename", &s.accesslog_filename),
+        ("accesslog.format", &s.accesslog_format),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("url.access-deny", list_value(&s.url_access_deny));
+    put("url.access-allow", list_value(&s.url_access_allow));
+    put(
+        "server.force-lowercase-filenames",
+        bool_value(s.force_lowercase_filenames),
+    );
+    if let Some(v) = opt(&s.error_handler) {
+        put("server.error-handler", v);
+    }
+    put("dir-listing.exclude", list_value(&s.dir_listing_exclude));
+    put(
+        "dir-listing.hide-readme-file",
+        bool_value(s.dir_listing_hide_readme_file),
+    );
+    put(
+        "dir-listing.hide-header-file",
+        bool_value(s.dir_listing_hide_header_file),
+    );
+    put("server.listen-backlog", int(u64::from(s.listen_backlog)));
+    put("server.use-ipv6", bool_value(s.use_ipv6));
+    put("server.set-v6only", bool_value(s.set_v6only));
+    if let Some(m) = s.socket_perms {
+        put("server.socket-perms", Value::Str(format!("{m:04o}")));
+    }
+    put("server.defer-accept", bool_value(s.defer_accept));
+}
+
+/// Headers, expiry, redirects and rewrites, virtual hosts, the daemon's
+/// options, mod_status and the SCGI/FastCGI tables.
+fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    for (k, p) in [
+        ("setenv.add-response-header", &s.setenv_add_response_header),
+        ("setenv.set-response-header", &s.setenv_set_response_header),
+        ("expire.url", &s.expire_url),
+        ("expire.mimetypes", &s.expire_mimetypes),
+        ("url.redirect", &s.url_redirect),
+    ] {
+        put(k, pairs_value(p));
+    }
+    put("url.redirect-code", int(u64::from(s.url_redirect_code)));
+    for (k, p) in [
+        ("url.rewrite-once", &s.url_rewrite_once),
+        ("url.rewrite-repeat", &s.url_rewrite_repeat),
+        ("url.rewrite-if-not-file", &s.url_rewrite_if_not_file),
+    ] {
+        put(k, pairs_value(p));
+    }
+    for (k, o) in [
+        ("simple-vhost.server-root", &s.simple_vhost_server_root),
+        ("simple-vhost.default-host", &s.simple_vhost_default_host),
+        ("simple-vhost.document-root", &s.simple_vhost_document_root),
+        ("server.username", &s.username),
+        ("server.groupname", &s.groupname),
+        ("server.chroot", &s.chroot),
+        ("server.pid-file", &s.pid_file),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("server.max-worker", int(u64::from(s.max_worker)));
+    put(
+        "server.graceful-shutdown-timeout",
+        int(u64::from(s.graceful_shutdown_timeout)),
+    );
+    put(
+        "server.systemd-socket-activation",
+        bool_value(s.systemd_socket_activation),
+    );
+    for (k, o) in [
+        ("status.status-url", &s.status_url),
+        ("status.statistics-url", &s.status_statistics_url),
+        ("status.config-url", &s.status_config_url),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    if let Some(v) = &s.scgi_server {
+        put("scgi.server", v.clone());
+    }
+    if let Some(v) = &s.fastcgi_server {
+        put("fastcgi.server", v.clone());
+    }
+}
+
+/// mod_auth, mod_extforward, mod_alias, request headers and environment.
+fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    for (k, o) in [
+        ("auth.backend", &s.auth_backend),
+        ("auth.backend.plain.userfile", &s.auth_plain_userfile),
+        ("auth.backend.plain.groupfile", &s.auth_plain_groupfile),
+        ("auth.backend.htpasswd.userfile", &s.auth_htpasswd_userfile),
+        ("auth.backend.htdigest.userfile", &s.auth_htdigest_userfile),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    if let Some(v) = &s.auth_require {
+        put("auth.require", v.clone());
+    }
+    if let Some(n) = s.auth_cache_max_age {
+        put(
+            "auth.cache",
+            Value::Array(vec![(Some("max-age".into()), Value::Int(n))]),
+        );
+    }
+    put("auth.extern-authn", bool_value(s.auth_extern_authn));
+    if !s.extforward_forwarder.is_empty() {
+        put("extforward.forwarder", pairs_value(&s.extforward_forwarder));
+    }
+    if let Some(h) = &s.extforward_headers {
+        put("extforward.headers", list_value(h));
+    }
+    if !s.extforward_params.is_empty() {
+        put("extforward.params", pairs_value(&s.extforward_params));
+    }
+    for (k, p) in [
+        ("alias.url", &s.alias_url),
+        (
+            "url.rewrite-repeat-if-not-file",
+            &s.url_rewrite_repeat_if_not_file,
+        ),
+        ("setenv.add-request-header", &s.setenv_add_request_header),
+        ("setenv.set-request-header", &s.setenv_set_request_header),
+        ("setenv.add-environment", &s.setenv_add_environment),
+        ("setenv.set-environment", &s.setenv_set_environment),
+    ] {
+        if !p.is_empty() {
+            put(k, pairs_value(p));
+        }
+    }
+}
+
+/// mod_userdir, mod_evhost, the rest of mod_dirlisting, the PROXY
+/// protocol and mod_proxy.
+fn userdir_proxy_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    for (k, o) in [
+        ("userdir.path", &s.userdir_path),
+        ("userdir.basepath", &s.userdir_basepath),
+        ("evhost.path-pattern", &s.evhost_path_pattern),
+        ("dir-listing.encoding", &s.dir_listing_encoding),
+        ("dir-listing.external-css", &s.dir_listing_external_css),
+        ("dir-listing.external-js", &s.dir_listing_external_js),
+        ("dir-listing.show-readme", &s.dir_listing_show_readme),
+        ("dir-listing.show-header", &s.dir_listing_show_header),
+        ("dir-listing.set-footer", &s.dir_listing_set_footer),
+    ] {
+        if let Some(v) = opt(o) {
+            put(k, v);
+        }
+    }
+    put("userdir.exclude-user", list_value(&s.userdir_exclude_user));
+    if let Some(l) = &s.userdir_include_user {
+        put("userdir.include-user", list_value(l));
+    }
+    put("userdir.letterhomes", bool_value(s.userdir_letterhomes));
+    put("userdir.active", bool_value(s.userdir_active));
+    put(
+        "dir-listing.encode-readme",
+        bool_value(s.dir_listing_encode_readme),
+    );
+    put(
+        "dir-listing.encode-header",
+        bool_value(s.dir_listing_encode_header),
+    );
+    put(
+        "dir-listing.auto-layout",
+        bool_value(s.dir_listing_auto_layout),
+    );
+    put("extforward.hap-PROXY", bool_value(s.extforward_hap_proxy));
+    put(
+        "extforward.hap-PROXY-ssl-client-verify",
+        bool_value(s.extforward_hap_proxy_ssl_client_verify),
+    );
+    if let Some(v) = &s.proxy_server {
+        put("proxy.server", v.clone());
+    }
+}

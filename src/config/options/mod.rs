@@ -1,0 +1,450 @@
+//! lighttpd option names mapped onto [`Settings`] fields, and back for `-p`.
+
+mod entries;
+mod values;
+
+use super::settings::{Origin, Settings};
+use super::value::Value;
+use crate::authn::require::{parse_backend, parse_require};
+use crate::forwarded::options::{parse_headers, parse_params, ExtForward, Trust};
+pub use entries::entries;
+use std::path::PathBuf;
+use std::rc::Rc;
+use values::{
+    alias_url, array, auth_cache, boolean, borrowed_pairs, cgi_limits, deflate_value, feature_flag,
+    header_pairs, integer, list, nonblank, octal_mode, pairs, regex_list, regex_pairs, shown_file,
+    string, text_pairs, uint16, uint32,
+};
+pub use values::{auth_require_entries, conf_value};
+
+/// The modules glint provides; `server.modules` naming another yields a warning.
+pub const PROVIDED_MODULES: &[&str] = &[
+    "mod_indexfile",
+    "mod_staticfile",
+    "mod_dirlisting",
+    "mod_access",
+    "mod_accesslog",
+    "mod_setenv",
+    "mod_expire",
+    "mod_redirect",
+    "mod_rewrite",
+    "mod_simple_vhost",
+    "mod_status",
+    "mod_scgi",
+    "mod_fastcgi",
+    "mod_deflate",
+    // lighttpd 1.4.69 loads mod_deflate in its place (configfile.c,
+    // config_deprecate_module_compress()); its `compress.*` names are
+    // mod_deflate's options under their old names.
+    "mod_compress",
+    "mod_auth",
+    "mod_authn_file",
+    "mod_extforward",
+    "mod_alias",
+    "mod_userdir",
+    "mod_evhost",
+    "mod_proxy",
+    "mod_cgi",
+    "mod_openssl",
+];
+
+/// Options glint parses and keeps in [`Settings::raw`] for later work.
+pub const KEPT_OPTIONS: &[&str] = &[
+    "scgi.protocol",
+    "scgi.balance",
+    "scgi.debug",
+    "scgi.map-extensions",
+    "fastcgi.balance",
+    "fastcgi.debug",
+    "fastcgi.map-extensions",
+    "proxy.map-extensions",
+];
+
+/// Options that only mean something in the global scope; in a conditional
+/// block they are ignored with a warning.
+pub const GLOBAL_ONLY: &[&str] = &[
+    "server.port",
+    "server.bind",
+    "server.modules",
+    "server.errorlog",
+    "server.username",
+    "server.groupname",
+    "server.chroot",
+    "server.pid-file",
+    "server.max-fds",
+    "server.max-connections",
+    "server.max-worker",
+    "server.graceful-shutdown-timeout",
+    "server.systemd-socket-activation",
+];
+
+/// What applying an option did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    /// Stored in a typed field or in [`Settings::raw`].
+    Known,
+    /// glint does not know the option: the caller warns and ignores it.
+    Unknown,
+    /// Stored, with a note to log (lighttpd's "DEPRECATED: compress.x
+    /// replaced with deflate.y").
+    KnownWarn(String),
+}
+
+/// Computes what is derived from several options at once, once per scope
+/// (the global one, and each combination of conditional blocks): the
+/// `extforward.*` options parsed together. [`apply`] checked each of them
+/// with the same parsers, and no pair of valid values is invalid together,
+/// so the combination cannot fail here.
+pub fn finish(s: &mut Settings) {
+    s.extforward = combined_extforward(s).ok().flatten().map(Rc::new);
+}
+
+/// The `extforward.*` options of `s` together: `None` when nobody is trusted.
+fn combined_extforward(s: &Settings) -> Result<Option<ExtForward>, String> {
+    let trust = Trust::parse(&borrowed_pairs(&s.extforward_forwarder))?;
+    if trust.is_empty() {
+        return Ok(None);
+    }
+    let headers: Option<Vec<&str>> = s
+        .extforward_headers
+        .as_ref()
+        .map(|h| h.iter().map(String::as_str).collect());
+    let xf = ExtForward::parse(
+        &borrowed_pairs(&s.extforward_forwarder),
+        headers.as_deref(),
+        &borrowed_pairs(&s.extforward_params),
+        s.extforward_hap_proxy,
+        s.extforward_hap_proxy_ssl_client_verify,
+    )?;
+    Ok(Some(xf))
+}
+
+/// Sets option `key` to `v` in `s`. An error is a message about the value.
+///
+/// The groups below are runs of one `match` in lighttpd's order of
+/// modules; each answers `None` for a key that is not its own. They are
+/// asked in that order, so a key that a literal arm and a guard both take
+/// (`proxy.map-extensions` is also in [`KEPT_OPTIONS`]) goes to the arm.
+pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<Applied, String> {
+    if let Some(a) = apply_server(s, key, v, origin)? {
+        return Ok(a);
+    }
+    if key.starts_with("ssl.") {
+        return apply_ssl(s, key, v);
+    }
+    if let Some(a) = apply_modules(s, key, v)? {
+        return Ok(a);
+    }
+    if let Some(a) = apply_auth_forward(s, key, v)? {
+        return Ok(a);
+    }
+    if let Some(a) = apply_proxy_cgi(s, key, v)? {
+        return Ok(a);
+    }
+    Ok(apply_kept(s, key, v)?.unwrap_or(Applied::Unknown))
+}
+
+/// The core's `server.*` options and those of the static-file modules.
+fn apply_server(
+    s: &mut Settings,
+    key: &str,
+    v: &Value,
+    origin: &Origin,
+) -> Result<Option<Applied>, String> {
+    match key {
+        "server.document-root" => {
+            s.set_document_root(Some(PathBuf::from(string(v)?)));
+            s.document_root_origin = Some(origin.clone());
+        }
+        "server.port" => s.port = uint16(v)?,
+        "server.bind" => s.bind = Some(string(v)?),
+        "server.tag" => s.tag = string(v)?,
+        "server.name" => s.server_name = Some(string(v)?),
+        "server.errorlog" => s.errorlog = Some(string(v)?),
+        "server.modules" => s.modules = list(v)?,
+        "server.max-keep-alive-requests" => s.max_keep_alive_requests = uint32(v)?,
+        "server.max-keep-alive-idle" => s.max_keep_alive_idle = uint32(v)?,
+        "server.max-read-idle" => s.max_read_idle = uint32(v)?,
+        "server.max-write-idle" => s.max_write_idle = uint32(v)?,
+        "server.max-connections" => s.max_connections = uint32(v)?,
+        "server.max-fds" => s.max_fds = uint32(v)?,
+        "server.max-request-size" => s.max_request_size_kb = integer(v, u64::MAX)?,
+        "server.max-request-field-size" => s.max_request_field_size = uint32(v)?,
+        "server.follow-symlink" => s.follow_symlink = boolean(v)?,
+        "server.range-requests" => s.range_requests = boolean(v)?,
+        "server.errorfile-prefix" => s.errorfile_prefix = Some(string(v)?),
+        "server.error-handler-404" => s.error_handler_404 = Some(string(v)?),
+        "server.dir-listing" | "dir-listing.activate" => s.dir_listing = boolean(v)?,
+        "dir-listing.hide-dotfiles" => s.dir_listing_hide_dotfiles = boolean(v)?,
+        "index-file.names" | "server.indexfiles" => s.index_file_names = list(v)?,
+        "mimetype.assign" => s.mimetype_assign = pairs(v)?,
+        "static-file.exclude-extensions" => s.static_file_exclude_extensions = list(v)?,
+        "static-file.etags" => s.static_file_etags = boolean(v)?,
+        "etag.use-inode" => s.etag_use_inode = boolean(v)?,
+        "etag.use-mtime" => s.etag_use_mtime = boolean(v)?,
+        "etag.use-size" => s.etag_use_size = boolean(v)?,
+        "accesslog.filename" => s.accesslog_filename = Some(string(v)?),
+        "accesslog.format" => s.accesslog_format = Some(string(v)?),
+        "url.access-deny" => s.url_access_deny = list(v)?,
+        "url.access-allow" => s.url_access_allow = list(v)?,
+        "server.force-lowercase-filenames" => s.force_lowercase_filenames = boolean(v)?,
+        "server.error-handler" => s.error_handler = Some(string(v)?),
+        "dir-listing.exclude" => s.dir_listing_exclude = regex_list(v)?,
+        "dir-listing.hide-readme-file" => s.dir_listing_hide_readme_file = boolean(v)?,
+        "dir-listing.hide-header-file" => s.dir_listing_hide_header_file = boolean(v)?,
+        "server.listen-backlog" => {
+            s.listen_backlog = match integer(v, i32::MAX as u64)? {
+                0 => return Err("must be at least 1".into()),
+                n => n as u32,
+            }
+        }
+        "server.h2proto" => s.h2proto = boolean(v)?,
+        "server.h2c" => s.h2c = boolean(v)?,
+        "server.use-ipv6" => s.use_ipv6 = boolean(v)?,
+        "server.set-v6only" => s.set_v6only = boolean(v)?,
+        "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
+        "server.defer-accept" => s.defer_accept = boolean(v)?,
+        _ => return Ok(None),
+    }
+    Ok(Some(Applied::Known))
+}
+
+/// Feature flags, headers, expiry, redirects and rewrites, virtual hosts,
+/// the daemon's options, mod_status and the SCGI/FastCGI tables.
+fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>, String> {
+    match key {
+        "server.feature-flags" => {
+            super::support::feature_flags(v)?;
+            s.ssl_session_cache = feature_flag(v, "ssl.session-cache")?.unwrap_or(false);
+            if let Some(on) = feature_flag(v, "server.h2proto")? {
+                s.h2proto = on;
+            }
+            if let Some(on) = feature_flag(v, "server.h2c")? {
+                s.h2c = on;
+            }
+            keep_raw(s, key, v);
+        }
+        "setenv.add-response-header" => s.setenv_add_response_header = pairs(v)?,
+        "setenv.set-response-header" => s.setenv_set_response_header = pairs(v)?,
+        "expire.url" => s.expire_url = pairs(v)?,
+        "expire.mimetypes" => s.expire_mimetypes = pairs(v)?,
+        "url.redirect" => s.url_redirect = regex_pairs(v)?,
+        "url.redirect-code" => s.url_redirect_code = uint16(v)?,
+        "url.rewrite-once" | "url.rewrite" | "url.rewrite-final" => {
+            s.url_rewrite_once = regex_pairs(v)?
+        }
+        "url.rewrite-repeat-if-not-file" => s.url_rewrite_repeat_if_not_file = regex_pairs(v)?,
+        "url.rewrite-repeat" => s.url_rewrite_repeat = regex_pairs(v)?,
+        "url.rewrite-if-not-file" => s.url_rewrite_if_not_file = regex_pairs(v)?,
+        "simple-vhost.server-root" => s.simple_vhost_server_root = Some(string(v)?),
+        "simple-vhost.default-host" => s.simple_vhost_default_host = Some(string(v)?),
+        "simple-vhost.document-root" => s.simple_vhost_document_root = Some(string(v)?),
+        "server.username" => s.username = Some(string(v)?),
+        "server.groupname" => s.groupname = Some(string(v)?),
+        "server.chroot" => s.chroot = Some(string(v)?),
+        "server.pid-file" => s.pid_file = Some(string(v)?),
+        "server.max-worker" => s.max_worker = uint32(v)?,
+        "server.graceful-shutdown-timeout" => s.graceful_shutdown_timeout = uint32(v)?,
+        "server.systemd-socket-activation" => s.systemd_socket_activation = boolean(v)?,
+        "status.status-url" => s.status_url = Some(string(v)?),
+        "status.statistics-url" => s.status_statistics_url = Some(string(v)?),
+        "status.config-url" => s.status_config_url = Some(string(v)?),
+        "scgi.server" => s.scgi_server = Some(array(v)?),
+        "fastcgi.server" => s.fastcgi_server = Some(array(v)?),
+        "scgi.protocol" => match v {
+            Value::Str(p) if p == "scgi" || p == "uwsgi" => keep_raw(s, key, v),
+            _ => return Err("expects \"scgi\" or \"uwsgi\"".into()),
+        },
+        _ => return Ok(None),
+    }
+    Ok(Some(Applied::Known))
+}
+
+/// mod_auth, mod_extforward, request headers and environment, mod_alias,
+/// mod_userdir, mod_evhost and the rest of mod_dirlisting.
+fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>, String> {
+    match key {
+        "auth.backend" => {
+            let b = string(v)?;
+            parse_backend(&b)?;
+            s.auth_backend = Some(b);
+        }
+        "auth.backend.plain.userfile" => s.auth_plain_userfile = Some(string(v)?),
+        "auth.backend.plain.groupfile" => s.auth_plain_groupfile = Some(string(v)?),
+        "auth.backend.htpasswd.userfile" => s.auth_htpasswd_userfile = Some(string(v)?),
+        "auth.backend.htdigest.userfile" => s.auth_htdigest_userfile = Some(string(v)?),
+        "auth.require" => {
+            // Checked now, for the error's file and line; parsed once per
+            // distinct value at the end of loading.
+            parse_require(&auth_require_entries(v)?)?;
+            s.auth_require = Some(v.clone());
+        }
+        "auth.cache" => s.auth_cache_max_age = Some(auth_cache(v)?),
+        "auth.extern-authn" => s.auth_extern_authn = boolean(v)?,
+        "extforward.forwarder" => {
+            let p = pairs(v)?;
+            Trust::parse(&borrowed_pairs(&p))?;
+            s.extforward_forwarder = p;
+        }
+        "extforward.headers" => {
+            let l = list(v)?;
+            let b: Vec<&str> = l.iter().map(String::as_str).collect();
+            parse_headers(Some(&b), false)?;
+            s.extforward_headers = Some(l);
+        }
+        "extforward.params" => {
+            let p = text_pairs(v)?;
+            parse_params(&borrowed_pairs(&p))?;
+            s.extforward_params = p;
+        }
+        "setenv.add-request-header" => s.setenv_add_request_header = header_pairs(v)?,
+        "setenv.set-request-header" => s.setenv_set_request_header = header_pairs(v)?,
+        "setenv.add-environment" => s.setenv_add_environment = pairs(v)?,
+        "setenv.set-environment" => s.setenv_set_environment = pairs(v)?,
+        "alias.url" => s.alias_url = alias_url(v)?,
+        "userdir.path" => s.userdir_path = Some(string(v)?),
+        "userdir.basepath" => {
+            s.userdir_basepath = Some(string(v)?).filter(|b| !b.trim().is_empty())
+        }
+        "userdir.exclude-user" => s.userdir_exclude_user = list(v)?,
+        "userdir.include-user" => s.userdir_include_user = Some(list(v)?),
+        "userdir.letterhomes" => s.userdir_letterhomes = boolean(v)?,
+        "userdir.active" => s.userdir_active = boolean(v)?,
+        "evhost.path-pattern" => s.evhost_path_pattern = Some(string(v)?),
+        "dir-listing.encoding" => s.dir_listing_encoding = nonblank(v)?,
+        "dir-listing.external-css" => s.dir_listing_external_css = nonblank(v)?,
+        "dir-listing.external-js" => s.dir_listing_external_js = nonblank(v)?,
+        "dir-listing.show-readme" => s.dir_listing_show_readme = shown_file(v, "README.txt")?,
+        "dir-listing.show-header" => s.dir_listing_show_header = shown_file(v, "HEADER.txt")?,
+        "dir-listing.set-footer" => s.dir_listing_set_footer = nonblank(v)?,
+        "dir-listing.encode-readme" => s.dir_listing_encode_readme = boolean(v)?,
+        "dir-listing.encode-header" => s.dir_listing_encode_header = boolean(v)?,
+        "dir-listing.auto-layout" => s.dir_listing_auto_layout = boolean(v)?,
+        "extforward.hap-PROXY" => s.extforward_hap_proxy = boolean(v)?,
+        "extforward.hap-PROXY-ssl-client-verify" => {
+            s.extforward_hap_proxy_ssl_client_verify = boolean(v)?
+        }
+        _ => return Ok(None),
+    }
+    Ok(Some(Applied::Known))
+}
+
+/// mod_proxy and mod_cgi: checked now, kept raw for the gateways' tables.
+fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>, String> {
+    match key {
+        "proxy.server" => {
+            // Checked whole now, so that a request never meets a bad one.
+            crate::httpup::options::parse_servers(&conf_value(v))?;
+            s.proxy_server = Some(array(v)?);
+        }
+        "proxy.balance" => {
+            crate::httpup::options::parse_balance(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.forwarded" => {
+            Rc::make_mut(&mut s.proxy).forwarded =
+                crate::httpup::options::parse_forwarded(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.header" => {
+            Rc::make_mut(&mut s.proxy).header =
+                crate::httpup::options::parse_header(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "proxy.replace-http-host" => {
+            Rc::make_mut(&mut s.proxy).replace_http_host = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "proxy.map-extensions" => {
+            crate::httpup::options::parse_map_extensions(&conf_value(v))?;
+            keep_raw(s, key, v);
+        }
+        "cgi.assign" => {
+            Rc::make_mut(&mut s.cgi).assign = pairs(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.execute-x-only" => {
+            Rc::make_mut(&mut s.cgi).execute_x_only = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.x-sendfile" => {
+            Rc::make_mut(&mut s.cgi).x_sendfile = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.x-sendfile-docroot" => {
+            Rc::make_mut(&mut s.cgi).x_sendfile_docroot = list(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.local-redir" => {
+            Rc::make_mut(&mut s.cgi).local_redir = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.upgrade" => {
+            Rc::make_mut(&mut s.cgi).upgrade = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "cgi.limits" => {
+            Rc::make_mut(&mut s.cgi).limits = cgi_limits(v)?;
+            keep_raw(s, key, v);
+        }
+        _ => return Ok(None),
+    }
+    Ok(Some(Applied::Known))
+}
+
+/// Options kept raw for later work, and mod_deflate's (under both names).
+fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>, String> {
+    match key {
+        k if KEPT_OPTIONS.contains(&k) => keep_raw(s, k, v),
+        k if crate::compress::spec::KEYS.contains(&k) => {
+            let warning = Rc::make_mut(&mut s.deflate).set(k, &deflate_value(v))?;
+            match s.deflate_options.iter_mut().find(|(rk, _)| rk == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => s.deflate_options.push((k.to_string(), v.clone())),
+            }
+            if let Some(w) = warning {
+                return Ok(Some(Applied::KnownWarn(w)));
+            }
+        }
+        _ => return Ok(None),
+    }
+    Ok(Some(Applied::Known))
+}
+
+/// The `ssl.*` options (mod_openssl); `ssl.verifyclient.ca-*` are
+/// lighttpd's other names for `ssl.ca-*`.
+fn apply_ssl(s: &mut Settings, key: &str, v: &Value) -> Result<Applied, String> {
+    let o = &mut s.ssl;
+    match key {
+        "ssl.engine" => s.ssl_engine = boolean(v)?,
+        "ssl.pemfile" => o.pemfile = Some(string(v)?),
+        "ssl.privkey" => o.privkey = Some(string(v)?),
+        "ssl.ca-file" | "ssl.verifyclient.ca-file" => o.ca_file = Some(string(v)?),
+        "ssl.ca-dn-file" | "ssl.verifyclient.ca-dn-file" => o.ca_dn_file = Some(string(v)?),
+        "ssl.ca-crl-file" | "ssl.verifyclient.ca-crl-file" => o.ca_crl_file = Some(string(v)?),
+        "ssl.stapling-file" => o.stapling_file = Some(string(v)?),
+        "ssl.verifyclient.activate" => o.verifyclient_activate = Some(boolean(v)?),
+        "ssl.verifyclient.enforce" => o.verifyclient_enforce = Some(boolean(v)?),
+        "ssl.verifyclient.depth" => o.verifyclient_depth = Some(uint32(v)?),
+        "ssl.verifyclient.username" => o.verifyclient_username = Some(string(v)?),
+        "ssl.verifyclient.exportcert" => o.verifyclient_exportcert = Some(boolean(v)?),
+        "ssl.acme-tls-1" => o.acme_tls_1 = Some(string(v)?),
+        "ssl.read-ahead" => o.read_ahead = Some(boolean(v)?),
+        "ssl.disable-client-renegotiation" => o.disable_client_renegotiation = Some(boolean(v)?),
+        "ssl.cipher-list" => s.ssl_cipher_list = Some(string(v)?),
+        "ssl.openssl.ssl-conf-cmd" => s.ssl_conf_cmd = pairs(v)?,
+        "ssl.honor-cipher-order" => s.ssl_honor_cipher_order = Some(boolean(v)?),
+        "ssl.stek-file" => s.ssl_stek_file = Some(string(v)?),
+        _ => return Ok(Applied::Unknown),
+    }
+    Ok(Applied::Known)
+}
+
+/// Stores an option in [`Settings::raw`], replacing an earlier value.
+fn keep_raw(s: &mut Settings, k: &str, v: &Value) {
+    if let Some(slot) = s.raw.iter_mut().find(|(rk, _)| rk == k) {
+        slot.1 = v.clone();
+    } else {
+        s.raw.push((k.to_string(), v.clone()));
+    }
+}

@@ -1,0 +1,371 @@
+//! One run of the phases for a request target: the request's own checks,
+//! mod_redirect, mod_auth, access, mod_status, then the handlers:
+//! gateways by prefix or extension, the index file (meeting auth, access
+//! and the gateways again), mod_cgi, the static file.
+
+use std::borrow::Cow;
+use std::rc::Rc;
+
+use mio::Registry;
+
+use super::physical::{self, Physical};
+use super::{access_denied, auth, cgi, document_root, gateway, rewrite, split_uri};
+use super::{BodyAction, Carry, ConnInfo, GwStart, Services};
+use crate::config::{Resolved, Settings};
+use crate::handler::{static_file, status_page};
+use crate::msg::{Body, Method, Request};
+
+/// What one run of the phases came to.
+pub(super) enum Once {
+    Reply(BodyAction),
+    Gateway(Box<GwStart>),
+}
+
+/// One run of the phases for `target` (the client's when `None`).
+pub(super) fn respond_once(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    carry: &mut Carry,
+    target: Option<&str>,
+    registry: &Registry,
+) -> Once {
+    let first = target.unwrap_or(req.target);
+    let (uri, resolved, path_ok) = rewrite::resolve_and_rewrite(sv, info, req, first);
+    let settings = Rc::clone(&resolved.settings);
+    let (raw_path, query) = split_uri(&uri);
+    sv.reply
+        .reset(Rc::clone(&settings), req.method == Method::Head);
+    if let Some(run) = carry.error.as_ref() {
+        // An error handler's page: sent with the error's status where
+        // lighttpd keeps it.
+        if run.generic {
+            sv.reply.status_override = Some(run.status);
+        }
+    }
+    if req.method == Method::Unknown {
+        sv.reply.error(501);
+    } else if !path_ok {
+        sv.reply.error(400);
+    } else if body_too_large(req, &settings) {
+        sv.reply.close = true;
+        sv.reply.error(413);
+        return Once::Reply(BodyAction::Close);
+    } else if uri == "*" {
+        sv.reply.start(200);
+        sv.reply.header("Allow", b"GET, HEAD, OPTIONS");
+        sv.reply.end_head(Some(0));
+    } else if let Some(loc) = redirect_to(sv, info, &settings, &resolved, &uri) {
+        let code = match settings.url_redirect_code {
+            c @ (301 | 302 | 303 | 307 | 308) => c,
+            _ => 301,
+        };
+        sv.reply.error_with(code, &[("Location", loc.as_bytes())]);
+    } else if auth_refused(sv, info, req, &settings, carry) {
+        log::debug!("{}: refused by auth.require", sv.scratch.path);
+    } else if access_denied(&sv.scratch.path, &settings) {
+        log::debug!("{}: denied by url.access-deny/-allow", sv.scratch.path);
+        sv.reply.error(403);
+    } else if !status_page_answered(sv, query) {
+        return route(sv, info, req, keep_alive, carry, raw_path, query, registry);
+    }
+    Once::Reply(BodyAction::Discard)
+}
+
+/// A body longer than `server.max-request-size` says it is: 413.
+fn body_too_large(req: &Request<'_, '_>, settings: &Settings) -> bool {
+    match req.body {
+        Body::Length(n) => {
+            settings.max_request_size_kb > 0 && n > settings.max_request_size_kb * 1024
+        }
+        _ => false,
+    }
+}
+
+/// mod_redirect: the Location of the first `url.redirect` rule that
+/// matches `uri`.
+fn redirect_to(
+    sv: &mut Services,
+    info: &ConnInfo,
+    settings: &Settings,
+    resolved: &Resolved,
+    uri: &str,
+) -> Option<String> {
+    rewrite::first_match(
+        &settings.url_redirect,
+        uri,
+        &rewrite::Subst {
+            cond: &resolved.captures,
+            scheme: info.scheme(),
+            authority: &sv.scratch.host,
+            port: sv.ports.get(info.listener).copied().unwrap_or(0),
+        },
+        &mut sv.regexes,
+    )
+}
+
+/// mod_auth, before anything can answer the path (the path buffer is
+/// lent out for the check): true when it answered (401, 400 or 500).
+fn auth_refused(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    settings: &Settings,
+    carry: &mut Carry,
+) -> bool {
+    let path = std::mem::take(&mut sv.scratch.path);
+    let c = auth::check(sv, info, req, settings, &path, carry);
+    sv.scratch.path = path;
+    matches!(c, auth::Checked::Refused)
+}
+
+/// mod_status: true when the path is its page and it answered.
+fn status_page_answered(sv: &mut Services, query: &str) -> bool {
+    let stats = sv.stats_now();
+    status_page::serve(
+        &sv.scratch.path,
+        query,
+        &mut sv.reply,
+        &stats,
+        &sv.clock,
+        &sv.config,
+    )
+}
+
+/// The handler phases: gateways by prefix or extension, the index file
+/// (meeting access and the gateways again), the static file.
+#[allow(clippy::too_many_arguments)]
+fn route(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    keep_alive: bool,
+    carry: &mut Carry,
+    raw_path: &str,
+    query: &str,
+    registry: &Registry,
+) -> Once {
+    let settings = Rc::clone(&sv.reply.settings);
+    // (An authorizer's docroot is copied: `carry` changes below.)
+    let docroot = match carry.docroot.as_deref() {
+        // (Owned: `carry` goes on to a CGI or gateway job.)
+        Some(d) => Some(Cow::Owned(d.to_string())),
+        None => document_root(&settings, &sv.scratch.host),
+    };
+    let (found, indexed) = match index_phase(sv, info, req, carry, &settings, docroot.as_deref()) {
+        Ok(v) => v,
+        Err(answered) => return answered,
+    };
+    let path = if indexed {
+        std::mem::take(&mut sv.scratch.index_path)
+    } else {
+        std::mem::take(&mut sv.scratch.path)
+    };
+    // Where the path is on the file system (mod_userdir, mod_alias): for
+    // CGI programs and static files; the URL path still decides the rest.
+    let ph = match docroot
+        .as_deref()
+        .map(|d| physical::map(&settings, d, &path))
+    {
+        Some(Ok(ph)) => Some(ph),
+        Some(Err(status)) => {
+            sv.reply.error(status);
+            give_back(sv, indexed, path);
+            return Once::Reply(BodyAction::Discard);
+        }
+        None => None,
+    };
+    let at = At {
+        raw_path,
+        path: &path,
+        query,
+        ph: ph.as_ref(),
+        keep_alive,
+        route: found,
+    };
+    let once = handle(sv, info, req, carry, &at, &settings, registry);
+    give_back(sv, indexed, path);
+    once
+}
+
+/// The path buffer goes back for the next request.
+fn give_back(sv: &mut Services, indexed: bool, path: String) {
+    if indexed {
+        sv.scratch.index_path = path;
+    } else {
+        sv.scratch.path = path;
+    }
+}
+
+/// mod_indexfile: for a directory no gateway takes, its index file is the
+/// request's path from here on (in `sv.scratch.index_path`), and meets
+/// auth, access and the gateways again. Ok: (the gateway route, whether
+/// an index file took over); Err: answered.
+fn index_phase(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    settings: &Settings,
+    docroot: Option<&str>,
+) -> Result<(Option<(usize, usize)>, bool), Once> {
+    let found = gateway::route(&sv.upstream, settings, &sv.scratch.path, carry);
+    if found.is_some() || !sv.scratch.path.ends_with('/') {
+        return Ok((found, false));
+    }
+    let Some(root) = docroot else {
+        return Ok((found, false));
+    };
+    // The directory where mod_userdir or mod_alias puts it.
+    let ph = match physical::map(settings, root, &sv.scratch.path) {
+        Ok(ph) => ph,
+        Err(status) => {
+            sv.reply.error(status);
+            return Err(Once::Reply(BodyAction::Discard));
+        }
+    };
+    let indexed = static_file::find_index(
+        &ph.base,
+        &sv.scratch.path,
+        &ph.rel,
+        settings,
+        &mut sv.files,
+        sv.clock.mono_secs,
+        &mut sv.scratch.index_path,
+    );
+    if !indexed {
+        return Ok((found, false));
+    }
+    let index = std::mem::take(&mut sv.scratch.index_path);
+    let checked = auth::check(sv, info, req, settings, &index, carry);
+    sv.scratch.index_path = index;
+    if let auth::Checked::Refused = checked {
+        return Err(Once::Reply(BodyAction::Discard));
+    }
+    if access_denied(&sv.scratch.index_path, settings) {
+        log::debug!(
+            "{}: denied by url.access-deny/-allow",
+            sv.scratch.index_path
+        );
+        sv.reply.error(403);
+        return Err(Once::Reply(BodyAction::Discard));
+    }
+    let found = gateway::route(&sv.upstream, settings, &sv.scratch.index_path, carry);
+    Ok((found, true))
+}
+
+/// The request's path as the handlers see it.
+struct At<'p> {
+    raw_path: &'p str,
+    /// The URL path: the request's, or its index file's.
+    path: &'p str,
+    query: &'p str,
+    /// Where it is on the file system, when there is a docroot.
+    ph: Option<&'p Physical<'p>>,
+    keep_alive: bool,
+    /// The gateway route that takes it, and where its script name ends.
+    route: Option<(usize, usize)>,
+}
+
+/// The handler that answers: mod_cgi, a gateway, or the static file.
+fn handle(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    at: &At<'_>,
+    settings: &Rc<Settings>,
+    registry: &Registry,
+) -> Once {
+    // mod_cgi: a file `cgi.assign` takes runs instead of being sent.
+    let cgi = match (at.route, at.ph) {
+        (None, Some(ph)) if !settings.cgi.assign.is_empty() => {
+            let here = cgi::Here {
+                docroot: &ph.base,
+                path: at.path,
+                fs_rel: &ph.rel,
+                query: at.query,
+                keep_alive: at.keep_alive,
+                info,
+            };
+            cgi::start(sv, &here, req, settings, carry, registry)
+        }
+        _ => None,
+    };
+    match (at.route, cgi) {
+        (_, Some(Ok(g))) => Once::Gateway(g),
+        (_, Some(Err(status))) => job_refused(sv, status),
+        (Some((route, split)), None) => {
+            let gw = gateway::At {
+                route,
+                raw_path: at.raw_path,
+                split,
+                path: at.path,
+                query: at.query,
+                keep_alive: at.keep_alive,
+                info,
+            };
+            match gateway::start(sv, &gw, req, settings, carry, registry) {
+                Ok(g) => Once::Gateway(g),
+                Err(status) => job_refused(sv, status),
+            }
+        }
+        (None, None) if static_file::excluded(at.path, settings) => {
+            // mod_staticfile declines; no other handler: 403, as lighttpd.
+            log::debug!("{}: not sent, static-file.exclude-extensions", at.path);
+            sv.reply.error(403);
+            Once::Reply(BodyAction::Discard)
+        }
+        (None, None) => serve_static(sv, info, req, carry, at),
+    }
+}
+
+/// A job that did not start: its status answers (413 closes the connection).
+fn job_refused(sv: &mut Services, status: u16) -> Once {
+    if status == 413 {
+        sv.reply.close = true;
+    }
+    sv.reply.error(status);
+    Once::Reply(if status == 413 {
+        BodyAction::Close
+    } else {
+        BodyAction::Discard
+    })
+}
+
+/// mod_staticfile.
+fn serve_static(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &Carry,
+    at: &At<'_>,
+) -> Once {
+    // `server.error-handler` runs as a GET (HEAD stays HEAD).
+    let method = match carry.error.as_ref() {
+        Some(run) if run.generic && req.method != Method::Head => Method::Get,
+        _ => req.method,
+    };
+    let sreq = static_file::StaticRequest {
+        method,
+        scheme: info.scheme(),
+        raw_path: at.raw_path,
+        path: at.path,
+        fs_rel: at.ph.map_or(at.path, |p| &p.rel),
+        query: at.query,
+        host: req.host,
+        headers: req.headers,
+        docroot: at.ph.map(|p| &*p.base),
+        now: sv.clock.unix,
+        mono: sv.clock.mono_secs,
+    };
+    static_file::serve(
+        &sreq,
+        &mut sv.reply,
+        &mut sv.scratch.fs_path,
+        &mut sv.files,
+        &mut sv.deflate,
+    );
+    Once::Reply(BodyAction::Discard)
+}

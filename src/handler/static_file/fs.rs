@@ -1,0 +1,179 @@
+//! The file system side: opening under the symlink rules, errors as
+//! statuses, index files, and the redirect of a directory without its slash.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+
+use nix::libc;
+
+use super::cache::FileCache;
+use super::{push_rel_path, StaticRequest};
+use crate::config::Settings;
+use crate::msg::Reply;
+
+/// mod_indexfile: the URL path of the first of `index-file.names` that is
+/// a file in directory `path` (which ends in `/`; on the file system
+/// `fs_rel` below `root`), written to `out`; false
+/// when `path` is no directory or has none of them. Names starting with
+/// `/` are taken from the docroot, as lighttpd does. Answers are kept in
+/// `cache` for as long as open files are, so a busy directory costs no
+/// `stat` per request.
+pub fn find_index(
+    root: &str,
+    path: &str,
+    fs_rel: &str,
+    s: &Settings,
+    cache: &mut FileCache,
+    now: u64,
+    out: &mut String,
+) -> bool {
+    out.clear();
+    if s.index_file_names.is_empty() {
+        return false;
+    }
+    // The directory's file system path, built in `out` for the cache
+    // lookup: a hit costs no allocation.
+    out.push_str(root.trim_end_matches('/'));
+    push_rel_path(out, fs_rel, s);
+    if !out.ends_with('/') {
+        // (An alias target or a home named without its slash.)
+        out.push('/');
+    }
+    let settings_id = s as *const Settings as usize;
+    if let Some(found) = cache.index_of(out, settings_id, now) {
+        return match found {
+            Some(url) => {
+                out.clear();
+                out.push_str(url);
+                true
+            }
+            None => {
+                out.clear();
+                false
+            }
+        };
+    }
+    let dir = std::mem::take(out);
+    let found = match open(&dir, s, root) {
+        Ok((_, m)) if m.is_dir() => s.index_file_names.iter().find_map(|name| {
+            let (url, fs) = match name.strip_prefix('/') {
+                Some(abs) => {
+                    let mut fs = root.trim_end_matches('/').to_string();
+                    fs.push('/');
+                    push_rel_path(&mut fs, abs, s);
+                    (format!("/{abs}"), fs)
+                }
+                None => {
+                    let mut fs = dir.clone();
+                    push_rel_path(&mut fs, name, s);
+                    (format!("{path}{name}"), fs)
+                }
+            };
+            matches!(open(&fs, s, root), Ok((_, m)) if m.is_file()).then_some(url)
+        }),
+        _ => return false,
+    };
+    if s.follow_symlink {
+        cache.put_index(&dir, settings_id, now, found.clone());
+    }
+    match found {
+        Some(url) => {
+            out.push_str(&url);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Opens a path for reading; errors come back as the status to answer.
+pub(super) fn open(path: &str, s: &Settings, root: &str) -> Result<(File, std::fs::Metadata), u16> {
+    // O_NONBLOCK: opening a FIFO must not stall the event loop.
+    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
+    if !s.follow_symlink {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| open_error_status(&e))?;
+    let meta = file.metadata().map_err(|_| 500u16)?;
+    if !s.follow_symlink && is_symlink_below(path, root) {
+        return Err(403);
+    }
+    Ok((file, meta))
+}
+
+/// With `server.follow-symlink = "disable"`, a symlink anywhere below the docroot refuses the path.
+fn is_symlink_below(path: &str, root: &str) -> bool {
+    let root = root.trim_end_matches('/');
+    let Some(rest) = path.strip_prefix(root) else {
+        return false;
+    };
+    let mut end = root.len();
+    for seg in rest.split('/').filter(|s| !s.is_empty()) {
+        end += 1 + seg.len();
+        if let Some(p) = path.get(..end) {
+            if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn open_error_status(e: &io::Error) -> u16 {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ENAMETOOLONG) => 404,
+        Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::ELOOP) => 403,
+        Some(libc::EMFILE) | Some(libc::ENFILE) => {
+            log::warn!("out of file descriptors opening a file");
+            503
+        }
+        _ => {
+            log::warn!("open failed: {e}");
+            500
+        }
+    }
+}
+
+/// A directory asked for without its slash: 301 to the path with one. The
+/// Location is a path (RFC 9110 10.2.2 allows a relative reference, and
+/// lighttpd sends one unless `server.absolute-dir-redirect`), percent-
+/// encoded from the decoded path: `/~test%20ä_` goes to `/~test%20%C3%A4_/`.
+pub(super) fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Reply) {
+    let mut loc = Vec::with_capacity(req.path.len() * 3 + req.query.len() + 4);
+    encode_path(req.path, &mut loc);
+    loc.push(b'/');
+    if !req.query.is_empty() {
+        loc.push(b'?');
+        loc.extend_from_slice(req.query.as_bytes());
+    }
+    r.error_with(301, &[("Location", &loc)]);
+}
+
+/// Percent-encodes a decoded path for a Location: everything but
+/// unreserved characters, `/`, `!`, `(`, `)` and `*` (lighttpd's
+/// `ENCODING_REL_URI`). An encoded slash, which the decoded path keeps as
+/// `%2F`, stays one.
+fn encode_path(path: &str, out: &mut Vec<u8>) {
+    let b = path.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'%' && b.get(i + 1..i + 3) == Some(b"2F") {
+            out.extend_from_slice(b"%2F");
+            i += 3;
+            continue;
+        }
+        if c.is_ascii_alphanumeric() || b"-._~/!()*".contains(&c) {
+            out.push(c);
+        } else {
+            out.push(b'%');
+            out.push(b"0123456789ABCDEF"[usize::from(c >> 4)]);
+            out.push(b"0123456789ABCDEF"[usize::from(c & 15)]);
+        }
+        i += 1;
+    }
+}

@@ -1,0 +1,51 @@
+use super::answer::boundary;
+use super::content_type;
+use super::validators::{etag_matches, etag_tag};
+use crate::config::Settings;
+
+#[test]
+fn etag_lists() {
+    let tag: &[u8] = b"\"abc\"";
+    let cases: &[(&str, &[u8], bool, bool)] = &[
+        ("exact", b"\"abc\"", false, true),
+        ("in a list", b"\"x\", \"abc\"", false, true),
+        ("star", b"*", false, true),
+        ("weak, weak comparison", b"W/\"abc\"", true, true),
+        ("weak, strong comparison", b"W/\"abc\"", false, false),
+        ("other", b"\"abd\"", true, false),
+        ("unquoted", b"abc", true, false),
+    ];
+    for (what, list, weak, want) in cases {
+        assert_eq!(etag_matches(list, Some(tag), *weak), *want, "{what}");
+    }
+    assert!(!etag_matches(b"*", None, true), "star without a tag");
+}
+
+#[test]
+fn etags_and_boundaries_keep_their_values() {
+    // Sent tags are remembered by caches: the hash must never change.
+    assert_eq!(&etag_tag(&[1, 2, 3, 4, 5]), b"\"a73c4fcedb1fd5a4\"");
+    assert_eq!(boundary(Some(b"\"abc\""), 100), b"glint-215f2bd8998e5f0f");
+}
+
+#[test]
+fn mime_types() {
+    let mut s = Settings::default();
+    let cases = [
+        ("/index.html", ("text/html", true)),
+        ("/test.jpg", ("image/jpeg", false)),
+        ("/style.css", ("text/css", true)),
+        ("/noext", ("application/octet-stream", false)),
+        ("/dir.d/noext", ("application/octet-stream", false)),
+    ];
+    for (p, want) in cases {
+        assert_eq!(content_type(p, &s), want, "{p}");
+    }
+    s.mimetype_assign = vec![
+        (".html".into(), "text/x-custom".into()),
+        (".tar.gz".into(), "application/x-tgz".into()),
+        (".gz".into(), "application/gzip".into()),
+    ];
+    assert_eq!(content_type("/a.html", &s), ("text/x-custom", false));
+    assert_eq!(content_type("/a.tar.gz", &s), ("application/x-tgz", false));
+}

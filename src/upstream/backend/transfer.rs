@@ -1,0 +1,245 @@
+//! The I/O of a backend connection: the request out as its job's upload
+//! has it ready, the answer in and on to the client's [`Sink`].
+
+use std::io;
+
+use super::super::answer::deliver;
+use super::super::job::{Answer, Job};
+use super::super::proxy::{self, Step};
+use super::super::{fastcgi, Gateways, Protocol};
+use super::{BackendConn, Failure, Link, Progress};
+use crate::msg::Sink;
+
+impl Gateways {
+    /// Writes what the job's upload has ready while the socket takes it.
+    pub(in crate::upstream) fn send_request(
+        &mut self,
+        bkey: usize,
+        now: u64,
+    ) -> Result<(), Failure> {
+        let Some(b) = self.conns.get_mut(bkey) else {
+            return Ok(());
+        };
+        let Some(up) = b
+            .job()
+            .and_then(|j| self.jobs.get_mut(j))
+            .map(|j| &mut j.upload)
+        else {
+            return Ok(());
+        };
+        let before = up.pending().len();
+        if !b.connected {
+            if !b.writable {
+                return Ok(());
+            }
+            // A TCP connect still under way: the first write tells. On
+            // loopback the handshake is done within connect(), so the request
+            // goes out now rather than after a wake-up for writability; a
+            // write into a connect still pending says EAGAIN, one into a
+            // refused connect gives its error.
+            if up.pending().is_empty() {
+                if let Ok(Some(e)) | Err(e) = b.stream.take_error() {
+                    return Err(Failure::Retry(format!("connect: {e}")));
+                }
+                b.connected = true;
+                b.last_active = now;
+            }
+        }
+        while b.writable && !b.write_shut && !up.pending().is_empty() {
+            match b.stream.write(up.pending()) {
+                Ok(n) => {
+                    up.advance(n);
+                    b.connected = true;
+                    b.last_active = now;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if !b.connected => {
+                    return Err(Failure::Retry(format!("connect: {e}")));
+                }
+                Err(e) => {
+                    // It stopped reading (it may have answered without
+                    // wanting the whole body): the read side tells.
+                    log::debug!("backend write: {e}; reading its answer");
+                    b.write_shut = true;
+                    b.readable = true;
+                }
+            }
+        }
+        // The whole request is out: a CGI program reads the end of its
+        // body (unless a tunnel may follow), a tunnel's backend hears the
+        // client closed.
+        let done_writing = up.all_sent() && !b.half_closed;
+        let closes = match &b.stream {
+            Link::Cgi(p) => !p.hold_stdin,
+            Link::Sock(_) => up.tunneled(),
+        };
+        if done_writing && closes && !b.write_shut {
+            b.half_closed = true;
+            b.stream.shutdown_write();
+        }
+        // Room in the body window: the client may be read again.
+        if up.pending().len() < before {
+            if let Some(j) = b.job().and_then(|j| self.jobs.get(j)) {
+                self.woken.push(j.ex);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the answer while the backend has one and the client has room;
+    /// `Ok(true)` when it is complete.
+    pub(super) fn read_answer(
+        &mut self,
+        bkey: usize,
+        sink: &mut dyn Sink,
+        now: u64,
+    ) -> Result<bool, Failure> {
+        let Some(b) = self.conns.get_mut(bkey) else {
+            return Ok(false);
+        };
+        let Some(job) = b.job().and_then(|j| self.jobs.get_mut(j)) else {
+            return Ok(false);
+        };
+        let buf = &mut self.scratch;
+        let fields = &mut self.http_fields;
+        let spec = &self.hosts[b.host].spec;
+        // A CGI's x-sendfile is the request's (`cgi.x-sendfile` may be set
+        // per scope); a backend's is its own.
+        let cgi_xs: Option<Vec<String>> = job.cgi.as_ref().and_then(|c| c.x_sendfile.clone());
+        let xs = match &cgi_xs {
+            Some(roots) => Some(roots.as_slice()),
+            None => spec
+                .x_sendfile
+                .then_some(spec.x_sendfile_docroot.as_slice()),
+        };
+        if let Link::Cgi(p) = &mut b.stream {
+            p.drain_stderr();
+        }
+        while b.readable && !b.paused {
+            buf.resize(64 * 1024, 0);
+            match b.stream.read(buf) {
+                Ok(0) => {
+                    b.readable = false;
+                    let end = b.at_end();
+                    if end.is_ok() {
+                        b.progress = Progress::Ended;
+                    }
+                    return end;
+                }
+                Ok(n) => {
+                    b.last_active = now;
+                    if b.progress == Progress::Silent {
+                        b.progress = Progress::Answering;
+                    }
+                    let finished = pass_on(b, job, &buf[..n], xs, fields, sink)?;
+                    // Finished, or the client was answered otherwise (an
+                    // X-Sendfile refused): the backend connection goes now.
+                    if finished || job.answer == Answer::Done {
+                        return Ok(true);
+                    }
+                    if !sink.has_room() {
+                        b.paused = true;
+                    }
+                    // A short read drained the socket. If the backend had
+                    // closed before it, the end of stream is all that is left:
+                    // no need to read it (SCGI answers end that way).
+                    if n < buf.len() {
+                        if b.fin_seen {
+                            b.readable = false;
+                            return b.at_end();
+                        }
+                        // After a reset the error is still to be read: no
+                        // new edge will announce it.
+                        if !b.peer_closed {
+                            b.readable = false;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => b.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Failure::of(b.answered(), "read", &e)),
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Passes `data`, the bytes one read brought, on to `sink` as the
+/// backend's protocol frames them; whether the answer is complete.
+fn pass_on(
+    b: &mut BackendConn,
+    job: &mut Job,
+    data: &[u8],
+    xs: Option<&[String]>,
+    fields: &mut Vec<crate::httpup::response::Field>,
+    sink: &mut dyn Sink,
+) -> Result<bool, Failure> {
+    match b.protocol {
+        // Both end when the backend closes, or with the last chunk.
+        Protocol::Scgi | Protocol::Uwsgi | Protocol::Cgi => {
+            deliver(job, &mut b.head, &mut b.dechunk, data, xs, sink).map_err(Failure::Broken)
+        }
+        Protocol::Http => {
+            let step = proxy::deliver(job, &mut b.head, &mut b.http, fields, data, sink)
+                .map_err(Failure::Broken)?;
+            match step {
+                Step::More => Ok(false),
+                Step::Complete => {
+                    b.http_complete();
+                    Ok(true)
+                }
+            }
+        }
+        Protocol::FastCgi => {
+            b.records.extend_from_slice(data);
+            let (stdout, ended) = fastcgi_stdout(&mut b.records).map_err(Failure::Broken)?;
+            // END_REQUEST, not the last chunk, ends a FastCGI answer.
+            deliver(job, &mut b.head, &mut b.dechunk, &stdout, xs, sink)
+                .map_err(Failure::Broken)?;
+            if ended {
+                b.progress = Progress::Ended;
+            }
+            Ok(ended)
+        }
+    }
+}
+
+impl BackendConn {
+    /// An HTTP answer is complete: the connection is kept only as long as
+    /// the backend said it would keep it.
+    fn http_complete(&mut self) {
+        self.progress = Progress::Ended;
+        self.keep &= self.http.reusable;
+        if let Some(t) = self.http.keep_secs {
+            // Gone before the backend lets it go.
+            let t = u64::from(t).saturating_sub(1);
+            self.idle_limit = self.idle_limit.min(t);
+            self.keep &= t > 0;
+        }
+    }
+}
+
+/// Takes the STDOUT of the complete FastCGI records in `records` (logging
+/// STDERR) and whether END_REQUEST came; the rest stays for later.
+fn fastcgi_stdout(records: &mut Vec<u8>) -> Result<(Vec<u8>, bool), String> {
+    let mut used = 0;
+    let mut stdout = Vec::new();
+    let mut ended = false;
+    while let Some((piece, len)) = fastcgi::decode(&records[used..]).map_err(String::from)? {
+        used += len;
+        match piece {
+            fastcgi::Piece::Stdout(d) => stdout.extend_from_slice(d),
+            fastcgi::Piece::Stderr(d) => {
+                log::warn!("backend stderr: {}", String::from_utf8_lossy(d).trim_end())
+            }
+            fastcgi::Piece::End(_) => {
+                ended = true;
+                break;
+            }
+            fastcgi::Piece::Skip => {}
+        }
+    }
+    records.drain(..used);
+    Ok((stdout, ended))
+}

@@ -1,0 +1,274 @@
+//! The route tables: built from `scgi.server`, `fastcgi.server`,
+//! `proxy.server` and `cgi.assign`, and looked up for each request.
+
+use super::{config, Balance, Gateways, Host, Protocol, Route};
+use crate::config::{Config, Settings, Value};
+
+impl Gateways {
+    /// The routes of `scgi.server` and `fastcgi.server`: one table for
+    /// each value they have in some scope of `c` (the global one and each
+    /// conditional block that sets them). A backend configured alike in
+    /// several tables is one [`Host`]: one cap, one process, one set of
+    /// kept connections.
+    pub fn from_config(c: &Config) -> Result<Gateways, String> {
+        let mut g = Gateways::default();
+        for (values, p, name, balance_key) in [
+            (
+                &c.scgi_servers,
+                Protocol::Scgi,
+                "scgi.server",
+                "scgi.balance",
+            ),
+            (
+                &c.fastcgi_servers,
+                Protocol::FastCgi,
+                "fastcgi.server",
+                "fastcgi.balance",
+            ),
+            (
+                &c.proxy_servers,
+                Protocol::Http,
+                "proxy.server",
+                "proxy.balance",
+            ),
+        ] {
+            // Said once here; requests read it quietly from their settings.
+            Balance::check(&c.global, balance_key);
+            let tables = g.build_tables(c, values, p, name, balance_key)?;
+            match p {
+                Protocol::FastCgi => g.fastcgi_tables = tables,
+                Protocol::Http => g.proxy_tables = tables,
+                _ => g.scgi_tables = tables,
+            }
+        }
+        if c.cgi_used {
+            g.add_cgi_route(c);
+        }
+        g.settle_keep();
+        Ok(g)
+    }
+
+    /// The route tables of one of `scgi.server`, `fastcgi.server` and
+    /// `proxy.server`, one for each of its `values` (one per scope).
+    fn build_tables(
+        &mut self,
+        c: &Config,
+        values: &[Option<Value>],
+        p: Protocol,
+        name: &str,
+        balance_key: &str,
+    ) -> Result<Vec<Vec<usize>>, String> {
+        // `*.map-extensions = ( ".php3" => ".php" )` (global): the other
+        // extension goes to the same backends, after every extension of
+        // its own, in each table.
+        let map_key = balance_key.replace("balance", "map-extensions");
+        let used = values.iter().any(Option::is_some);
+        let maps = match used {
+            true => map_extensions(&c.global, &map_key)?,
+            false => Vec::new(),
+        };
+        let mut mapped = vec![false; maps.len()];
+        let mut tables = Vec::with_capacity(values.len());
+        for (scope, v) in values.iter().enumerate() {
+            let mut table = Vec::new();
+            if let Some(v) = v {
+                self.add_table(v, p, scope, &mut table)
+                    .map_err(|e| format!("{name}: {e}"))?;
+            }
+            self.add_aliases(&maps, &mut mapped, &mut table);
+            tables.push(table);
+        }
+        for ((from, to), done) in maps.iter().zip(&mapped) {
+            if !done {
+                log::warn!("{map_key}: {name} has no \"{to}\" for \"{from}\"; ignored");
+            }
+        }
+        Ok(tables)
+    }
+
+    /// Adds to `table` a route for each `(from, to)` of `maps` whose `to`
+    /// extension it routes: `from` goes to the same backends. `mapped`
+    /// notes which pairs found their extension.
+    fn add_aliases(
+        &mut self,
+        maps: &[(String, String)],
+        mapped: &mut [bool],
+        table: &mut Vec<usize>,
+    ) {
+        for ((from, to), done) in maps.iter().zip(mapped) {
+            let aliases: Vec<Route> = table
+                .iter()
+                .filter_map(|&i| self.routes.get(i))
+                .filter(|r| r.extension && r.pattern == *to)
+                .map(|r| Route {
+                    pattern: from.clone(),
+                    next: 0,
+                    ..r.clone()
+                })
+                .collect();
+            *done |= !aliases.is_empty();
+            for r in aliases {
+                table.push(self.routes.len());
+                self.routes.push(r);
+            }
+        }
+    }
+
+    /// The route of CGI requests and its one host.
+    fn add_cgi_route(&mut self, c: &Config) {
+        // One host for every CGI program: its cap is the number of
+        // processes running at once.
+        let spec = config::cgi_host(c.global.cgi.limits.max_procs);
+        self.hosts.push(Host::new(spec));
+        self.cgi_route = Some(self.routes.len());
+        self.routes.push(Route {
+            pattern: String::new(),
+            extension: false,
+            protocol: Protocol::Cgi,
+            authorizer: false,
+            hosts: vec![self.hosts.len() - 1],
+            scope: 0,
+            next: 0,
+        });
+    }
+
+    /// Adds the routes of one `scgi.server` / `fastcgi.server` value; their
+    /// indexes go to `table`, in lookup order.
+    fn add_table(
+        &mut self,
+        v: &crate::config::Value,
+        p: Protocol,
+        scope: usize,
+        table: &mut Vec<usize>,
+    ) -> Result<(), String> {
+        // Hosts of earlier tables this one may share, each at most once
+        // (a backend named twice in one table stays two hosts).
+        let before = self.hosts.len();
+        let mut shared = vec![false; before];
+        let specs = match p {
+            Protocol::Http => config::parse_proxy_servers(v)?,
+            _ => config::parse_servers(v, p)?,
+        };
+        for r in specs {
+            // Authorizers and responders under one pattern are two
+            // routes: the authorizer's is looked up first.
+            for authorizer in [true, false] {
+                let mut ids = Vec::new();
+                for h in r.hosts.iter().filter(|h| h.authorizer == authorizer) {
+                    let same = (0..before).find(|&i| !shared[i] && self.hosts[i].spec == *h);
+                    match same {
+                        Some(i) => {
+                            shared[i] = true;
+                            ids.push(i);
+                        }
+                        None => {
+                            ids.push(self.hosts.len());
+                            self.hosts.push(Host::new(h.clone()));
+                        }
+                    }
+                }
+                if ids.is_empty() {
+                    continue;
+                }
+                table.push(self.routes.len());
+                self.routes.push(Route {
+                    extension: r.is_extension(),
+                    protocol: p,
+                    authorizer,
+                    scope,
+                    next: 0,
+                    pattern: r.pattern.clone(),
+                    hosts: ids,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+
+    /// The responder route for a path under settings `s` and where its
+    /// script name ends.
+    pub fn route_for(&self, s: &Settings, path: &str) -> Option<(usize, usize)> {
+        self.find_route(s, path, false)
+    }
+
+    /// The authorizer route that guards a path under settings `s`, if any.
+    pub fn authorizer_for(&self, s: &Settings, path: &str) -> Option<(usize, usize)> {
+        self.find_route(s, path, true)
+    }
+
+    /// Looks in the SCGI routes of the scope of `s`, then in its FastCGI ones.
+    fn find_route(&self, s: &Settings, path: &str, authorizer: bool) -> Option<(usize, usize)> {
+        // No gateway configured (a static server): walking the three
+        // empty tables cost 130 instructions per lookup, two per request.
+        if self.routes.is_empty() {
+            return None;
+        }
+        let scgi = self.scgi_tables.get(s.scgi_scope as usize);
+        let fastcgi = self.fastcgi_tables.get(s.fastcgi_scope as usize);
+        let proxy = self.proxy_tables.get(s.proxy_scope as usize);
+        let ids = scgi
+            .into_iter()
+            .chain(fastcgi)
+            .chain(proxy)
+            .flatten()
+            .copied();
+        self.match_route(ids, path, authorizer)
+    }
+
+    fn match_route(
+        &self,
+        ids: impl Iterator<Item = usize>,
+        path: &str,
+        authorizer: bool,
+    ) -> Option<(usize, usize)> {
+        for i in ids {
+            let Some(r) = self.routes.get(i) else {
+                continue;
+            };
+            if r.authorizer != authorizer {
+                continue;
+            }
+            if r.extension {
+                // `.php` matches `/a.php` and `/a.php/more` (the rest is PATH_INFO).
+                let mut from = 0;
+                while let Some(pos) = path[from..].find(r.pattern.as_str()) {
+                    let end = from + pos + r.pattern.len();
+                    if end == path.len() || path.as_bytes()[end] == b'/' {
+                        return Some((i, end));
+                    }
+                    from = end;
+                }
+            } else if let Some(rest) = path.strip_prefix(r.pattern.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') || r.pattern.ends_with('/') {
+                    return Some((i, r.pattern.trim_end_matches('/').len()));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The pairs of `scgi.map-extensions` / `fastcgi.map-extensions`.
+fn map_extensions(s: &Settings, key: &str) -> Result<Vec<(String, String)>, String> {
+    let Some((_, v)) = s.raw.iter().rev().find(|(k, _)| k == key) else {
+        return Ok(Vec::new());
+    };
+    let crate::config::Value::Array(items) = v else {
+        return Err(format!("{key} expects ( \".ext\" => \".ext\", ... )"));
+    };
+    let mut pairs = Vec::new();
+    for (from, to) in items {
+        let (Some(from), Some(to)) = (from, to.as_str()) else {
+            return Err(format!("{key} expects ( \".ext\" => \".ext\", ... )"));
+        };
+        if from.is_empty() || to.is_empty() {
+            return Err(format!("{key}: an empty extension"));
+        }
+        pairs.push((from.clone(), to.to_string()));
+    }
+    Ok(pairs)
+}

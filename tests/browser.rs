@@ -1,0 +1,210 @@
+//! mod_proxy with a real browser: headless Chromium loads a page from
+//! glint whose script joins a WebSocket chat room (two sockets through
+//! glint's proxy to a `websockets` chat server: what one says, both hear)
+//! and follows a server-sent event stream (EventSource through the proxy
+//! to an HTTP application), then reports what it saw with a request to
+//! glint, which the test reads in the access log. `.ci/run` installs
+//! Debian's chromium.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Backend {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn backends_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/backends")
+}
+
+/// A Python script of tests/backends that prints `ready PORT`.
+fn python(args: &[&str]) -> Backend {
+    let mut child = Command::new("python3")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    let out = child.stdout.take().expect("stdout");
+    BufReader::new(out)
+        .read_line(&mut line)
+        .expect("ready line");
+    let port = line
+        .strip_prefix("ready ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{args:?} did not start: {line:?}"));
+    Backend { child, port }
+}
+
+fn chromium() -> &'static str {
+    for c in ["chromium", "chromium-browser", "google-chrome"] {
+        if Command::new(c)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            return c;
+        }
+    }
+    panic!("no chromium: `apt-get install chromium` (.ci/run does)");
+}
+
+/// The page: two chat sockets (the second speaks once the first heard
+/// its own line, so both must hear both), and five events; the verdict
+/// goes to `/report?...` when all arrived, or what arrived after 8 s.
+const PAGE: &str = r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>glint browser test</title></head>
+<body><pre id="result">pending</pre>
+<script>
+const seen = { a: [], b: [], sse: [], errors: [] };
+const done = () => seen.a.length >= 2 && seen.b.length >= 2 && seen.sse.length >= 5;
+let reported = false;
+const report = () => {
+  if (reported) { return; }
+  reported = true;
+  fetch('/report?' + encodeURIComponent(JSON.stringify(seen)));
+};
+const finish = () => { if (done()) { report(); } };
+const url = (p) => 'ws://' + location.host + p;
+const a = new WebSocket(url('/room'));
+const b = new WebSocket(url('/room'));
+let bOpen = false, aSaid = false;
+a.onmessage = (e) => { seen.a.push(e.data); finish(); };
+b.onmessage = (e) => {
+  seen.b.push(e.data);
+  if (seen.b.length === 1) { b.send('hello from b'); }
+  finish();
+};
+a.onerror = () => seen.errors.push('a');
+b.onerror = () => seen.errors.push('b');
+b.onopen = () => { bOpen = true; if (a.readyState === 1) { a.send('hello from a'); aSaid = true; } };
+a.onopen = () => { if (bOpen && !aSaid) { a.send('hello from a'); aSaid = true; } };
+const es = new EventSource('/sse?n=5&ms=100');
+es.onmessage = (e) => {
+  seen.sse.push(e.data.split(' ')[0]);
+  if (seen.sse.length >= 5) { es.close(); }
+  finish();
+};
+es.onerror = () => { if (seen.sse.length < 5) { seen.errors.push('sse'); } };
+setTimeout(report, 8000);
+</script></body></html>
+"#;
+
+#[test]
+fn a_websocket_chat_and_server_sent_events_in_headless_chromium() {
+    let browser = chromium();
+    let chat = python(&[backends_dir().join("ws_chat.py").to_str().expect("path")]);
+    let app = python(&[
+        backends_dir().join("http_app.py").to_str().expect("path"),
+        "0",
+        "app",
+        "5",
+    ]);
+    let d = Docroot::new();
+    d.file("chat.html", PAGE.as_bytes());
+    d.file("report", b"thanks");
+    let log = d.base.join("access.log");
+    let conf = format!(
+        "server.document-root = \"{}\"\nserver.modules = ( \"mod_proxy\", \"mod_accesslog\" )\n\
+         accesslog.filename = \"{}\"\naccesslog.format = \"%r\"\n\
+         $HTTP[\"url\"] =~ \"^/room\" {{\n  proxy.server = ( \"\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {} ) ) )\n  proxy.header = ( \"upgrade\" => \"enable\" )\n}}\n\
+         $HTTP[\"url\"] =~ \"^/sse\" {{\n  proxy.server = ( \"\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {} ) ) )\n}}\n",
+        d.root.display(),
+        log.display(),
+        chat.port,
+        app.port
+    );
+    let s = Launch::new()
+        .config(&conf)
+        .args(&["--bind", "127.0.0.1", "--port", "0"])
+        .start();
+    let profile = TempDir::new("chromium");
+    let started = Instant::now();
+    let mut browser = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--no-default-browser-check",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("http://127.0.0.1:{}/chat.html", s.port))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium");
+    // The page reports once all arrived, or after 8 s with what did.
+    let report = || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix("GET /report?"))
+            .map(|l| l.trim_end_matches(" HTTP/1.1").to_string())
+    };
+    let reported = wait_for(Duration::from_secs(40), || report().is_some());
+    let took = started.elapsed();
+    let _ = browser.kill();
+    let stderr = browser
+        .wait_with_output()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .unwrap_or_default();
+    let result = percent_decode(&report().unwrap_or_default());
+    let why = format!(
+        "after {took:?}: {result}\nchromium stderr: {}\nglint: {}",
+        stderr.lines().rev().take(10).collect::<Vec<_>>().join("\n"),
+        s.stderr_tail()
+    );
+    assert!(reported, "no report {why}");
+    // Both sockets heard both lines, in the room's order.
+    for who in ["a", "b"] {
+        let key = format!("\"{who}\":[\"1: hello from a\",\"2: hello from b\"]");
+        assert!(result.contains(&key), "{who} {why}");
+    }
+    assert!(
+        result.contains("\"sse\":[\"0\",\"1\",\"2\",\"3\",\"4\"]"),
+        "events {why}"
+    );
+    assert!(result.contains("\"errors\":[]"), "{why}");
+}
+
+/// `%XX` escapes of the report's query.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
