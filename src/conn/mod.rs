@@ -12,6 +12,8 @@
 mod encoded;
 mod gateway;
 mod h2;
+mod idle;
+mod proxy;
 mod session;
 mod transport;
 
@@ -521,55 +523,6 @@ impl Connection {
         self.release_buffers(cx.pool);
     }
 
-    /// The PROXY protocol header at the start of `input`: its addresses
-    /// become the connection's. False when more bytes are needed, or the
-    /// header was bad and the connection is closed (the specification:
-    /// "must be discarded and cause the receiver to abort the connection").
-    /// Its time-out is `server.max-read-idle`, as for a request head.
-    fn read_proxy_header(&mut self, input: &mut InBuf, cx: &mut Ctx<'_>) -> bool {
-        use crate::forwarded::proxy_protocol::{self, Endpoints};
-        match proxy_protocol::parse(input.pending()) {
-            Ok(None) if input.spare().is_empty() => {
-                log::warn!("PROXY header from {:?} too long; closing", self.peer);
-                self.close(cx);
-                false
-            }
-            Ok(None) => false,
-            Ok(Some(h)) => {
-                input.consume(h.len);
-                self.proxy_wait = false;
-                match &h.endpoints {
-                    Endpoints::Keep => {}
-                    Endpoints::Tcp { src, dst } => {
-                        log::debug!("PROXY header: client {src} (via {:?})", self.peer);
-                        self.peer = Some(src.ip());
-                        self.peer_port = src.port();
-                        self.local_ip = Some(Some(dst.ip()));
-                    }
-                    Endpoints::Unix { .. } => {
-                        self.peer = None;
-                        self.peer_port = 0;
-                    }
-                }
-                self.proxy_https = h.client_tls();
-                let verify = cx
-                    .sv
-                    .config
-                    .socket_settings(self.listener)
-                    .extforward
-                    .as_ref()
-                    .is_some_and(|x| x.hap_proxy_ssl_client_verify);
-                self.proxy_env = h.env(verify);
-                true
-            }
-            Err(e) => {
-                log::warn!("{e} from {:?}; closing", self.peer);
-                self.close(cx);
-                false
-            }
-        }
-    }
-
     /// Returns buffers to the pool while nothing is buffered.
     fn release_buffers(&mut self, pool: &mut Pool) {
         if self.input.as_ref().is_some_and(|i| i.is_empty()) || self.phase == Phase::Closed {
@@ -588,102 +541,6 @@ impl Connection {
     fn prepare_output(&mut self, pool: &mut Pool) {
         if self.out.mem.capacity() == 0 {
             self.out.mem = pool.take_out();
-        }
-    }
-
-    /// Lingering after its last answer (it waits only for the client's end).
-    pub fn is_lingering(&self) -> bool {
-        matches!(self.phase, Phase::Lingering { .. })
-    }
-
-    /// When the connection became idle, if it waits for a request with
-    /// nothing read of it, nothing to write and no backend: keep-alive
-    /// between requests, or a client that has sent nothing yet. Closing such
-    /// a connection loses nothing the client sent.
-    pub fn idle_since(&self) -> Option<u64> {
-        if self.phase == Phase::Http2 {
-            // No stream open, nothing to write or half read.
-            return self
-                .h2
-                .as_deref()
-                .is_some_and(|s| s.is_idle())
-                .then_some(self.last_active)
-                .filter(|_| self.out.is_empty());
-        }
-        let waiting = self.phase == Phase::Idle
-            && !self.readable
-            && self.out.is_empty()
-            && self.gw.is_none()
-            && self.tls.as_deref().is_none_or(|t| !t.is_handshaking())
-            && self.input.as_ref().is_none_or(InBuf::is_empty);
-        waiting.then_some(self.last_active)
-    }
-
-    /// The server shuts down gracefully: an HTTP/2 connection says GOAWAY
-    /// and finishes its streams (an HTTP/1 one closes after its response).
-    pub fn on_shutdown(&mut self, cx: &mut Ctx<'_>) {
-        if self.phase == Phase::Http2 {
-            self.h2_shutdown(cx);
-        }
-    }
-
-    /// Drives the connection for its exchange `ex`: on HTTP/2, the body
-    /// window of the stream's job has room again.
-    pub fn wake(&mut self, ex: ExchangeId, cx: &mut Ctx<'_>) {
-        if self.phase == Phase::Http2 {
-            return self.h2_wake(ex.stream, cx);
-        }
-        self.drive(cx);
-    }
-
-    /// Called once a second: closes the connection when it has been idle too long.
-    pub fn on_tick(&mut self, cx: &mut Ctx<'_>) {
-        let g = &cx.sv.config.global;
-        let now = cx.sv.clock.mono_secs;
-        let reads_body = self
-            .gw
-            .as_ref()
-            .is_some_and(|gw| cx.sv.upstream.takes_body(gw.start.job));
-        if self.handshake_overdue(now, g.max_read_idle as u64) {
-            log::debug!("TLS handshake from {:?} not done in time", self.peer);
-            self.close(cx);
-            return;
-        }
-        if self.phase == Phase::Http2 {
-            return self.h2_tick(cx);
-        }
-        let limit = match self.phase {
-            Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
-            Phase::Idle => g.max_keep_alive_idle as u64,
-            Phase::ReadingHead | Phase::DiscardingBody { .. } | Phase::ReadingBody => {
-                g.max_read_idle as u64
-            }
-            // Body bytes are due from the client: its read time-out.
-            Phase::Gateway if reads_body => g.max_read_idle as u64,
-            // Waiting on the backend, whose time-outs apply: the client is
-            // idle through no fault of its own.
-            Phase::Gateway if self.out.is_empty() => {
-                self.last_active = now;
-                return;
-            }
-            // Only a client that stopped reading its answer is ours.
-            Phase::Gateway => g.max_write_idle as u64,
-            Phase::Writing { .. } => g.max_write_idle as u64,
-            Phase::Lingering { until } => {
-                if now >= until {
-                    self.close(cx);
-                }
-                return;
-            }
-            Phase::Closed | Phase::Http2 => return,
-        };
-        if now.saturating_sub(self.last_active) >= limit {
-            log::debug!(
-                "closing idle connection from {:?} in {:?}",
-                self.peer,
-                self.phase
-            );
-            self.close(cx);
         }
     }
 }

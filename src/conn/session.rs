@@ -22,6 +22,16 @@ fn wants_continue(req: &Request<'_, '_>) -> bool {
             .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"))
 }
 
+/// How far [`Connection::answer_one`] took a request it parsed.
+enum Answered {
+    /// Its head (the bytes named) is consumed; the connection goes on in
+    /// the phase the answer set (a gateway's body, HTTP/2).
+    Head(usize),
+    /// Its answer is queued: the bytes named are consumed, and this
+    /// follows once it is written.
+    Write(AfterWrite, usize),
+}
+
 impl Connection {
     /// Consumes buffered input according to the phase: drops body bytes,
     /// feeds them to a backend, parses and answers requests (several when
@@ -204,74 +214,13 @@ impl Connection {
                 self.linger = true;
                 (AfterWrite::Close, pending.len())
             }
-            Ok(Some(req)) => {
-                self.requests += 1;
-                if self.requests == 1 && self.upgrade_h2c(&req, cx) {
-                    // Answered on stream 1; what follows the head is HTTP/2.
-                    input.consume(req.head_len);
+            Ok(Some(req)) => match self.answer_request(&req, pending.len(), cx) {
+                Answered::Head(n) => {
+                    input.consume(n);
                     return true;
                 }
-                // Clients wait for a slot: this answer frees one for them.
-                // (Keeping connections alive for a turn of a second instead
-                // served 2,989 of 5,000 storm clients in 8 s, not all, and
-                // wrk saw 178 answers later than 2 s: the backlog stays full
-                // between turns, and the clients whose SYNs it drops back off.)
-                let keep_alive = req.keep_alive
-                    && !cx.sv.shutting_down
-                    && !cx.sv.accept_paused
-                    && self.requests < cx.sv.config.global.max_keep_alive_requests;
-                if keep_alive && !self.nodelay {
-                    // A persistent connection: the last segment of a response must
-                    // not wait for the client's delayed ACK.
-                    self.stream.set_nodelay();
-                    self.nodelay = true;
-                }
-                let body_here = pending.len() - req.head_len;
-                let mut info = self.info(cx.sv);
-                let outcome = exchange::respond(
-                    cx.sv,
-                    &mut info,
-                    &req,
-                    keep_alive,
-                    &self.proxy_env,
-                    cx.registry,
-                );
-                let action = self.take_outcome(outcome, &req, keep_alive, &info, cx);
-                match action {
-                    BodyAction::Gateway => {
-                        // A chunked body is collected before a backend is
-                        // asked; any other goes to the backend as it arrives.
-                        // RFC 9110 10.1.1: no `100 Continue` for a body
-                        // that is here already (lighttpd sends none then).
-                        let continue_100 = wants_continue(&req)
-                            && !matches!(req.body, Body::Length(n) if body_here as u64 >= n);
-                        input.consume(req.head_len);
-                        self.start_gateway_body(cx, continue_100);
-                        return true;
-                    }
-                    BodyAction::Authorize => {
-                        // The authorizer gets the head alone; the body waits.
-                        input.consume(req.head_len);
-                        self.phase = Phase::Gateway;
-                        return true;
-                    }
-                    BodyAction::Discard | BodyAction::Close => {}
-                }
-                let (then, body_consumed) =
-                    skip_body(action, req.body, body_here, req.header("expect").is_some());
-                let body_unread = match req.body {
-                    Body::None => false,
-                    Body::Length(n) => body_consumed as u64 != n,
-                    Body::Chunked => true,
-                };
-                self.linger |= then == AfterWrite::Close && body_unread;
-                let keep = keep_alive && !cx.sv.reply.close;
-                if keep {
-                    (then, req.head_len + body_consumed)
-                } else {
-                    (AfterWrite::Close, req.head_len + body_consumed)
-                }
-            }
+                Answered::Write(then, n) => (then, n),
+            },
         };
         input.consume(consumed);
         if then == AfterWrite::Close {
@@ -281,6 +230,85 @@ impl Connection {
         }
         self.phase = Phase::Writing { then };
         true
+    }
+
+    /// Answers a parsed request (`pending` bytes buffered with its head):
+    /// through the exchange, or as HTTP/2 after an h2c upgrade.
+    fn answer_request(
+        &mut self,
+        req: &Request<'_, '_>,
+        pending: usize,
+        cx: &mut Ctx<'_>,
+    ) -> Answered {
+        self.requests += 1;
+        if self.requests == 1 && self.upgrade_h2c(req, cx) {
+            // Answered on stream 1; what follows the head is HTTP/2.
+            return Answered::Head(req.head_len);
+        }
+        let keep_alive = self.keeps_alive(req, cx);
+        let body_here = pending - req.head_len;
+        let mut info = self.info(cx.sv);
+        let outcome = exchange::respond(
+            cx.sv,
+            &mut info,
+            req,
+            keep_alive,
+            &self.proxy_env,
+            cx.registry,
+        );
+        let action = self.take_outcome(outcome, req, keep_alive, &info, cx);
+        match action {
+            BodyAction::Gateway => {
+                // A chunked body is collected before a backend is
+                // asked; any other goes to the backend as it arrives.
+                // RFC 9110 10.1.1: no `100 Continue` for a body
+                // that is here already (lighttpd sends none then).
+                let continue_100 = wants_continue(req)
+                    && !matches!(req.body, Body::Length(n) if body_here as u64 >= n);
+                self.start_gateway_body(cx, continue_100);
+                return Answered::Head(req.head_len);
+            }
+            BodyAction::Authorize => {
+                // The authorizer gets the head alone; the body waits.
+                self.phase = Phase::Gateway;
+                return Answered::Head(req.head_len);
+            }
+            BodyAction::Discard | BodyAction::Close => {}
+        }
+        let (then, body_consumed) =
+            skip_body(action, req.body, body_here, req.header("expect").is_some());
+        let body_unread = match req.body {
+            Body::None => false,
+            Body::Length(n) => body_consumed as u64 != n,
+            Body::Chunked => true,
+        };
+        self.linger |= then == AfterWrite::Close && body_unread;
+        let keep = keep_alive && !cx.sv.reply.close;
+        if keep {
+            Answered::Write(then, req.head_len + body_consumed)
+        } else {
+            Answered::Write(AfterWrite::Close, req.head_len + body_consumed)
+        }
+    }
+
+    /// Whether the connection stays open after this request's answer.
+    /// Clients wait for a slot: this answer frees one for them. (Keeping
+    /// connections alive for a turn of a second instead served 2,989 of
+    /// 5,000 storm clients in 8 s, not all, and wrk saw 178 answers later
+    /// than 2 s: the backlog stays full between turns, and the clients
+    /// whose SYNs it drops back off.)
+    fn keeps_alive(&mut self, req: &Request<'_, '_>, cx: &Ctx<'_>) -> bool {
+        let keep_alive = req.keep_alive
+            && !cx.sv.shutting_down
+            && !cx.sv.accept_paused
+            && self.requests < cx.sv.config.global.max_keep_alive_requests;
+        if keep_alive && !self.nodelay {
+            // A persistent connection: the last segment of a response must
+            // not wait for the client's delayed ACK.
+            self.stream.set_nodelay();
+            self.nodelay = true;
+        }
+        keep_alive
     }
 
     /// Writes an exchange's outcome: glint's reply now (and its log line),

@@ -12,6 +12,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
@@ -173,88 +174,119 @@ impl TlsConn {
     pub fn read_tls_from<S: Read + Write>(&mut self, sock: &mut S) -> Result<ReadStatus, TlsError> {
         let mut st = ReadStatus::default();
         loop {
-            match &mut self.state {
+            let step = match self.state {
                 State::Failed => return Err(TlsError::Closed),
-                State::Hello(acceptor) => {
-                    let mut sniff = Sniff {
-                        inner: sock,
-                        first: &mut self.first_byte,
-                    };
-                    match acceptor.read_tls(&mut sniff) {
-                        Ok(0) => {
-                            st.peer_closed = true;
-                            st.socket_drained = true;
-                            return Ok(st);
-                        }
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            st.socket_drained = true;
-                            return Ok(st);
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(self.fail(TlsError::Io(e))),
-                    }
-                    if self
-                        .first_byte
-                        .is_some_and(|b| b != HANDSHAKE_RECORD && b.is_ascii_uppercase())
-                    {
-                        return Err(self.fail(TlsError::PlainHttp));
-                    }
-                    let accepted = match acceptor.accept() {
-                        Ok(None) => continue,
-                        Ok(Some(a)) => a,
-                        Err((e, mut alert)) => {
-                            let _ = alert.write_all(sock);
-                            return Err(self.fail(TlsError::Protocol(e)));
-                        }
-                    };
-                    let (scope, config) = self.ctx.select(&accepted.client_hello());
-                    match accepted.into_connection(config) {
-                        Ok(mut conn) => {
-                            conn.set_buffer_limit(Some(SEND_BUFFER_LIMIT));
-                            self.scope = Some(scope);
-                            self.state = State::Open(Box::new(conn));
-                        }
-                        Err((e, mut alert)) => {
-                            let _ = alert.write_all(sock);
-                            return Err(self.fail(TlsError::Protocol(e)));
-                        }
-                    }
-                }
-                State::Open(conn) => {
-                    let io_state = match conn.process_new_packets() {
-                        Ok(s) => s,
-                        Err(e) => {
-                            // Best effort: the alert rustls queued for this.
-                            let _ = conn.write_tls(sock);
-                            return Err(self.fail(TlsError::Protocol(e)));
-                        }
-                    };
-                    st.plaintext = io_state.plaintext_bytes_to_read();
-                    st.peer_closed |= io_state.peer_has_closed();
-                    if st.socket_drained || st.peer_closed || st.plaintext >= PLAINTEXT_HIGH_WATER {
-                        return Ok(st);
-                    }
-                    let mut rd = Measured {
-                        inner: &mut *sock,
-                        short: false,
-                    };
-                    match conn.read_tls(&mut rd) {
-                        Ok(0) => {
-                            st.peer_closed = true;
-                            st.socket_drained = true;
-                        }
-                        // A short read emptied the socket: the next bytes
-                        // bring a new event, and a read to find that out
-                        // would be one more syscall per request.
-                        Ok(_) => st.socket_drained = rd.short,
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => st.socket_drained = true,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(self.fail(TlsError::Io(e))),
-                    }
-                }
+                State::Hello(_) => self.read_hello(sock, &mut st)?,
+                State::Open(_) => self.read_records(sock, &mut st)?,
+            };
+            if step.is_break() {
+                return Ok(st);
             }
         }
+    }
+
+    /// One read towards the ClientHello; once it is whole, the connection
+    /// its name selects. `Break`: `st` is the answer.
+    #[inline]
+    fn read_hello<S: Read + Write>(
+        &mut self,
+        sock: &mut S,
+        st: &mut ReadStatus,
+    ) -> Result<ControlFlow<()>, TlsError> {
+        let State::Hello(acceptor) = &mut self.state else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        let mut sniff = Sniff {
+            inner: sock,
+            first: &mut self.first_byte,
+        };
+        match acceptor.read_tls(&mut sniff) {
+            Ok(0) => {
+                st.peer_closed = true;
+                st.socket_drained = true;
+                return Ok(ControlFlow::Break(()));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                st.socket_drained = true;
+                return Ok(ControlFlow::Break(()));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                return Ok(ControlFlow::Continue(()))
+            }
+            Err(e) => return Err(self.fail(TlsError::Io(e))),
+        }
+        if self
+            .first_byte
+            .is_some_and(|b| b != HANDSHAKE_RECORD && b.is_ascii_uppercase())
+        {
+            return Err(self.fail(TlsError::PlainHttp));
+        }
+        let accepted = match acceptor.accept() {
+            Ok(None) => return Ok(ControlFlow::Continue(())),
+            Ok(Some(a)) => a,
+            Err((e, mut alert)) => {
+                let _ = alert.write_all(sock);
+                return Err(self.fail(TlsError::Protocol(e)));
+            }
+        };
+        let (scope, config) = self.ctx.select(&accepted.client_hello());
+        match accepted.into_connection(config) {
+            Ok(mut conn) => {
+                conn.set_buffer_limit(Some(SEND_BUFFER_LIMIT));
+                self.scope = Some(scope);
+                self.state = State::Open(Box::new(conn));
+                Ok(ControlFlow::Continue(()))
+            }
+            Err((e, mut alert)) => {
+                let _ = alert.write_all(sock);
+                Err(self.fail(TlsError::Protocol(e)))
+            }
+        }
+    }
+
+    /// The records read so far processed, then one more read unless
+    /// plaintext piled up or the socket is done. `Break`: `st` is the answer.
+    #[inline]
+    fn read_records<S: Read + Write>(
+        &mut self,
+        sock: &mut S,
+        st: &mut ReadStatus,
+    ) -> Result<ControlFlow<()>, TlsError> {
+        let State::Open(conn) = &mut self.state else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        let io_state = match conn.process_new_packets() {
+            Ok(s) => s,
+            Err(e) => {
+                // Best effort: the alert rustls queued for this.
+                let _ = conn.write_tls(sock);
+                return Err(self.fail(TlsError::Protocol(e)));
+            }
+        };
+        st.plaintext = io_state.plaintext_bytes_to_read();
+        st.peer_closed |= io_state.peer_has_closed();
+        if st.socket_drained || st.peer_closed || st.plaintext >= PLAINTEXT_HIGH_WATER {
+            return Ok(ControlFlow::Break(()));
+        }
+        let mut rd = Measured {
+            inner: &mut *sock,
+            short: false,
+        };
+        match conn.read_tls(&mut rd) {
+            Ok(0) => {
+                st.peer_closed = true;
+                st.socket_drained = true;
+            }
+            // A short read emptied the socket: the next bytes
+            // bring a new event, and a read to find that out
+            // would be one more syscall per request.
+            Ok(_) => st.socket_drained = rd.short,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => st.socket_drained = true,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(self.fail(TlsError::Io(e))),
+        }
+        Ok(ControlFlow::Continue(()))
     }
 
     fn fail(&mut self, e: TlsError) -> TlsError {

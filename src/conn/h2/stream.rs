@@ -219,43 +219,15 @@ pub fn with_request<R>(
     line: &mut String,
     f: impl FnOnce(Result<&Request<'_, '_>, Refused>) -> R,
 ) -> R {
-    let Ok(method_str) = std::str::from_utf8(head.method()) else {
-        return f(Err((400, "method is not a token")));
+    let (method_str, target, host) = match pseudo_fields(head) {
+        Ok(p) => p,
+        Err(why) => return f(Err(why)),
     };
-    if !method_str.bytes().all(is_tchar) {
-        return f(Err((400, "method is not a token")));
-    }
-    let Some(path) = head.path() else {
-        // CONNECT (RFC 9113 §8.5): glint tunnels nothing.
-        return f(Err((405, "CONNECT")));
-    };
-    let target = match std::str::from_utf8(path) {
-        Ok(t) if !t.bytes().any(|b| b <= b' ' || b == 0x7f) => t,
-        _ => return f(Err((400, ":path with a space or control character"))),
-    };
-    let host = head.authority().unwrap_or_default();
-    if host.is_empty() {
-        return f(Err((400, "no :authority")));
-    }
-    if !valid_host(host) {
-        return f(Err((400, "invalid :authority")));
-    }
     let mut cookie: Vec<u8> = Vec::new();
-    let mut n_fields = 0;
-    let mut has_host = false;
-    for (name, value) in head.fields() {
-        n_fields += 1;
-        if name == b"cookie" {
-            if !cookie.is_empty() {
-                cookie.extend_from_slice(b"; ");
-            }
-            cookie.extend_from_slice(value);
-        } else if name == b"host" {
-            has_host = true;
-        } else if name == b"expect" && !value.eq_ignore_ascii_case(b"100-continue") {
-            return f(Err((417, "unsupported expectation")));
-        }
-    }
+    let (n_fields, has_host) = match scan_fields(head, &mut cookie) {
+        Ok(scan) => scan,
+        Err(why) => return f(Err(why)),
+    };
     if n_fields > MAX_HEADERS {
         return f(Err((431, "too many header fields")));
     }
@@ -266,22 +238,8 @@ pub fn with_request<R>(
             value: host,
         });
     }
-    let mut cookie_done = false;
-    for (name, value) in head.fields() {
-        // The core checked names: visible ASCII, so always a str.
-        let Ok(name) = std::str::from_utf8(name) else {
-            return f(Err((400, "field name")));
-        };
-        if name == "cookie" {
-            if !std::mem::replace(&mut cookie_done, true) {
-                headers.push(Header {
-                    name: "cookie",
-                    value: &cookie,
-                });
-            }
-            continue;
-        }
-        headers.push(Header { name, value });
+    if let Err(why) = push_fields(head, &cookie, &mut headers) {
+        return f(Err(why));
     }
     let body = match head.content_length() {
         _ if end_stream => Body::None,
@@ -308,6 +266,80 @@ pub fn with_request<R>(
         request_line: line.as_bytes(),
     };
     f(Ok(&req))
+}
+
+/// The method, target and host of a request head, checked.
+fn pseudo_fields(head: &RequestHead) -> Result<(&str, &str, &[u8]), Refused> {
+    let Ok(method_str) = std::str::from_utf8(head.method()) else {
+        return Err((400, "method is not a token"));
+    };
+    if !method_str.bytes().all(is_tchar) {
+        return Err((400, "method is not a token"));
+    }
+    let Some(path) = head.path() else {
+        // CONNECT (RFC 9113 §8.5): glint tunnels nothing.
+        return Err((405, "CONNECT"));
+    };
+    let target = match std::str::from_utf8(path) {
+        Ok(t) if !t.bytes().any(|b| b <= b' ' || b == 0x7f) => t,
+        _ => return Err((400, ":path with a space or control character")),
+    };
+    let host = head.authority().unwrap_or_default();
+    if host.is_empty() {
+        return Err((400, "no :authority"));
+    }
+    if !valid_host(host) {
+        return Err((400, "invalid :authority"));
+    }
+    Ok((method_str, target, host))
+}
+
+/// A first look at the fields: how many, whether `host` is among them,
+/// split `cookie` fields joined into `cookie`, an expectation glint does
+/// not meet refused.
+fn scan_fields(head: &RequestHead, cookie: &mut Vec<u8>) -> Result<(usize, bool), Refused> {
+    let mut n_fields = 0;
+    let mut has_host = false;
+    for (name, value) in head.fields() {
+        n_fields += 1;
+        if name == b"cookie" {
+            if !cookie.is_empty() {
+                cookie.extend_from_slice(b"; ");
+            }
+            cookie.extend_from_slice(value);
+        } else if name == b"host" {
+            has_host = true;
+        } else if name == b"expect" && !value.eq_ignore_ascii_case(b"100-continue") {
+            return Err((417, "unsupported expectation"));
+        }
+    }
+    Ok((n_fields, has_host))
+}
+
+/// The fields as headers, the joined `cookie` in the place of the first.
+fn push_fields<'h>(
+    head: &'h RequestHead,
+    cookie: &'h [u8],
+    headers: &mut Vec<Header<'h>>,
+) -> Result<(), Refused> {
+    let mut cookie_done = false;
+    for (name, value) in head.fields() {
+        // The core checked names: visible ASCII, so always a str.
+        let Ok(name) = std::str::from_utf8(name) else {
+            return Err((400, "field name"));
+        };
+        if name == "cookie" {
+            if !std::mem::replace(&mut cookie_done, true) {
+                headers.push(Header {
+                    name: "cookie",
+                    value: cookie,
+                });
+            }
+            continue;
+        }
+        headers.push(Header { name, value });
+    }
+    Ok(())
 }
 
 /// RFC 9110 §5.6.2 token characters.

@@ -114,26 +114,9 @@ impl Session {
             self.core.set_ready(s, false);
             return true;
         }
-        if task.pieces.is_empty() && task.encoded.is_some() {
-            if self.sliced {
-                // One slice per turn for the connection: the others' turn.
-                self.encode_pending = true;
-                return false;
-            }
-            self.sliced = true;
-            self.compress_slice(task);
-            return true;
-        }
         let only_one = task.pieces.len() == 1;
         let Some(front) = task.pieces.front_mut() else {
-            if task.complete {
-                self.end_stream(s, task, out);
-            } else {
-                // Waiting for its backend: ready again when data comes.
-                self.core.set_ready(s, false);
-                task.last_sent = now;
-            }
-            return true;
+            return self.nothing_queued(s, task, out, now);
         };
         let window = self.core.send_window(s) as u64;
         if window == 0 {
@@ -175,30 +158,7 @@ impl Session {
             }
         };
         out.mem[at..at + 9].copy_from_slice(&header);
-        match front {
-            Chunk::Mem(v, at) => {
-                out.mem.extend_from_slice(&v[*at..*at + n]);
-                *at += n;
-                task.mem -= n;
-            }
-            Chunk::Shared(v, at) => {
-                out.mem.extend_from_slice(&v[*at..*at + n]);
-                *at += n;
-                task.mem -= n;
-            }
-            Chunk::File {
-                file,
-                offset,
-                len,
-                read,
-            } => {
-                if !*read {
-                    out.push_file(Rc::clone(file), *offset, n as u64);
-                }
-                *offset += n as u64;
-                *len -= n as u64;
-            }
-        }
+        task.mem -= push_payload(front, n, out);
         if front.left() == 0 {
             if let Some(Chunk::File { .. }) = task.pieces.pop_front() {
                 task.files -= 1;
@@ -209,6 +169,60 @@ impl Session {
             task.ended = true;
         }
         true
+    }
+
+    /// A stream with nothing queued: a compressed reply's next slice (one
+    /// per turn for the connection), its end when complete, or a wait for
+    /// its backend. False when it must wait for the next turn.
+    fn nothing_queued(&mut self, s: u32, task: &mut Task, out: &mut Output, now: u64) -> bool {
+        if task.encoded.is_some() {
+            if self.sliced {
+                // One slice per turn for the connection: the others' turn.
+                self.encode_pending = true;
+                return false;
+            }
+            self.sliced = true;
+            self.compress_slice(task);
+        } else if task.complete {
+            self.end_stream(s, task, out);
+        } else {
+            // Waiting for its backend: ready again when data comes.
+            self.core.set_ready(s, false);
+            task.last_sent = now;
+        }
+        true
+    }
+}
+
+/// The payload of a DATA frame: `n` bytes of `front` after its header in
+/// `out` (a file range not read into memory is queued as one). Returns the
+/// bytes of memory this took from the stream's queue.
+#[inline]
+fn push_payload(front: &mut Chunk, n: usize, out: &mut Output) -> usize {
+    match front {
+        Chunk::Mem(v, at) => {
+            out.mem.extend_from_slice(&v[*at..*at + n]);
+            *at += n;
+            n
+        }
+        Chunk::Shared(v, at) => {
+            out.mem.extend_from_slice(&v[*at..*at + n]);
+            *at += n;
+            n
+        }
+        Chunk::File {
+            file,
+            offset,
+            len,
+            read,
+        } => {
+            if !*read {
+                out.push_file(Rc::clone(file), *offset, n as u64);
+            }
+            *offset += n as u64;
+            *len -= n as u64;
+            0
+        }
     }
 }
 

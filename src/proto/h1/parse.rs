@@ -47,6 +47,61 @@ fn validate<'h, 'b>(
     parsed: httparse::Result<usize>,
     max_head: usize,
 ) -> Result<Option<Request<'h, 'b>>, HttpError> {
+    let Some(head_len) = complete_len(buf, parsed, max_head)? else {
+        return Ok(None);
+    };
+    let method_str = req.method.unwrap_or("");
+    let target = req.path.unwrap_or("");
+    let minor = req.version.unwrap_or(1);
+    let headers: &'h [Header<'b>] = req.headers;
+    let method = Method::from_token(method_str);
+
+    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(0);
+    let request_line = trim_cr(&buf[..line_end]);
+
+    let fields = HeadFields::scan(headers)?;
+    let body = fields.body(minor)?;
+
+    // The target: origin form, absolute form, or `*` for OPTIONS.
+    let (target, target_host) = split_target(target, method)?;
+    let host = match (target_host, fields.host) {
+        (Some(t), _) => t,
+        (None, Some(h)) => h,
+        (None, None) if minor >= 1 => return Err(err(400, "HTTP/1.1 request without Host")),
+        (None, None) => b"",
+    };
+    if !valid_host(host) {
+        return Err(err(400, "invalid Host"));
+    }
+
+    let keep_alive = if minor >= 1 {
+        !fields.conn_close
+    } else {
+        fields.conn_keep_alive && !fields.conn_close
+    };
+    Ok(Some(Request {
+        method,
+        method_str,
+        target,
+        minor,
+        major: 1,
+        headers,
+        head_len,
+        body,
+        keep_alive,
+        host,
+        request_line,
+    }))
+}
+
+/// The length of a complete head within `max_head`, `None` while it is
+/// incomplete, or the error for what httparse refused.
+#[inline]
+fn complete_len(
+    buf: &[u8],
+    parsed: httparse::Result<usize>,
+    max_head: usize,
+) -> Result<Option<usize>, HttpError> {
     let head_len = match parsed {
         Ok(Status::Complete(n)) => n,
         Ok(Status::Partial) => {
@@ -64,104 +119,95 @@ fn validate<'h, 'b>(
     if head_len > max_head {
         return Err(too_long(&buf[..max_head]));
     }
-    let method_str = req.method.unwrap_or("");
-    let target = req.path.unwrap_or("");
-    let minor = req.version.unwrap_or(1);
-    let headers: &'h [Header<'b>] = req.headers;
-    let method = Method::from_token(method_str);
+    Ok(Some(head_len))
+}
 
-    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(0);
-    let request_line = trim_cr(&buf[..line_end]);
+/// What the header fields say of the request's host, framing and
+/// connection, each checked for ambiguity as it is met.
+struct HeadFields<'b> {
+    host: Option<&'b [u8]>,
+    content_length: Option<u64>,
+    chunked: bool,
+    conn_close: bool,
+    conn_keep_alive: bool,
+}
 
-    let mut host: Option<&'b [u8]> = None;
-    let mut content_length: Option<u64> = None;
-    let mut chunked = false;
-    let mut transfer_encoding = false;
-    let mut conn_close = false;
-    let mut conn_keep_alive = false;
-    for h in headers.iter() {
-        let name = h.name;
-        if name.eq_ignore_ascii_case("host") {
-            if host.is_some() {
-                return Err(err(400, "more than one Host header"));
-            }
-            host = Some(h.value);
-        } else if name.eq_ignore_ascii_case("content-length") {
-            let n = parse_content_length(h.value)?;
-            if content_length.is_some_and(|old| old != n) {
-                return Err(err(400, "differing Content-Length headers"));
-            }
-            content_length = Some(n);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            if transfer_encoding {
-                return Err(err(400, "more than one Transfer-Encoding header"));
-            }
-            transfer_encoding = true;
-            if !trim_ows(h.value).eq_ignore_ascii_case(b"chunked") {
-                return Err(err(501, "unsupported Transfer-Encoding"));
-            }
-            chunked = true;
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in h.value.split(|&b| b == b',') {
-                let token = trim_ows(token);
-                if token.eq_ignore_ascii_case(b"close") {
-                    conn_close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                    conn_keep_alive = true;
+impl<'b> HeadFields<'b> {
+    #[inline]
+    fn scan(headers: &[Header<'b>]) -> Result<HeadFields<'b>, HttpError> {
+        let mut f = HeadFields {
+            host: None,
+            content_length: None,
+            chunked: false,
+            conn_close: false,
+            conn_keep_alive: false,
+        };
+        let mut transfer_encoding = false;
+        for h in headers.iter() {
+            let name = h.name;
+            if name.eq_ignore_ascii_case("host") {
+                if f.host.is_some() {
+                    return Err(err(400, "more than one Host header"));
                 }
+                f.host = Some(h.value);
+            } else if name.eq_ignore_ascii_case("content-length") {
+                let n = parse_content_length(h.value)?;
+                if f.content_length.is_some_and(|old| old != n) {
+                    return Err(err(400, "differing Content-Length headers"));
+                }
+                f.content_length = Some(n);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                if transfer_encoding {
+                    return Err(err(400, "more than one Transfer-Encoding header"));
+                }
+                transfer_encoding = true;
+                if !trim_ows(h.value).eq_ignore_ascii_case(b"chunked") {
+                    return Err(err(501, "unsupported Transfer-Encoding"));
+                }
+                f.chunked = true;
+            } else if name.eq_ignore_ascii_case("connection") {
+                f.connection(h.value);
+            } else if name.eq_ignore_ascii_case("expect")
+                && !trim_ows(h.value).eq_ignore_ascii_case(b"100-continue")
+            {
+                return Err(err(417, "unsupported expectation"));
             }
-        } else if name.eq_ignore_ascii_case("expect")
-            && !trim_ows(h.value).eq_ignore_ascii_case(b"100-continue")
-        {
-            return Err(err(417, "unsupported expectation"));
+        }
+        Ok(f)
+    }
+
+    /// The tokens of a `Connection` field.
+    #[inline]
+    fn connection(&mut self, value: &[u8]) {
+        for token in value.split(|&b| b == b',') {
+            let token = trim_ows(token);
+            if token.eq_ignore_ascii_case(b"close") {
+                self.conn_close = true;
+            } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                self.conn_keep_alive = true;
+            }
         }
     }
 
-    if chunked && content_length.is_some() {
-        return Err(err(400, "both Transfer-Encoding and Content-Length"));
-    }
-    if chunked && minor == 0 {
-        return Err(err(400, "Transfer-Encoding in an HTTP/1.0 request"));
-    }
-
-    // The target: origin form, absolute form, or `*` for OPTIONS.
-    let (target, target_host) = split_target(target, method)?;
-    let host = match (target_host, host) {
-        (Some(t), _) => t,
-        (None, Some(h)) => h,
-        (None, None) if minor >= 1 => return Err(err(400, "HTTP/1.1 request without Host")),
-        (None, None) => b"",
-    };
-    if !valid_host(host) {
-        return Err(err(400, "invalid Host"));
-    }
-
-    let body = if chunked {
-        Body::Chunked
-    } else {
-        match content_length {
-            Some(0) | None => Body::None,
-            Some(n) => Body::Length(n),
+    /// The body's framing; chunked framing needs HTTP/1.1 and no
+    /// Content-Length beside it.
+    #[inline]
+    fn body(&self, minor: u8) -> Result<Body, HttpError> {
+        if self.chunked && self.content_length.is_some() {
+            return Err(err(400, "both Transfer-Encoding and Content-Length"));
         }
-    };
-    let keep_alive = if minor >= 1 {
-        !conn_close
-    } else {
-        conn_keep_alive && !conn_close
-    };
-    Ok(Some(Request {
-        method,
-        method_str,
-        target,
-        minor,
-        major: 1,
-        headers,
-        head_len,
-        body,
-        keep_alive,
-        host,
-        request_line,
-    }))
+        if self.chunked && minor == 0 {
+            return Err(err(400, "Transfer-Encoding in an HTTP/1.0 request"));
+        }
+        Ok(if self.chunked {
+            Body::Chunked
+        } else {
+            match self.content_length {
+                Some(0) | None => Body::None,
+                Some(n) => Body::Length(n),
+            }
+        })
+    }
 }
 
 fn too_long(start: &[u8]) -> HttpError {

@@ -9,6 +9,7 @@
 
 mod control;
 mod flow;
+mod headers;
 pub mod limits;
 pub mod priority;
 mod recv;

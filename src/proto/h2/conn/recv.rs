@@ -1,10 +1,8 @@
 //! The reading side: the preface, then each frame against the stream
 //! states of RFC 9113 §5.1 and the limits of `limits.rs`.
 
-use super::request::{self, RequestHead};
 use super::*;
 use crate::proto::h2::frame::{Frame, DEFAULT_MAX_FRAME_SIZE};
-use crate::proto::h2::hpack::DecodeError;
 
 use ErrorCode as E;
 
@@ -197,17 +195,13 @@ impl Connection {
                 end_stream,
                 end_headers,
             } => {
-                if fragment.is_empty() && !end_headers {
-                    self.spend_empty(now_ms)?;
-                }
-                self.block.clear();
                 let p = Pending {
                     stream,
                     end_stream,
                     priority,
                     continuations: 0,
                 };
-                self.add_fragment(p, fragment, end_headers, now_ms)
+                self.on_headers(p, fragment, end_headers, now_ms)
             }
             // RFC 7540 priorities are ignored (RFC 9218 §2.1); the parser
             // already checked the frame.
@@ -232,11 +226,7 @@ impl Connection {
                 Ok(())
             }
             Frame::GoAway { code, debug, .. } => {
-                self.goaway_received = true;
-                self.events.push_back(Event::GoAway {
-                    code,
-                    debug: debug[..debug.len().min(256)].to_vec(),
-                });
+                self.on_goaway(code, debug);
                 Ok(())
             }
             Frame::WindowUpdate { stream, increment } => self.on_window_update(stream, increment),
@@ -254,193 +244,13 @@ impl Connection {
         }
     }
 
-    pub(super) fn on_continuation(
-        &mut self,
-        mut p: Pending,
-        fragment: &[u8],
-        end_headers: bool,
-        now_ms: u64,
-    ) -> Result<(), Error> {
-        p.continuations += 1;
-        if p.continuations > self.cfg.max_continuation_frames {
-            return Err(Error::conn(
-                E::ENHANCE_YOUR_CALM,
-                "too many CONTINUATION frames",
-            ));
-        }
-        if fragment.is_empty() && !end_headers {
-            self.spend_empty(now_ms)?;
-        }
-        self.add_fragment(p, fragment, end_headers, now_ms)
-    }
-
-    pub(super) fn add_fragment(
-        &mut self,
-        p: Pending,
-        fragment: &[u8],
-        end_headers: bool,
-        now_ms: u64,
-    ) -> Result<(), Error> {
-        if self.block.len() + fragment.len() > self.cfg.max_header_block_bytes {
-            return Err(Error::conn(E::ENHANCE_YOUR_CALM, "field block too large"));
-        }
-        self.block.extend_from_slice(fragment);
-        if end_headers {
-            self.pending = None;
-            self.on_block(p, now_ms)
-        } else {
-            self.pending = Some(p);
-            Ok(())
-        }
-    }
-
-    /// A complete field block: HPACK first, whatever becomes of the stream,
-    /// so the dynamic table stays in step with the client's.
-    pub(super) fn on_block(&mut self, p: Pending, now_ms: u64) -> Result<(), Error> {
-        // Sized once: indexed fields decode to about 4 times their encoded
-        // bytes (a browser's head: 300 encoded, 1,200 decoded), and growing
-        // the list field by field was a tenth of a small request's CPU.
-        let cap = (self.block.len() * 4).clamp(256, self.cfg.max_header_list_size as usize);
-        let mut list = HeaderList::with_capacity(cap, 24);
-        let decoded = self.decoder.decode(
-            &self.block,
-            self.cfg.max_header_list_size as usize,
-            &mut list,
-        );
-        let too_large = match decoded {
-            Ok(()) => false,
-            Err(DecodeError::ListTooLarge) => true,
-            Err(DecodeError::Compression(c)) => {
-                return Err(Error::conn(E::COMPRESSION_ERROR, c.0));
-            }
-        };
-        let id = p.stream;
-        let serr = |code, why| Err(Error::stream(id, code, why));
-        if let Some(s) = self.streams.get(&id) {
-            if s.state == State::Closed {
-                return Err(Error::conn(E::STREAM_CLOSED, "HEADERS on a closed stream"));
-            }
-            // Trailers (§8.1).
-            if !s.remote_open() {
-                return serr(E::STREAM_CLOSED, "HEADERS after END_STREAM");
-            }
-            if !p.end_stream {
-                return serr(E::PROTOCOL_ERROR, "second HEADERS without END_STREAM");
-            }
-            if too_large {
-                return serr(E::PROTOCOL_ERROR, "trailers over the header list size");
-            }
-            if let Err(why) = request::trailers(&list) {
-                return serr(E::PROTOCOL_ERROR, why);
-            }
-            if s.content_length.is_some_and(|n| n != s.received) {
-                return serr(E::PROTOCOL_ERROR, "body shorter than content-length");
-            }
-            self.events.push_back(Event::Trailers {
-                stream: id,
-                fields: list,
-            });
-            self.close_remote(id);
-            return Ok(());
-        }
-        if id.is_multiple_of(2) {
-            return Err(Error::conn(
-                E::PROTOCOL_ERROR,
-                "even stream id from a client",
-            ));
-        }
-        if id <= self.last_stream {
-            return match self.closed_how(id) {
-                // In flight when we reset it: ignore (§5.1).
-                Some(Closed::ResetByUs) => Ok(()),
-                Some(Closed::ResetByPeer) => serr(E::STREAM_CLOSED, "HEADERS after RST_STREAM"),
-                Some(Closed::EndStream) => {
-                    Err(Error::conn(E::STREAM_CLOSED, "HEADERS on a closed stream"))
-                }
-                None => Err(Error::conn(
-                    E::PROTOCOL_ERROR,
-                    "stream id not above the last one",
-                )),
-            };
-        }
-        if self.after_goaway(id) {
-            // After GOAWAY, new streams are not processed (§6.8).
-            return Ok(());
-        }
-        self.last_stream = id;
-        if p.priority.is_some_and(|pr| pr.dependency == id) {
-            return serr(E::PROTOCOL_ERROR, "stream depends on itself");
-        }
-        if self.streams.len() >= self.cfg.max_concurrent_streams as usize {
-            return serr(E::REFUSED_STREAM, "over SETTINGS_MAX_CONCURRENT_STREAMS");
-        }
-        if too_large {
-            return self.reject_431(id, p.end_stream, now_ms);
-        }
-        let head = match request::request_head(list) {
-            Ok(h) => h,
-            Err(why) => return serr(E::PROTOCOL_ERROR, why),
-        };
-        if p.end_stream && head.content_length().is_some_and(|n| n != 0) {
-            return serr(E::PROTOCOL_ERROR, "content-length without a body");
-        }
-        self.open_stream(id, head, p.end_stream);
-        if id == limits::MAX_STREAM_ID {
-            // The client can open no further stream here.
-            self.shutdown();
-        }
-        Ok(())
-    }
-
-    pub(super) fn open_stream(&mut self, id: StreamId, head: RequestHead, end_stream: bool) {
-        let mut s = Stream::new(self.peer.initial_window, self.cfg.stream_window, end_stream);
-        s.content_length = head.content_length();
-        for (n, v) in head.fields() {
-            if n == b"priority" {
-                s.priority = s.priority.apply(v);
-            }
-        }
-        if let Some(i) = self.early_priority.iter().position(|(sid, _)| *sid == id) {
-            if let Some((_, pr)) = self.early_priority.remove(i) {
-                s.priority = pr;
-            }
-        }
-        self.streams.insert(id, s);
-        self.events.push_back(Event::Request {
-            stream: id,
-            head,
-            end_stream,
+    /// The client's GOAWAY, its debug data cut to 256 bytes.
+    fn on_goaway(&mut self, code: ErrorCode, debug: &[u8]) {
+        self.goaway_received = true;
+        self.events.push_back(Event::GoAway {
+            code,
+            debug: debug[..debug.len().min(256)].to_vec(),
         });
-    }
-
-    /// RFC 9113 §10.5.1 / RFC 6585: a head over our list size is answered
-    /// 431 here, and the body, if any, stopped with RST_STREAM(NO_ERROR)
-    /// (§8.1 allows that after a complete response).
-    pub(super) fn reject_431(
-        &mut self,
-        id: StreamId,
-        end_stream: bool,
-        now_ms: u64,
-    ) -> Result<(), Error> {
-        self.provoked()?;
-        self.scratch.clear();
-        self.encoder.encode_head(&mut self.scratch, 431, []);
-        encode::headers(
-            &mut self.out,
-            id,
-            &self.scratch,
-            true,
-            self.peer.max_frame_size,
-        );
-        if !end_stream {
-            encode::rst_stream(&mut self.out, id, E::NO_ERROR);
-        }
-        self.note_closed(id, Closed::ResetByUs);
-        self.events.push_back(Event::Rejected {
-            stream: id,
-            why: "header list over SETTINGS_MAX_HEADER_LIST_SIZE",
-        });
-        self.spend_reset(now_ms)
     }
 
     /// The client sent END_STREAM on `stream`.
@@ -486,15 +296,7 @@ impl Connection {
         }
         let serr = |code, why| Err(Error::stream(id, code, why));
         let Some(s) = self.streams.get_mut(&id) else {
-            self.credit_conn(flow);
-            return match self.closed_how(id) {
-                Some(Closed::ResetByUs) => Ok(()),
-                // §5.1: frames after END_STREAM both ways end the connection.
-                Some(Closed::EndStream) => {
-                    Err(Error::conn(E::STREAM_CLOSED, "DATA on a closed stream"))
-                }
-                _ => serr(E::STREAM_CLOSED, "DATA on a closed stream"),
-            };
+            return self.data_on_gone(id, flow);
         };
         if s.state == State::Closed {
             return Err(Error::conn(E::STREAM_CLOSED, "DATA on a closed stream"));
@@ -519,12 +321,7 @@ impl Connection {
         // Padding is nobody's to consume: its credit goes back now.
         let pad = flow - data.len();
         if pad > 0 && !end_stream {
-            s.recv_unacked += pad as u32;
-            if flow::due(s.recv_unacked, self.cfg.stream_window) {
-                encode::window_update(&mut self.out, id, s.recv_unacked);
-                s.recv_window += s.recv_unacked as i64;
-                s.recv_unacked = 0;
-            }
+            credit_padding(s, id, pad, self.cfg.stream_window, &mut self.out);
         }
         self.credit_conn(pad);
         self.events.push_back(Event::Data {
@@ -536,5 +333,35 @@ impl Connection {
             self.close_remote(id);
         }
         Ok(())
+    }
+
+    /// DATA on a stream no longer open: its credit goes back, and the frame
+    /// is ignored or an error by how the stream closed.
+    fn data_on_gone(&mut self, id: StreamId, flow: usize) -> Result<(), Error> {
+        self.credit_conn(flow);
+        match self.closed_how(id) {
+            Some(Closed::ResetByUs) => Ok(()),
+            // §5.1: frames after END_STREAM both ways end the connection.
+            Some(Closed::EndStream) => {
+                Err(Error::conn(E::STREAM_CLOSED, "DATA on a closed stream"))
+            }
+            _ => Err(Error::stream(
+                id,
+                E::STREAM_CLOSED,
+                "DATA on a closed stream",
+            )),
+        }
+    }
+}
+
+/// Padding's credit on stream `id` back to the client: a WINDOW_UPDATE once
+/// enough is due (the connection's comes back with `credit_conn`).
+#[inline]
+fn credit_padding(s: &mut Stream, id: StreamId, pad: usize, window: u32, out: &mut Vec<u8>) {
+    s.recv_unacked += pad as u32;
+    if flow::due(s.recv_unacked, window) {
+        encode::window_update(out, id, s.recv_unacked);
+        s.recv_window += s.recv_unacked as i64;
+        s.recv_unacked = 0;
     }
 }
