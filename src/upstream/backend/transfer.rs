@@ -105,15 +105,8 @@ impl Gateways {
         let fields = &mut self.http_fields;
         let held = &mut self.held_now;
         let spec = &self.hosts[b.host].spec;
-        // A CGI's x-sendfile is the request's (`cgi.x-sendfile` may be set
-        // per scope); a backend's is its own.
         let cgi_xs: Option<Vec<String>> = job.cgi.as_ref().and_then(|c| c.x_sendfile.clone());
-        let xs = match &cgi_xs {
-            Some(roots) => Some(roots.as_slice()),
-            None => spec
-                .x_sendfile
-                .then_some(spec.x_sendfile_docroot.as_slice()),
-        };
+        let xs = x_sendfile_roots(cgi_xs.as_deref(), spec);
         if let Link::Cgi(p) = &mut b.stream {
             p.drain_stderr();
         }
@@ -169,6 +162,20 @@ impl Gateways {
             }
         }
         Ok(false)
+    }
+}
+
+/// Where X-Sendfile may point: a CGI's roots are the request's
+/// (`cgi.x-sendfile` may be set per scope); a backend's are its own.
+fn x_sendfile_roots<'a>(
+    cgi: Option<&'a [String]>,
+    spec: &'a super::super::config::HostSpec,
+) -> Option<&'a [String]> {
+    match cgi {
+        Some(roots) => Some(roots),
+        None => spec
+            .x_sendfile
+            .then_some(spec.x_sendfile_docroot.as_slice()),
     }
 }
 
