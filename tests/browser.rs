@@ -9,46 +9,8 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Backend {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn backends_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/backends")
-}
-
-/// A Python script of tests/backends that prints `ready PORT`.
-fn python(args: &[&str]) -> Backend {
-    let mut child = Command::new("python3")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    let out = child.stdout.take().expect("stdout");
-    BufReader::new(out)
-        .read_line(&mut line)
-        .expect("ready line");
-    let port = line
-        .strip_prefix("ready ")
-        .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{args:?} did not start: {line:?}"));
-    Backend { child, port }
-}
 
 fn chromium() -> &'static str {
     for c in ["chromium", "chromium-browser", "google-chrome"] {

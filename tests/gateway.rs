@@ -8,25 +8,9 @@ mod common;
 use common::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A backend process, killed on drop.
-struct Backend {
-    child: Child,
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn backends_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/backends")
-}
 
 /// Starts `scgi_app.py` and returns it with the address it printed.
 fn scgi_backend(args: &[&str]) -> (Backend, String) {
@@ -39,24 +23,10 @@ fn scgi_backend_logging(args: &[&str], log: Option<&Path>) -> (Backend, String) 
     if let Some(l) = log {
         cmd.env("SCGI_APP_LOG", l);
     }
-    let mut child = cmd
-        .arg(backends_dir().join("scgi_app.py"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 with the scgi package (pip install scgi)");
-    let mut line = String::new();
-    let out = child.stdout.take().expect("stdout");
-    BufReader::new(out)
-        .read_line(&mut line)
-        .expect("ready line");
-    let where_ = line
-        .strip_prefix("ready ")
-        .unwrap_or_else(|| panic!("scgi_app.py did not start (pip install scgi): {line:?}"))
-        .trim()
-        .to_string();
-    (Backend { child }, where_)
+    cmd.arg(backends_dir().join("scgi_app.py")).args(args);
+    let b = start_ready(cmd, "scgi_app.py (pip install scgi)");
+    let addr = b.addr.clone();
+    (b, addr)
 }
 
 /// Starts the flup application on a unix socket and waits until it accepts.
@@ -73,7 +43,7 @@ fn flup_script(script: &str, sock: &Path) -> Backend {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("python3 with flup (pip install flup)");
-    let b = Backend { child };
+    let b = Backend::of(child);
     // The backend gives no readiness signal; poll its socket briefly.
     retry(TIMEOUT, Duration::from_millis(20), || {
         std::os::unix::net::UnixStream::connect(sock)
@@ -2374,7 +2344,7 @@ fn plain_backend(sock: &Path, mode: &str) -> Backend {
         .read_line(&mut line)
         .expect("ready line");
     assert_eq!(line.trim(), "ready", "fcgi_plain.py did not start");
-    Backend { child }
+    Backend::of(child)
 }
 
 /// `conn=C served=S open=O most=M` of a fcgi_plain.py answer.

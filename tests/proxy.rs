@@ -6,47 +6,9 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::process::Command;
 use std::time::{Duration, SystemTime};
-
-/// A backend process, killed on drop.
-struct Backend {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn backends_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/backends")
-}
-
-/// Starts a Python script that prints `ready PORT` once it listens.
-fn python(args: &[&str]) -> Backend {
-    let mut child = Command::new("python3")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    let out = child.stdout.take().expect("stdout");
-    BufReader::new(out)
-        .read_line(&mut line)
-        .expect("ready line");
-    let port = line
-        .strip_prefix("ready ")
-        .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{args:?} did not start: {line:?}"));
-    Backend { child, port }
-}
 
 /// tests/backends/http_app.py named `name`, closing idle connections after `keep` s.
 fn http_app(name: &str, keep: &str) -> Backend {

@@ -11,17 +11,20 @@
 //! * [`http`]: [`Conn`] (a connection with a read buffer and deadlines),
 //!   the one response parser [`parse_response`] (none for HEAD/1xx/204/304,
 //!   chunked, Content-Length, or close-delimited), request builders.
+//! * [`backend`]: the test backends' processes ([`Backend`], killed on drop).
 //! * [`cases`]: checks every response must pass and table-driven [`Case`]s.
 //!
 //! Each `tests/*.rs` is a crate of its own that uses a part of this: hence
 //! the module-wide allowance of what one crate leaves unused.
 #![allow(dead_code, unused_imports)]
 
+pub mod backend;
 pub mod cases;
 pub mod http;
 pub mod server;
 pub mod tmp;
 
+pub use backend::*;
 pub use cases::*;
 pub use http::*;
 pub use server::*;
