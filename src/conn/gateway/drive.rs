@@ -249,45 +249,18 @@ impl Connection {
         if self.phase == Phase::Http2 {
             return self.h2_backend_ready(ex.stream, bkey, cx);
         }
-        let Some(gw) = self.gw.as_deref_mut() else {
-            return;
-        };
-        let load = cx
-            .sv
-            .deflate
-            .load_for(&gw.start.settings.deflate, cx.sv.clock.mono_secs);
-        let mut sink = ClientSink {
-            out: &mut self.out,
-            gw,
-            date: &cx.sv.clock.http_date,
-            load,
-        };
-        let now = cx.sv.clock.mono_secs;
-        cx.sv
-            .upstream
-            .drive_backend(bkey, &mut sink, now, cx.registry);
+        self.with_sink_and(cx, |sink, up, registry, now, _| {
+            up.drive_backend(bkey, sink, now, registry)
+        });
         self.drive(cx);
     }
 
     /// Resumes a backend paused while the client was slow, and sends body
     /// bytes the window holds.
     pub(in crate::conn) fn pump(&mut self, cx: &mut Ctx<'_>) {
-        let Some(gw) = self.gw.as_deref_mut() else {
-            return;
-        };
-        let job = gw.start.job;
-        let load = cx
-            .sv
-            .deflate
-            .load_for(&gw.start.settings.deflate, cx.sv.clock.mono_secs);
-        let mut sink = ClientSink {
-            out: &mut self.out,
-            gw,
-            date: &cx.sv.clock.http_date,
-            load,
-        };
-        let now = cx.sv.clock.mono_secs;
-        cx.sv.upstream.pump(job, &mut sink, now, cx.registry);
+        self.with_sink_and(cx, |sink, up, registry, now, job| {
+            up.pump(job, sink, now, registry)
+        });
     }
 
     /// The gateway exchange failed where no sink was at hand (a time-out,
@@ -314,20 +287,30 @@ impl Connection {
         cx: &mut Ctx<'_>,
         f: impl for<'s> FnOnce(&mut ClientSink<'s>),
     ) {
+        self.with_sink_and(cx, |sink, _, _, _, _| f(sink));
+        self.drive(cx);
+    }
+
+    /// The client's side of the gateway exchange as a [`ClientSink`], with
+    /// the gateways, the registry, the second and the job for `f`; nothing
+    /// when there is no exchange.
+    fn with_sink_and(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        f: impl for<'s> FnOnce(&mut ClientSink<'s>, &mut Gateways, &mio::Registry, u64, JobId),
+    ) {
         let Some(gw) = self.gw.as_deref_mut() else {
             return;
         };
-        let load = cx
-            .sv
-            .deflate
-            .load_for(&gw.start.settings.deflate, cx.sv.clock.mono_secs);
+        let job = gw.start.job;
+        let now = cx.sv.clock.mono_secs;
+        let load = cx.sv.deflate.load_for(&gw.start.settings.deflate, now);
         let mut sink = ClientSink {
             out: &mut self.out,
             gw,
             date: &cx.sv.clock.http_date,
             load,
         };
-        f(&mut sink);
-        self.drive(cx);
+        f(&mut sink, &mut cx.sv.upstream, cx.registry, now, job);
     }
 }
