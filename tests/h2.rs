@@ -124,6 +124,22 @@ fn tls_args(certs: &Path, port: u16) -> Vec<String> {
     ]
 }
 
+/// curl's two ways to glint over HTTP/2: prior knowledge on the plain
+/// port, ALPN on the TLS one (`certs` from [`make_cert`]); each with its
+/// name and base URL.
+fn transports(certs: &Path, port: u16, tls_port: u16) -> [(&'static str, Vec<String>, String); 2] {
+    let mut on_tls = vec!["--http2".to_string()];
+    on_tls.extend(tls_args(certs, tls_port));
+    [
+        (
+            "h2c",
+            vec!["--http2-prior-knowledge".to_string()],
+            h2c(port),
+        ),
+        ("tls", on_tls, format!("https://localhost:{tls_port}")),
+    ]
+}
+
 /// The fixture of most tests: index files, a directory to list, a file
 /// for ranges, a large one.
 fn fixture() -> Docroot {
@@ -261,17 +277,9 @@ fn static_files_over_h2c_and_tls() {
         Some((tmp.path(), tls_port)),
         "dir-listing.activate = \"enable\"\nindex-file.names = ( \"index.html\" )\n",
     );
-    let tls = tls_args(tmp.path(), tls_port);
-    let tls: Vec<&str> = tls.iter().map(String::as_str).collect();
-    let mut on_tls = vec!["--http2"];
-    on_tls.extend(&tls);
-    let transports: [(&str, Vec<&str>, String); 2] = [
-        ("h2c", vec!["--http2-prior-knowledge"], h2c(s.port)),
-        ("tls", on_tls, format!("https://localhost:{tls_port}")),
-    ];
-    for (name, args, base) in &transports {
+    for (name, args, base) in &transports(tmp.path(), s.port, tls_port) {
         let get = |path: &str, more: &[&str]| {
-            let mut a = args.clone();
+            let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
             a.extend(more);
             curl(&tmp, &a, &format!("{base}{path}"))
         };
@@ -598,16 +606,9 @@ mod gateways {
         std::fs::write(&up_path, &upload).expect("upload");
         let at_up = format!("@{}", up_path.display());
         let want_md5 = md5_hex(&upload);
-        let tls = tls_args(tmp.path(), tls_port);
-        let mut on_tls: Vec<&str> = vec!["--http2"];
-        on_tls.extend(tls.iter().map(String::as_str));
-        let transports: [(&str, Vec<&str>, String); 2] = [
-            ("h2c", vec!["--http2-prior-knowledge"], h2c(s.port)),
-            ("tls", on_tls, format!("https://localhost:{tls_port}")),
-        ];
-        for (name, args, base) in &transports {
+        for (name, args, base) in &transports(tmp.path(), s.port, tls_port) {
             let go = |path: &str, more: &[&str]| {
-                let mut a = args.clone();
+                let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
                 a.extend(more);
                 curl(&tmp, &a, &format!("{base}{path}"))
             };
@@ -1026,18 +1027,7 @@ fn compressed_answers_over_h2c_and_tls() {
         "server.modules += ( \"mod_deflate\" )\ndeflate.mimetypes = ( \"text/\" )\n\
          deflate.allowed-encodings = ( \"br\", \"gzip\", \"zstd\" )\ndir-listing.activate = \"enable\"\n",
     );
-    let tls = tls_args(tmp.path(), tls_port);
-    let mut on_tls = vec!["--http2".to_string()];
-    on_tls.extend(tls);
-    let transports = [
-        (
-            "h2c",
-            vec!["--http2-prior-knowledge".to_string()],
-            h2c(s.port),
-        ),
-        ("tls", on_tls, format!("https://localhost:{tls_port}")),
-    ];
-    for (name, args, base) in &transports {
+    for (name, args, base) in &transports(tmp.path(), s.port, tls_port) {
         for coding in ["gzip", "br", "zstd"] {
             let ae = format!("Accept-Encoding: {coding}");
             let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
