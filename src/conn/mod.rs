@@ -416,7 +416,17 @@ impl Connection {
         if let Some(f) = self.flush_tls(cx) {
             return f;
         }
-        let result = self.out.write_to(self.stream.fd());
+        // The answer is whole in the queue and the connection closes after
+        // it (at once, or by shutting its write side): its end can wait for
+        // the FIN.
+        let last = matches!(
+            self.phase,
+            Phase::Writing {
+                then: AfterWrite::Close
+            }
+        ) && self.encoded.is_none()
+            && self.stream.is_tcp();
+        let result = self.out.write_to(self.stream.fd(), last);
         self.after_flush(result, cx)
     }
 

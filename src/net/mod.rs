@@ -60,6 +60,10 @@ impl Stream {
         }
     }
 
+    pub fn is_tcp(&self) -> bool {
+        matches!(self, Stream::Tcp(_))
+    }
+
     pub fn fd(&self) -> BorrowedFd<'_> {
         match self {
             Stream::Tcp(s) => s.as_fd(),

@@ -6,6 +6,12 @@
 //! straight from the open file, after the head was sent with `MSG_MORE` so the
 //! kernel puts head and first file bytes in one packet.
 //!
+//! When the connection closes once the queue is written ([`Output::write_to`]
+//! with `last`), the final bytes are held back for the close: the last memory
+//! chunk goes with `MSG_MORE`, and a queue with a file corks the socket
+//! (`TCP_CORK`) first. The close then sends them with its FIN in one segment,
+//! one packet less per one-shot connection (and one ACK less from the client).
+//!
 //! [`encode`] is the compression filter a body can pass through on its way
 //! into the queue (mod_deflate), free of any protocol's framing.
 
@@ -68,6 +74,8 @@ pub struct Output {
     chunks: VecDeque<Chunk>,
     /// Bytes written since the last call to [`Output::take_written`].
     written: u64,
+    /// TCP_CORK is on: the socket is closed after this queue.
+    corked: bool,
 }
 
 impl Output {
@@ -135,6 +143,7 @@ impl Output {
         self.mem.clear();
         self.mem_pos = 0;
         self.sealed = 0;
+        self.corked = false;
     }
 
     /// Bytes written since the last call.
@@ -149,11 +158,21 @@ impl Output {
         std::mem::take(&mut self.mem)
     }
 
-    /// Writes as much as the socket takes.
-    pub fn write_to(&mut self, sock: BorrowedFd<'_>) -> Result<WriteOutcome, WriteError> {
+    /// Writes as much as the socket takes. `last`: the caller closes (or
+    /// shuts the write side of) this TCP socket as soon as the queue is
+    /// written, in the same turn, and nothing more is appended to it; the
+    /// final bytes then wait for the FIN (see the module's words).
+    pub fn write_to(
+        &mut self,
+        sock: BorrowedFd<'_>,
+        last: bool,
+    ) -> Result<WriteOutcome, WriteError> {
         self.seal();
+        if last && !self.corked && self.pending_files() > 0 {
+            self.corked = cork(sock);
+        }
         loop {
-            let more_after = self.chunks.len() > 1;
+            let more_after = self.chunks.len() > 1 || (last && !self.corked);
             let Some(front) = self.chunks.front_mut() else {
                 self.clear();
                 return Ok(WriteOutcome::Done);
@@ -201,6 +220,25 @@ impl Output {
             }
         }
     }
+}
+
+/// Sets TCP_CORK: full segments still go out, a partial one waits for the
+/// close. False when the socket does not take it.
+fn cork(sock: BorrowedFd<'_>) -> bool {
+    use nix::libc;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket, a pointer to a c_int and its size, as
+    // setsockopt(2) requires; nix has no wrapper for TCP_CORK.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CORK,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
 }
 
 impl Output {
@@ -319,7 +357,7 @@ mod tests {
         out.mem.extend_from_slice(b"|mid|");
         out.push_file(file, 7, 3);
         out.mem.extend_from_slice(b"|end");
-        assert_eq!(out.write_to(a.as_fd()).unwrap(), WriteOutcome::Done);
+        assert_eq!(out.write_to(a.as_fd(), false).unwrap(), WriteOutcome::Done);
         assert!(out.is_empty());
         assert_eq!(out.take_written(), 20);
         drop(a);
@@ -327,6 +365,60 @@ mod tests {
         b.read_to_string(&mut got).unwrap();
         assert_eq!(got, "head|234|mid|789|end");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The end of the last answer waits for the FIN (TCP_CORK, MSG_MORE):
+    /// the close sends it, nothing is lost or held back.
+    #[test]
+    fn the_last_answer_goes_out_whole_with_the_close() {
+        let dir = std::env::temp_dir().join(format!("glint-output-l-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let body: Vec<u8> = (0..30_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &body).unwrap();
+        let file = Rc::new(File::open(&path).unwrap());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        for with_file in [true, false] {
+            let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            client
+                .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+            let (server, _) = listener.accept().unwrap();
+            let mut out = Output::default();
+            out.mem.extend_from_slice(b"HTTP/1.1 200 OK\r\n\r\n");
+            let mut want = out.mem.clone();
+            if with_file {
+                out.push_file(Rc::clone(&file), 0, body.len() as u64);
+                want.extend_from_slice(&body);
+            }
+            assert_eq!(
+                out.write_to(server.as_fd(), true).unwrap(),
+                WriteOutcome::Done
+            );
+            assert_eq!(corked(&server), with_file);
+            drop(server);
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).unwrap();
+            assert_eq!(got, want);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn corked(sock: &std::net::TcpStream) -> bool {
+        use nix::libc;
+        let mut on: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: a valid socket, a c_int and its size in `len`.
+        let rc = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_CORK,
+                (&mut on as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        rc == 0 && on != 0
     }
 
     #[test]
@@ -340,7 +432,7 @@ mod tests {
         let mut out = Output::default();
         out.push_file(file, 0, 100);
         assert!(matches!(
-            out.write_to(a.as_fd()),
+            out.write_to(a.as_fd(), false),
             Err(WriteError::FileTruncated)
         ));
         std::fs::remove_dir_all(&dir).unwrap();
