@@ -277,30 +277,43 @@ impl Server {
             || open >= self.max_connections.saturating_mul(LINGER_ROOM)
     }
 
-    /// Accepts until the listener has nothing more, the connection limit is
-    /// reached, or file descriptors run out; pauses accepting at the limit,
+    /// Accepts until the listener has nothing more (what its queue held, for
+    /// TCP), the connection limit is reached, or file descriptors run out,
+    /// at most [`ACCEPT_BATCH`] a turn; pauses accepting at the limit,
     /// and resumes it (clients no longer wait) once the backlog is empty.
     fn accept_from(&mut self, i: usize) {
         if self.sv.shutting_down {
             return;
         }
-        for _ in 0..ACCEPT_BATCH {
+        // A TCP listener says how many wait: take those (connections that
+        // come meanwhile raise a new edge), not one more that fails.
+        let queued = self.listeners.get(i).and_then(|l| l.as_ref()?.queued());
+        if queued == Some(0) {
+            self.sv.accept_paused = false;
+            return;
+        }
+        let budget = queued.map_or(ACCEPT_BATCH, |n| n.min(ACCEPT_BATCH));
+        for _ in 0..budget {
             if self.at_limit() {
                 self.sv.accept_paused = true;
                 return;
             }
             if self.use_signals && signals::pending() {
-                break;
+                // The signal first; the rest of the backlog on the next turn.
+                self.accept_more = true;
+                return;
             }
             let Some(Some(lst)) = self.listeners.get(i) else {
                 return;
             };
             let accepted = match lst {
-                Listener::Tcp(t) => t.accept().map(|(s, a)| (Stream::Tcp(s), Some(a))),
-                Listener::Unix(u, _, _) => u.accept().map(|(s, _)| (Stream::Unix(s), None)),
+                Listener::Tcp(t, deferred) => t
+                    .accept()
+                    .map(|(s, a)| (Stream::Tcp(s), Some(a), *deferred)),
+                Listener::Unix(u, _, _) => u.accept().map(|(s, _)| (Stream::Unix(s), None, false)),
             };
             match accepted {
-                Ok((stream, peer)) => self.admit(i, stream, peer),
+                Ok((stream, peer, deferred)) => self.admit(i, stream, peer, deferred),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.sv.accept_paused = false;
                     return;
@@ -326,14 +339,26 @@ impl Server {
                 },
             }
         }
+        if queued.is_some_and(|n| n <= ACCEPT_BATCH) {
+            // All that waited is in; later ones raise an edge of their own.
+            self.sv.accept_paused = false;
+            return;
+        }
         // Stopped before the backlog was empty: no new edge will announce
         // what is left, so look again on the next turn.
         self.accept_more = true;
     }
 
-    /// Takes in a connection accepted on listener `i` and drives it once;
+    /// Takes in a connection accepted on listener `i` and drives it once if
+    /// its request is likely there already (`deferred`: TCP_DEFER_ACCEPT);
     /// past the TLS handshake cap it is closed at once.
-    fn admit(&mut self, i: usize, stream: Stream, peer: Option<std::net::SocketAddr>) {
+    fn admit(
+        &mut self,
+        i: usize,
+        stream: Stream,
+        peer: Option<std::net::SocketAddr>,
+        deferred: bool,
+    ) {
         self.sv.stats.connections += 1;
         self.next_gen += 1;
         let ctx = self.tls.contexts.get(i).and_then(Option::as_ref);
@@ -373,7 +398,13 @@ impl Server {
         // TCP_DEFER_ACCEPT means the request is usually here already:
         // answer it now, and register with epoll only if the
         // connection has to wait (a one-shot request never does).
-        with_conn!(self, key, |conn, cx| conn.drive(&mut cx));
+        // Without it, the handshake has just completed and the request is
+        // not there yet: a read now would only say EAGAIN (one wasted
+        // system call per connection), so the connection waits for epoll
+        // (registered for reading, which reports bytes that came meanwhile).
+        if deferred {
+            with_conn!(self, key, |conn, cx| conn.drive(&mut cx));
+        }
         self.after_drive(key);
     }
 
