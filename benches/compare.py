@@ -426,6 +426,17 @@ def loadavg() -> float | None:
         return None
 
 
+def tcp_out_segs() -> int | None:
+    """TCP segments this machine has sent (OutSegs of /proc/net/snmp): on
+    loopback, both the server's and the client's."""
+    try:
+        with open("/proc/net/snmp") as f:
+            rows = [line.split() for line in f if line.startswith("Tcp:")]
+        return int(rows[1][rows[0].index("OutSegs")])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def cpu0_times() -> tuple[int, int]:
     """(busy, total) jiffies of the server CPU from /proc/stat."""
     with open("/proc/stat") as f:
@@ -976,12 +987,16 @@ def measure(srv: Server, wl: dict, tmp: Path) -> dict:
         return {"error": "server not running"}
     c0 = cpu_ns_by_task(pids)
     b0, t0 = cpu0_times()
+    s0 = tcp_out_segs()
     r = run_load(wl, srv.port, tmp)
+    s1 = tcp_out_segs()
     pids2 = srv.pids()
     c1 = cpu_ns_by_task(sorted(set(pids) | set(pids2)))
     b1, t1 = cpu0_times()
     cpu_ns = cpu_delta_ns(c0, c1)
     done = r.get("completed") or 0
+    if s0 is not None and s1 is not None and done:
+        r["segs_per_req"] = (s1 - s0) / done
     r["server_cpu_s"] = cpu_ns / 1e9
     r["cpu_us_per_req"] = cpu_ns / 1000 / done if done else None
     r["server_busy_pct"] = 100 * cpu_ns / 1e9 / r["wall_s"] if r["wall_s"] else None
@@ -1007,6 +1022,7 @@ METRICS = [  # key, label, format, lower-is-better
     ("rps", "requests/s", "{:,.0f}"),
     ("cpu_us_per_req", "server CPU µs/request", "{:.1f}"),
     ("p99_ms", "p99 latency ms", "{:.2f}"),
+    ("segs_per_req", "TCP segments/request (both ways)", "{:.2f}"),
     ("errors_total", "failed + non-2xx", "{:.0f}"),
     ("server_busy_pct", "server CPU busy %", "{:.0f}"),
 ]

@@ -706,6 +706,8 @@ def main() -> int:
     ap.add_argument("--glint-bin-b", action="append", metavar="PATH",
                     help="a second glint binary (server glint-b, same configuration), measured in the same run, "
                          "alternating with the others; repeat for glint-c, ...")
+    ap.add_argument("--only", metavar="ID,...",
+                    help="run only these workloads (ids: quixote-tcp-c5, php-c50, ...; default all)")
     ap.add_argument("--out", default=str(RESULTS / "gateways"), help="output path without extension")
     ap.add_argument("--render", metavar="JSON", help="only rewrite the .md from a saved .json")
     args = ap.parse_args()
@@ -738,6 +740,12 @@ def main() -> int:
         servers.insert(at, name)
 
     wls = workloads(args.quick, args.repeat)
+    if args.only:
+        want = {x.strip() for x in args.only.split(",") if x.strip()}
+        unknown = want - {w["id"] for w in wls}
+        if unknown:
+            ap.error(f"unknown workload ids {sorted(unknown)}; known: {[w['id'] for w in wls]}")
+        wls = [w for w in wls if w["id"] in want]
     tmp = Path(tempfile.mkdtemp(prefix="gwbench-"))
     tmp.chmod(0o755)
     docroot = tmp / "www"
