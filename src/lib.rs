@@ -26,7 +26,8 @@
 //!    options, Accept-Encoding, streaming encoders, the cache), [`tls`]
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
 //!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's
-//!    options) and [`forwarded`] (mod_extforward, the PROXY protocol).
+//!    options), [`forwarded`] (mod_extforward, the PROXY protocol) and
+//!    [`sockopt`] (the TCP options nix has no wrapper for).
 pub mod service;
 
 pub mod server;
@@ -58,5 +59,6 @@ pub mod hash;
 pub mod httpup;
 pub mod path;
 pub mod signals;
+pub mod sockopt;
 pub mod stats;
 pub mod tls;

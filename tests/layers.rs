@@ -31,6 +31,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("httpup", 1),
     ("path", 1),
     ("signals", 1),
+    ("sockopt", 1),
     ("stats", 1),
     ("tls", 1),
 ];

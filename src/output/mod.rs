@@ -225,20 +225,7 @@ impl Output {
 /// Sets TCP_CORK: full segments still go out, a partial one waits for the
 /// close. False when the socket does not take it.
 fn cork(sock: BorrowedFd<'_>) -> bool {
-    use nix::libc;
-    let on: libc::c_int = 1;
-    // SAFETY: a valid socket, a pointer to a c_int and its size, as
-    // setsockopt(2) requires; nix has no wrapper for TCP_CORK.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CORK,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    crate::sockopt::set_tcp_int(sock, nix::libc::TCP_CORK, 1)
 }
 
 impl Output {
@@ -405,20 +392,7 @@ mod tests {
     }
 
     fn corked(sock: &std::net::TcpStream) -> bool {
-        use nix::libc;
-        let mut on: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: a valid socket, a c_int and its size in `len`.
-        let rc = unsafe {
-            libc::getsockopt(
-                sock.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_CORK,
-                (&mut on as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        rc == 0 && on != 0
+        crate::sockopt::tcp_int(sock.as_fd(), nix::libc::TCP_CORK).is_some_and(|v| v != 0)
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
 use nix::sys::socket::{
@@ -18,9 +18,6 @@ use crate::config::{Listen, ListenAddr};
 /// bursts while the loop is busy or at `server.max-connections`
 /// (`Settings::listen_backlog` carries the configured one).
 pub const LISTEN_BACKLOG: i32 = 1024;
-
-/// `tcpi_state` of a listening socket (the kernel's TCP_LISTEN).
-const TCP_LISTEN: u8 = 10;
 
 /// A listening socket.
 pub(super) enum Listener {
@@ -62,34 +59,15 @@ impl Listener {
     }
 
     /// Connections waiting in a TCP listener's accept queue, as the kernel
-    /// counts them (TCP_INFO of a listening socket gives it as
-    /// `tcpi_unacked`); None for a unix socket or when the kernel does not
-    /// say. Accepting exactly these spares the `accept` that would fail with
+    /// counts them; None for a unix socket or when the kernel does not say.
+    /// Accepting exactly these spares the `accept` that would fail with
     /// EAGAIN, which is not cheap: the kernel makes a socket, its file and
     /// inode for it before it looks at the queue, and tears them down again.
     pub(super) fn queued(&self) -> Option<usize> {
         let Listener::Tcp(t, _) = self else {
             return None;
         };
-        use nix::libc;
-        let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        // SAFETY: a valid socket, a buffer of `len` bytes for the kernel to
-        // fill, as getsockopt(2) requires.
-        let rc = unsafe {
-            libc::getsockopt(
-                t.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_INFO,
-                info.as_mut_ptr().cast(),
-                &mut len,
-            )
-        };
-        // SAFETY: zeroed is a valid tcp_info (plain integers), and the
-        // kernel filled what it wrote.
-        let info = unsafe { info.assume_init() };
-        let listening = info.tcpi_state == TCP_LISTEN;
-        (rc == 0 && listening).then_some(info.tcpi_unacked as usize)
+        crate::sockopt::accept_queue(t.as_fd())
     }
 
     pub(super) fn port(&self) -> u16 {
@@ -201,9 +179,10 @@ pub(super) fn bind_listener(l: &Listen, s: &crate::config::Settings) -> io::Resu
             // their retransmitted requests with a reset, ~12.6 s in.
             // Without it, a client the backlog has no room for is still
             // connecting and has sent nothing that can be lost. With it, a
-            // one-request connection costs one read, one epoll registration
-            // and one wake-up less (server CPU per request at ab -c 50
-            // /index.html: 20-22 µs with, 27-32 µs without).
+            // one-request connection costs one epoll registration and one
+            // wake-up less (server CPU per request at ab -c 50 /index.html:
+            // 20-22 µs with, 27-32 µs without, measured when glint still
+            // also tried a read at once without it).
             let deferred = s.defer_accept && set_defer_accept(&fd);
             let std_listener = std::net::TcpListener::from(fd);
             Ok(Listener::Tcp(
@@ -222,43 +201,18 @@ const DEFER_ACCEPT_SECS: i32 = 2;
 
 /// Sets TCP_DEFER_ACCEPT; true when the kernel took it.
 fn set_defer_accept(fd: &OwnedFd) -> bool {
-    use nix::libc;
-    let secs: libc::c_int = DEFER_ACCEPT_SECS;
-    // SAFETY: a valid socket, a pointer to a c_int and its size, as
-    // setsockopt(2) requires; nix has no wrapper for this Linux option.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_DEFER_ACCEPT,
-            (&secs as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
+    let ok =
+        crate::sockopt::set_tcp_int(fd.as_fd(), nix::libc::TCP_DEFER_ACCEPT, DEFER_ACCEPT_SECS);
+    if !ok {
         log::debug!("TCP_DEFER_ACCEPT: {}", io::Error::last_os_error());
     }
-    rc == 0
+    ok
 }
 
 /// Whether an inherited socket has TCP_DEFER_ACCEPT (systemd's
 /// `DeferAcceptSec=`).
 fn defers_accept(fd: &OwnedFd) -> bool {
-    use nix::libc;
-    let mut secs: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: a valid socket, a pointer to a c_int and its size in `len`,
-    // as getsockopt(2) requires.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_DEFER_ACCEPT,
-            (&mut secs as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    rc == 0 && secs > 0
+    crate::sockopt::tcp_int(fd.as_fd(), nix::libc::TCP_DEFER_ACCEPT).is_some_and(|s| s > 0)
 }
 
 /// A listener's address, as `ip:port` or a unix socket path.
