@@ -3,8 +3,8 @@
 in front of the SAME SCGI / FastCGI backends.
 
 Python 3.11 standard library only (it reuses the /proc and process helpers of
-benches/compare.py).  Web servers are pinned to CPU 0, ab to CPU 1, backends
-are not pinned.  Only 127.0.0.1 and unix sockets are ever used.
+benches/compare.py).  Web servers are pinned to CPU 0, ab and the backends to
+CPU 1 (--backends-cpu).  Only 127.0.0.1 and unix sockets are ever used.
 
     python3 benches/gateways.py [--quick] [--rounds N] [--repeat N] [--servers glint,lighttpd,nginx] [--base-port P]
 
@@ -51,6 +51,10 @@ BACKENDS = REPO / "tests" / "backends"
 ALL_SERVERS = ["glint", "lighttpd", "nginx"]
 BASELINE = "lighttpd"
 SERVER_CPU, CLIENT_CPU = "0", "1"
+# where the backends run (--backends-cpu): by default with ab, so that the web
+# server's CPU is its alone and its CPU per request is its own work (a backend
+# on the same CPU swung it ±30 % round to round)
+BACKEND_CPUS = CLIENT_CPU
 # a server's own processes, by /proc/PID/comm; php-cgi children of the server are not counted
 SERVER_COMMS = {"glint": ("glint",), "lighttpd": ("lighttpd",), "nginx": ("nginx",)}
 
@@ -122,8 +126,9 @@ class Backend:
     def __init__(self, name: str, argv: list[str], tmp: Path, env: dict | None = None, ready_line: bool = True):
         self.name = name
         self.log_path = tmp / f"backend-{name}.log"
-        # this script pins itself to the client CPU; backends must not inherit that
-        allcpus = f"0-{(os.cpu_count() or 1) - 1}"
+        # this script pins itself to the client CPU; backends go where
+        # --backends-cpu says (default: with ab, off the web server's CPU)
+        allcpus = BACKEND_CPUS
         logf = open(self.log_path, "wb")
         # a backend without a ready line writes stdout to its log: a pipe nobody reads would fill
         stdout = subprocess.PIPE if ready_line else logf
@@ -601,7 +606,7 @@ def render_md(raw: dict, summ: dict) -> str:
         f"{' --repeat ' + str(raw['repeat']) if raw.get('repeat', 1) > 1 else ''}` "
         f"from {raw['started']} to {raw['finished']}. Medians over {raw['rounds']} round(s), server order "
         f"rotated each round; cells are `value (ratio to {base})`. Web servers pinned to CPU {m['server_cpu']}, "
-        f"ab to CPU {m['client_cpu']}, backends unpinned; {m['cpus']} × {m['cpu_model']}, Linux {m['kernel']}. "
+        f"ab to CPU {m['client_cpu']}, backends to CPU {m.get('backend_cpus', 'any (unpinned)')}; {m['cpus']} × {m['cpu_model']}, Linux {m['kernel']}. "
         "All servers talk to the same backend processes (php-cgi: each server spawns its own, "
         "nginx gets one started by the script). How to read it: `benches/README.md`.",
         "",
@@ -648,7 +653,7 @@ def render_md(raw: dict, summ: dict) -> str:
     loads = [r["loadavg"] for per in raw["runs"].values() for runs in per.values() for r in runs if r.get("loadavg")]
     if other:
         out += [f"Noise: other work on CPU {m['server_cpu']} during the runs (its busy % from `/proc/stat` minus "
-                f"the web server's own; includes the unpinned backends): median {statistics.median(other):.0f} %, "
+                f"the web server's own; includes the backends when they may run there): median {statistics.median(other):.0f} %, "
                 f"max {other[-1]:.0f} %; 1-min load average {min(loads):.1f}–{max(loads):.1f}.", ""]
     if raw["errors"]:
         out += ["## Errors", ""] + [f"- **{k}**: {v}" for k, v in raw["errors"].items()] + [""]
@@ -693,7 +698,7 @@ def write_reports(raw: dict, out: Path, write_json: bool = True) -> None:
 # main
 
 def main() -> int:
-    global CLIENT_CPU
+    global CLIENT_CPU, BACKEND_CPUS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="request counts / 10")
     ap.add_argument("--rounds", type=int, default=3)
@@ -706,6 +711,9 @@ def main() -> int:
     ap.add_argument("--glint-bin-b", action="append", metavar="PATH",
                     help="a second glint binary (server glint-b, same configuration), measured in the same run, "
                          "alternating with the others; repeat for glint-c, ...")
+    ap.add_argument("--backends-cpu", default=None, metavar="LIST",
+                    help="taskset CPU list for the backends (default: ab's CPU, 1; 'all' for every CPU, "
+                         "sharing the web server's)")
     ap.add_argument("--only", metavar="ID,...",
                     help="run only these workloads (ids: quixote-tcp-c5, php-c50, ...; default all)")
     ap.add_argument("--out", default=str(RESULTS / "gateways"), help="output path without extension")
@@ -726,6 +734,11 @@ def main() -> int:
     if ncpu < 2:
         CLIENT_CPU = "0"
     cmp.SERVER_CPU, cmp.CLIENT_CPU = SERVER_CPU, CLIENT_CPU
+    BACKEND_CPUS = CLIENT_CPU
+    if args.backends_cpu == "all":
+        BACKEND_CPUS = f"0-{ncpu - 1}"
+    elif args.backends_cpu:
+        BACKEND_CPUS = args.backends_cpu
     try:
         os.sched_setaffinity(0, {int(CLIENT_CPU)})
     except OSError:
@@ -767,7 +780,7 @@ def main() -> int:
         "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "quick": args.quick, "rounds": args.rounds, "repeat": args.repeat, "servers": servers,
         "machine": {"kernel": platform.release(), "cpus": ncpu, "cpu_model": cmp.cpu_model(),
-                    "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU},
+                    "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU, "backend_cpus": BACKEND_CPUS},
         "tools": {"ab": cmp.tool_version(["ab", "-V"]),
                   "php-cgi": cmp.tool_version(["php-cgi", "-v"]),
                   "python": sys.version.split()[0],
@@ -812,7 +825,7 @@ def main() -> int:
         # bin-path wrapper: the server is pinned to CPU 0 and its children inherit
         # that; the backend must not be pinned, so widen the mask, then exec php-cgi
         be["php_wrap"] = tmp / "php-cgi-unpinned"
-        be["php_wrap"].write_text(f"#!/bin/sh\nexec taskset -c 0-{ncpu - 1} {php} \"$@\"\n")
+        be["php_wrap"].write_text(f"#!/bin/sh\nexec taskset -c {BACKEND_CPUS} {php} \"$@\"\n")
         be["php_wrap"].chmod(0o755)
         if "nginx" in servers:
             be["nginx_php_sock"] = tmp / "nginx-php.socket"
