@@ -289,7 +289,8 @@ impl Server {
         // come meanwhile raise a new edge), not one more that fails.
         let queued = self.listeners.get(i).and_then(|l| l.as_ref()?.queued());
         if queued == Some(0) {
-            self.sv.accept_paused = false;
+            // Nobody waits: paused only while at the limit.
+            self.sv.accept_paused = self.at_limit();
             return;
         }
         let budget = queued.map_or(ACCEPT_BATCH, |n| n.min(ACCEPT_BATCH));
@@ -341,7 +342,7 @@ impl Server {
         }
         if queued.is_some_and(|n| n <= ACCEPT_BATCH) {
             // All that waited is in; later ones raise an edge of their own.
-            self.sv.accept_paused = false;
+            self.sv.accept_paused = self.at_limit();
             return;
         }
         // Stopped before the backlog was empty: no new edge will announce
