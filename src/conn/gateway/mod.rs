@@ -76,6 +76,27 @@ impl GwSide {
         self.sent != Sent::Nothing
     }
 
+    /// The backend failed: the exchange is over and is not run again (a
+    /// failure while the rest of an answer was being dropped ends it too).
+    pub fn end_failed(&mut self) {
+        self.done = true;
+        self.rerun = None;
+    }
+
+    /// The error page that answers a failure before any head went out; the
+    /// exchange counts it as its whole answer.
+    pub fn error_reply(&mut self, status: u16) -> Reply {
+        let mut r = Reply::new(Rc::clone(&self.start.settings), self.start.head_only);
+        r.error(status);
+        self.status = status;
+        self.body_sent = r.body_len();
+        self.sent = Sent::Body {
+            chunked: false,
+            remaining: Some(0),
+        };
+        r
+    }
+
     /// The client has the whole body its head announced.
     pub fn body_complete(&self) -> bool {
         matches!(
@@ -85,6 +106,20 @@ impl GwSide {
                 ..
             }
         )
+    }
+}
+
+/// The part of `bytes` the head's length still allows (all of them when it
+/// announced none), counted off `remaining`: a backend's bytes beyond its
+/// Content-Length are dropped.
+fn within<'b>(remaining: &mut Option<u64>, bytes: &'b [u8]) -> &'b [u8] {
+    match remaining {
+        Some(rem) => {
+            let take = (bytes.len() as u64).min(*rem) as usize;
+            *rem -= take as u64;
+            &bytes[..take]
+        }
+        None => bytes,
     }
 }
 
@@ -151,12 +186,7 @@ impl ClientSink<'_> {
         let Sent::Body { chunked, remaining } = &mut g.sent else {
             return;
         };
-        let mut body = bytes;
-        if let Some(rem) = remaining.as_mut() {
-            let take = (body.len() as u64).min(*rem) as usize;
-            body = &body[..take];
-            *rem -= take as u64;
-        }
+        let body = within(remaining, bytes);
         if body.is_empty() || g.start.head_only {
             return;
         }
@@ -281,12 +311,7 @@ impl Sink for ClientSink<'_> {
         if g.encoded.is_none() {
             return self.data_as_is(bytes);
         }
-        let mut body = bytes;
-        if let Some(rem) = remaining.as_mut() {
-            let take = (body.len() as u64).min(*rem) as usize;
-            body = &body[..take];
-            *rem -= take as u64;
-        }
+        let body = within(remaining, bytes);
         if body.is_empty() || g.start.head_only {
             return;
         }
@@ -361,23 +386,13 @@ impl Sink for ClientSink<'_> {
 
     fn fail(&mut self, status: u16) {
         let g = &mut self.gw;
-        g.done = true;
-        // A failure while the rest of an answer was being dropped ends the
-        // request too: it is not run again.
-        g.rerun = None;
+        g.end_failed();
         if g.head_sent() {
             // The head promised a body that will not come: the client must see the cut.
             g.start.keep_alive = false;
             return;
         }
-        let mut r = Reply::new(Rc::clone(&g.start.settings), g.start.head_only);
-        r.error(status);
-        g.status = status;
-        g.body_sent = r.body_len();
-        g.sent = Sent::Body {
-            chunked: false,
-            remaining: Some(0),
-        };
+        let r = g.error_reply(status);
         h1::write_reply(self.out, &r, self.date, g.start.keep_alive, g.start.minor);
     }
 

@@ -257,10 +257,7 @@ impl Sink for StreamSink<'_> {
         let Some(g) = self.task.gw.as_deref_mut() else {
             return;
         };
-        g.done = true;
-        // A failure while the rest of an answer was being dropped ends the
-        // request too: it is not run again.
-        g.rerun = None;
+        g.end_failed();
         if self.task.head_sent {
             // The head promised a body that will not come: the client
             // sees the stream reset after what was queued.
@@ -269,14 +266,7 @@ impl Sink for StreamSink<'_> {
             self.core.set_ready(self.stream, true);
             return;
         }
-        let mut r = Reply::new(Rc::clone(&g.start.settings), g.start.head_only);
-        r.error(status);
-        g.status = status;
-        g.body_sent = r.body_len();
-        g.sent = Sent::Body {
-            chunked: false,
-            remaining: Some(0),
-        };
+        let r = g.error_reply(status);
         let date = self.date;
         send_reply(
             self.core,
