@@ -213,17 +213,7 @@ fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInf
     if info.scheme() == "https" {
         env.set(b"HTTPS", b"on");
     }
-    super::gateway::setenv(env, settings);
-    for (k, v) in &carry.vars {
-        env.set(k.as_bytes(), v);
-    }
-    // Who mod_auth let in, and how.
-    if let Some(user) = carry.remote_user.as_deref() {
-        env.set(b"REMOTE_USER", user.as_bytes());
-    }
-    if let Some(t) = carry.auth_type {
-        env.set(b"AUTH_TYPE", t.as_bytes());
-    }
+    super::gateway::carried_vars(env, settings, carry);
     if let Some(run) = carry.error.as_ref() {
         env.set(
             b"REDIRECT_STATUS",

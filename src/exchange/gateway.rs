@@ -82,7 +82,7 @@ fn append(env: &mut Env, name: &[u8], v: &[u8]) {
 /// mod_setenv for the backends: request headers added and set (an empty
 /// value removes the header), then environment variables added and set,
 /// in lighttpd's order.
-pub(super) fn setenv(env: &mut Env, s: &Settings) {
+fn setenv(env: &mut Env, s: &Settings) {
     for (name, v) in &s.setenv_add_request_header {
         append(env, &header_var(name), v.as_bytes());
     }
@@ -288,22 +288,26 @@ fn shown_request<'h, 'b>(
     }
 }
 
-/// The variables the server sets after the request's: mod_setenv's, an
-/// authorizer's, who mod_auth let in, the scheme and TLS, and the status
-/// an error handler replaces.
-fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInfo) {
+/// mod_setenv's variables, an authorizer's, and who mod_auth let in and
+/// how (after the authorizer's variables: the server's own word wins).
+pub(super) fn carried_vars(env: &mut Env, settings: &Settings, carry: &Carry) {
     setenv(env, settings);
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
     }
-    // Who mod_auth let in, and how (after the authorizer's variables: the
-    // server's own word wins).
     if let Some(user) = carry.remote_user.as_deref() {
         env.set(b"REMOTE_USER", user.as_bytes());
     }
     if let Some(t) = carry.auth_type {
         env.set(b"AUTH_TYPE", t.as_bytes());
     }
+}
+
+/// The variables the server sets after the request's: mod_setenv's, an
+/// authorizer's, who mod_auth let in, the scheme and TLS, and the status
+/// an error handler replaces.
+fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInfo) {
+    carried_vars(env, settings, carry);
     // The scheme, and on TLS lighttpd's `HTTPS` and `SSL_*` variables:
     // names `environment` never makes and client headers cannot (theirs
     // start with HTTP_), so only mod_setenv's variables or an authorizer's
