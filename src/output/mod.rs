@@ -383,12 +383,25 @@ mod tests {
                 WriteOutcome::Done
             );
             assert_eq!(corked(&server), with_file);
+            // Nothing of it has left yet (far below one segment): it waits
+            // for the FIN, in the kernel's send queue.
+            assert_eq!(unsent(&server), want.len());
             drop(server);
             let mut got = Vec::new();
             client.read_to_end(&mut got).unwrap();
             assert_eq!(got, want);
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Bytes in the socket's send queue not sent yet (SIOCOUTQNSD).
+    fn unsent(sock: &std::net::TcpStream) -> usize {
+        let mut n: nix::libc::c_int = 0;
+        // SAFETY: a valid socket and a c_int for the kernel to fill, as
+        // ioctl(SIOCOUTQNSD) requires.
+        let rc = unsafe { nix::libc::ioctl(sock.as_raw_fd(), nix::libc::SIOCOUTQNSD, &mut n) };
+        assert_eq!(rc, 0);
+        n as usize
     }
 
     fn corked(sock: &std::net::TcpStream) -> bool {
