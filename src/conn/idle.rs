@@ -84,7 +84,7 @@ impl Connection {
             // Only a client that stopped reading its answer is ours.
             Phase::Gateway => g.max_write_idle as u64,
             Phase::Writing { .. } => g.max_write_idle as u64,
-            Phase::Lingering { until } => {
+            Phase::Lingering { until, .. } => {
                 if now >= until {
                     self.close(cx);
                 }

@@ -54,8 +54,16 @@ const PIPELINE_MAX_FILES: usize = 4;
 const MAX_DISCARD: u64 = 16 * 1024 * 1024;
 
 /// How long a closing connection keeps reading what the client still sends,
-/// so that closing does not reset the connection under the last response.
-pub const LINGER_SECS: u64 = 2;
+/// so that closing does not reset the connection under the last response:
+/// lighttpd's 5 s (HTTP_LINGER_TIMEOUT), time enough for a client on a slow
+/// link to read an answer sent while it was still uploading.
+pub const LINGER_SECS: u64 = 5;
+
+/// Most bytes a closing connection reads and drops before it closes anyway:
+/// as much as glint reads and drops to keep a connection ([`MAX_DISCARD`]).
+/// A client still sending after that many bytes has had its answer for as
+/// long; on loopback 5 s of reading would otherwise be gigabytes.
+const LINGER_MAX_BYTES: u64 = MAX_DISCARD;
 
 /// Most rounds of an upload (the client fills the body window, the backend
 /// drains it) per drive: 16 windows of 64 KiB, 1 MiB, before others get a turn.
@@ -78,8 +86,9 @@ pub enum Phase {
     Gateway,
     /// Writing queued responses; `then` says what follows.
     Writing { then: AfterWrite },
-    /// Response sent, write side shut: reading what the client still sends until it closes.
-    Lingering { until: u64 },
+    /// Response sent, write side shut: reading what the client still sends
+    /// until it closes, `until` passes or `left` more bytes came.
+    Lingering { until: u64, left: u64 },
     /// An HTTP/2 connection: its session (`h2`) reads and writes.
     Http2,
     /// Finished: the server drops the connection.
@@ -510,6 +519,7 @@ impl Connection {
             self.stream.shutdown_write();
             self.phase = Phase::Lingering {
                 until: cx.sv.clock.mono_secs + LINGER_SECS,
+                left: LINGER_MAX_BYTES,
             };
             cx.sv.lingering += 1;
         } else {

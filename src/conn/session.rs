@@ -45,8 +45,17 @@ impl Connection {
         };
         loop {
             match self.phase {
-                Phase::Lingering { .. } => {
+                Phase::Lingering { until, left } => {
+                    let n = input.pending().len() as u64;
                     input.consume_all();
+                    if n >= left {
+                        self.close(cx);
+                    } else {
+                        self.phase = Phase::Lingering {
+                            until,
+                            left: left - n,
+                        };
+                    }
                     break;
                 }
                 Phase::DiscardingBody { remaining } => {
@@ -282,13 +291,17 @@ impl Connection {
             Body::Length(n) => body_consumed as u64 != n,
             Body::Chunked => true,
         };
-        self.linger |= then == AfterWrite::Close && body_unread;
-        let keep = keep_alive && !cx.sv.reply.close;
-        if keep {
-            Answered::Write(then, req.head_len + body_consumed)
+        // The connection's fate first, then whether closing must linger:
+        // a body left unread under an answer that closes (`Connection:
+        // close`, HTTP/1.0) would otherwise turn the close into a reset
+        // that destroys the answer's last bytes, as `skip_unread_body` orders it.
+        let then = if keep_alive && !cx.sv.reply.close {
+            then
         } else {
-            Answered::Write(AfterWrite::Close, req.head_len + body_consumed)
-        }
+            AfterWrite::Close
+        };
+        self.linger |= then == AfterWrite::Close && body_unread;
+        Answered::Write(then, req.head_len + body_consumed)
     }
 
     /// Whether the connection stays open after this request's answer.

@@ -256,6 +256,36 @@ impl Server {
                 let _ = writeln!(conf, "server.max-connections = {n}");
             }
         }
+        Server::run_lighttpd(&conf, port, confdir)
+    }
+
+    /// The server of [`server_kind`] from a whole configuration text in
+    /// which `{port}` stands for the port and `{errorlog}` for an error
+    /// log line: glint on port 0 (it reports the port it got) logging to
+    /// stderr, lighttpd on a port free a moment ago, logging to a file.
+    pub fn start_config(conf: &str) -> Server {
+        match server_kind() {
+            Kind::Glint => Launch::new()
+                .config(&conf.replace("{port}", "0").replace("{errorlog}", ""))
+                .start(),
+            Kind::Lighttpd => {
+                let port = free_port();
+                let confdir = TempDir::new("lighttpd");
+                let log = format!(
+                    "server.errorlog = \"{}\"",
+                    confdir.join("error.log").display()
+                );
+                let text = conf
+                    .replace("{port}", &port.to_string())
+                    .replace("{errorlog}", &log);
+                Server::run_lighttpd(&text, port, confdir)
+            }
+        }
+    }
+
+    /// Runs `lighttpd -D` on `conf` (written into `confdir`, where its
+    /// error log goes too) and waits until it accepts on `port`.
+    fn run_lighttpd(conf: &str, port: u16, confdir: TempDir) -> Server {
         let conf_path = confdir.join("lighttpd.conf");
         std::fs::write(&conf_path, conf).unwrap();
         let mut child = Command::new("lighttpd")

@@ -79,7 +79,8 @@ class Client:
             self.sock.sendall(b)
             return True
         except OSError:
-            self.closed = True
+            # The server may have closed (or reset) after its last frames:
+            # those are still to be read, so only a read says it is closed.
             return False
 
     def request(self, stream, path, method="GET", end=True, extra=()):
