@@ -17,7 +17,9 @@
 //! 6. [`proto`] (HTTP/1.x request parsing and response encoding) and
 //!    [`accesslog`].
 //! 7. [`msg`] (requests, replies, the upstream sink, statuses, ranges),
-//!    [`output`] (the write queue and its one writer), [`net`] (sockets).
+//!    [`output`] (the write queue and its one writer), [`net`] (sockets),
+//!    [`acme`] (glint's ACME client: its thread, the storage directory,
+//!    the http-01 answers).
 //! 8. The base: [`config`], [`clock`], and below them [`path`],
 //!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`], and pure
 //!    modules that import nothing of glint: [`hash`] (FNV-1a, the one
@@ -42,6 +44,7 @@ pub mod upstream;
 pub mod accesslog;
 pub mod proto;
 
+pub mod acme;
 pub mod msg;
 pub mod net;
 pub mod output;

@@ -1,5 +1,7 @@
 //! Counters for the status page and the closing log line.
 
+use std::sync::atomic::AtomicU64;
+
 /// What the server has done since start.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stats {
@@ -23,4 +25,29 @@ pub struct Stats {
     /// HTTP/2 streams that carried a request, since start, and open now.
     pub h2_streams: u64,
     pub h2_streams_open: u64,
+    /// glint's ACME client ([`ACME`]): certificates obtained, failed
+    /// attempts, certificates at risk.
+    pub acme_obtained: u64,
+    pub acme_failures: u64,
+    pub acme_certs_at_risk: u64,
 }
+
+/// What glint's ACME client has done, shared by its thread and the status
+/// page (the thread's process's figures, with `server.max-worker` those
+/// of the worker holding the storage directory's lock).
+#[derive(Debug, Default)]
+pub struct AcmeCounters {
+    /// Certificates obtained (first or renewed) since start.
+    pub obtained: AtomicU64,
+    /// Failed attempts since start.
+    pub failures: AtomicU64,
+    /// Certificates missing, expired, or within 14 days of expiry while
+    /// their renewal fails: non-zero means someone should look.
+    pub certs_at_risk: AtomicU64,
+}
+
+pub static ACME: AcmeCounters = AcmeCounters {
+    obtained: AtomicU64::new(0),
+    failures: AtomicU64::new(0),
+    certs_at_risk: AtomicU64::new(0),
+};

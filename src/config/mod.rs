@@ -14,6 +14,7 @@
 //! [`Config::warnings`]. Captures of `=~` conditions (for `%1` in redirects
 //! and rewrites) come from the last regex condition that matched.
 
+mod acme_names;
 mod cond;
 mod error;
 mod lexer;
@@ -27,6 +28,7 @@ mod value;
 mod tests;
 
 pub use error::ConfigError;
+pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
 pub use settings::{CgiLimits, CgiSettings, Origin, Settings, DEFAULT_ACCESSLOG_FORMAT};
 pub use support::IGNORED as IGNORED_OPTIONS;

@@ -135,6 +135,11 @@ pub struct Settings {
     /// `server.feature-flags` `"ssl.session-cache"`: a server-side session
     /// cache beside tickets (default off).
     pub ssl_session_cache: bool,
+    /// `ssl.refresh-certs` (lighttpd 1.4.78's option; glint's default:
+    /// enable): certificate and key files are read again when their mtime
+    /// changes, checked every 64 s, so that certbot's or dehydrated's
+    /// renewals need no hook (global).
+    pub ssl_refresh_certs: bool,
     /// `server.h2proto` (or `server.feature-flags` `"server.h2proto"`):
     /// HTTP/2 is offered, by ALPN `h2` over TLS and to a client that opens
     /// a cleartext connection with the HTTP/2 preface (lighttpd's default:
@@ -314,6 +319,8 @@ pub struct Settings {
     pub proxy: Rc<ProxyOptions>,
     /// The `cgi.*` options (shared for the same reason).
     pub cgi: Rc<CgiSettings>,
+    /// glint's `glint.acme.*` options (global).
+    pub acme: Rc<super::options::acme::AcmeSettings>,
     /// `document_root` as UTF-8, set beside it by
     /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
     pub document_root_utf8: Option<String>,
@@ -428,6 +435,7 @@ impl Default for Settings {
             ssl_honor_cipher_order: None,
             ssl_stek_file: None,
             ssl_session_cache: false,
+            ssl_refresh_certs: true,
             h2proto: true,
             h2c: true,
             setenv_add_response_header: Vec::new(),
@@ -500,6 +508,7 @@ impl Default for Settings {
             proxy_scope: 0,
             proxy: Rc::default(),
             cgi: Rc::default(),
+            acme: Rc::default(),
             document_root_utf8: None,
         }
     }

@@ -109,9 +109,14 @@ impl Services {
 
     /// The counters with the backends' added, for the status page.
     pub fn stats_now(&self) -> Stats {
+        let acme = &crate::stats::ACME;
+        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         Stats {
             backend_opened: self.upstream.opened,
             backend_reused: self.upstream.reused,
+            acme_obtained: load(&acme.obtained),
+            acme_failures: load(&acme.failures),
+            acme_certs_at_risk: load(&acme.certs_at_risk),
             ..self.stats
         }
     }

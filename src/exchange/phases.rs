@@ -32,6 +32,9 @@ pub(super) fn respond_once(
     registry: &Registry,
 ) -> Once {
     let first = target.unwrap_or(req.target);
+    if acme_http01_answered(sv, req, first) {
+        return Once::Reply(BodyAction::Discard);
+    }
     let (uri, resolved, path_ok) = rewrite::resolve_and_rewrite(sv, info, req, first);
     let settings = Rc::clone(&resolved.settings);
     let (raw_path, query) = split_uri(&uri);
@@ -71,6 +74,24 @@ pub(super) fn respond_once(
         return route(sv, info, req, keep_alive, carry, raw_path, query, registry);
     }
     Once::Reply(BodyAction::Discard)
+}
+
+/// glint's ACME client's http-01 answer (RFC 8555 8.3), before rewrites,
+/// redirects, auth and access rules can get in its way: true when
+/// `target` asks for a token being validated and the answer is set.
+fn acme_http01_answered(sv: &mut Services, req: &Request<'_, '_>, target: &str) -> bool {
+    let acme = &sv.config.global.acme;
+    if !acme.activate || !target.starts_with(crate::acme::HTTP01_PREFIX) {
+        return false;
+    }
+    let Some(answer) = crate::acme::http01_answer(&acme.storage, target) else {
+        return false;
+    };
+    let settings = Rc::clone(&sv.config.global);
+    sv.reply.reset(settings, req.method == Method::Head);
+    sv.reply.start(200);
+    sv.reply.body_bytes(b"application/octet-stream", &answer);
+    true
 }
 
 /// A body longer than `server.max-request-size` says it is: 413.

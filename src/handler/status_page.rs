@@ -103,7 +103,9 @@ fn statistics(stats: &Stats, clock: &Clock) -> String {
          glint.backend-connections-opened: {}\nglint.backend-connections-reused: {}\n\
          glint.tls-connections: {}\nglint.tls-handshakes-open: {}\n\
          glint.h2-connections: {}\nglint.h2-connections-open: {}\n\
-         glint.h2-streams: {}\nglint.h2-streams-open: {}\n",
+         glint.h2-streams: {}\nglint.h2-streams-open: {}\n\
+         glint.acme-certificates-obtained: {}\nglint.acme-failures: {}\n\
+         glint.acme-certificates-at-risk: {}\n",
         stats.requests,
         stats.bytes_out,
         stats.connections,
@@ -116,6 +118,9 @@ fn statistics(stats: &Stats, clock: &Clock) -> String {
         stats.h2_connections,
         stats.h2_open,
         stats.h2_streams,
-        stats.h2_streams_open
+        stats.h2_streams_open,
+        stats.acme_obtained,
+        stats.acme_failures,
+        stats.acme_certs_at_risk
     )
 }

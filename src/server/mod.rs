@@ -88,6 +88,10 @@ pub struct Server {
     signal_wake: Option<(mio::net::UnixStream, std::os::unix::net::UnixStream)>,
     /// The TLS configuration of the listeners with `ssl.engine`.
     tls: secure::Tls,
+    /// What glint's ACME client looks after (`glint.acme.activate`), and
+    /// its thread once `run` has started it.
+    acme_spec: Option<crate::acme::Spec>,
+    acme: Option<crate::acme::Running>,
 }
 
 impl Server {
@@ -139,6 +143,8 @@ impl Server {
         // of user.
         let tls = secure::Tls::load(&config, crate::clock::unix_now())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let acme_spec = secure::acme_spec(&config)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let mut sv = Services::new(config, gateways);
         sv.auth = auth;
         sv.ports = ports;
@@ -161,6 +167,8 @@ impl Server {
             shutdown_deadline: None,
             reloader: None,
             signal_wake: None,
+            acme_spec,
+            acme: None,
         })
     }
 
@@ -307,9 +315,24 @@ impl Server {
         self.sv
             .upstream
             .start_probes(self.sv.clock.mono_secs, self.poll.registry());
+        // The ACME thread of this process (a worker's own, after the fork):
+        // it makes the storage directory as the user glint serves as.
+        self.start_acme();
         let result = self.run_loop();
+        self.acme = None;
         self.sv.upstream.shutdown();
         result
+    }
+
+    /// Starts (or restarts, after a reload changed it) the ACME thread.
+    fn start_acme(&mut self) {
+        self.acme = None;
+        if let Some(spec) = self.acme_spec.clone() {
+            match crate::acme::start(spec) {
+                Ok(r) => self.acme = Some(r),
+                Err(e) => log::error!("acme: cannot start its thread: {e}"),
+            }
+        }
     }
 
     fn drain_signal_wake(&mut self) {

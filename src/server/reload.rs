@@ -64,6 +64,7 @@ impl Server {
             .tls
             .reloaded(&config, self.sv.clock.unix)
             .map_err(io::Error::other)?;
+        let acme_spec = super::secure::acme_spec(&config).map_err(io::Error::other)?;
         // The gateways last: starting a new backend is the last step that may fail.
         self.sv
             .upstream
@@ -76,6 +77,11 @@ impl Server {
         }
         self.listeners = next;
         self.tls.contexts = tls;
+        let acme_changed = format!("{acme_spec:?}") != format!("{:?}", self.acme_spec);
+        self.acme_spec = acme_spec;
+        if acme_changed && self.acme.is_some() {
+            self.start_acme();
+        }
         self.sv.ports = ports;
         self.sv.bound_ips = bound_ips;
         self.max_connections = config.global.max_connections.max(1) as usize;

@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use crate::config::Config;
-use crate::tls::{ServerOptions, SocketOptions, TicketKeys, TlsContext, TlsSpec};
+use crate::acme;
+use crate::config::{Challenge, Config};
+use crate::tls::{Managed, ServerOptions, SocketOptions, TicketKeys, TlsContext, TlsSpec};
 
 /// The TLS state of a server: one context per listener that speaks TLS.
 pub(super) struct Tls {
@@ -25,14 +26,39 @@ fn spec_for(config: &Config, i: usize) -> Option<Result<(TlsSpec, Vec<String>), 
     if !s.ssl_engine {
         return None;
     }
+    let acme = match acme_spec(config) {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut scope = s.ssl.clone();
+    let mut managed = Vec::new();
+    if let Some(a) = &acme {
+        let dir = &a.settings.storage;
+        // tls-alpn-01 answers come from the storage directory, unless
+        // `ssl.acme-tls-1` names another (an outside client's).
+        if a.challenges.contains(&Challenge::TlsAlpn01) && scope.acme_tls_1.is_none() {
+            let d = dir.join(acme::store::TLSALPN01_DIR);
+            scope.acme_tls_1 = Some(d.display().to_string());
+        }
+        managed = a
+            .names
+            .iter()
+            .map(|n| Managed {
+                name: n.clone(),
+                pemfile: dir.join(format!("{n}.crt.pem")),
+                privkey: dir.join(format!("{n}.key.pem")),
+            })
+            .collect();
+    }
     let socket = SocketOptions {
-        scope: s.ssl.clone(),
+        scope,
         cipher_list: s.ssl_cipher_list.clone(),
         ssl_conf_cmd: s.ssl_conf_cmd.clone(),
         honor_cipher_order: s.ssl_honor_cipher_order,
         hosts: config.tls_hosts(i),
         // ALPN offers h2 where HTTP/2 is on (`server.h2proto`).
         h2: config.global.h2proto,
+        managed,
     };
     let server = server_options(config);
     let spec = config.listeners.get(i).map_or("", |l| l.spec.as_str());
@@ -43,7 +69,62 @@ fn server_options(config: &Config) -> ServerOptions {
     ServerOptions {
         stek_file: config.global.ssl_stek_file.clone(),
         session_cache: config.global.ssl_session_cache,
+        refresh_certs: config.global.ssl_refresh_certs,
     }
+}
+
+/// What glint's ACME client is to look after, when `glint.acme.activate`
+/// is on: the names (`glint.acme.names`, else the TLS sockets' host
+/// names) and the challenge types this server has a listener for
+/// (http-01 a plain one, tls-alpn-01 a TLS one). An error stops the start.
+pub(super) fn acme_spec(config: &Config) -> Result<Option<acme::Spec>, String> {
+    let a = &config.global.acme;
+    if !a.activate {
+        return Ok(None);
+    }
+    if !a.agree_tos {
+        return Err(
+            "glint.acme.activate needs glint.acme.agree-tos = \"enable\": \
+                    the CA's terms of service must be accepted to get certificates"
+                .into(),
+        );
+    }
+    let names = a
+        .names
+        .clone()
+        .unwrap_or_else(|| config.acme_default_names());
+    if names.is_empty() {
+        return Err(
+            "glint.acme.activate: no names to get certificates for: set \
+                    glint.acme.names, or give a TLS socket $HTTP[\"host\"] == blocks"
+                .into(),
+        );
+    }
+    let n = config.listeners.len();
+    let tls = (0..n)
+        .filter(|&i| config.socket_settings(i).ssl_engine)
+        .count();
+    let challenges: Vec<Challenge> = a
+        .challenges
+        .iter()
+        .copied()
+        .filter(|c| match c {
+            Challenge::Http01 => tls < n,
+            Challenge::TlsAlpn01 => tls > 0,
+        })
+        .collect();
+    if challenges.is_empty() {
+        return Err(
+            "glint.acme.challenges: no listener to answer them on (http-01 needs \
+                    a plain one on port 80, tls-alpn-01 a TLS one on port 443)"
+                .into(),
+        );
+    }
+    Ok(Some(acme::Spec {
+        settings: (**a).clone(),
+        names,
+        challenges,
+    }))
 }
 
 impl Tls {
@@ -94,7 +175,8 @@ impl Tls {
         Tls::contexts(config, &mut self.keys, now)
     }
 
-    /// Once a second: ticket-key rotation, OCSP staples.
+    /// Once a second: ticket-key rotation, OCSP staples, certificate
+    /// files that changed.
     pub(super) fn tick(&self, now: i64) {
         if let Some(keys) = &self.keys {
             keys.tick(now);

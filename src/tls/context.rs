@@ -13,8 +13,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::CertificateDer;
@@ -25,8 +24,9 @@ use rustls::server::{
 use rustls::sign::CertifiedKey;
 use rustls::{ServerConfig, SupportedProtocolVersion};
 
-use super::load::{self, LoadedCert};
+use super::load;
 use super::options::{HostMatch, ScopeSpec, TlsSpec, VerifySpec};
+use super::slot::CertSlot;
 use super::tickets::TicketKeys;
 use super::verify::ClientVerifier;
 use super::{provider, TlsError, ALPN_ACME_TLS_1, ALPN_H2, ALPN_HTTP10, ALPN_HTTP11};
@@ -35,130 +35,31 @@ use super::{provider, TlsError, ALPN_ACME_TLS_1, ALPN_H2, ALPN_HTTP10, ALPN_HTTP
 const SESSION_CACHE_SIZE: usize = 20 * 1024;
 /// `-tt` warns about certificates expiring within 30 days.
 const EXPIRY_WARNING_SECS: i64 = 30 * 86400;
-/// A response without nextUpdate is kept for an hour (lighttpd's rule).
-/// lighttpd only looks at the file within 256 s of nextUpdate; glint
-/// stats it at every check (64 s), so a renewed response is served as
-/// soon as it is written.
-const STAPLE_RETRY_SECS: i64 = 3600;
-
-/// A certificate and key, swapped whole when its OCSP staple changes.
-#[derive(Debug)]
-pub(crate) struct CertSlot {
-    current: Mutex<Arc<CertifiedKey>>,
-    names: Vec<String>,
-    pemfile: PathBuf,
-    not_before: i64,
-    not_after: i64,
-    must_staple: bool,
-    staple: Option<Mutex<StapleState>>,
-}
-
-#[derive(Debug)]
-struct StapleState {
-    path: PathBuf,
-    loaded_at: i64,
-    next_update: i64,
-    present: bool,
-}
-
-fn name_covers(pattern: &str, name: &str) -> bool {
-    match pattern.strip_prefix("*.") {
-        Some(suffix) => name
-            .split_once('.')
-            .is_some_and(|(label, rest)| !label.is_empty() && rest == suffix),
-        None => pattern == name,
-    }
-}
-
-impl CertSlot {
-    fn get(&self) -> Option<Arc<CertifiedKey>> {
-        self.current.lock().ok().map(|k| Arc::clone(&k))
-    }
-
-    fn covers(&self, name: &str) -> bool {
-        self.names.iter().any(|p| name_covers(p, name))
-    }
-
-    fn set_ocsp(&self, ocsp: Option<Vec<u8>>) {
-        if let Ok(mut cur) = self.current.lock() {
-            let mut k = CertifiedKey::new(cur.cert.clone(), Arc::clone(&cur.key));
-            k.ocsp = ocsp;
-            *cur = Arc::new(k);
-        }
-    }
-
-    /// mod_openssl_refresh_stapling_file, looking at the file every time.
-    fn refresh_staple(&self, now: i64, force: bool) {
-        let Some(st) = &self.staple else { return };
-        let Ok(mut st) = st.lock() else { return };
-        let mtime = std::fs::metadata(&st.path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-            .map(|d| d.as_secs() as i64);
-        if !force && mtime.is_none_or(|m| m <= st.loaded_at) {
-            if st.present && st.next_update < now {
-                self.expire_staple(&mut st);
-            }
-            return;
-        }
-        match load::staple(&st.path) {
-            Err(e) => log::error!("SSL: OCSP stapling file read error: {e}"),
-            Ok((der, next)) => {
-                st.loaded_at = now;
-                match next {
-                    None => {
-                        // No nextUpdate: keep it and look again in an hour.
-                        st.next_update = now + STAPLE_RETRY_SECS;
-                        st.loaded_at = 0;
-                    }
-                    Some(t) if t < now => {
-                        st.present = true;
-                        self.expire_staple(&mut st);
-                        return;
-                    }
-                    Some(t) => st.next_update = t,
-                }
-                self.set_ocsp(Some(der));
-                st.present = true;
-            }
-        }
-    }
-
-    fn expire_staple(&self, st: &mut StapleState) {
-        if !st.present {
-            return;
-        }
-        self.set_ocsp(None);
-        st.present = false;
-        if self.must_staple {
-            log::error!(
-                "certificate {} marked OCSP Must-Staple, but OCSP response expired from ssl.stapling-file {}",
-                self.pemfile.display(),
-                st.path.display()
-            );
-        }
-    }
-}
-
 /// A scope's certificate, with the socket scope also trying the host
 /// scopes' certificates by name.
+/// A scope without `ssl.pemfile` (where glint's ACME client provides the
+/// certificates) has no certificate of its own.
 #[derive(Debug)]
 struct ScopeResolver {
-    own: Arc<CertSlot>,
+    own: Option<Arc<CertSlot>>,
     others: Vec<Arc<CertSlot>>,
 }
 
 impl ResolvesServerCert for ScopeResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         if let Some(name) = hello.server_name().map(normalize) {
-            if !self.own.covers(&name) {
-                if let Some(s) = self.others.iter().find(|s| s.covers(&name)) {
+            if !self.own.as_ref().is_some_and(|o| o.covers(&name)) {
+                if let Some(s) = self.others.iter().find(|s| s.has_key() && s.covers(&name)) {
                     return s.get();
                 }
             }
         }
-        self.own.get()
+        match &self.own {
+            Some(own) => own.get(),
+            // No name, or one no certificate covers: the first managed
+            // certificate there is, as a socket's certificate would be.
+            None => self.others.iter().find_map(|s| s.get()),
+        }
     }
 }
 
@@ -206,8 +107,10 @@ pub(crate) struct Scope {
 struct Built {
     default: Arc<Scope>,
     hosts: Vec<(Matcher, Arc<Scope>)>,
+    /// Every certificate of the socket: the scopes' own, then the managed ones.
     slots: Vec<Arc<CertSlot>>,
     last_staple_check: AtomicI64,
+    last_cert_check: AtomicI64,
 }
 
 /// A TLS socket's loaded configuration; cheap to clone. Connections keep
@@ -236,29 +139,36 @@ impl TlsContext {
             Arc::new(NoServerSessionStorage {})
         };
         let now = super::tickets::unix_now();
+        let managed = managed_slots(&spec, &provider);
         let mut slots = Vec::new();
         let load_scope = |s: &ScopeSpec, others: Vec<Arc<CertSlot>>, w: &mut Vec<String>| {
             scope(&spec, s, others, &provider, &cache, keys, now, w)
         };
         let mut hosts = Vec::new();
         for (m, s) in &spec.hosts {
-            let (sc, slot) = load_scope(s, Vec::new(), &mut warnings)?;
+            let (sc, slot) = load_scope(s, managed.clone(), &mut warnings)?;
             let m = match m {
                 HostMatch::Exact(h) => Matcher::Exact(normalize(h)),
                 HostMatch::Regex(r) => Matcher::Regex(
                     regex::Regex::new(r).map_err(|e| TlsError::Config(e.to_string()))?,
                 ),
             };
-            slots.push(slot);
+            slots.extend(slot);
             hosts.push((m, sc));
         }
-        let (default, slot) = load_scope(&spec.default, slots.clone(), &mut warnings)?;
-        slots.insert(0, slot);
+        let mut others = slots.clone();
+        others.extend(managed.iter().cloned());
+        let (default, slot) = load_scope(&spec.default, others, &mut warnings)?;
+        if let Some(slot) = slot {
+            slots.insert(0, slot);
+        }
+        slots.extend(managed);
         let built = Built {
             default,
             hosts,
             slots,
             last_staple_check: AtomicI64::new(now),
+            last_cert_check: AtomicI64::new(now),
         };
         Ok((
             TlsContext {
@@ -281,12 +191,38 @@ impl TlsContext {
     }
 
     /// Refreshes OCSP staples whose file changed or whose response
-    /// expired. Call from the once-a-second tick; works every 64 s.
-    pub fn tick(&self, now: i64) {
+    /// expired, and (`ssl.refresh-certs`) certificates whose files
+    /// changed. Call from the once-a-second tick: both checks run every
+    /// 64 s, as lighttpd's; the files of glint's ACME client (and any
+    /// certificate not loaded yet) are looked at every second, two stat(2)
+    /// calls each, so that what the client writes is served at once.
+    /// Returns whether a certificate changed.
+    pub fn tick(&self, now: i64) -> bool {
         let last = self.built.last_staple_check.load(Ordering::Relaxed);
         if now - last >= super::tickets::CHECK_INTERVAL_SECS || now < last {
             self.refresh_staples(now);
         }
+        let last = self.built.last_cert_check.load(Ordering::Relaxed);
+        let due = now - last >= super::tickets::CHECK_INTERVAL_SECS || now < last;
+        let mut changed = false;
+        if due {
+            self.built.last_cert_check.store(now, Ordering::Relaxed);
+        }
+        for s in &self.built.slots {
+            if (due && self.spec.refresh_certs) || s.managed || !s.has_key() {
+                changed |= s.refresh();
+            }
+        }
+        changed
+    }
+
+    /// The certificate check, now (all of them, changed or not).
+    pub fn refresh_certs(&self) -> bool {
+        let mut changed = false;
+        for s in &self.built.slots {
+            changed |= s.refresh();
+        }
+        changed
     }
 
     /// The staple check, now.
@@ -303,18 +239,21 @@ impl TlsContext {
         let mut out = Vec::new();
         for s in &self.built.slots {
             let p = s.pemfile.display();
-            if s.not_after < now {
+            let Some((not_before, not_after, _)) = s.dates() else {
+                continue;
+            };
+            if not_after < now {
                 out.push(format!(
                     "SSL: certificate {p} expired {} days ago",
-                    (now - s.not_after) / 86400
+                    (now - not_after) / 86400
                 ));
-            } else if s.not_after - now < EXPIRY_WARNING_SECS {
+            } else if not_after - now < EXPIRY_WARNING_SECS {
                 out.push(format!(
                     "SSL: certificate {p} expires in {} days",
-                    (s.not_after - now) / 86400
+                    (not_after - now) / 86400
                 ));
             }
-            if s.not_before > now {
+            if not_before > now {
                 out.push(format!("SSL: certificate {p} is not valid yet"));
             }
         }
@@ -419,7 +358,7 @@ fn scope(
     keys: &Arc<TicketKeys>,
     now: i64,
     warnings: &mut Vec<String>,
-) -> Result<(Arc<Scope>, Arc<CertSlot>), TlsError> {
+) -> Result<(Arc<Scope>, Option<Arc<CertSlot>>), TlsError> {
     let ca = s.ca_file.as_deref().map(load::ca_certs).transpose()?;
     let slot = cert_slot(s, ca.as_deref(), provider, now, warnings)?;
     let verify = client_verifier(s, ca.as_deref(), warnings)?;
@@ -430,7 +369,7 @@ fn scope(
     alpn.push(ALPN_HTTP11.to_vec());
     alpn.push(ALPN_HTTP10.to_vec());
     let resolver = Arc::new(ScopeResolver {
-        own: Arc::clone(&slot),
+        own: slot.clone(),
         others,
     });
     let verifier = verify
@@ -461,52 +400,56 @@ fn scope(
 }
 
 /// The scope's certificate and key, loaded and checked, with its OCSP
-/// staple if it has one; dates and a missing staple are warnings.
+/// staple if it has one; dates and a missing staple are warnings. `None`
+/// for a scope without `ssl.pemfile` (managed certificates serve it).
 fn cert_slot(
     s: &ScopeSpec,
     ca: Option<&[CertificateDer<'static>]>,
     provider: &Arc<CryptoProvider>,
     now: i64,
     warnings: &mut Vec<String>,
-) -> Result<Arc<CertSlot>, TlsError> {
-    let LoadedCert {
-        key,
-        names,
-        not_before,
-        not_after,
-        must_staple,
-    } = load::certified_key(&s.pemfile, &s.privkey, ca, provider)?;
-    if not_before > now || not_after < now {
-        warnings.push(format!(
-            "SSL: inactive/expired X509 certificate '{}'",
-            s.pemfile.display()
-        ));
+) -> Result<Option<Arc<CertSlot>>, TlsError> {
+    let (Some(pemfile), Some(privkey)) = (&s.pemfile, &s.privkey) else {
+        return Ok(None);
+    };
+    let slot = CertSlot::load(pemfile, privkey, ca, provider, s.stapling_file.clone())?;
+    if let Some((not_before, not_after, must_staple)) = slot.dates() {
+        if not_before > now || not_after < now {
+            warnings.push(format!(
+                "SSL: inactive/expired X509 certificate '{}'",
+                pemfile.display()
+            ));
+        }
+        if must_staple && s.stapling_file.is_none() {
+            warnings.push(format!(
+                "certificate {} marked OCSP Must-Staple, but ssl.stapling-file not provided",
+                pemfile.display()
+            ));
+        }
     }
-    if must_staple && s.stapling_file.is_none() {
-        warnings.push(format!(
-            "certificate {} marked OCSP Must-Staple, but ssl.stapling-file not provided",
-            s.pemfile.display()
-        ));
-    }
-    let slot = Arc::new(CertSlot {
-        current: Mutex::new(Arc::new(key)),
-        names,
-        pemfile: s.pemfile.clone(),
-        not_before,
-        not_after,
-        must_staple,
-        staple: s.stapling_file.clone().map(|path| {
-            Mutex::new(StapleState {
-                path,
-                loaded_at: 0,
-                next_update: 0,
-                present: false,
-            })
-        }),
-    });
     // lighttpd goes on without a staple when the file does not load.
     slot.refresh_staple(now, true);
-    Ok(slot)
+    Ok(Some(Arc::new(slot)))
+}
+
+/// The certificates glint's ACME client keeps: each served once its files
+/// load (perhaps already now, from an earlier run).
+fn managed_slots(spec: &TlsSpec, provider: &Arc<CryptoProvider>) -> Vec<Arc<CertSlot>> {
+    spec.managed
+        .iter()
+        .map(|m| {
+            let slot = CertSlot::empty(
+                &m.pemfile,
+                &m.privkey,
+                None,
+                provider,
+                None,
+                vec![m.name.clone()],
+            );
+            slot.refresh();
+            Arc::new(slot)
+        })
+        .collect()
 }
 
 /// The client-certificate verifier of `ssl.verifyclient.*`, if activated.
@@ -596,12 +539,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn wildcards_cover_one_label() {
-        assert!(name_covers("*.example.com", "a.example.com"));
-        assert!(!name_covers("*.example.com", "b.a.example.com"));
-        assert!(!name_covers("*.example.com", "example.com"));
-        assert!(!name_covers("*.example.com", ".example.com"));
-        assert!(name_covers("example.com", "example.com"));
+    fn names_are_normalized() {
         assert_eq!(normalize("A.Example.COM."), "a.example.com");
     }
 }

@@ -94,8 +94,12 @@ pub(crate) struct Cert<'a> {
     pub not_after: i64,
     pub dns_names: Vec<&'a [u8]>,
     pub must_staple: bool,
+    /// The authorityKeyIdentifier's keyIdentifier (ACME renewal
+    /// information names a certificate by it and the serial).
+    pub aki: Option<&'a [u8]>,
 }
 
+const OID_AKI: &[u8] = &[0x55, 0x1d, 0x23];
 const OID_SAN: &[u8] = &[0x55, 0x1d, 0x11];
 const OID_TLS_FEATURE: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x01, 0x18];
 /// TLS feature 5: status_request, i.e. OCSP Must-Staple (RFC 7633).
@@ -118,6 +122,7 @@ pub(crate) fn cert(der: &[u8]) -> Option<Cert<'_>> {
     tbs.optional(0x82);
     let mut dns_names = Vec::new();
     let mut must_staple = false;
+    let mut aki = None;
     if let Some(ext) = tbs.optional(0xa3) {
         let mut list = Reader::new(Reader::new(ext.content).tagged(SEQUENCE)?);
         while !list.is_empty() {
@@ -132,6 +137,9 @@ pub(crate) fn cert(der: &[u8]) -> Option<Cert<'_>> {
                         dns_names.push(n.content);
                     }
                 }
+            } else if oid == OID_AKI {
+                let mut fields = Reader::new(Reader::new(value).tagged(SEQUENCE)?);
+                aki = fields.optional(0x80).map(|k| k.content);
             } else if oid == OID_TLS_FEATURE {
                 let mut feats = Reader::new(Reader::new(value).tagged(SEQUENCE)?);
                 while let Some(f) = feats.tagged(INTEGER) {
@@ -148,6 +156,7 @@ pub(crate) fn cert(der: &[u8]) -> Option<Cert<'_>> {
         not_after: time(na.tag, na.content)?,
         dns_names,
         must_staple,
+        aki,
     })
 }
 

@@ -221,8 +221,18 @@ pub(crate) fn acme_key(
     provider: &CryptoProvider,
 ) -> Option<Arc<CertifiedKey>> {
     let (crt, key) = acme_paths(dir, name)?;
-    match certified_key(&crt, &key, None, provider) {
-        Ok(c) => Some(Arc::new(c.key)),
+    let loaded = certs(&crt).and_then(|chain| {
+        let signing = provider
+            .key_provider
+            .load_private_key(private_key(&key)?)
+            .map_err(|e| file_err(&key, format!("unusable private key: {e}")))?;
+        // No keys_match(): it parses the certificate with webpki, which
+        // refuses the critical acmeIdentifier extension (RFC 8737 3) every
+        // acme-tls/1 certificate carries. The CA checks the key itself.
+        Ok(CertifiedKey::new(chain, signing))
+    });
+    match loaded {
+        Ok(c) => Some(Arc::new(c)),
         Err(e) => {
             log::error!("SSL: Failed to load acme-tls/1 certificate for {name}: {e}");
             None

@@ -53,6 +53,7 @@ mod context;
 mod der;
 mod load;
 pub mod options;
+mod slot;
 mod tickets;
 mod verify;
 
@@ -67,7 +68,7 @@ pub use conn::{
     HandshakeInfo, ReadStatus, TlsConn, PLAIN_HTTP_RESPONSE, RECORD_SIZE, SEND_BUFFER_LIMIT,
 };
 pub use context::{check, TlsContext};
-pub use options::{HostMatch, ScopeOptions, ServerOptions, SocketOptions, TlsSpec};
+pub use options::{HostMatch, Managed, ScopeOptions, ServerOptions, SocketOptions, TlsSpec};
 pub use tickets::TicketKeys;
 pub use verify::ClientCertInfo;
 
@@ -93,6 +94,41 @@ mod provider {
 }
 #[cfg(not(any(feature = "aws-lc-rs", feature = "ring")))]
 compile_error!("glint needs a TLS crypto provider: the aws-lc-rs (default) or ring feature");
+
+/// What glint's ACME client needs to know of a certificate it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertSummary {
+    pub not_before: i64,
+    pub not_after: i64,
+    /// The serial number's content octets (DER INTEGER, sign byte kept).
+    pub serial: Vec<u8>,
+    /// The authorityKeyIdentifier's keyIdentifier.
+    pub aki: Option<Vec<u8>>,
+    /// DNS names of subjectAltName, lower case.
+    pub dns_names: Vec<String>,
+}
+
+/// The validity, serial, issuer key id and names of a DER certificate.
+pub fn cert_summary(der: &[u8]) -> Option<CertSummary> {
+    let c = der::cert(der)?;
+    Some(CertSummary {
+        not_before: c.not_before,
+        not_after: c.not_after,
+        serial: c.serial.to_vec(),
+        aki: c.aki.map(<[u8]>::to_vec),
+        dns_names: c
+            .dns_names
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).to_ascii_lowercase())
+            .collect(),
+    })
+}
+
+/// The crypto provider glint's TLS uses (also for glint's ACME client's
+/// own HTTPS connections).
+pub fn crypto_provider() -> rustls::crypto::CryptoProvider {
+    provider::default_provider()
+}
 
 /// The provider glint was built with ("aws-lc-rs" or "ring").
 pub fn provider_name() -> &'static str {

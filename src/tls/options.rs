@@ -121,6 +121,8 @@ pub struct SocketOptions {
     pub hosts: Vec<(HostMatch, ScopeOptions)>,
     /// Offer `h2` in ALPN (once the HTTP/2 session exists).
     pub h2: bool,
+    /// Certificates glint's ACME client keeps for this socket's names.
+    pub managed: Vec<Managed>,
 }
 
 /// Options of the whole server.
@@ -131,6 +133,8 @@ pub struct ServerOptions {
     /// `server.feature-flags += ("ssl.session-cache" => "enable")`:
     /// a server-side session cache beside tickets (default off).
     pub session_cache: bool,
+    /// `ssl.refresh-certs`: read certificate files again when they change.
+    pub refresh_certs: bool,
 }
 
 /// The client-certificate policy of a scope with
@@ -146,9 +150,11 @@ pub struct VerifySpec {
 /// One scope's files and client policy, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScopeSpec {
-    pub pemfile: PathBuf,
+    /// `ssl.pemfile`; `None` only where glint's ACME client provides the
+    /// certificates ([`TlsSpec::managed`]).
+    pub pemfile: Option<PathBuf>,
     /// The key file: `ssl.privkey`, else `ssl.pemfile` itself.
-    pub privkey: PathBuf,
+    pub privkey: Option<PathBuf>,
     pub stapling_file: Option<PathBuf>,
     pub ca_file: Option<PathBuf>,
     pub ca_dn_file: Option<PathBuf>,
@@ -166,6 +172,20 @@ pub struct TlsSpec {
     pub h2: bool,
     pub session_cache: bool,
     pub stek_file: Option<PathBuf>,
+    /// Certificates glint's ACME client keeps (one per name), served by
+    /// name to every scope of the socket that has none of its own for it.
+    pub managed: Vec<Managed>,
+    /// `ssl.refresh-certs` (glint's default: on): certificate files are
+    /// read again when their mtime changes, checked every 64 s.
+    pub refresh_certs: bool,
+}
+
+/// A certificate kept by glint's ACME client: the files it writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Managed {
+    pub name: String,
+    pub pemfile: PathBuf,
+    pub privkey: PathBuf,
 }
 
 fn path(v: &Option<String>) -> Option<PathBuf> {
@@ -174,13 +194,14 @@ fn path(v: &Option<String>) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn scope_spec(o: &ScopeOptions, what: &str) -> Result<ScopeSpec, TlsError> {
-    let Some(pemfile) = path(&o.pemfile) else {
+fn scope_spec(o: &ScopeOptions, what: &str, managed: bool) -> Result<ScopeSpec, TlsError> {
+    let pemfile = path(&o.pemfile);
+    if pemfile.is_none() && !managed {
         return Err(TlsError::Config(format!(
             "ssl.pemfile has to be set for {what}"
         )));
-    };
-    let privkey = path(&o.privkey).unwrap_or_else(|| pemfile.clone());
+    }
+    let privkey = path(&o.privkey).or_else(|| pemfile.clone());
     let ca_file = path(&o.ca_file);
     let ca_dn_file = path(&o.ca_dn_file);
     let verify = if o.verifyclient_activate.unwrap_or(false) {
@@ -242,7 +263,8 @@ impl TlsSpec {
         )
         .map_err(TlsError::Config)?;
         warnings.append(&mut w);
-        let default = scope_spec(&socket.scope, "the socket")?;
+        let managed = !socket.managed.is_empty();
+        let default = scope_spec(&socket.scope, "the socket", managed)?;
         let mut hosts = Vec::with_capacity(socket.hosts.len());
         for (m, o) in &socket.hosts {
             if let HostMatch::Regex(re) = m {
@@ -254,7 +276,7 @@ impl TlsSpec {
                 HostMatch::Exact(h) => format!("$HTTP[\"host\"] == \"{h}\""),
                 HostMatch::Regex(h) => format!("$HTTP[\"host\"] =~ \"{h}\""),
             };
-            hosts.push((m.clone(), scope_spec(&merged, &what)?));
+            hosts.push((m.clone(), scope_spec(&merged, &what, managed)?));
         }
         Ok((
             TlsSpec {
@@ -264,6 +286,8 @@ impl TlsSpec {
                 h2: socket.h2,
                 session_cache: server.session_cache,
                 stek_file: path(&server.stek_file),
+                managed: socket.managed.clone(),
+                refresh_certs: server.refresh_certs,
             },
             warnings,
         ))
@@ -301,10 +325,10 @@ mod tests {
         };
         let (spec, warnings) = TlsSpec::from_options(&socket, &ServerOptions::default()).unwrap();
         assert!(warnings.is_empty());
-        assert_eq!(spec.default.privkey, PathBuf::from("/s.pem"));
+        assert_eq!(spec.default.privkey, Some(PathBuf::from("/s.pem")));
         assert_eq!(spec.default.verify, None);
         let host = &spec.hosts[0].1;
-        assert_eq!(host.privkey, PathBuf::from("/a.key"));
+        assert_eq!(host.privkey, Some(PathBuf::from("/a.key")));
         assert_eq!(host.ca_file, Some(PathBuf::from("/ca.pem")));
         let v = host.verify.as_ref().unwrap();
         assert!(v.enforce, "lighttpd's default is enforce");

@@ -40,6 +40,7 @@ fn ssl_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
             put(k, bool_value(b));
         }
     }
+    put("ssl.refresh-certs", bool_value(s.ssl_refresh_certs));
     if let Some(d) = o.verifyclient_depth {
         put("ssl.verifyclient.depth", Value::Int(i64::from(d)));
     }
@@ -82,6 +83,7 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     for (k, v) in &s.deflate_options {
         put(k, v.clone());
     }
+    s.acme.entries(&mut put);
     out
 }
 

@@ -1,5 +1,6 @@
 //! lighttpd option names mapped onto [`Settings`] fields, and back for `-p`.
 
+pub mod acme;
 mod entries;
 mod values;
 
@@ -76,6 +77,16 @@ pub const GLOBAL_ONLY: &[&str] = &[
     "server.max-worker",
     "server.graceful-shutdown-timeout",
     "server.systemd-socket-activation",
+    "ssl.refresh-certs",
+    "glint.acme.activate",
+    "glint.acme.directory",
+    "glint.acme.contact",
+    "glint.acme.agree-tos",
+    "glint.acme.names",
+    "glint.acme.key-type",
+    "glint.acme.storage",
+    "glint.acme.challenges",
+    "glint.acme.ca-file",
 ];
 
 /// What applying an option did.
@@ -396,6 +407,7 @@ fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appl
 fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>, String> {
     match key {
         k if KEPT_OPTIONS.contains(&k) => keep_raw(s, k, v),
+        k if k.starts_with("glint.acme.") => Rc::make_mut(&mut s.acme).set(k, v)?,
         k if crate::compress::spec::KEYS.contains(&k) => {
             let warning = Rc::make_mut(&mut s.deflate).set(k, &deflate_value(v))?;
             match s.deflate_options.iter_mut().find(|(rk, _)| rk == k) {
@@ -435,6 +447,7 @@ fn apply_ssl(s: &mut Settings, key: &str, v: &Value) -> Result<Applied, String> 
         "ssl.openssl.ssl-conf-cmd" => s.ssl_conf_cmd = pairs(v)?,
         "ssl.honor-cipher-order" => s.ssl_honor_cipher_order = Some(boolean(v)?),
         "ssl.stek-file" => s.ssl_stek_file = Some(string(v)?),
+        "ssl.refresh-certs" => s.ssl_refresh_certs = boolean(v)?,
         _ => return Ok(Applied::Unknown),
     }
     Ok(Applied::Known)

@@ -351,3 +351,55 @@ fn ktls_is_only_reported() {
         listed.split_whitespace().any(|w| w == "tls")
     );
 }
+
+fn curl_name(pki: &Pki, srv: &Server, host: &str) -> (bool, String) {
+    let port = srv.addr.port();
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sS", "--max-time", "10", "--cacert", &pki.p("ca.pem")]);
+    cmd.args(["--resolve", &format!("{host}:{port}:127.0.0.1")]);
+    cmd.arg(format!("https://{host}:{port}/"));
+    run(&mut cmd, b"")
+}
+
+/// `ssl.refresh-certs`: files replaced under a running server are served
+/// from the next check on; a file that does not parse keeps the
+/// certificate in use, and a later good one is read again.
+#[test]
+fn changed_certificate_files_are_picked_up_and_broken_ones_keep_the_old() {
+    let (pki, srv) = pki_and_server("refresh", None);
+    pki.server("b", "b.example");
+    assert!(curl_name(&pki, &srv, "a.example").0);
+    let refresh = || srv.ctx.lock().unwrap().refresh_certs();
+    assert!(!refresh(), "unchanged files are not read again");
+    // certbot's way: the new files are renamed over the old ones.
+    for ext in ["pem", "key"] {
+        std::fs::copy(
+            pki.path(&format!("b.{ext}")),
+            pki.path(&format!("new.{ext}")),
+        )
+        .unwrap();
+        std::fs::rename(
+            pki.path(&format!("new.{ext}")),
+            pki.path(&format!("a.{ext}")),
+        )
+        .unwrap();
+    }
+    assert!(refresh(), "the new files are read");
+    let (ok, out) = curl_name(&pki, &srv, "b.example");
+    assert!(ok, "the new certificate is served: {out}");
+    assert!(!curl_name(&pki, &srv, "a.example").0, "the old one is not");
+    std::fs::write(pki.path("a.pem"), "-----BEGIN CERTIFICATE-----\nbroken\n").unwrap();
+    assert!(!refresh(), "a broken file is not installed");
+    assert!(
+        curl_name(&pki, &srv, "b.example").0,
+        "the running certificate stays"
+    );
+    std::fs::copy(pki.path("b.pem"), pki.path("a.pem")).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+    let f = std::fs::File::options()
+        .write(true)
+        .open(pki.path("a.pem"))
+        .unwrap();
+    f.set_modified(later).unwrap();
+    assert!(refresh(), "a repaired file is read again");
+}
