@@ -15,7 +15,7 @@ mod tests;
 pub use decode::{DecodeError, Decoder, HeaderList};
 pub use encode::Encoder;
 
-use super::huffman;
+use crate::proto::huffman;
 
 /// SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2). glint
 /// advertises no other, so this is also the bound on the peer's dynamic

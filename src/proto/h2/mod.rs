@@ -3,7 +3,8 @@
 //!
 //! - [`frame`]: frames as pure functions over bytes (`Ok(None)` = need more),
 //!   and encoders for what a server sends.
-//! - [`huffman`], [`hpack`]: RFC 7541 header compression.
+//! - [`hpack`]: RFC 7541 header compression (its Huffman code is
+//!   [`crate::proto::huffman`], shared with QPACK).
 //! - [`conn`]: one connection's state machine, its limits
 //!   ([`conn::limits`]) and RFC 9218 priorities ([`conn::priority`]).
 //!
@@ -70,7 +71,6 @@ pub mod conn;
 pub mod error;
 pub mod frame;
 pub mod hpack;
-pub mod huffman;
 
 pub use error::{Error, ErrorCode, StreamId};
 

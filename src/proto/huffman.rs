@@ -1,4 +1,5 @@
-//! The HPACK Huffman code (RFC 7541 §5.2 and Appendix B).
+//! The Huffman code of HPACK (RFC 7541 §5.2 and Appendix B), which QPACK
+//! uses as it is (RFC 9204 §4.1.2): one implementation for HTTP/2 and HTTP/3.
 //!
 //! The code is canonical (codes of one length are consecutive and ordered by
 //! symbol, shorter codes first; `table_is_canonical` checks it), so decoding
