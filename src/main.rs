@@ -187,6 +187,9 @@ fn start_service(
     for a in server.local_addrs() {
         eprintln!("glint: listening on {a}");
     }
+    for a in server.quic_addrs() {
+        eprintln!("glint: HTTP/3 on udp {a}");
+    }
     let ready = if daemon {
         daemon::daemonize()?
     } else {

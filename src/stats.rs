@@ -30,6 +30,13 @@ pub struct Stats {
     pub acme_obtained: u64,
     pub acme_failures: u64,
     pub acme_certs_at_risk: u64,
+    /// QUIC connections accepted for HTTP/3, since start; clients asked to
+    /// prove their address with a Retry first; UDP datagrams received.
+    pub h3_connections: u64,
+    pub h3_retries: u64,
+    pub h3_datagrams: u64,
+    /// HTTP/3 request streams, since start.
+    pub h3_streams: u64,
 }
 
 /// What glint's ACME client has done, shared by its thread and the status

@@ -25,6 +25,9 @@ impl std::fmt::Display for Origin {
     }
 }
 
+/// `glint.h3`'s default (docs/http3.md).
+pub const DEFAULT_H3: bool = false;
+
 /// The settings in force for one request (or, before any request, the global scope).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -121,6 +124,9 @@ pub struct Settings {
     pub defer_accept: bool,
     /// `ssl.engine` (default disable): TLS on the sockets of this scope.
     pub ssl_engine: bool,
+    /// glint's `glint.h3` (per socket; see docs/http3.md): HTTP/3 over
+    /// QUIC on a UDP socket beside each TLS socket of this scope.
+    pub h3: bool,
     /// The `ssl.*` options of a connection scope (certificate, key, CAs,
     /// client certificates, OCSP, ACME), `None` where unset.
     pub ssl: crate::tls::ScopeOptions,
@@ -429,6 +435,7 @@ impl Default for Settings {
             socket_perms: None,
             defer_accept: false,
             ssl_engine: false,
+            h3: DEFAULT_H3,
             ssl: crate::tls::ScopeOptions::default(),
             ssl_cipher_list: None,
             ssl_conf_cmd: Vec::new(),

@@ -12,6 +12,7 @@
 mod encoded;
 mod gateway;
 mod h2;
+pub mod h3;
 mod idle;
 mod proxy;
 mod session;

@@ -81,6 +81,9 @@ pub struct Services {
     /// The user mod_auth let in for the reply being written, for the
     /// access log's `%u` (taken by [`log_reply`]).
     pub remote_user: Option<String>,
+    /// Per listener: the `Alt-Svc` value announcing its HTTP/3 endpoint
+    /// (`glint.h3`), added to the answers given over TLS on it.
+    pub alt_svc: Vec<Option<String>>,
 }
 
 impl Services {
@@ -104,6 +107,7 @@ impl Services {
             deflate: deflate::Deflater::default(),
             auth: AuthState::default(),
             remote_user: None,
+            alt_svc: Vec::new(),
         }
     }
 
@@ -327,7 +331,13 @@ pub fn respond(
             orig_line: None,
         };
     }
-    respond_with(sv, info, req, keep_alive, carry, registry)
+    let outcome = respond_with(sv, info, req, keep_alive, carry, registry);
+    if let (Outcome::Reply { .. }, Some(_), true) = (&outcome, &info.tls, req.major < 3) {
+        if let Some(v) = sv.alt_svc.get(info.listener).and_then(Option::as_deref) {
+            sv.reply.header("alt-svc", v.as_bytes());
+        }
+    }
+    outcome
 }
 
 /// The request's Host, lowercased, in `sv.scratch.host` (a trusted

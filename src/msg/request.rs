@@ -94,6 +94,7 @@ impl Request<'_, '_> {
     pub fn protocol(&self) -> &'static str {
         match (self.major, self.minor) {
             (2, _) => "HTTP/2.0",
+            (3, _) => "HTTP/3.0",
             (_, 0) => "HTTP/1.0",
             _ => "HTTP/1.1",
         }

@@ -10,7 +10,9 @@ use mio::{Events, Token};
 use nix::errno::Errno;
 
 use super::listen::Listener;
+use super::quic::QUIC_TOKEN_BASE;
 use super::{Server, LISTENER_BASE, SIGNAL, WAKER};
+use crate::conn::h3::SLOT_BASE as H3_SLOT_BASE;
 use crate::conn::{Connection, Ctx};
 use crate::msg::ExchangeId;
 use crate::net::{interest, Stream};
@@ -72,6 +74,16 @@ macro_rules! with_conn {
 }
 
 impl Server {
+    /// Runs `f` on the HTTP/3 endpoints with a [`Ctx`].
+    fn quic_call(&mut self, f: impl FnOnce(&mut crate::conn::h3::Quic, &mut Ctx<'_>)) {
+        let mut cx = Ctx {
+            sv: &mut self.sv,
+            pool: &mut self.pool,
+            registry: self.poll.registry(),
+        };
+        f(&mut self.quic, &mut cx);
+    }
+
     pub(super) fn run_loop(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
@@ -86,6 +98,11 @@ impl Server {
                 Duration::from_millis(10)
             } else {
                 Duration::from_micros(to_next_second + 1)
+            };
+            // QUIC's timers (loss recovery, acks, idle) are due on time.
+            let wait = match self.quic.wait(std::time::Instant::now()) {
+                Some(q) => wait.min(q),
+                None => wait,
             };
             match self.poll.poll(&mut events, Some(wait)) {
                 Ok(()) => {}
@@ -105,6 +122,8 @@ impl Server {
                 let t = ev.token().0;
                 if t >= LISTENER_BASE {
                     self.accept_all(t - LISTENER_BASE);
+                } else if (QUIC_TOKEN_BASE..BACKEND_BASE).contains(&t) {
+                    self.quic_call(|q, cx| q.on_readable(t - QUIC_TOKEN_BASE, cx));
                 } else if ev.token() == SIGNAL {
                     self.drain_signal_wake();
                 } else if ev.token() == WAKER {
@@ -120,11 +139,16 @@ impl Server {
                     closed_any |= self.after_drive(t);
                 }
             }
+            if !self.quic.is_off() {
+                self.quic_call(|q, cx| q.on_timers(cx));
+            }
             for ex in std::mem::take(&mut self.wake) {
                 closed_any |= self.drive_exchange(ex);
             }
             for (bkey, ex) in self.sv.upstream.take_held(self.sv.clock.mono_us) {
-                if self.is_current(ex) {
+                if ex.slot >= H3_SLOT_BASE {
+                    self.quic_call(|q, cx| q.backend_ready(ex, bkey, cx));
+                } else if self.is_current(ex) {
                     with_conn!(self, ex.slot, |conn, cx| conn
                         .backend_ready(ex, bkey, &mut cx));
                     closed_any |= self.after_drive(ex.slot);
@@ -159,6 +183,10 @@ impl Server {
     /// Drives the connection of `ex` (if it is still there), for its
     /// stream `ex.stream` on HTTP/2; true when it closed.
     fn drive_exchange(&mut self, ex: ExchangeId) -> bool {
+        if ex.slot >= H3_SLOT_BASE {
+            self.quic_call(|q, cx| q.wake(ex, cx));
+            return false;
+        }
         if !self.is_current(ex) {
             return false;
         }
@@ -179,14 +207,18 @@ impl Server {
                 break;
             }
             for (ex, status) in failed {
-                if self.is_current(ex) {
+                if ex.slot >= H3_SLOT_BASE {
+                    self.quic_call(|q, cx| q.upstream_news(ex, Some(status), cx));
+                } else if self.is_current(ex) {
                     with_conn!(self, ex.slot, |conn, cx| conn
                         .upstream_failed(ex, status, &mut cx));
                     closed |= self.after_drive(ex.slot);
                 }
             }
             for ex in ended {
-                if self.is_current(ex) {
+                if ex.slot >= H3_SLOT_BASE {
+                    self.quic_call(|q, cx| q.upstream_news(ex, None, cx));
+                } else if self.is_current(ex) {
                     with_conn!(self, ex.slot, |conn, cx| conn.upstream_ended(ex, &mut cx));
                     closed |= self.after_drive(ex.slot);
                 }
@@ -250,6 +282,10 @@ impl Server {
         let Some(ex) = self.sv.upstream.on_event(bkey, ev, now) else {
             return false;
         };
+        if ex.slot >= H3_SLOT_BASE {
+            self.quic_call(|q, cx| q.backend_ready(ex, bkey, cx));
+            return false;
+        }
         if !self.is_current(ex) {
             return false;
         }
@@ -475,6 +511,9 @@ impl Server {
                 Some(c) => lingering += usize::from(c.is_lingering()),
                 None => {}
             }
+        }
+        if !self.quic.is_off() {
+            self.quic_call(|q, cx| q.tick(cx));
         }
         // The count kept as connections change phase, made exact again.
         self.sv.lingering = lingering;

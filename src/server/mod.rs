@@ -7,6 +7,7 @@
 
 mod event;
 mod listen;
+mod quic;
 mod reload;
 mod secure;
 
@@ -92,6 +93,8 @@ pub struct Server {
     /// its thread once `run` has started it.
     acme_spec: Option<crate::acme::Spec>,
     acme: Option<crate::acme::Running>,
+    /// HTTP/3 endpoints beside the TLS listeners with `glint.h3`.
+    quic: crate::conn::h3::Quic,
 }
 
 impl Server {
@@ -150,7 +153,7 @@ impl Server {
         sv.ports = ports;
         sv.bound_ips = bound_ips;
         sv.deflate.set_cache_dirs(&cache_dirs);
-        Ok(Server {
+        let mut server = Server {
             poll,
             listeners,
             conns: Slab::with_capacity(64),
@@ -169,7 +172,10 @@ impl Server {
             signal_wake: None,
             acme_spec,
             acme: None,
-        })
+            quic: crate::conn::h3::Quic::bind(Vec::new(), 1)?,
+        };
+        server.open_quic()?;
+        Ok(server)
     }
 
     /// The bound addresses, as `ip:port` or a unix socket path, in listener order.
@@ -385,7 +391,7 @@ impl Server {
                         self.conns.len()
                     );
                 }
-                self.conns.is_empty() || past_deadline
+                (self.conns.is_empty() && self.quic.is_empty()) || past_deadline
             }
             _ => false,
         }
@@ -422,6 +428,14 @@ impl Server {
                 conn.on_shutdown(&mut cx);
                 self.after_drive(k);
             }
+        }
+        {
+            let mut cx = crate::conn::Ctx {
+                sv: &mut self.sv,
+                pool: &mut self.pool,
+                registry: self.poll.registry(),
+            };
+            self.quic.shutdown(&mut cx);
         }
         // Kept backend connections too; none is kept from here on.
         self.sv.upstream.close_all_idle();

@@ -29,7 +29,7 @@ use super::options::{HostMatch, ScopeSpec, TlsSpec, VerifySpec};
 use super::slot::CertSlot;
 use super::tickets::TicketKeys;
 use super::verify::ClientVerifier;
-use super::{provider, TlsError, ALPN_ACME_TLS_1, ALPN_H2, ALPN_HTTP10, ALPN_HTTP11};
+use super::{provider, TlsError, ALPN_ACME_TLS_1, ALPN_H2, ALPN_H3, ALPN_HTTP10, ALPN_HTTP11};
 
 /// OpenSSL's default session cache size (SSL_SESSION_CACHE_MAX_SIZE_DEFAULT).
 const SESSION_CACHE_SIZE: usize = 20 * 1024;
@@ -262,6 +262,39 @@ impl TlsContext {
 
     pub fn spec(&self) -> &TlsSpec {
         &self.spec
+    }
+
+    /// The configuration of HTTP/3's handshakes on this socket: the socket
+    /// scope's (its certificate, the host scopes' certificates by SNI, its
+    /// cipher suites, groups and tickets) with ALPN `h3` alone. QUIC runs
+    /// TLS 1.3 only (RFC 9001 §4.2), whatever TLS 1.2 the socket allows
+    /// TCP. A QUIC handshake starts before its ClientHello is seen, so the
+    /// host scopes' own client-certificate settings cannot apply: the
+    /// caller refuses HTTP/3 where they differ (see `quic_unsupported`).
+    pub fn quic_config(&self) -> Arc<ServerConfig> {
+        let mut c = (*self.built.default.config).clone();
+        c.alpn_protocols = vec![ALPN_H3.to_vec()];
+        c.max_early_data_size = 0;
+        // QUIC frames the handshake itself: no TLS records to size.
+        c.max_fragment_size = None;
+        Arc::new(c)
+    }
+
+    /// Why this socket's TLS settings cannot be offered over QUIC, if they
+    /// cannot: client certificates (their variables are built from the TCP
+    /// handshake), or no TLS 1.3.
+    pub fn quic_unsupported(&self) -> Option<&'static str> {
+        let scopes =
+            std::iter::once(&self.spec.default).chain(self.spec.hosts.iter().map(|(_, s)| s));
+        for s in scopes {
+            if s.verify.is_some() {
+                return Some("client certificates (ssl.verifyclient.activate)");
+            }
+        }
+        if !self.spec.settings.tls13 {
+            return Some("TLS 1.3 is turned off");
+        }
+        None
     }
 
     /// The scope for a ClientHello and the configuration to finish it with.

@@ -73,6 +73,7 @@ pub use tickets::TicketKeys;
 pub use verify::ClientCertInfo;
 
 pub const ALPN_H2: &[u8] = b"h2";
+pub const ALPN_H3: &[u8] = b"h3";
 pub const ALPN_HTTP11: &[u8] = b"http/1.1";
 pub const ALPN_HTTP10: &[u8] = b"http/1.0";
 pub const ALPN_ACME_TLS_1: &[u8] = b"acme-tls/1";

@@ -198,6 +198,7 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }
     put("server.defer-accept", bool_value(s.defer_accept));
+    put("glint.h3", bool_value(s.h3));
 }
 
 /// Headers, expiry, redirects and rewrites, virtual hosts, the daemon's

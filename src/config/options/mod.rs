@@ -215,6 +215,7 @@ fn apply_server(
         "server.set-v6only" => s.set_v6only = boolean(v)?,
         "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
         "server.defer-accept" => s.defer_accept = boolean(v)?,
+        "glint.h3" => s.h3 = boolean(v)?,
         _ => return Ok(None),
     }
     Ok(Some(Applied::Known))

@@ -32,9 +32,9 @@
 
 mod body;
 mod drive;
-mod fields;
+pub(in crate::conn) mod fields;
 mod sink;
-mod stream;
+pub(in crate::conn) mod stream;
 mod timeouts;
 mod upgrade;
 mod write;

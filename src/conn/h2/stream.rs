@@ -219,6 +219,18 @@ pub fn with_request<R>(
     line: &mut String,
     f: impl FnOnce(Result<&Request<'_, '_>, Refused>) -> R,
 ) -> R {
+    with_request_of(2, head, end_stream, line, f)
+}
+
+/// [`with_request`] for HTTP/`major` (2, or 3 for an HTTP/3 stream, whose
+/// heads follow the same rules: RFC 9114 §4.3).
+pub fn with_request_of<R>(
+    major: u8,
+    head: &RequestHead,
+    end_stream: bool,
+    line: &mut String,
+    f: impl FnOnce(Result<&Request<'_, '_>, Refused>) -> R,
+) -> R {
     let (method_str, target, host) = match pseudo_fields(head) {
         Ok(p) => p,
         Err(why) => return f(Err(why)),
@@ -251,13 +263,13 @@ pub fn with_request<R>(
     line.push_str(method_str);
     line.push(' ');
     line.push_str(target);
-    line.push_str(" HTTP/2.0");
+    line.push_str(if major == 3 { " HTTP/3.0" } else { " HTTP/2.0" });
     let req = Request {
         method: Method::from_token(method_str),
         method_str,
         target,
         minor: 0,
-        major: 2,
+        major,
         headers: &headers,
         head_len: 0,
         body,

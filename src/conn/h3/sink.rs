@@ -1,0 +1,418 @@
+//! Answers onto a request stream: glint's own [`Reply`] ([`send_reply`])
+//! and a backend's through the [`Sink`] of the stream's gateway exchange
+//! ([`StreamSink`]). The head is a HEADERS frame in the stream's output at
+//! once; body pieces join the stream's queue, framed as DATA by the writer
+//! as QUIC's flow control allows. Request bodies go to the job here too.
+
+use std::fs::File;
+use std::rc::Rc;
+
+use quinn_proto::{Connection, StreamId};
+
+use super::session::{stream_id, Io, Req, Session, BODY_CAP};
+use crate::conn::encoded::Encoded;
+use crate::conn::gateway::Sent;
+use crate::conn::h2::fields::FieldBuf;
+use crate::conn::h2::stream::{Task, Use};
+use crate::conn::h2::STREAM_HIGH_WATER;
+use crate::exchange::{self, error_run_status};
+use crate::msg::{AnswerHead, Reply, Request, Rerun, Sink};
+use crate::proto::h3::{frame, qpack};
+use crate::upstream::JobId;
+
+/// Fields with no meaning in HTTP/3 (RFC 9114 §4.2): never sent.
+fn connection_specific(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
+    )
+}
+
+/// Appends the HEADERS frame of a response head; returns its bytes.
+pub fn encode_head(
+    status: u16,
+    fields: &FieldBuf,
+    section: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> usize {
+    section.clear();
+    qpack::begin_section(section);
+    qpack::encode_status(status, section);
+    for (n, v) in fields.iter() {
+        if !connection_specific(n) {
+            qpack::encode_field(n, v, section);
+        }
+    }
+    let before = out.len();
+    frame::write_headers(section, out);
+    out.len() - before
+}
+
+/// Sends one of glint's replies: its head, and its body's pieces into the
+/// task's queue (compressed as they go out when the head says so).
+/// Returns the bytes of the encoded head.
+pub fn send_reply(
+    fields: &mut FieldBuf,
+    section: &mut Vec<u8>,
+    task: &mut Task,
+    out: &mut Vec<u8>,
+    r: &Reply,
+    date: &[u8],
+) -> usize {
+    let has_body = !r.head_only && !task.head_only && !r.pieces().is_empty();
+    fields.start(&r.settings, date);
+    fields.lines(&r.fields);
+    fields.finish(&r.settings, r.content_length);
+    let n = encode_head(r.status, fields, section, out);
+    task.head_sent = true;
+    task.complete = true;
+    if has_body {
+        match r.encode {
+            Some(coding) => match Encoded::of_reply(r, coding, false) {
+                Some(e) => {
+                    task.encoded = Some(Box::new(e));
+                    task.complete = false;
+                }
+                None => task.cut = true,
+            },
+            None => {
+                task.push_reply(r);
+            }
+        }
+    }
+    n
+}
+
+/// The client's side of a stream's gateway exchange, as the upstream sees it.
+pub struct StreamSink<'a> {
+    pub fields: &'a mut FieldBuf,
+    pub section: &'a mut Vec<u8>,
+    pub task: &'a mut Task,
+    pub out: &'a mut Vec<u8>,
+    pub date: [u8; crate::date::HTTP_DATE_LEN],
+}
+
+impl StreamSink<'_> {
+    fn send_head(
+        &mut self,
+        status: u16,
+        headers: &[(String, Vec<u8>)],
+        length: Option<u64>,
+        end: bool,
+    ) {
+        let Some(g) = self.task.gw.as_deref() else {
+            return;
+        };
+        let settings = Rc::clone(&g.start.settings);
+        self.fields.start_answer(&settings, &self.date, headers);
+        for (k, v) in headers {
+            self.fields.push(k.as_bytes(), v);
+        }
+        self.fields.finish(&settings, length);
+        encode_head(status, self.fields, self.section, self.out);
+        self.task.head_sent = true;
+        if end {
+            self.task.complete = true;
+        }
+    }
+}
+
+impl Sink for StreamSink<'_> {
+    fn has_room(&self) -> bool {
+        let room = self.task.mem < STREAM_HIGH_WATER;
+        if !room {
+            self.task.paused.set(true);
+        }
+        room
+    }
+
+    fn head(&mut self, head: &AnswerHead<'_>) {
+        if head.upgrade {
+            // HTTP/3 has no 101 (RFC 9114 §4.5): the Upgrade field is refused.
+            log::error!("a backend answered 101 to an HTTP/3 request; answering 502");
+            return self.fail(502);
+        }
+        let Some(g) = self.task.gw.as_deref_mut() else {
+            return;
+        };
+        let status = match g.start.carry.error.as_ref() {
+            Some(run) => error_run_status(run, head.status),
+            None => head.status,
+        };
+        g.status = status;
+        let remaining = if head.bodiless {
+            Some(0)
+        } else {
+            head.content_length
+        };
+        g.sent = Sent::Body {
+            chunked: false,
+            remaining,
+        };
+        let end = head.bodiless || g.start.head_only;
+        let length = if head.bodiless {
+            None
+        } else {
+            head.content_length
+        };
+        self.send_head(status, head.headers, length, end);
+    }
+
+    fn data(&mut self, bytes: &[u8]) {
+        let Some(g) = self.task.gw.as_deref_mut() else {
+            return;
+        };
+        let Sent::Body { remaining, .. } = &mut g.sent else {
+            return;
+        };
+        let mut body = bytes;
+        if let Some(rem) = remaining.as_mut() {
+            let take = (body.len() as u64).min(*rem) as usize;
+            body = &body[..take];
+            *rem -= take as u64;
+        }
+        if body.is_empty() || g.start.head_only || self.task.ended {
+            return;
+        }
+        g.body_sent += body.len() as u64;
+        self.task.push_mem(body);
+    }
+
+    fn file(&mut self, head: &AnswerHead<'_>, file: Rc<File>, len: u64) {
+        let Some(g) = self.task.gw.as_deref_mut() else {
+            return;
+        };
+        g.status = head.status;
+        g.sent = Sent::Body {
+            chunked: false,
+            remaining: Some(0),
+        };
+        g.body_sent = len;
+        let head_only = g.start.head_only;
+        self.send_head(head.status, head.headers, Some(len), head_only || len == 0);
+        self.task.push_file(file, 0, len);
+    }
+
+    fn end(&mut self) {
+        let Some(g) = self.task.gw.as_deref_mut() else {
+            return;
+        };
+        g.done = true;
+        if g.rerun.is_some() {
+            return;
+        }
+        if let Sent::Body {
+            remaining: Some(r), ..
+        } = g.sent
+        {
+            if r > 0 && !g.start.head_only {
+                log::error!(
+                    "backend sent less than its Content-Length; resetting the HTTP/3 stream"
+                );
+                self.task.cut = true;
+            }
+        }
+        self.task.complete = true;
+    }
+
+    fn fail(&mut self, status: u16) {
+        let Some(g) = self.task.gw.as_deref_mut() else {
+            return;
+        };
+        g.end_failed();
+        if self.task.head_sent {
+            self.task.cut = true;
+            self.task.complete = true;
+            return;
+        }
+        let r = g.error_reply(status);
+        let date = self.date;
+        send_reply(self.fields, self.section, self.task, self.out, &r, &date);
+    }
+
+    fn rerun(&mut self, why: Rerun) {
+        if let Some(g) = self.task.gw.as_deref_mut() {
+            g.rerun = Some(why);
+        }
+    }
+}
+
+impl Session {
+    /// Request body bytes read for `id`: to its job as far as the job's
+    /// window takes them, or dropped when nothing wants them.
+    pub(super) fn feed_body(&mut self, id: StreamId, req: &mut Req, io: &mut Io<'_>) {
+        let Some(task) = req.task.as_mut() else {
+            return;
+        };
+        let job = match (task.body.use_, task.gw.as_ref()) {
+            (Use::Hold, _) => return,
+            (Use::Feed, Some(g)) => g.start.job,
+            _ => {
+                req.body.clear();
+                return;
+            }
+        };
+        let now = io.now();
+        let done = task.body.done;
+        // Bounded: each round takes bytes or stops.
+        for _ in 0..64 {
+            if !io.sv.upstream.takes_body(job) {
+                break;
+            }
+            let result = if task.body.unframed {
+                // A job collects a body of unknown length with HTTP/1's
+                // chunked decoder, as it does for HTTP/2.
+                let mut chunk = Vec::new();
+                if req.body.is_empty() {
+                    if !done || task.body.terminated {
+                        break;
+                    }
+                    task.body.terminated = true;
+                    chunk.extend_from_slice(b"0\r\n\r\n");
+                } else {
+                    chunk.extend_from_slice(format!("{:x}\r\n", req.body.len()).as_bytes());
+                    chunk.extend_from_slice(&req.body);
+                    chunk.extend_from_slice(b"\r\n");
+                }
+                let n = req.body.len();
+                match io.sv.upstream.feed(job, &chunk, now, io.registry) {
+                    Ok((used, _)) if used == chunk.len() => Ok(n),
+                    Ok(_) => Err(400),
+                    Err(s) => Err(s),
+                }
+            } else {
+                if req.body.is_empty() {
+                    break;
+                }
+                io.sv
+                    .upstream
+                    .feed(job, &req.body, now, io.registry)
+                    .map(|(used, _)| used)
+            };
+            match result {
+                Ok(0) if task.body.unframed && task.body.terminated => continue,
+                Ok(0) => break,
+                Ok(used) => {
+                    req.body.drain(..used.min(req.body.len()));
+                }
+                Err(status) => {
+                    if status == 413 {
+                        log::warn!(
+                            "an HTTP/3 request body for a backend is over its limit; answering 413"
+                        );
+                    }
+                    task.body.use_ = Use::Drop;
+                    req.body.clear();
+                    let mut sink = self.sink(task, &mut req.out, io);
+                    Sink::fail(&mut sink, status);
+                    self.after_gw(id, req, io);
+                    return;
+                }
+            }
+        }
+        let _ = BODY_CAP;
+    }
+
+    fn sink<'s>(
+        &'s mut self,
+        task: &'s mut Task,
+        out: &'s mut Vec<u8>,
+        io: &Io<'_>,
+    ) -> StreamSink<'s> {
+        StreamSink {
+            fields: &mut self.fields,
+            section: &mut self.section,
+            task,
+            out,
+            date: io.sv.clock.http_date,
+        }
+    }
+
+    /// Runs `f` with the sink of `stream`'s gateway exchange, then acts on
+    /// what the answer came to.
+    pub(super) fn with_sink(
+        &mut self,
+        stream: u32,
+        io: &mut Io<'_>,
+        f: impl FnOnce(&mut StreamSink<'_>, &mut Io<'_>, JobId),
+    ) {
+        let Some(id) = stream_id(stream) else { return };
+        let Some(mut req) = self.reqs.remove(&id) else {
+            return;
+        };
+        if let Some(mut task) = req.task.take() {
+            if let Some(job) = task.gw.as_ref().map(|g| g.start.job) {
+                let mut sink = self.sink(&mut task, &mut req.out, io);
+                f(&mut sink, io, job);
+            }
+            req.task = Some(task);
+            self.after_gw(id, &mut req, io);
+        }
+        self.reqs.insert(id, req);
+    }
+
+    pub fn backend_ready(
+        &mut self,
+        conn: &mut Connection,
+        stream: u32,
+        bkey: usize,
+        io: &mut Io<'_>,
+    ) {
+        self.with_sink(stream, io, |sink, io, _| {
+            let now = io.now();
+            io.sv.upstream.drive_backend(bkey, sink, now, io.registry);
+        });
+        let _ = conn;
+    }
+
+    pub fn upstream_news(
+        &mut self,
+        conn: &mut Connection,
+        stream: u32,
+        failed: Option<u16>,
+        io: &mut Io<'_>,
+    ) {
+        self.with_sink(stream, io, |sink, _, _| match failed {
+            Some(status) => Sink::fail(sink, status),
+            None => Sink::end(sink),
+        });
+        let _ = conn;
+    }
+
+    /// After the upstream spoke through a stream's sink: a complete answer
+    /// ends the job (logged), one that says so runs the request again.
+    pub(super) fn after_gw(&mut self, id: StreamId, req: &mut Req, io: &mut Io<'_>) {
+        let Some(task) = req.task.as_mut() else {
+            return;
+        };
+        if !task.gw.as_ref().is_some_and(|g| g.done) {
+            return;
+        }
+        let Some(mut gw) = task.gw.take() else { return };
+        let info = gw.start.info.clone();
+        if let Some(why) = gw.rerun.take() {
+            io.sv.upstream.finish(gw.start.job);
+            let head = gw.start.head.clone();
+            let keep_alive = !io.sv.shutting_down;
+            let r = exchange::rerun(io.sv, &info, gw.start, why, keep_alive, io.registry);
+            let mut hs = Vec::new();
+            let view = head.view(&mut hs);
+            let view = Request {
+                body: r.body,
+                ..view
+            };
+            let mut task = req
+                .task
+                .take()
+                .unwrap_or_else(|| Task::new(io.now(), true, false));
+            self.take_outcome(&mut task, &mut req.out, r.outcome, &view, &info, io);
+            req.task = Some(task);
+            self.feed_body(id, req, io);
+            return;
+        }
+        io.sv.upstream.finish(gw.start.job);
+        exchange::log_gateway(io.sv, &info, &gw.start, gw.status, gw.body_sent);
+        task.body.use_ = Use::Drop;
+        req.body.clear();
+    }
+}

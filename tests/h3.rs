@@ -1,0 +1,529 @@
+//! HTTP/3 end to end: glint's binary with real QUIC clients. aioquic's
+//! HTTP/3 client (`tests/h3/h3client.py`), Debian's ngtcp2 client
+//! (`gtlsclient`), and curl over TCP for the `Alt-Svc` that announces the
+//! endpoint; every case of a static file, a range, a CGI reading a body,
+//! 100 concurrent streams, a 2 MB file byte for byte, and the GOAWAY of a
+//! graceful shutdown. `.ci/run` installs the tools (`pip install aioquic`,
+//! `apt-get install ngtcp2-client`).
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `ca.pem` and `server.pem` (ECDSA P-256 for `localhost`, key included).
+pub fn make_cert(dir: &Path) {
+    let script = r#"
+set -e
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3 \
+  -subj /CN=glint-h3-ca -keyout ca.key -out ca.pem 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+  -keyout s.key -out s.csr 2>/dev/null
+printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n' > s.ext
+openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 \
+  -extfile s.ext -out s.crt 2>/dev/null
+cat s.crt s.key > server.pem
+"#;
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()
+        .expect("sh");
+    assert!(ok.success(), "openssl could not make the test certificate");
+}
+
+/// The CGI that answers with its body's length and SHA-256.
+const ECHO_CGI: &str = "import hashlib, os, sys\n\
+n = int(os.environ.get('CONTENT_LENGTH') or 0)\n\
+body = sys.stdin.buffer.read(n)\n\
+sys.stdout.write('Content-Type: text/plain\\r\\n\\r\\n')\n\
+sys.stdout.write('%d %s %s\\n' % (len(body), hashlib.sha256(body).hexdigest(), os.environ.get('SERVER_PROTOCOL')))\n";
+
+struct H3 {
+    s: Server,
+    d: Docroot,
+    _certs: TempDir,
+    certs: std::path::PathBuf,
+    /// The TLS port, TCP and UDP.
+    port: u16,
+    big: Vec<u8>,
+}
+
+/// glint with a plain listener and a TLS one with `glint.h3` on, a docroot
+/// with a page, an image-sized file, a 2 MB file and the echo CGI; `extra`
+/// configuration after.
+fn start(extra: &str) -> H3 {
+    let certs = TempDir::new("h3-certs");
+    make_cert(certs.path());
+    let d = Docroot::new();
+    let big = pseudo_random(2 * 1024 * 1024, 3);
+    d.file("index.html", b"<h1>glint over HTTP/3</h1>\n")
+        .file("a.txt", b"0123456789abcdefghij")
+        .file("big.bin", &big)
+        .file("echo.py", ECHO_CGI.as_bytes());
+    let port = free_port();
+    let conf = format!(
+        "server.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\nserver.port = 0\n\
+         server.modules += ( \"mod_openssl\", \"mod_accesslog\", \"mod_cgi\" )\n\
+         cgi.assign = ( \".py\" => \"/usr/bin/python3\" )\n\
+         accesslog.filename = \"{root}/../access.log\"\n\
+         ssl.pemfile = \"{certs}/server.pem\"\n\
+         $SERVER[\"socket\"] == \"127.0.0.1:{port}\" {{\n  ssl.engine = \"enable\"\n  glint.h3 = \"enable\"\n}}\n{extra}",
+        root = d.root.display(),
+        certs = certs.path().display(),
+    );
+    let s = Launch::new().config(&conf).listeners(2).start();
+    let certs_path = certs.path().to_path_buf();
+    H3 {
+        s,
+        d,
+        _certs: certs,
+        certs: certs_path,
+        port,
+        big,
+    }
+}
+
+/// Runs `tests/h3/h3client.py` with `spec` (JSON) and returns its JSON.
+fn h3client(spec: &str) -> serde_like::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h3/h3client.py");
+    let o = Command::new("timeout")
+        .arg("60")
+        .arg("python3")
+        .arg(script)
+        .arg(spec)
+        .output()
+        .expect("python3 (pip install aioquic)");
+    assert!(
+        o.status.success(),
+        "h3client.py {spec} failed: {}\n{}",
+        text(&o.stderr),
+        text(&o.stdout)
+    );
+    serde_like::parse(&text(&o.stdout))
+}
+
+/// A small JSON reader for the client's output (no serde in glint).
+mod serde_like {
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Value {
+        Null,
+        Bool(bool),
+        Num(f64),
+        Str(String),
+        List(Vec<Value>),
+        Obj(Vec<(String, Value)>),
+    }
+
+    impl Value {
+        pub fn get(&self, k: &str) -> &Value {
+            match self {
+                Value::Obj(m) => m
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map_or(&Value::Null, |(_, v)| v),
+                _ => &Value::Null,
+            }
+        }
+        pub fn at(&self, i: usize) -> &Value {
+            match self {
+                Value::List(l) => l.get(i).unwrap_or(&Value::Null),
+                _ => &Value::Null,
+            }
+        }
+        pub fn list(&self) -> &[Value] {
+            match self {
+                Value::List(l) => l,
+                _ => &[],
+            }
+        }
+        pub fn num(&self) -> Option<u64> {
+            match self {
+                Value::Num(n) => Some(*n as u64),
+                _ => None,
+            }
+        }
+        pub fn str(&self) -> &str {
+            match self {
+                Value::Str(s) => s,
+                _ => "",
+            }
+        }
+        /// A header of an answer (`headers`: [[name, value]...]).
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.get("headers")
+                .list()
+                .iter()
+                .find(|h| h.at(0).str() == name)
+                .map(|h| h.at(1).str())
+        }
+    }
+
+    pub fn parse(s: &str) -> Value {
+        let b = s.trim().as_bytes();
+        let mut i = 0;
+        let v = value(b, &mut i);
+        assert!(i == b.len(), "trailing JSON at {i}: {s}");
+        v
+    }
+
+    fn ws(b: &[u8], i: &mut usize) {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    }
+
+    fn value(b: &[u8], i: &mut usize) -> Value {
+        ws(b, i);
+        let v = match b[*i] {
+            b'n' => {
+                *i += 4;
+                Value::Null
+            }
+            b't' => {
+                *i += 4;
+                Value::Bool(true)
+            }
+            b'f' => {
+                *i += 5;
+                Value::Bool(false)
+            }
+            b'"' => Value::Str(string(b, i)),
+            b'[' => {
+                *i += 1;
+                let mut l = Vec::new();
+                loop {
+                    ws(b, i);
+                    if b[*i] == b']' {
+                        *i += 1;
+                        break;
+                    }
+                    l.push(value(b, i));
+                    ws(b, i);
+                    if b[*i] == b',' {
+                        *i += 1;
+                    }
+                }
+                Value::List(l)
+            }
+            b'{' => {
+                *i += 1;
+                let mut m = Vec::new();
+                loop {
+                    ws(b, i);
+                    if b[*i] == b'}' {
+                        *i += 1;
+                        break;
+                    }
+                    let k = string(b, i);
+                    ws(b, i);
+                    *i += 1; // ':'
+                    m.push((k, value(b, i)));
+                    ws(b, i);
+                    if b[*i] == b',' {
+                        *i += 1;
+                    }
+                }
+                Value::Obj(m)
+            }
+            _ => {
+                let start = *i;
+                while *i < b.len()
+                    && (b[*i] == b'-' || b[*i] == b'.' || b[*i].is_ascii_alphanumeric())
+                {
+                    *i += 1;
+                }
+                let t = std::str::from_utf8(&b[start..*i]).unwrap_or("0");
+                Value::Num(t.parse().unwrap_or(f64::NAN))
+            }
+        };
+        ws(b, i);
+        v
+    }
+
+    fn string(b: &[u8], i: &mut usize) -> String {
+        *i += 1;
+        let mut out = String::new();
+        while b[*i] != b'"' {
+            if b[*i] == b'\\' {
+                *i += 1;
+                match b[*i] {
+                    b'n' => out.push('\n'),
+                    b'r' => out.push('\r'),
+                    b't' => out.push('\t'),
+                    b'u' => {
+                        let h = std::str::from_utf8(&b[*i + 1..*i + 5]).unwrap_or("0");
+                        let c = u32::from_str_radix(h, 16).unwrap_or(0xfffd);
+                        out.push(char::from_u32(c).unwrap_or('\u{fffd}'));
+                        *i += 4;
+                    }
+                    c => out.push(c as char),
+                }
+                *i += 1;
+            } else {
+                let start = *i;
+                while b[*i] != b'"' && b[*i] != b'\\' {
+                    *i += 1;
+                }
+                out.push_str(std::str::from_utf8(&b[start..*i]).unwrap_or(""));
+            }
+        }
+        *i += 1;
+        out
+    }
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    let o = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().expect("stdin").write_all(data)?;
+            c.wait_with_output()
+        })
+        .expect("sha256sum");
+    text(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn aioquic_get_head_range_post_big_and_100_streams() {
+    let h = start("");
+    let p = h.port;
+    let spec = format!(
+        r#"{{"port": {p}, "requests": [
+        {{"path": "/index.html"}},
+        {{"method": "HEAD", "path": "/index.html"}},
+        {{"path": "/a.txt", "headers": [["range", "bytes=5-9"]]}},
+        {{"method": "POST", "path": "/echo.py", "body_len": 300000}},
+        {{"path": "/big.bin"}},
+        {{"path": "/missing"}}]}}"#
+    );
+    let r = h3client(&spec);
+    assert_eq!(r.get("alpn").str(), "h3");
+    let a = r.get("answers");
+    let get = a.at(0);
+    assert_eq!(get.get("status").num(), Some(200), "{get:?}");
+    assert_eq!(get.get("body").str(), "<h1>glint over HTTP/3</h1>\n");
+    assert_eq!(get.header("content-length"), Some("27"));
+    assert!(
+        get.header("alt-svc").is_none(),
+        "no Alt-Svc over HTTP/3 itself"
+    );
+    let head = a.at(1);
+    assert_eq!(head.get("status").num(), Some(200));
+    assert_eq!(head.get("body_len").num(), Some(0), "HEAD has no body");
+    assert_eq!(
+        head.header("content-length"),
+        Some("27"),
+        "HEAD keeps the GET's length"
+    );
+    let range = a.at(2);
+    assert_eq!(range.get("status").num(), Some(206));
+    assert_eq!(range.get("body").str(), "56789");
+    assert_eq!(range.header("content-range"), Some("bytes 5-9/20"));
+    let post = a.at(3);
+    let sent: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(post.get("status").num(), Some(200), "{post:?}");
+    assert_eq!(
+        post.get("body").str(),
+        format!("300000 {} HTTP/3.0\n", sha256_hex(&sent)),
+        "the CGI got the body whole"
+    );
+    let big = a.at(4);
+    assert_eq!(big.get("status").num(), Some(200));
+    assert_eq!(big.get("body_len").num(), Some(h.big.len() as u64));
+    assert_eq!(
+        big.get("sha256").str(),
+        sha256_hex(&h.big),
+        "2 MB byte for byte"
+    );
+    assert_eq!(a.at(5).get("status").num(), Some(404));
+    assert!(
+        r.get("close").get("code").num().is_none(),
+        "no connection error: {r:?}"
+    );
+
+    // 100 requests at once on one connection: QUIC's stream limit.
+    let reqs: Vec<String> = (0..100)
+        .map(|i| format!(r#"{{"path": "/a.txt?{i}"}}"#))
+        .collect();
+    let r = h3client(&format!(
+        r#"{{"port": {p}, "requests": [{}]}}"#,
+        reqs.join(",")
+    ));
+    let answers = r.get("answers").list();
+    assert_eq!(answers.len(), 100);
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(a.get("status").num(), Some(200), "stream {i}: {a:?}");
+        assert_eq!(a.get("body").str(), "0123456789abcdefghij");
+    }
+
+    // The access log says HTTP/3.0.
+    let log_path = h.d.root.join("../access.log");
+    assert!(wait_for(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log_path)
+            .map(|l| l.matches("HTTP/3.0\" 200").count() >= 103)
+            .unwrap_or(false)
+    }));
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(
+        log.contains("\"GET /big.bin HTTP/3.0\" 200 2097152"),
+        "{log}"
+    );
+    assert!(log.contains("\"POST /echo.py HTTP/3.0\" 200"), "{log}");
+}
+
+#[test]
+fn alt_svc_announces_the_endpoint_over_tcp_tls_only() {
+    let h = start("");
+    let curl = |args: &[&str]| {
+        let o = Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "-D", "-"])
+            .args(args)
+            .output()
+            .expect("curl");
+        text(&o.stdout).to_ascii_lowercase()
+    };
+    let ca = h.certs.join("ca.pem");
+    let tls = curl(&[
+        "--cacert",
+        &ca.display().to_string(),
+        "--resolve",
+        &format!("localhost:{}:127.0.0.1", h.port),
+        &format!("https://localhost:{}/index.html", h.port),
+    ]);
+    let want = format!("alt-svc: h3=\":{}\"; ma=86400", h.port);
+    assert!(tls.contains(&want), "HTTPS answer: {tls}");
+    let plain = curl(&[&format!("http://127.0.0.1:{}/index.html", h.s.port)]);
+    assert!(plain.starts_with("http/1.1 200"), "{plain}");
+    assert!(
+        !plain.contains("alt-svc"),
+        "plain HTTP announces nothing: {plain}"
+    );
+}
+
+#[test]
+fn gtlsclient_get_head_post_big_and_100_streams() {
+    let h = start("");
+    let dl = TempDir::new("h3-dl");
+    let url = |p: &str| format!("https://localhost:{}{p}", h.port);
+    let run = |args: &[&str]| {
+        let o = Command::new("timeout")
+            .arg("60")
+            .arg("gtlsclient")
+            .args(["--exit-on-all-streams-close", "-q"])
+            .args(args)
+            .output()
+            .expect("gtlsclient (apt-get install ngtcp2-client)");
+        assert!(
+            o.status.success(),
+            "gtlsclient {args:?}: {}",
+            text(&o.stderr)
+        );
+        text(&o.stdout)
+    };
+    let port = h.port.to_string();
+    let dls = dl.path().display().to_string();
+    run(&[
+        &format!("--download={dls}"),
+        "127.0.0.1",
+        &port,
+        &url("/index.html"),
+        &url("/big.bin"),
+    ]);
+    assert_eq!(
+        std::fs::read(dl.join("index.html")).ok().as_deref(),
+        Some(&b"<h1>glint over HTTP/3</h1>\n"[..])
+    );
+    let got = std::fs::read(dl.join("big.bin")).unwrap_or_default();
+    assert!(got == h.big, "2 MB byte for byte ({} bytes)", got.len());
+    // HEAD: the head with the GET's length, no body.
+    let out = run(&[
+        "-m",
+        "HEAD",
+        "--no-quic-dump",
+        "127.0.0.1",
+        &port,
+        &url("/a.txt"),
+    ]);
+    let _ = out;
+    // POST with a body from a file, to the CGI.
+    let body_file = dl.join("body");
+    let body = pseudo_random(100_000, 9);
+    std::fs::write(&body_file, &body).expect("write");
+    let post_dir = TempDir::new("h3-post");
+    let pds = post_dir.path().display().to_string();
+    run(&[
+        "-m",
+        "POST",
+        "-d",
+        &body_file.display().to_string(),
+        &format!("--download={pds}"),
+        "127.0.0.1",
+        &port,
+        &url("/echo.py"),
+    ]);
+    let echoed = std::fs::read_to_string(post_dir.join("echo.py")).unwrap_or_default();
+    assert_eq!(echoed, format!("100000 {} HTTP/3.0\n", sha256_hex(&body)));
+    // 100 streams of one request each.
+    run(&["-n", "100", "127.0.0.1", &port, &url("/a.txt")]);
+    let log_path = h.d.root.join("../access.log");
+    assert!(wait_for(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log_path)
+            .map(|l| l.matches("\"GET /a.txt HTTP/3.0\" 200").count() >= 100)
+            .unwrap_or(false)
+    }));
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(log.contains("\"HEAD /a.txt HTTP/3.0\" 200"), "{log}");
+    assert!(log.contains("\"POST /echo.py HTTP/3.0\" 200"), "{log}");
+}
+
+#[test]
+fn sigint_says_goaway_and_finishes_the_answer_in_flight() {
+    let mut h = start("");
+    let pid = h.s.pid();
+    let r = h3client(&format!(
+        r#"{{"port": {}, "sigint_pid": {pid}, "new_after_goaway": true, "wait_close": 5,
+            "requests": [{{"path": "/big.bin"}}]}}"#,
+        h.port
+    ));
+    let a = r.get("answers");
+    assert_eq!(a.at(0).get("status").num(), Some(200));
+    assert_eq!(
+        a.at(0).get("sha256").str(),
+        sha256_hex(&h.big),
+        "the answer in flight is whole"
+    );
+    assert_eq!(
+        r.get("goaway").num(),
+        Some(4),
+        "GOAWAY names the stream after the one open: {r:?}"
+    );
+    let late = a.at(1);
+    assert!(
+        late.get("status").num().is_none(),
+        "a request after GOAWAY is not answered: {late:?}"
+    );
+    assert_eq!(
+        r.get("close").get("code").num(),
+        Some(0x100),
+        "H3_NO_ERROR: {r:?}"
+    );
+    let exit =
+        h.s.wait_exit(Duration::from_secs(10))
+            .expect("glint exited after the GOAWAY");
+    assert!(exit.success(), "{exit:?}");
+}
