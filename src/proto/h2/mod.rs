@@ -89,9 +89,9 @@ mod layering {
         }
     }
 
-    /// The layer is pure: every path from the crate root stays inside proto::h2,
-    /// so it can be wired into any loop, fuzzed alone, and never pulls in
-    /// the server.
+    /// The layer is pure: every path from the crate root stays inside proto::h2
+    /// (or the Huffman code it shares with QPACK, itself pure), so it can be
+    /// wired into any loop, fuzzed alone, and never pulls in the server.
     #[test]
     fn imports_nothing_of_glint_outside_itself() {
         let mut all = Vec::new();
@@ -103,11 +103,12 @@ mod layering {
         // Built from pieces so this file's own text does not match.
         let root = ["crate", "::"].concat();
         let inside = [&root, "proto::h2"].concat();
+        let shared = [&root, "proto::huffman"].concat();
         for f in all {
             let text = std::fs::read_to_string(&f).unwrap_or_default();
             for (i, _) in text.match_indices(&root) {
                 assert!(
-                    text[i..].starts_with(&inside),
+                    text[i..].starts_with(&inside) || text[i..].starts_with(&shared),
                     "{} imports {}",
                     f.display(),
                     text[i..].lines().next().unwrap_or("")
