@@ -175,8 +175,18 @@ const KINDS: &[Answer] = &[
         want: Want::Dead,
     },
     Answer {
+        name: "FastCGI, dead backend, disable-time 0",
+        path: "/fcgi0/x",
+        want: Want::Dead,
+    },
+    Answer {
         name: "SCGI, dead backend",
         path: "/scgi/x",
+        want: Want::Dead,
+    },
+    Answer {
+        name: "SCGI, dead backend, disable-time 0",
+        path: "/scgi0/x",
         want: Want::Dead,
     },
     Answer {
@@ -184,30 +194,12 @@ const KINDS: &[Answer] = &[
         path: "/proxy/x",
         want: Want::Dead,
     },
+    Answer {
+        name: "proxy, dead backend, disable-time 0",
+        path: "/proxy0/x",
+        want: Want::Dead,
+    },
 ];
-
-/// A TCP port on 127.0.0.1 that refuses connections for as long as the
-/// returned socket lives: bound, never listening, so no other test can
-/// take it meanwhile (a port merely found free could be).
-fn refusing_port() -> (OwnedFd, u16) {
-    use nix::sys::socket::{
-        bind, getsockname, socket, AddressFamily, SockFlag, SockType, SockaddrIn,
-    };
-    let fd = socket(
-        AddressFamily::Inet,
-        SockType::Stream,
-        SockFlag::empty(),
-        None,
-    )
-    .expect("socket");
-    bind(
-        std::os::fd::AsRawFd::as_raw_fd(&fd),
-        &SockaddrIn::new(127, 0, 0, 1, 0),
-    )
-    .expect("bind");
-    let at: SockaddrIn = getsockname(std::os::fd::AsRawFd::as_raw_fd(&fd)).expect("getsockname");
-    (fd, at.port())
-}
 
 /// The fixture: the files, the user file, and the configuration (both
 /// servers read it) with its dead backends.

@@ -371,3 +371,26 @@ fn a_small_finished_answer_has_a_length_and_a_running_one_streams() {
     let head = String::from_utf8_lossy(&got).to_lowercase();
     assert!(head.contains("transfer-encoding: chunked"), "{head}");
 }
+
+/// A CGI answer without a length ends with the program's output, on
+/// HTTP/1.0 by closing the connection: every time, also when the output's
+/// end comes in one readiness event with its last bytes (about one request
+/// in 50 of this script, one after another, used to leave its client
+/// waiting for the end).
+#[test]
+fn a_close_delimited_answer_ends_every_time() {
+    let d = Docroot::new();
+    script(&d, "bare.sh", "#!/bin/sh\necho found here\necho and more\n");
+    let s = start_cgi(&d, "");
+    const RUNS: usize = 300;
+    let mut hung = 0;
+    for _ in 0..RUNS {
+        let mut c = s.connect();
+        c.send(b"GET /bare.sh HTTP/1.0\r\n\r\n").expect("send");
+        match c.read_to_close(Duration::from_secs(3)) {
+            Ok(all) if all.ends_with(b"\r\n\r\nfound here\nand more\n") => {}
+            _ => hung += 1,
+        }
+    }
+    assert_eq!(hung, 0, "{hung} of {RUNS} answers did not end");
+}

@@ -148,9 +148,9 @@ impl Gateways {
                     "backend {} ({}): connect: {e}; disabled for {} s",
                     host.spec.label,
                     host.spec.addr,
-                    host.spec.disable_time
+                    host.spec.disable_time.max(1)
                 );
-                host.disabled_until = now + host.spec.disable_time.max(1);
+                host.disable(now);
                 // Another backend of the route may take it.
                 return self.dispatch(key, now, registry);
             }
@@ -224,7 +224,16 @@ impl Gateways {
         self.after_progress(bkey, sent, None, now, registry);
         let ex = job.and_then(|k| self.jobs.get(k)).map(|j| j.ex);
         match ex.and_then(|ex| self.failed.iter().position(|(e, _)| *e == ex)) {
-            Some(i) => Err(self.failed.remove(i).1),
+            Some(i) => {
+                // The failure goes to the caller as this `Err`, which it
+                // passes on to the client (a retry's caller through
+                // `fail_job`): the job is not told yet, or that `fail_job`
+                // would take it for told and the client would wait forever.
+                if let Some(j) = job.and_then(|k| self.jobs.get_mut(k)) {
+                    j.answer = Answer::Nothing;
+                }
+                Err(self.failed.remove(i).1)
+            }
             None => Ok(()),
         }
     }

@@ -196,6 +196,17 @@ impl Host {
     fn name(&self) -> String {
         format!("{} ({})", self.spec.label, self.spec.addr)
     }
+
+    /// The backend failed at second `now`: no request goes to it for
+    /// `disable-time` seconds, and never again within this second, even
+    /// with `"disable-time" => 0`. lighttpd takes a failed backend back
+    /// only on its once-a-second check, so 0 means "until the next
+    /// second": a request whose tries found every backend failed is
+    /// answered 503 at once, instead of trying the same one again without
+    /// end.
+    fn disable(&mut self, now: u64) {
+        self.disabled_until = now + self.spec.disable_time.max(1);
+    }
 }
 
 /// One `"<prefix or extension>" => ( backends )` entry.

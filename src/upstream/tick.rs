@@ -100,7 +100,7 @@ impl Gateways {
                     h.spec.addr
                 );
                 if what == "connect" {
-                    h.disabled_until = now + h.spec.disable_time;
+                    h.disable(now);
                 }
             }
             self.fail_job(job, 504, None);

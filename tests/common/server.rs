@@ -513,6 +513,27 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// A TCP port on 127.0.0.1 that refuses connections for as long as the
+/// returned socket lives: bound, not listening, so nothing else can take
+/// it meanwhile (a port merely found free could be). `listen` on the
+/// socket brings it to life.
+pub fn refusing_port() -> (std::os::fd::OwnedFd, u16) {
+    use nix::sys::socket::{
+        bind, getsockname, socket, AddressFamily, SockFlag, SockType, SockaddrIn,
+    };
+    use std::os::fd::AsRawFd;
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .expect("socket");
+    bind(fd.as_raw_fd(), &SockaddrIn::new(127, 0, 0, 1, 0)).expect("bind");
+    let at: SockaddrIn = getsockname(fd.as_raw_fd()).expect("getsockname");
+    (fd, at.port())
+}
+
 /// Raises this process's soft descriptor limit towards `want`; returns the new soft limit.
 pub fn raise_own_nofile(want: u64) -> u64 {
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {

@@ -73,7 +73,7 @@ impl Gateways {
         } else {
             log::error!("backend {name}: {why}");
             if !b.answered() {
-                host.disabled_until = now + host.spec.disable_time;
+                host.disable(now);
             }
         }
         let Some(j) = self.jobs.get_mut(job) else {
@@ -84,7 +84,11 @@ impl Gateways {
             j.attempts = j.attempts.saturating_sub(1);
             j.fresh_conn = true;
         }
-        if j.attempts < MAX_ATTEMPTS && j.answer == Answer::Nothing {
+        if j.answer == Answer::Nothing && j.attempts >= MAX_ATTEMPTS {
+            let status = self.out_of_tries(job, now);
+            return self.fail_job(job, status, sink);
+        }
+        if j.answer == Answer::Nothing {
             if j.upload.rewind() {
                 // Nothing reached the client yet and glint still
                 // holds the whole request.
@@ -99,6 +103,26 @@ impl Gateways {
             );
         }
         self.fail_job(job, 502, sink);
+    }
+
+    /// The status of a request whose tries are used up before any answer:
+    /// 503 when every backend of its route is disabled now (as when there
+    /// was none to try at all, and as lighttpd answers), else 502.
+    fn out_of_tries(&self, job: usize, now: u64) -> u16 {
+        let all_down = self
+            .jobs
+            .get(job)
+            .and_then(|j| self.routes.get(j.route))
+            .is_some_and(|r| {
+                r.hosts
+                    .iter()
+                    .all(|&h| self.hosts.get(h).is_none_or(|h| h.disabled_until > now))
+            });
+        if all_down {
+            503
+        } else {
+            502
+        }
     }
 
     /// An HTTP backend failed before answering. Not connected yet: the
@@ -128,10 +152,14 @@ impl Gateways {
         if !b.connected {
             log::error!(
                 "backend {name}: {why}; disabled for {} s",
-                host.spec.disable_time
+                host.spec.disable_time.max(1)
             );
-            host.disabled_until = now + host.spec.disable_time;
-            if j.attempts < MAX_ATTEMPTS && j.answer == Answer::Nothing && j.upload.rewind() {
+            host.disable(now);
+            if j.answer == Answer::Nothing && j.attempts >= MAX_ATTEMPTS {
+                let status = self.out_of_tries(job, now);
+                return self.fail_job(job, status, sink);
+            }
+            if j.answer == Answer::Nothing && j.upload.rewind() {
                 if let Err(status) = self.dispatch(job, now, registry) {
                     self.fail_job(job, status, sink);
                 }
@@ -161,9 +189,9 @@ impl Gateways {
         } else {
             log::error!(
                 "backend {name}: {why}; answering 502, disabled for {} s",
-                host.spec.disable_time
+                host.spec.disable_time.max(1)
             );
-            host.disabled_until = now + host.spec.disable_time;
+            host.disable(now);
         }
         self.fail_job(job, 502, sink);
     }

@@ -146,8 +146,15 @@ impl Gateways {
                             return b.at_end();
                         }
                         // After a reset the error is still to be read: no
-                        // new edge will announce it.
-                        if !b.peer_closed {
+                        // new edge will announce it. Nor for a CGI's
+                        // stdout, whose close may have come with the last
+                        // bytes in one event (its three pipes share a
+                        // token, so `peer_closed` cannot say it): read on
+                        // to EAGAIN or the end. (Taking the short read for
+                        // drained left about one close-delimited CGI
+                        // answer in 70 without its end.)
+                        let pipe = matches!(b.stream, Link::Cgi(_));
+                        if !b.peer_closed && !pipe {
                             b.readable = false;
                             settle_held(b, job, sink, Some((held, bkey)))?;
                         }
