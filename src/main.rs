@@ -12,7 +12,7 @@ use glint::server::{Reloader, Server};
 use glint::service::daemon::{self, Ready};
 use glint::service::pidfile::{self, PidFile};
 use glint::service::privileges::Plan;
-use glint::service::{activation, workers};
+use glint::service::{activation, notify, upgrade, workers};
 use glint::signals;
 
 #[derive(Parser, Debug, Clone)]
@@ -81,12 +81,18 @@ fn main() -> ExitCode {
 }
 
 fn run(mut cli: Cli) -> Result<(), String> {
+    // Read before anything can replace the file: SIGUSR2 starts what is
+    // at this path then.
+    let plan = upgrade::Plan::of_this_process();
+    // Started by a binary upgrade: the old glint's pid and its pipe.
+    let upgraded_from = upgrade::upgraded_from();
+    let ready_pipe = upgrade::take_ready_fd();
     let Some((mut config, daemon)) = load(&mut cli)? else {
         return Ok(());
     };
-    let plan = Plan::from_settings(&config.global)?;
-    check_document_root(&config.global, plan.chroot_dir())?;
-    let base = if daemon && plan.chroot_dir().is_none() {
+    let privileges = Plan::from_settings(&config.global)?;
+    check_document_root(&config.global, privileges.chroot_dir())?;
+    let base = if daemon && privileges.chroot_dir().is_none() {
         Some(std::env::current_dir().map_err(|e| format!("current directory: {e}"))?)
     } else {
         None
@@ -95,11 +101,13 @@ fn run(mut cli: Cli) -> Result<(), String> {
         absolutize(&mut config, base);
     }
     let g = Rc::clone(&config.global);
-    let pid_path = pid_path(&g, cli.test)?;
+    let pid_path = pid_path(&g, cli.test, upgraded_from)?;
     raise_fd_limit(g.max_fds);
     // `-tt` run before the service (ExecStartPre) gets no sockets: no warning.
-    let inherited = if g.systemd_socket_activation
-        && (cli.test == 0 || std::env::var_os("LISTEN_FDS").is_some())
+    let upgrading = upgraded_from.is_some() && cli.test == 0;
+    let inherited = if upgrading
+        || g.systemd_socket_activation
+            && (cli.test == 0 || std::env::var_os("LISTEN_FDS").is_some())
     {
         activation::take_listen_fds()
     } else {
@@ -118,12 +126,19 @@ fn run(mut cli: Cli) -> Result<(), String> {
         println!("Syntax OK");
         return Ok(());
     }
-    let pid_file = start_service(&server, &plan, pid_path.as_deref(), daemon)?;
+    let pid_file = start_service(&server, &privileges, pid_path.as_deref(), daemon)?;
+    // Serving from here on: the old glint of an upgrade hands over,
+    // systemd follows this pid.
+    upgrade::report_ready(ready_pipe);
+    notify::ready();
     let mut server = server
         .with_signals()
         .with_reloader(reloader(cli, base, Rc::clone(&g)));
+    if let Some(p) = plan.clone() {
+        server = server.with_upgrader(upgrade::upgrader(p));
+    }
     release_startup_pages();
-    serve(&mut server, &g, pid_file)
+    serve(&mut server, &g, pid_file, plan)
 }
 
 /// Reads the configuration with the command line's overrides and answers
@@ -154,8 +169,9 @@ fn load(cli: &mut Cli) -> Result<Option<(Config, bool)>, String> {
 }
 
 /// `server.pid-file`, absolute (to remove it after `chdir /`); outside a
-/// test, an error when the pid it holds still runs.
-fn pid_path(g: &Settings, test: u8) -> Result<Option<PathBuf>, String> {
+/// test, an error when the pid it holds still runs (unless that is the
+/// glint this one upgrades).
+fn pid_path(g: &Settings, test: u8, upgraded_from: Option<i32>) -> Result<Option<PathBuf>, String> {
     let pid_path = g
         .pid_file
         .as_deref()
@@ -163,7 +179,7 @@ fn pid_path(g: &Settings, test: u8) -> Result<Option<PathBuf>, String> {
         .map(|p| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p)));
     if test == 0 {
         if let Some(p) = &pid_path {
-            pidfile::check_not_running(p)?;
+            pidfile::check_not_running(p, upgraded_from)?;
         }
     }
     Ok(pid_path)
@@ -208,10 +224,15 @@ fn start_service(
 
 /// Runs the event loop (or the workers' supervisor) until it stops, then
 /// removes the pid file.
-fn serve(server: &mut Server, g: &Settings, pid_file: Option<PidFile>) -> Result<(), String> {
+fn serve(
+    server: &mut Server,
+    g: &Settings,
+    pid_file: Option<PidFile>,
+    plan: Option<upgrade::Plan>,
+) -> Result<(), String> {
     keep_freed_heap();
     let result = if g.max_worker > 0 {
-        workers::supervise(server, g.max_worker as usize)
+        workers::supervise(server, g.max_worker as usize, plan)
     } else {
         server.run()
     };

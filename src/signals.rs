@@ -14,6 +14,7 @@ static GRACEFUL: AtomicBool = AtomicBool::new(false);
 static NOW: AtomicBool = AtomicBool::new(false);
 static REOPEN: AtomicBool = AtomicBool::new(false);
 static RELOAD: AtomicBool = AtomicBool::new(false);
+static UPGRADE: AtomicBool = AtomicBool::new(false);
 /// A non-blocking socket the handler writes a byte to, so that a signal
 /// that arrives just before `epoll_wait` still wakes the loop at once.
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
@@ -28,6 +29,7 @@ extern "C" fn on_signal(sig: nix::libc::c_int) {
         Ok(Signal::SIGTERM) => NOW.store(true, Ordering::SeqCst),
         Ok(Signal::SIGHUP) => REOPEN.store(true, Ordering::SeqCst),
         Ok(Signal::SIGUSR1) => RELOAD.store(true, Ordering::SeqCst),
+        Ok(Signal::SIGUSR2) => UPGRADE.store(true, Ordering::SeqCst),
         _ => {}
     }
     let fd = WAKE_FD.load(Ordering::SeqCst);
@@ -64,6 +66,7 @@ pub fn install() -> nix::Result<()> {
             Signal::SIGTERM,
             Signal::SIGHUP,
             Signal::SIGUSR1,
+            Signal::SIGUSR2,
         ] {
             sigaction(sig, &act)?;
         }
@@ -72,13 +75,14 @@ pub fn install() -> nix::Result<()> {
     Ok(())
 }
 
-/// True when a signal is waiting to be acted on (cheap: four atomic loads),
+/// True when a signal is waiting to be acted on (cheap: five atomic loads),
 /// so that long loops can yield to the event loop.
 pub fn pending() -> bool {
     GRACEFUL.load(Ordering::Relaxed)
         || NOW.load(Ordering::Relaxed)
         || REOPEN.load(Ordering::Relaxed)
         || RELOAD.load(Ordering::Relaxed)
+        || UPGRADE.load(Ordering::Relaxed)
 }
 
 /// What the signals asked for since the last look.
@@ -88,14 +92,17 @@ pub struct Requests {
     pub now: bool,
     pub reopen: bool,
     pub reload: bool,
+    pub upgrade: bool,
 }
 
-/// Reads the flags; `reopen` and `reload` are cleared, the stop flags stay set.
+/// Reads the flags; `reopen`, `reload` and `upgrade` are cleared, the stop
+/// flags stay set.
 pub fn take() -> Requests {
     Requests {
         graceful: GRACEFUL.load(Ordering::SeqCst),
         now: NOW.load(Ordering::SeqCst),
         reopen: REOPEN.swap(false, Ordering::SeqCst),
         reload: RELOAD.swap(false, Ordering::SeqCst),
+        upgrade: UPGRADE.swap(false, Ordering::SeqCst),
     }
 }

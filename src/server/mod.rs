@@ -6,6 +6,7 @@
 //! list), `listen` (listening sockets) and `reload` (graceful restart).
 
 mod event;
+mod handover;
 mod listen;
 mod quic;
 mod reload;
@@ -28,6 +29,7 @@ use crate::signals;
 use crate::stats::Stats;
 use listen::{adopt_listener, bind_listener, describe, Listener};
 
+pub use handover::{Handover, HandoverState, Upgrader};
 pub use listen::LISTEN_BACKLOG;
 
 /// Listener tokens start here; connection tokens are slab keys below it.
@@ -95,6 +97,8 @@ pub struct Server {
     acme: Option<crate::acme::Running>,
     /// HTTP/3 endpoints beside the TLS listeners with `glint.h3`.
     quic: crate::conn::h3::Quic,
+    /// A binary upgrade (SIGUSR2): starting one, handing over.
+    upgrade: handover::Upgrade,
 }
 
 impl Server {
@@ -173,6 +177,7 @@ impl Server {
             acme_spec,
             acme: None,
             quic: crate::conn::h3::Quic::bind(Vec::new(), 1)?,
+            upgrade: handover::Upgrade::default(),
         };
         server.open_quic()?;
         Ok(server)
@@ -258,6 +263,7 @@ impl Server {
         }
         self.poll = poll;
         self.waker = waker;
+        self.upgrade.is_worker = true;
         // Each worker would keep its own backend connections.
         self.sv.upstream.set_workers();
         // The supervisor runs the `bin-path` backends for all workers.
@@ -370,11 +376,16 @@ impl Server {
         if s.reload && self.stop.load(Ordering::SeqCst) == RUN {
             self.reload_from_source();
         }
+        if s.upgrade {
+            self.on_upgrade_signal();
+        }
     }
 
     /// Applies stop requests; returns true when `run` should return.
     fn check_stop(&mut self) -> bool {
         self.apply_signals();
+        self.watch_upgrade();
+        self.close_settled_idle();
         let state = self.stop.load(Ordering::SeqCst);
         match state {
             NOW => true,
@@ -406,10 +417,11 @@ impl Server {
         }
         let timeout = self.sv.config.global.graceful_shutdown_timeout as u64;
         self.shutdown_deadline = Some(self.sv.clock.mono_secs + timeout.max(1));
+        // A handover closes idle connections once they settle instead.
         let idle: Vec<usize> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.is_idle_kept())
+            .filter(|(_, c)| c.is_idle_kept() && !self.upgrade.handing_over)
             .map(|(k, _)| k)
             .collect();
         for k in idle {

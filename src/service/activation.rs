@@ -17,18 +17,28 @@ const FIRST_FD: RawFd = 3;
 /// Takes the descriptors systemd passed to this process; empty when there
 /// are none or they are meant for another process.
 pub fn take_listen_fds() -> Vec<OwnedFd> {
+    // A binary upgrade (SIGUSR2) names the old glint, our parent, instead
+    // of our own pid, which it could not know before the fork.
+    let from_parent =
+        super::upgrade::upgraded_from().is_some_and(|p| p == nix::unistd::getppid().as_raw());
     let pid = std::env::var("LISTEN_PID").ok();
     let count = std::env::var("LISTEN_FDS").ok();
-    for v in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] {
+    for v in [
+        "LISTEN_PID",
+        "LISTEN_FDS",
+        "LISTEN_FDNAMES",
+        super::upgrade::FROM_VAR,
+    ] {
         std::env::remove_var(v);
     }
     let Some(count) = count else {
         log::warn!("server.systemd-socket-activation is enabled, but LISTEN_FDS is not set");
         return Vec::new();
     };
-    let for_us = pid
-        .and_then(|p| p.trim().parse::<i32>().ok())
-        .is_some_and(|p| p == getpid().as_raw());
+    let for_us = from_parent
+        || pid
+            .and_then(|p| p.trim().parse::<i32>().ok())
+            .is_some_and(|p| p == getpid().as_raw());
     if !for_us {
         log::warn!("LISTEN_PID is not this process's pid; ignoring LISTEN_FDS");
         return Vec::new();

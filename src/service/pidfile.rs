@@ -23,8 +23,9 @@ pub struct PidFile {
     written: Option<i32>,
 }
 
-/// Fails when `path` names a running glint other than this process.
-pub fn check_not_running(path: &Path) -> Result<(), String> {
+/// Fails when `path` names a running glint other than this process (or
+/// `upgrading`, the glint this one takes over from).
+pub fn check_not_running(path: &Path, upgrading: Option<i32>) -> Result<(), String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -33,7 +34,7 @@ pub fn check_not_running(path: &Path) -> Result<(), String> {
     let Ok(pid) = text.trim().parse::<i32>() else {
         return Ok(());
     };
-    if pid <= 0 || pid == getpid().as_raw() {
+    if pid <= 0 || pid == getpid().as_raw() || Some(pid) == upgrading {
         return Ok(());
     }
     let alive = match kill(Pid::from_raw(pid), None) {

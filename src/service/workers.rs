@@ -19,6 +19,12 @@
 //! connect to them. Every child, worker or backend, is waited for by its own
 //! pid, so neither takes the other's exit status.
 //!
+//! SIGUSR2 is a binary upgrade (see [`super::upgrade`]): the supervisor
+//! starts the new glint on its listening sockets and, once it is ready,
+//! sends SIGUSR2 to its workers (which finish their connections as in a
+//! handover), closes its listeners, and exits when they are gone; if the
+//! new glint does not come up, nothing changes.
+//!
 //! Workers have their own process group, so a Ctrl-C at the terminal reaches
 //! the supervisor only (which passes it on once), and on Linux they get
 //! SIGTERM if the supervisor dies.
@@ -54,7 +60,11 @@ struct Slot {
 
 /// Runs `count` workers until a stop signal and all of them have exited.
 /// `server` must be bound and signal-aware; each worker runs it.
-pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
+pub fn supervise(
+    server: &mut Server,
+    count: usize,
+    plan: Option<super::upgrade::Plan>,
+) -> io::Result<()> {
     let me = getpid();
     let now = Instant::now();
     let mut slots: Vec<Slot> = (0..count.max(1))
@@ -68,6 +78,10 @@ pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
     // Workers of an older configuration, finishing their responses.
     let mut retiring: Vec<Pid> = Vec::new();
     let mut stopping: Option<Signal> = None;
+    let mut upgrade = Upgrading {
+        plan,
+        running: None,
+    };
     if let Err(e) = server.start_backends() {
         // Those that started before the failure.
         server.stop_backends();
@@ -77,7 +91,22 @@ pub fn supervise(server: &mut Server, count: usize) -> io::Result<()> {
     loop {
         reap(&mut slots, stopping.is_some());
         retiring.retain(|&pid| exited(pid).is_none());
-        stopping = on_signals(server, &mut slots, &mut retiring, stopping);
+        let requested = signals::take();
+        if requested.upgrade && stopping.is_none() {
+            upgrade.begin(server);
+        }
+        if upgrade.ready() && stopping.is_none() {
+            let live: Vec<Pid> = slots
+                .iter()
+                .filter_map(|s| s.pid)
+                .chain(retiring.iter().copied())
+                .collect();
+            send(&live, Signal::SIGUSR2);
+            server.leave_socket_paths();
+            server.close_listeners();
+            stopping = Some(Signal::SIGINT);
+        }
+        stopping = on_signals(server, requested, &mut slots, &mut retiring, stopping);
         // Backends that died are started again, also while the workers
         // finish their last responses.
         server.tend_backends(!retiring.is_empty());
@@ -126,11 +155,11 @@ fn reap(slots: &mut [Slot], stopping: bool) {
 /// being stopped, if they are.
 fn on_signals(
     server: &mut Server,
+    s: signals::Requests,
     slots: &mut [Slot],
     retiring: &mut Vec<Pid>,
     mut stopping: Option<Signal>,
 ) -> Option<Signal> {
-    let s = signals::take();
     let live: Vec<Pid> = slots
         .iter()
         .filter_map(|s| s.pid)
@@ -169,6 +198,56 @@ fn on_signals(
         }
     }
     stopping
+}
+
+/// A binary upgrade of the supervisor: the new glint starting.
+struct Upgrading {
+    plan: Option<super::upgrade::Plan>,
+    running: Option<super::upgrade::Handover>,
+}
+
+impl Upgrading {
+    fn begin(&mut self, server: &Server) {
+        let Some(plan) = &self.plan else {
+            log::warn!("binary upgrade requested, but glint's own path is unknown");
+            return;
+        };
+        if self.running.is_some() {
+            log::warn!("binary upgrade: one is under way; SIGUSR2 ignored");
+            return;
+        }
+        log::info!(
+            "supervisor: binary upgrade: starting {}",
+            plan.exe.display()
+        );
+        match super::upgrade::start(plan, &server.listener_fds()) {
+            Ok(h) => self.running = Some(h),
+            Err(e) => log::error!(
+                "binary upgrade: {}: {e}; this glint serves on",
+                plan.exe.display()
+            ),
+        }
+    }
+
+    /// True once, when the new glint is ready.
+    fn ready(&mut self) -> bool {
+        let Some(h) = self.running.as_mut() else {
+            return false;
+        };
+        match h.poll() {
+            super::upgrade::State::Waiting => false,
+            super::upgrade::State::Ready => {
+                self.running = None;
+                log::info!("supervisor: binary upgrade: the new glint serves; the workers finish");
+                true
+            }
+            super::upgrade::State::Failed(why) => {
+                self.running = None;
+                log::error!("binary upgrade failed: {why}; this glint serves on");
+                false
+            }
+        }
+    }
 }
 
 /// Starts a worker in each empty slot whose back-off has passed.
