@@ -11,7 +11,8 @@ use glint::config::{Config, RequestFacts, Settings};
 use glint::msg::{Reply, MAX_HEADERS};
 use glint::output::Output;
 use glint::path::normalize;
-use glint::proto::h1::{parse, write_reply};
+use glint::proto::h1::session::Plan;
+use glint::proto::h1::{parse, write_reply, Framing};
 
 /// What ab sends (seed 001/004 workloads).
 const AB_REQUEST: &[u8] =
@@ -71,7 +72,13 @@ fn bench_response_head(c: &mut Criterion) {
             r.header("Accept-Ranges", b"bytes");
             r.header("Content-Type", b"image/jpeg");
             r.end_head(Some(25_190));
-            write_reply(&mut out, &r, &date, true, 1);
+            let plan = Plan {
+                framing: Framing::Length(25_190),
+                keep_alive: true,
+                body: true,
+                minor: 1,
+            };
+            write_reply(&mut out, &r, &date, &plan, true);
             black_box(out.mem.len())
         })
     });

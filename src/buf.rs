@@ -66,6 +66,16 @@ impl InBuf {
         self.start == self.end
     }
 
+    /// Bytes not consumed yet.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// A read has room (at the end, or once pending bytes move to the front).
+    pub fn has_spare(&self) -> bool {
+        self.end < self.data.len() || self.start > 0
+    }
+
     /// Forgets any unconsumed bytes (before the buffer goes back to the pool).
     pub fn clear(&mut self) {
         self.start = 0;

@@ -1791,14 +1791,25 @@ fn local_redirects_are_served_inside() {
         assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
     }
 
-    // The same with the body still on its way: the answer comes now, and
-    // the connection closes after it.
+    // The same with the body still on its way: the answer comes now; the
+    // rest of the body is dropped as it comes (the bytes that look like a
+    // request in it are body), and the connection then serves the next
+    // request, or it closes after the answer.
     let mut c = s.connect();
-    c.send(b"POST /app/early-redirect?/static.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+    let inner = b"GET / HTTP/1.1\r\n\r\n";
+    c.send(b"POST /app/early-redirect?/static.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n")
         .unwrap();
+    c.send(inner).unwrap();
     let r = c.read_response(false).unwrap();
     assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
-    assert!(r.has_token("connection", "close"), "{}", r.describe());
+    if !r.has_token("connection", "close") {
+        let rest = vec![b'G'; 1_000_000 - inner.len()];
+        c.send(&rest).unwrap();
+        c.send(b"GET /static.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let r = c.read_response(false).unwrap();
+        assert_eq!((r.status, body_text(&r).as_str()), (200, "a static file\n"));
+    }
 
     // A redirect loop ends in 500 and a log line, and the connection goes on.
     let mut c = s.connect();

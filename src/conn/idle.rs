@@ -1,14 +1,15 @@
 //! What time and the server loop do to a connection between its reads:
 //! idle and read/write time-outs, lingering, a graceful shutdown, a wake.
 
-use super::{Connection, Ctx, Phase};
+use super::{Connection, Ctx, Drive, Mode};
 use crate::buf::InBuf;
 use crate::msg::ExchangeId;
+use crate::proto::h1::session::Read;
 
 impl Connection {
     /// Lingering after its last answer (it waits only for the client's end).
     pub fn is_lingering(&self) -> bool {
-        matches!(self.phase, Phase::Lingering { .. })
+        self.mode == Mode::Http1 && self.h1.linger_until().is_some()
     }
 
     /// When the connection became idle, if it waits for a request with
@@ -16,7 +17,7 @@ impl Connection {
     /// between requests, or a client that has sent nothing yet. Closing such
     /// a connection loses nothing the client sent.
     pub fn idle_since(&self) -> Option<u64> {
-        if self.phase == Phase::Http2 {
+        if self.mode == Mode::Http2 {
             // No stream open, nothing to write or half read.
             return self
                 .h2
@@ -25,10 +26,9 @@ impl Connection {
                 .then_some(self.last_active)
                 .filter(|_| self.out.is_empty());
         }
-        let waiting = self.phase == Phase::Idle
+        let waiting = self.mode == Mode::Http1
+            && self.idle_h1()
             && !self.readable
-            && self.out.is_empty()
-            && self.gw.is_none()
             && self.tls.as_deref().is_none_or(|t| !t.is_handshaking())
             && self.input.as_ref().is_none_or(InBuf::is_empty);
         waiting.then_some(self.last_active)
@@ -36,69 +36,84 @@ impl Connection {
 
     /// The server shuts down gracefully: an HTTP/2 connection says GOAWAY
     /// and finishes its streams (an HTTP/1 one closes after its response).
-    pub fn on_shutdown(&mut self, cx: &mut Ctx<'_>) {
-        if self.phase == Phase::Http2 {
-            self.h2_shutdown(cx);
+    pub fn on_shutdown(&mut self, cx: &mut Ctx<'_>) -> Drive {
+        if self.mode == Mode::Http2 {
+            return self.h2_shutdown(cx);
         }
+        self.drive(cx)
     }
 
     /// Drives the connection for its exchange `ex`: on HTTP/2, the body
     /// window of the stream's job has room again.
-    pub fn wake(&mut self, ex: ExchangeId, cx: &mut Ctx<'_>) {
-        if self.phase == Phase::Http2 {
+    pub fn wake(&mut self, ex: ExchangeId, cx: &mut Ctx<'_>) -> Drive {
+        if self.mode == Mode::Http2 {
             return self.h2_wake(ex.stream, cx);
         }
-        self.drive(cx);
+        self.drive(cx)
     }
 
-    /// Called once a second: closes the connection when it has been idle too long.
-    pub fn on_tick(&mut self, cx: &mut Ctx<'_>) {
+    /// Called once a second: closes the connection when it has been idle
+    /// too long, or its lingering is over.
+    pub fn on_tick(&mut self, cx: &mut Ctx<'_>) -> Drive {
         let g = &cx.sv.config.global;
         let now = cx.sv.clock.mono_secs;
-        let reads_body = self
-            .gw
-            .as_ref()
-            .is_some_and(|gw| cx.sv.upstream.takes_body(gw.start.job));
         if self.handshake_overdue(now, g.max_read_idle as u64) {
             log::debug!("TLS handshake from {:?} not done in time", self.peer);
             self.close(cx);
-            return;
+            return Drive::Closed;
         }
-        if self.phase == Phase::Http2 {
-            return self.h2_tick(cx);
+        match self.mode {
+            Mode::Http2 => return self.h2_tick(cx),
+            Mode::Closed => return Drive::Closed,
+            Mode::Http1 => {}
         }
-        let limit = match self.phase {
-            Phase::Idle if self.requests == 0 => g.max_read_idle as u64,
-            Phase::Idle => g.max_keep_alive_idle as u64,
-            Phase::ReadingHead | Phase::DiscardingBody { .. } | Phase::ReadingBody => {
-                g.max_read_idle as u64
+        if let Some(until) = self.h1.linger_until() {
+            if now >= until {
+                self.close(cx);
+                return Drive::Closed;
             }
-            // Body bytes are due from the client: its read time-out.
-            Phase::Gateway if reads_body => g.max_read_idle as u64,
+            return Drive::Wait { writes: false };
+        }
+        let Some(limit) = self.idle_limit(cx) else {
             // Waiting on the backend, whose time-outs apply: the client is
             // idle through no fault of its own.
-            Phase::Gateway if self.out.is_empty() => {
-                self.last_active = now;
-                return;
-            }
-            // Only a client that stopped reading its answer is ours.
-            Phase::Gateway => g.max_write_idle as u64,
-            Phase::Writing { .. } => g.max_write_idle as u64,
-            Phase::Lingering { until, .. } => {
-                if now >= until {
-                    self.close(cx);
-                }
-                return;
-            }
-            Phase::Closed | Phase::Http2 => return,
+            self.last_active = now;
+            return Drive::Wait {
+                writes: !self.writable,
+            };
         };
         if now.saturating_sub(self.last_active) >= limit {
             log::debug!(
-                "closing idle connection from {:?} in {:?}",
+                "closing idle connection from {:?} ({:?}, {:?})",
                 self.peer,
-                self.phase
+                self.h1.read_state(),
+                self.h1.write_state()
             );
             self.close(cx);
+            return Drive::Closed;
         }
+        Drive::Wait {
+            writes: !self.writable,
+        }
+    }
+
+    /// How long the connection may go without progress in its state;
+    /// `None` while only its backend is to act.
+    fn idle_limit(&self, cx: &Ctx<'_>) -> Option<u64> {
+        let g = &cx.sv.config.global;
+        if !self.out.is_empty() || self.encoded.is_some() {
+            // Only a client that stopped reading its answer is ours.
+            return Some(g.max_write_idle as u64);
+        }
+        if let Some(gw) = self.gw.as_ref() {
+            // Body bytes are due from the client: its read time-out.
+            let reads_body = self.h1.feeds_body() && cx.sv.upstream.takes_body(gw.start.job);
+            return reads_body.then_some(g.max_read_idle as u64);
+        }
+        let partial = self.input.as_ref().is_some_and(|i| !i.is_empty());
+        Some(match self.h1.read_state() {
+            Read::Head if self.h1.requests() > 0 && !partial => g.max_keep_alive_idle as u64,
+            _ => g.max_read_idle as u64,
+        })
     }
 }

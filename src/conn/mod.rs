@@ -1,21 +1,22 @@
-//! One client connection: its socket, its session (HTTP/1: a state enum,
-//! named for what it waits for; or HTTP/2, `h2/`), its input buffer and output queue, and the
-//! one function that drives it after a readiness event. It returns to the
-//! loop only whether it is done ([`Connection::is_closed`]) and what
-//! readiness it needs.
+//! One client connection: its socket (plain or TLS), its protocol (an
+//! HTTP/1 [`h1::Session`], the sans-IO state machine of `proto::h1`; or
+//! HTTP/2, `h2/`), its input buffer and output queue, and the one function
+//! that drives it after a readiness event and says what it waits for then
+//! ([`Drive`]).
 //!
 //! The socket is registered for reads (edge-triggered), and for writes too
 //! once a write has blocked; the connection remembers which directions are
-//! ready (`readable`, `writable`) and acts only on what its phase needs, so a
-//! spurious event costs nothing.
+//! ready (`readable`, `writable`) and acts only on what its state needs, so
+//! a spurious event costs nothing.
 
+mod answer;
 mod encoded;
 mod gateway;
 mod h2;
 pub mod h3;
 mod idle;
+mod input;
 mod proxy;
-mod session;
 mod transport;
 
 use std::io;
@@ -24,11 +25,12 @@ use std::net::{IpAddr, SocketAddr};
 use mio::Registry;
 
 use crate::buf::{InBuf, Pool};
-use crate::exchange::{BodyAction, ConnInfo, Services};
-use crate::msg::{Body, ExchangeId};
+use crate::exchange::{ConnInfo, Services};
+use crate::msg::ExchangeId;
 use crate::net::Stream;
 use crate::output::encode::Step;
 use crate::output::Output;
+use crate::proto::h1::session::{self as h1, Next, Offer};
 use encoded::Encoded;
 use gateway::GwSide;
 
@@ -49,51 +51,40 @@ const PIPELINE_HIGH_WATER: usize = 64 * 1024;
 /// client pipelining requests for large files held hundreds.
 const PIPELINE_MAX_FILES: usize = 4;
 
-/// Bodies of requests glint does not need (a GET with a body, a POST to a
-/// file) are read and dropped up to this size, so the connection can be kept;
-/// beyond it the connection is closed after the response.
-const MAX_DISCARD: u64 = 16 * 1024 * 1024;
+/// Most bytes a lingering close drops before it closes anyway. Time
+/// ([`h1::LINGER_SECS`]) bounds how long an honest client keeps sending
+/// after its answer; this bounds the copying a fast one can make glint do
+/// for bytes it throws away: 1 GiB is about 0.3 s of one core at loopback
+/// speed. (An HTTP/2 client flooding CONTINUATION frames sends 200 MiB
+/// before it reads its GOAWAY: a smaller bound would reset that away.)
+const LINGER_MAX_BYTES: u64 = 1 << 30;
 
-/// How long a closing connection keeps reading what the client still sends,
-/// so that closing does not reset the connection under the last response:
-/// lighttpd's 5 s (HTTP_LINGER_TIMEOUT), time enough for a client on a slow
-/// link to read an answer sent while it was still uploading.
-pub const LINGER_SECS: u64 = 5;
+/// Most rounds of one drive (reads, body bytes to a backend, writes) before
+/// others get a turn: 16 windows of 64 KiB of an upload, 1 MiB.
+const ROUNDS: usize = 16;
 
-/// Most bytes a closing connection reads and drops before it closes anyway:
-/// as much as glint reads and drops to keep a connection ([`MAX_DISCARD`]).
-/// A client still sending after that many bytes has had its answer for as
-/// long; on loopback 5 s of reading would otherwise be gigabytes.
-const LINGER_MAX_BYTES: u64 = MAX_DISCARD;
-
-/// Most rounds of an upload (the client fills the body window, the backend
-/// drains it) per drive: 16 windows of 64 KiB, 1 MiB, before others get a turn.
-const PUMP_ROUNDS: usize = 16;
-
-/// What the connection is waiting for, in processing order.
+/// Which protocol the connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// No request in progress: a new connection, or keep-alive between requests.
-    Idle,
-    /// Part of a request head has arrived.
-    ReadingHead,
-    /// Reading and dropping the rest of a request body already answered.
-    DiscardingBody { remaining: u64 },
-    /// Collecting a chunked request body for a backend (see `gw`): the
-    /// backend needs its length first.
-    ReadingBody,
-    /// Waiting for a backend, streaming a `Content-Length` body to it as
-    /// the window allows, and passing its answer on (see `gw`).
-    Gateway,
-    /// Writing queued responses; `then` says what follows.
-    Writing { then: AfterWrite },
-    /// Response sent, write side shut: reading what the client still sends
-    /// until it closes, `until` passes or `left` more bytes came.
-    Lingering { until: u64, left: u64 },
-    /// An HTTP/2 connection: its session (`h2`) reads and writes.
+enum Mode {
+    /// HTTP/1.x, in [`Connection::h1`].
+    Http1,
+    /// HTTP/2, in [`Connection::h2`].
     Http2,
     /// Finished: the server drops the connection.
     Closed,
+}
+
+/// What a connection waits for after [`Connection::drive`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drive {
+    /// It closed: the server drops it.
+    Closed,
+    /// An event; `writes`: a write blocked, so writability is watched too.
+    Wait { writes: bool },
+    /// It stopped at a bound with work left (a compression slice, a round
+    /// limit): no event will come for that, so the loop drives it again
+    /// next turn.
+    Again { writes: bool },
 }
 
 /// What one [`Connection::flush`] achieved.
@@ -106,54 +97,6 @@ enum Flushed {
     Closed,
 }
 
-/// What follows once the output queue is empty.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterWrite {
-    /// Keep-alive: parse what is buffered or wait for the next request.
-    NextRequest,
-    /// Drop the rest of the body, then the next request.
-    DiscardBody(u64),
-    /// Close: at once when all input was consumed, else by lingering.
-    Close,
-}
-
-impl Phase {
-    /// Does this phase read from the socket?
-    fn reads(self) -> bool {
-        matches!(
-            self,
-            Phase::Idle
-                | Phase::ReadingHead
-                | Phase::DiscardingBody { .. }
-                | Phase::ReadingBody
-                | Phase::Lingering { .. }
-        )
-    }
-}
-
-/// For a response that did not use the request's body: how many of the
-/// `buffered` bytes behind the head are body to drop now, and what follows
-/// the response (dropping the rest, or closing when it is chunked, too large,
-/// or the client waits for `100 Continue` before sending it).
-fn skip_body(action: BodyAction, body: Body, buffered: usize, expect: bool) -> (AfterWrite, usize) {
-    match (action, body) {
-        (BodyAction::Discard, Body::None) => (AfterWrite::NextRequest, 0),
-        (BodyAction::Discard, Body::Length(n)) => {
-            let here = (buffered as u64).min(n);
-            let rest = n - here;
-            let then = if rest == 0 {
-                AfterWrite::NextRequest
-            } else if rest <= MAX_DISCARD && !expect {
-                AfterWrite::DiscardBody(rest)
-            } else {
-                AfterWrite::Close
-            };
-            (then, here as usize)
-        }
-        _ => (AfterWrite::Close, 0),
-    }
-}
-
 /// One client connection.
 pub struct Connection {
     pub stream: Stream,
@@ -164,7 +107,9 @@ pub struct Connection {
     pub peer_port: u16,
     /// Its slot in the server and the generation of this connection there.
     pub id: ExchangeId,
-    pub phase: Phase,
+    mode: Mode,
+    /// The HTTP/1 session (also what an ended HTTP/2 connection lingers in).
+    h1: h1::Session,
     /// Input, present while a request is in progress; pooled while idle.
     input: Option<InBuf>,
     pub out: Output,
@@ -174,13 +119,13 @@ pub struct Connection {
     /// The peer closed its side: a short read no longer means "drained", the
     /// end of stream is still to be read (no new edge will announce it).
     peer_closed: bool,
-    /// Requests answered on this connection.
-    pub requests: u32,
     /// `clock.mono_secs` of the last progress, for the idle time-outs.
     pub last_active: u64,
     nodelay: bool,
-    /// Closing must drain what the client may still send (see [`Connection::finish`]).
-    linger: bool,
+    /// Bytes dropped while lingering (see [`LINGER_MAX_BYTES`]).
+    lingered: u64,
+    /// Counted in `Services::lingering`.
+    counted_lingering: bool,
     /// The gateway exchange in progress, from its head to the end of the answer.
     gw: Option<Box<GwSide>>,
     /// The address the client connected to, asked once (for `SERVER_ADDR`).
@@ -189,10 +134,10 @@ pub struct Connection {
     pub registered: bool,
     /// Registered for writability too (only once a write has blocked).
     pub watches_writes: bool,
-    /// Stopped at [`PUMP_ROUNDS`] with body bytes still moving: no new edge
-    /// will come for them, so the loop drives it again next turn.
-    more: bool,
-    /// The rest of a reply being compressed as it is sent (mod_deflate).
+    /// This drive stopped at a bound with work left (see [`Drive::Again`]).
+    again: bool,
+    /// The rest of a reply being compressed as it is sent (mod_deflate),
+    /// with its access log line.
     encoded: Option<Box<Encoded>>,
     /// A trusted forwarder's PROXY protocol header is due before the first
     /// request (`extforward.hap-PROXY`).
@@ -211,7 +156,7 @@ pub struct Connection {
     born: u64,
     /// Counted in `Stats::tls_handshaking` (until the handshake ends).
     in_handshake: bool,
-    /// The HTTP/2 session, in `Phase::Http2`.
+    /// The HTTP/2 session, in [`Mode::Http2`].
     h2: Option<Box<h2::Session>>,
 }
 
@@ -230,7 +175,8 @@ impl Connection {
             peer: peer.map(|a| a.ip()),
             peer_port: peer.map_or(0, |a| a.port()),
             id,
-            phase: Phase::Idle,
+            mode: Mode::Http1,
+            h1: h1::Session::new(),
             input: None,
             out: Output::default(),
             // Try at once: a freshly accepted socket often has its request
@@ -238,15 +184,15 @@ impl Connection {
             readable: true,
             writable: true,
             peer_closed: false,
-            requests: 0,
             last_active: now,
             nodelay: false,
-            linger: false,
+            lingered: 0,
+            counted_lingering: false,
             gw: None,
             local_ip: None,
             registered: false,
             watches_writes: false,
-            more: false,
+            again: false,
             encoded: None,
             proxy_wait: false,
             proxy_https: false,
@@ -265,24 +211,18 @@ impl Connection {
         self.proxy_wait = true;
     }
 
-    /// Whether the loop should drive it again next turn without an event
-    /// (and forgets it was asked).
-    pub fn take_more(&mut self) -> bool {
-        std::mem::take(&mut self.more)
+    pub fn is_closed(&self) -> bool {
+        self.mode == Mode::Closed
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.phase == Phase::Closed
+    /// Requests begun on this connection (HTTP/1).
+    pub fn requests(&self) -> u32 {
+        self.h1.requests()
     }
 
     /// Idle between requests after at least one (a graceful shutdown closes these).
     pub fn is_idle_kept(&self) -> bool {
-        self.phase == Phase::Idle && self.requests > 0
-    }
-
-    /// A write blocked: the socket's writability must be watched.
-    pub fn waits_to_write(&self) -> bool {
-        !self.writable
+        self.mode == Mode::Http1 && self.idle_h1() && self.h1.requests() > 0
     }
 
     /// Records readiness from an event.
@@ -326,62 +266,150 @@ impl Connection {
         }
     }
 
-    /// Makes whatever progress the readiness allows.
-    pub fn drive(&mut self, cx: &mut Ctx<'_>) {
-        let mut rounds = 0;
-        let mut compressed = false;
-        loop {
-            match self.phase {
-                Phase::Closed => break,
-                Phase::Writing { then } => match self.flush(cx) {
-                    Flushed::Done if self.encoded.is_some() => {
-                        if compressed {
-                            // One slice per turn: the others get theirs.
-                            self.more = true;
-                            break;
-                        }
-                        compressed = true;
-                        self.compress_slice(cx);
-                    }
-                    Flushed::Done => self.after_write(then, cx),
-                    Flushed::Blocked => break,
-                    Flushed::Closed => {}
-                },
-                Phase::Http2 => {
-                    self.drive_h2(cx);
-                    break;
-                }
-                Phase::Gateway => {
-                    rounds += 1;
-                    if rounds > PUMP_ROUNDS {
-                        self.more = true;
-                        break;
-                    }
-                    if !self.drive_gateway(cx) {
-                        break;
-                    }
-                }
-                phase if phase.reads() => {
-                    if phase == Phase::ReadingBody && !self.out.is_empty() {
-                        // A `100 Continue` the client waits for before its body.
-                        if let Flushed::Closed = self.flush(cx) {
-                            continue;
-                        }
-                    }
-                    if !self.readable {
-                        break;
-                    }
-                    self.read_some(cx);
-                }
-                _ => break,
-            }
+    /// What the connection's side offers the HTTP/1 session now.
+    fn offer(&self, sv: &Services) -> Offer {
+        let g = &sv.config.global;
+        Offer {
+            keep_alive: !sv.shutting_down && !sv.accept_paused,
+            room: self.encoded.is_none()
+                && self.gw.is_none()
+                && self.out.pending_mem() < PIPELINE_HIGH_WATER
+                && self.out.pending_files() < PIPELINE_MAX_FILES,
+            limits: h1::Limits {
+                max_head: (g.max_request_field_size as usize).min(crate::buf::INPUT_BUF),
+                max_requests: g.max_keep_alive_requests,
+            },
         }
-        if self.phase != Phase::Closed {
+    }
+
+    /// Makes whatever progress the readiness allows, and says what the
+    /// connection waits for then.
+    pub fn drive(&mut self, cx: &mut Ctx<'_>) -> Drive {
+        match self.mode {
+            Mode::Http1 => self.drive_h1(cx),
+            Mode::Http2 => self.drive_h2(cx),
+            Mode::Closed => {}
+        }
+        if self.mode != Mode::Closed {
             self.flush_tls_records(cx);
         }
-        if self.phase == Phase::Idle || self.phase == Phase::Closed {
+        if self.mode == Mode::Closed || (self.mode == Mode::Http1 && self.idle_h1()) {
             self.release_buffers(cx.pool);
         }
+        let writes = !self.writable;
+        match std::mem::take(&mut self.again) {
+            _ if self.mode == Mode::Closed => Drive::Closed,
+            true => Drive::Again { writes },
+            false => Drive::Wait { writes },
+        }
+    }
+
+    /// HTTP/1: writes what is queued, lets the answer in progress go on
+    /// (a compressor, a backend), acts on the end of an answer, takes the
+    /// buffered input, and reads; round after round while any of them
+    /// moves.
+    fn drive_h1(&mut self, cx: &mut Ctx<'_>) {
+        let mut compressed = false;
+        for _ in 0..ROUNDS {
+            if self.mode != Mode::Http1 {
+                return;
+            }
+            let flushed = !self.out.is_empty();
+            if flushed {
+                if let Flushed::Closed = self.flush(cx) {
+                    return;
+                }
+            }
+            if self.out.is_empty() && self.encoded.is_some() {
+                if compressed {
+                    // One slice per turn: the others get theirs.
+                    self.again = true;
+                    return;
+                }
+                compressed = true;
+                self.compress_slice(cx);
+                continue;
+            }
+            if self.gw.is_some() && self.drive_gateway(flushed, cx) {
+                continue;
+            }
+            let quiet = self.out.is_empty() && self.encoded.is_none() && self.gw.is_none();
+            if quiet && !self.after_written(cx) {
+                return;
+            }
+            if self.on_input(cx) {
+                continue;
+            }
+            if self.wants_read(cx) {
+                self.read_some(cx);
+                continue;
+            }
+            return;
+        }
+        // Rounds spent with work left.
+        self.again = self.mode == Mode::Http1;
+    }
+
+    /// The socket is to be read now.
+    fn wants_read(&self, cx: &Ctx<'_>) -> bool {
+        if !self.readable || !self.h1.reads() {
+            return false;
+        }
+        if self.h1.feeds_body() {
+            // Only while the backend's window has room: a full window
+            // leaves `readable` set for when the backend drains it.
+            return self
+                .gw
+                .as_ref()
+                .is_some_and(|g| cx.sv.upstream.takes_body(g.start.job));
+        }
+        // A full buffer waits for the session to take what it holds.
+        self.input.as_ref().is_none_or(|i| i.has_spare())
+    }
+
+    /// Every queued byte is written and no answer is being produced: what
+    /// the session says follows. False when the connection closed.
+    fn after_written(&mut self, cx: &mut Ctx<'_>) -> bool {
+        let now = cx.sv.clock.mono_secs;
+        match self.h1.written(now) {
+            Next::Read => {
+                if cx.sv.shutting_down && self.idle_h1() {
+                    // Its answer is out: the server stops.
+                    self.close(cx);
+                    return false;
+                }
+                true
+            }
+            Next::Linger => {
+                self.start_linger(cx);
+                true
+            }
+            Next::Close => {
+                self.tls_goodbye();
+                self.close(cx);
+                false
+            }
+        }
+    }
+
+    /// Ends the connection's writing and reads what the client still sends
+    /// (for a bounded time, see `h1::LINGER_SECS`), so that unread bytes do
+    /// not turn the close into a reset that destroys the answer in flight.
+    fn start_linger(&mut self, cx: &mut Ctx<'_>) {
+        self.tls_goodbye();
+        self.stream.shutdown_write();
+        if !std::mem::replace(&mut self.counted_lingering, true) {
+            cx.sv.lingering += 1;
+        }
+    }
+
+    /// Waiting for a request, with nothing of one read and nothing queued.
+    fn idle_h1(&self) -> bool {
+        self.h1.is_idle()
+            && self.out.is_empty()
+            && self.encoded.is_none()
+            && self.gw.is_none()
+            && self.input.as_ref().is_none_or(InBuf::is_empty)
     }
 
     /// Compresses one slice of the reply in [`Connection::encoded`] into the
@@ -392,17 +420,20 @@ impl Connection {
         };
         match enc.step(&mut self.out) {
             Ok(Step::Pending) => {}
-            Ok(Step::Done) => self.end_encoded(cx),
+            Ok(Step::Done) => {
+                self.end_encoded(cx);
+                let offer = self.offer(cx.sv);
+                let more = self.input.as_ref().is_some_and(|i| !i.is_empty());
+                self.h1.complete(offer, more);
+            }
             Err(e) => {
                 log::warn!("{e}; connection closed");
                 self.end_encoded(cx);
                 // What is queued goes out; the cut body then ends with the
                 // connection, so the client sees it incomplete.
-                self.linger = false;
-                self.phase = Phase::Writing {
-                    then: AfterWrite::Close,
-                };
-                let _ = self.flush(cx);
+                self.h1.cut();
+                let offer = self.offer(cx.sv);
+                self.h1.complete(offer, false);
             }
         }
     }
@@ -429,12 +460,10 @@ impl Connection {
         // The answer is whole in the queue and the connection closes after
         // it (at once, or by shutting its write side): its end can wait for
         // the FIN.
-        let last = matches!(
-            self.phase,
-            Phase::Writing {
-                then: AfterWrite::Close
-            }
-        ) && self.encoded.is_none()
+        let last = self.mode == Mode::Http1
+            && matches!(self.h1.write_state(), h1::Write::Closing { .. })
+            && self.encoded.is_none()
+            && self.gw.is_none()
             && self.stream.is_tcp();
         let result = self.out.write_to(self.stream.fd(), last);
         self.after_flush(result, cx)
@@ -446,31 +475,18 @@ impl Connection {
             return self.read_tls(cx);
         }
         let input = self.input.get_or_insert_with(|| cx.pool.take_in());
+        // A head must be complete within max-read-idle of its first byte:
+        // bytes that trickle in (slowloris) do not extend it.
+        let heading = self.h1.read_state() == h1::Read::Head && !input.is_empty();
         let spare = input.spare();
         if spare.is_empty() {
-            // A full buffer that does not parse was refused by the parser already;
-            // this is a lingering or discarding connection: drop what is there.
-            input.consume_all();
             return;
         }
         let want = spare.len();
         match self.stream.read(spare) {
             Ok(0) => {
                 self.readable = false;
-                if let Some(job) = self
-                    .gw
-                    .as_ref()
-                    .map(|g| g.start.job)
-                    .filter(|&j| cx.sv.upstream.in_tunnel(j))
-                {
-                    // The client closed its side of a tunnel: the backend
-                    // hears it, and may still answer before it closes too.
-                    let now = cx.sv.clock.mono_secs;
-                    cx.sv.upstream.end_input(job, now, cx.registry);
-                    return;
-                }
-                // The client closed its side. A request in progress cannot complete.
-                self.close(cx);
+                self.on_eof(cx);
             }
             Ok(n) => {
                 // A short read drained the socket: the next bytes bring a new event.
@@ -478,12 +494,9 @@ impl Connection {
                     self.readable = false;
                 }
                 input.filled(n);
-                // A head must be complete within max-read-idle of its first
-                // byte: bytes that trickle in (slowloris) do not extend it.
-                if self.phase != Phase::ReadingHead {
+                if !heading {
                     self.last_active = cx.sv.clock.mono_secs;
                 }
-                self.on_input(cx);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -491,49 +504,46 @@ impl Connection {
         }
     }
 
-    fn after_write(&mut self, then: AfterWrite, cx: &mut Ctx<'_>) {
-        match then {
-            AfterWrite::NextRequest if cx.sv.shutting_down => self.finish(cx),
-            AfterWrite::NextRequest => {
-                self.phase = Phase::Idle;
-                if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
-                    self.on_input(cx);
-                }
-            }
-            AfterWrite::DiscardBody(remaining) => {
-                self.phase = Phase::DiscardingBody { remaining };
-                if self.input.as_ref().is_some_and(|i| !i.is_empty()) {
-                    self.on_input(cx);
-                }
-            }
-            AfterWrite::Close => self.finish(cx),
+    /// The client closed its side: the tunnel's backend hears it; a body
+    /// cut short fails its exchange; otherwise what is in progress is
+    /// still answered and written, then the connection closes.
+    fn on_eof(&mut self, cx: &mut Ctx<'_>) {
+        if self.mode == Mode::Http2 {
+            return self.close(cx);
         }
-    }
-
-    /// Ends a connection whose last response is written. When the client may
-    /// still be sending, shut the write side and read until it closes, so
-    /// that unread bytes do not turn the close into a reset that destroys the
-    /// response in flight.
-    fn finish(&mut self, cx: &mut Ctx<'_>) {
-        self.tls_goodbye();
-        if self.linger {
-            self.stream.shutdown_write();
-            self.phase = Phase::Lingering {
-                until: cx.sv.clock.mono_secs + LINGER_SECS,
-                left: LINGER_MAX_BYTES,
-            };
-            cx.sv.lingering += 1;
-        } else {
-            self.close(cx);
+        let half_close = self.h1.may_half_close();
+        match self.h1.peer_closed() {
+            h1::Eof::Tunnel => {
+                if let Some(job) = self.gw.as_ref().map(|g| g.start.job) {
+                    // The backend hears it, and may still answer before it
+                    // closes too.
+                    let now = cx.sv.clock.mono_secs;
+                    cx.sv.upstream.end_input(job, now, cx.registry);
+                } else {
+                    self.close(cx);
+                }
+            }
+            h1::Eof::BodyCut => self.close(cx),
+            h1::Eof::Finish => {
+                if self.gw.is_some() && self.client_gone(half_close, cx) {
+                    log::debug!("client {:?} left before its answer was complete", self.peer);
+                    self.close(cx);
+                } else if self.h1.write_state() == h1::Write::Idle
+                    && self.out.is_empty()
+                    && self.encoded.is_none()
+                {
+                    self.close(cx);
+                }
+            }
         }
     }
 
     /// Drops the connection at once (and its gateway exchange, if any).
     pub fn close(&mut self, cx: &mut Ctx<'_>) {
-        if matches!(self.phase, Phase::Lingering { .. }) {
+        if std::mem::take(&mut self.counted_lingering) {
             cx.sv.lingering = cx.sv.lingering.saturating_sub(1);
         }
-        self.phase = Phase::Closed;
+        self.mode = Mode::Closed;
         self.end_handshake(cx);
         self.h2_release(cx);
         self.out.clear();
@@ -546,7 +556,7 @@ impl Connection {
 
     /// Returns buffers to the pool while nothing is buffered.
     fn release_buffers(&mut self, pool: &mut Pool) {
-        if self.input.as_ref().is_some_and(|i| i.is_empty()) || self.phase == Phase::Closed {
+        if self.input.as_ref().is_some_and(|i| i.is_empty()) || self.mode == Mode::Closed {
             if let Some(b) = self.input.take() {
                 // A closed connection may leave unparsed bytes behind: the
                 // pool empties the buffer before the next connection takes it.

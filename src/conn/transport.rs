@@ -8,6 +8,7 @@ use std::rc::Rc;
 use super::{Connection, Ctx, Flushed};
 use crate::exchange::TlsFacts;
 use crate::output::{WriteError, WriteOutcome};
+use crate::proto::h1::session::Read;
 use crate::tls::{TlsConn, TlsError, PLAIN_HTTP_RESPONSE};
 
 /// A TLS handshake must be done within this many seconds of the accept,
@@ -21,8 +22,10 @@ impl Connection {
     /// plaintext they carry into the input buffer.
     pub(super) fn read_tls(&mut self, cx: &mut Ctx<'_>) {
         let mut input = self.input.take().unwrap_or_else(|| cx.pool.take_in());
+        // A head must be complete within max-read-idle of its first byte.
+        let heading = self.h1.read_state() == Read::Head && !input.is_empty();
         let got = self.read_tls_into(&mut input, cx);
-        if self.phase == super::Phase::Closed {
+        if self.mode == super::Mode::Closed {
             cx.pool.put_in(input);
             return;
         }
@@ -31,11 +34,8 @@ impl Connection {
         if self.tls_facts.is_some() {
             self.end_handshake(cx);
         }
-        if got {
-            if self.phase != super::Phase::ReadingHead {
-                self.last_active = cx.sv.clock.mono_secs;
-            }
-            self.on_input(cx);
+        if got && !heading {
+            self.last_active = cx.sv.clock.mono_secs;
         }
     }
 
@@ -47,7 +47,6 @@ impl Connection {
         };
         let spare = input.spare();
         if spare.is_empty() {
-            input.consume_all();
             return false;
         }
         let want = spare.len();
@@ -64,7 +63,7 @@ impl Connection {
                     if st.peer_closed && n == 0 {
                         // The client closed (close_notify or end of stream).
                         self.readable = false;
-                        self.close(cx);
+                        self.on_eof(cx);
                         return false;
                     }
                 }

@@ -32,7 +32,6 @@ pub(super) struct Here<'a> {
     /// mod_userdir or mod_alias mapped it; its end is the same).
     pub fs_rel: &'a str,
     pub query: &'a str,
-    pub keep_alive: bool,
     pub info: &'a ConnInfo,
 }
 
@@ -180,7 +179,6 @@ fn run(
         settings: Rc::clone(settings),
         head_only,
         minor: req.minor,
-        keep_alive: here.keep_alive,
         head: OwnedHead::of(req),
         carry: std::mem::take(carry),
         route,

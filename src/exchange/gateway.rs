@@ -44,7 +44,6 @@ pub(super) struct At<'a> {
     /// The path the route matched (the request's, or its index file's).
     pub path: &'a str,
     pub query: &'a str,
-    pub keep_alive: bool,
     pub info: &'a ConnInfo,
 }
 
@@ -439,7 +438,6 @@ fn launch(
         settings: Rc::clone(settings),
         head_only: req.method == Method::Head,
         minor: req.minor,
-        keep_alive: at.keep_alive,
         head: OwnedHead::of(req),
         carry: std::mem::take(carry),
         route: at.route,

@@ -4,27 +4,26 @@
 
 use std::rc::Rc;
 
-use super::{ConnInfo, GwStart, Services};
+use super::{Answer, ConnInfo, GwStart, Services};
 use crate::accesslog::Entry;
 use crate::config::Settings;
-use crate::msg::{OwnedHead, Request};
+use crate::msg::{OwnedHead, Reply, Request};
 
-/// Logs one of glint's replies (the one in [`Services::reply`]) to `req`;
-/// a request run again is logged with the line the client sent.
+/// Logs one of glint's answers to `req`; a request run again is logged
+/// with the line the client sent.
 pub fn log_reply(
     sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
-    orig_line: Option<&[u8]>,
+    a: &Answer,
     head_bytes: u64,
 ) {
-    let settings = std::rc::Rc::clone(&sv.reply.settings);
-    let (status, body) = (sv.reply.status, sv.reply.body_len());
+    let settings = std::rc::Rc::clone(&a.reply.settings);
+    let (status, body) = (a.reply.status, a.reply.body_len());
     let shown = Request {
-        request_line: orig_line.unwrap_or(req.request_line),
+        request_line: a.orig_line.as_deref().unwrap_or(req.request_line),
         ..*req
     };
-    let user = sv.remote_user.take();
     log_access(
         sv,
         &settings,
@@ -34,7 +33,7 @@ pub fn log_reply(
         status,
         body,
         head_bytes,
-        user.as_deref(),
+        a.remote_user.as_deref(),
     );
 }
 
@@ -50,27 +49,25 @@ pub struct DeferredLog {
     remote_user: Option<String>,
 }
 
-/// Keeps what the log line of the reply in [`Services::reply`] to `req`
-/// needs, when there is an access log to write it to (else it is counted
-/// now and `None` comes back).
+/// Keeps what the log line of answer `a` to `req` needs, when there is an
+/// access log to write it to (else it is counted now and `None` comes back).
 pub fn defer_reply(
     sv: &mut Services,
     req: &Request<'_, '_>,
-    orig_line: Option<&[u8]>,
+    a: &Answer,
     head_bytes: u64,
 ) -> Option<DeferredLog> {
-    let remote_user = sv.remote_user.take();
-    if sv.reply.settings.accesslog_filename.is_none() {
+    if a.reply.settings.accesslog_filename.is_none() {
         sv.stats.requests += 1;
         return None;
     }
     Some(DeferredLog {
-        settings: Rc::clone(&sv.reply.settings),
+        settings: Rc::clone(&a.reply.settings),
         head: OwnedHead::of(req),
-        orig_line: orig_line.map(<[u8]>::to_vec),
-        status: sv.reply.status,
+        orig_line: a.orig_line.clone(),
+        status: a.reply.status,
         head_bytes,
-        remote_user,
+        remote_user: a.remote_user.clone(),
     })
 }
 
@@ -123,11 +120,11 @@ pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16
     );
 }
 
-/// Logs the answer to a request that could not be parsed (the reply in
-/// [`Services::reply`]), with the start of its raw line.
-pub fn log_error(sv: &mut Services, info: &ConnInfo, raw_line: &[u8]) {
-    let settings = std::rc::Rc::clone(&sv.reply.settings);
-    let (status, body) = (sv.reply.status, sv.reply.body_len());
+/// Logs the answer `r` to a request that could not be parsed, with the
+/// start of its raw line.
+pub fn log_error(sv: &mut Services, info: &ConnInfo, r: &Reply, raw_line: &[u8]) {
+    let settings = std::rc::Rc::clone(&r.settings);
+    let (status, body) = (r.status, r.body_len());
     log_access(sv, &settings, info, None, raw_line, status, body, 0, None);
 }
 

@@ -6,10 +6,12 @@
 //! error answer replaced by `server.error-handler(-404)` runs all of them
 //! again.
 //!
-//! What answers is an [`Outcome`]: glint's own [`Reply`] (left in
-//! [`Services::reply`] for the protocol layer to write), or a job started
-//! on a backend (the connection hears its answer through a `Sink`). The
-//! exchange never writes protocol bytes and never sees the connection.
+//! What answers is an [`Outcome`], returned as a value: glint's own
+//! [`Reply`] in an [`Answer`] (built in [`Services::reply`], the reused
+//! builder, and handed out whole), or a job started on a backend (the
+//! connection hears its answer through a `Sink`). The exchange never
+//! writes protocol bytes, never sees the connection, and leaves nothing
+//! behind for the caller to look up after the call.
 
 mod access;
 mod auth;
@@ -40,7 +42,7 @@ use crate::upstream::{Gateways, JobId};
 pub use access::access_denied;
 pub use auth::AuthState;
 pub use logging::{defer_reply, log_deferred, log_error, log_gateway, log_reply, DeferredLog};
-pub use rerun::{rerun, Rerunning, MAX_RERUNS};
+pub use rerun::{rerun, MAX_RERUNS};
 
 use phases::{respond_once, Once};
 
@@ -72,15 +74,16 @@ pub struct Services {
     /// Connections lingering after their last answer: they do not count
     /// against `server.max-connections` (see the server's `at_limit`).
     pub lingering: usize,
-    /// The reply of the request being answered (its buffers are reused).
+    /// The builder of glint's own replies (its buffers are reused): the
+    /// phases fill it, [`respond`] hands it out in its [`Answer`], and the
+    /// connection gives it back ([`Services::give_back`]) once written.
     pub reply: Reply,
+    /// A written reply given back, to build the next one in.
+    spare: Option<Reply>,
     /// mod_deflate: the cache's worker pool, the load average, the sweeper.
     pub deflate: deflate::Deflater,
     /// mod_auth's user files, nonce key and caches.
     pub auth: AuthState,
-    /// The user mod_auth let in for the reply being written, for the
-    /// access log's `%u` (taken by [`log_reply`]).
-    pub remote_user: Option<String>,
     /// Per listener: the `Alt-Svc` value announcing its HTTP/3 endpoint
     /// (`glint.h3`), added to the answers given over TLS on it.
     pub alt_svc: Vec<Option<String>>,
@@ -104,10 +107,27 @@ impl Services {
             accept_paused: false,
             lingering: 0,
             reply: Reply::new(global, false),
+            spare: None,
             deflate: deflate::Deflater::default(),
             auth: AuthState::default(),
-            remote_user: None,
             alt_svc: Vec::new(),
+        }
+    }
+
+    /// The reply built in [`Services::reply`], handed out whole; the
+    /// builder starts again with a spare one's buffers.
+    pub fn take_reply(&mut self) -> Reply {
+        let next = match self.spare.take() {
+            Some(r) => r,
+            None => Reply::new(Rc::clone(&self.config.global), false),
+        };
+        std::mem::replace(&mut self.reply, next)
+    }
+
+    /// A reply that was written: its buffers build a later one.
+    pub fn give_back(&mut self, reply: Reply) {
+        if self.spare.is_none() {
+            self.spare = Some(reply);
         }
     }
 
@@ -197,31 +217,38 @@ impl ConnInfo {
     }
 }
 
-/// What to do with a request body once the answer is decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyAction {
-    /// Read and drop it, keeping the connection if the request allows.
-    Discard,
-    /// Close the connection after the response.
-    Close,
-    /// A backend answers: the body (if any) goes to its job.
-    Gateway,
-    /// An authorizer decides first; the body stays unread until it allowed
-    /// the request, which then runs again.
-    Authorize,
-}
-
 /// What answers a request.
 pub enum Outcome {
-    /// glint's own answer, in [`Services::reply`]; a request run again is
-    /// logged with the line the client sent (`orig_line`).
-    Reply {
-        action: BodyAction,
-        orig_line: Option<Vec<u8>>,
-    },
+    /// glint's own answer. Its body is never the request's: the
+    /// connection drops the request body (or closes, as the plan says).
+    Reply(Answer),
     /// A backend's: the job started for it, and what the client's side
-    /// needs to pass the answer on.
+    /// needs to pass the answer on. Its body (if any) goes to the job, or
+    /// waits unread while an authorizer decides (`GwStart::authorizer`).
     Gateway(Box<GwStart>),
+}
+
+/// glint's own answer to a request, with what its access log line needs.
+#[derive(Debug)]
+pub struct Answer {
+    /// `Reply::close`: the answer ends the connection (a refused body, a
+    /// failed login, as lighttpd).
+    pub reply: Reply,
+    /// A request run again is logged with the line the client sent.
+    pub orig_line: Option<Vec<u8>>,
+    /// The user mod_auth let in, for the access log's `%u`.
+    pub remote_user: Option<String>,
+}
+
+impl Answer {
+    /// An answer built from the reply in [`Services::reply`].
+    pub fn taken(sv: &mut Services) -> Answer {
+        Answer {
+            reply: sv.take_reply(),
+            orig_line: None,
+            remote_user: None,
+        }
+    }
 }
 
 /// A gateway exchange as the client's side holds it.
@@ -234,7 +261,6 @@ pub struct GwStart {
     pub settings: Rc<Settings>,
     pub head_only: bool,
     pub minor: u8,
-    pub keep_alive: bool,
     /// The request's head, for the access log and for running it again.
     pub head: OwnedHead,
     /// What the request carries into a later run.
@@ -302,7 +328,6 @@ pub fn respond(
     sv: &mut Services,
     info: &mut ConnInfo,
     req: &Request<'_, '_>,
-    keep_alive: bool,
     conn_env: &[(&'static str, Vec<u8>)],
     registry: &Registry,
 ) -> Outcome {
@@ -326,15 +351,12 @@ pub fn respond(
         sv.reply
             .reset(Rc::clone(&sv.config.global), req.method == Method::Head);
         sv.reply.error(400);
-        return Outcome::Reply {
-            action: BodyAction::Discard,
-            orig_line: None,
-        };
+        return Outcome::Reply(Answer::taken(sv));
     }
-    let outcome = respond_with(sv, info, req, keep_alive, carry, registry);
-    if let (Outcome::Reply { .. }, Some(_), true) = (&outcome, &info.tls, req.major < 3) {
+    let mut outcome = respond_with(sv, info, req, carry, registry);
+    if let (Outcome::Reply(a), Some(_), true) = (&mut outcome, &info.tls, req.major < 3) {
         if let Some(v) = sv.alt_svc.get(info.listener).and_then(Option::as_deref) {
-            sv.reply.header("alt-svc", v.as_bytes());
+            a.reply.header("alt-svc", v.as_bytes());
         }
     }
     outcome
@@ -373,7 +395,6 @@ pub(crate) fn respond_with(
     sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
-    keep_alive: bool,
     mut carry: Carry,
     registry: &Registry,
 ) -> Outcome {
@@ -381,19 +402,10 @@ pub(crate) fn respond_with(
     // The target of this run: the client's, or an error handler's.
     let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
     loop {
-        let once = respond_once(
-            sv,
-            info,
-            req,
-            keep_alive,
-            &mut carry,
-            target.as_deref(),
-            registry,
-        );
-        let action = match once {
-            Once::Gateway(g) => return Outcome::Gateway(g),
-            Once::Reply(action) => action,
-        };
+        let once = respond_once(sv, info, req, &mut carry, target.as_deref(), registry);
+        if let Once::Gateway(g) = once {
+            return Outcome::Gateway(g);
+        }
         let settings = Rc::clone(&sv.reply.settings);
         let status = sv.reply.status;
         if let Some(next) = error_handler_for(&settings, status, &carry) {
@@ -416,7 +428,6 @@ pub(crate) fn respond_with(
                 sv.reply.header("Authentication-Info", info.as_bytes());
             }
         }
-        sv.remote_user = carry.remote_user.take();
         if sv.reply.settings.deflate.enabled() && !sv.reply.encoding_decided {
             let load = sv
                 .deflate
@@ -424,14 +435,11 @@ pub(crate) fn respond_with(
             let ask = deflate::Ask::of(req.headers, req.method_str);
             deflate::filter_reply(&mut sv.reply, &ask, load);
         }
-        return Outcome::Reply {
-            action: if sv.reply.close {
-                BodyAction::Close
-            } else {
-                action
-            },
+        return Outcome::Reply(Answer {
+            reply: sv.take_reply(),
             orig_line: carry.orig_line.take(),
-        };
+            remote_user: carry.remote_user.take(),
+        });
     }
 }
 
@@ -479,11 +487,12 @@ pub fn error_run_status(run: &ErrorRun, handler: u16) -> u16 {
 }
 
 /// glint's answer to a request that could not be parsed (the connection
-/// closes after it), in [`Services::reply`].
-pub fn error_reply(sv: &mut Services, status: u16) {
+/// closes after it).
+pub fn error_reply(sv: &mut Services, status: u16) -> Reply {
     sv.reply.reset(Rc::clone(&sv.config.global), false);
     sv.reply.close = true;
     sv.reply.error(status);
+    sv.take_reply()
 }
 
 /// The docroot: mod_evhost's, `mod_simple_vhost`'s when configured, else

@@ -10,14 +10,15 @@ use mio::Registry;
 
 use super::physical::{self, Physical};
 use super::{access_denied, auth, cgi, document_root, gateway, rewrite, split_uri};
-use super::{BodyAction, Carry, ConnInfo, GwStart, Services};
+use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::{Resolved, Settings};
 use crate::handler::{static_file, status_page};
 use crate::msg::{Body, Method, Request};
 
 /// What one run of the phases came to.
 pub(super) enum Once {
-    Reply(BodyAction),
+    /// glint's own, in [`Services::reply`].
+    Reply,
     Gateway(Box<GwStart>),
 }
 
@@ -26,14 +27,13 @@ pub(super) fn respond_once(
     sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
-    keep_alive: bool,
     carry: &mut Carry,
     target: Option<&str>,
     registry: &Registry,
 ) -> Once {
     let first = target.unwrap_or(req.target);
     if acme_http01_answered(sv, req, first) {
-        return Once::Reply(BodyAction::Discard);
+        return Once::Reply;
     }
     let (uri, resolved, path_ok) = rewrite::resolve_and_rewrite(sv, info, req, first);
     let settings = Rc::clone(&resolved.settings);
@@ -54,7 +54,7 @@ pub(super) fn respond_once(
     } else if body_too_large(req, &settings) {
         sv.reply.close = true;
         sv.reply.error(413);
-        return Once::Reply(BodyAction::Close);
+        return Once::Reply;
     } else if uri == "*" {
         sv.reply.start(200);
         sv.reply.header("Allow", b"GET, HEAD, OPTIONS");
@@ -71,9 +71,9 @@ pub(super) fn respond_once(
         log::debug!("{}: denied by url.access-deny/-allow", sv.scratch.path);
         sv.reply.error(403);
     } else if !status_page_answered(sv, query) {
-        return route(sv, info, req, keep_alive, carry, raw_path, query, registry);
+        return route(sv, info, req, carry, raw_path, query, registry);
     }
-    Once::Reply(BodyAction::Discard)
+    Once::Reply
 }
 
 /// glint's ACME client's http-01 answer (RFC 8555 8.3), before rewrites,
@@ -161,7 +161,6 @@ fn route(
     sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
-    keep_alive: bool,
     carry: &mut Carry,
     raw_path: &str,
     query: &str,
@@ -193,7 +192,7 @@ fn route(
         Some(Err(status)) => {
             sv.reply.error(status);
             give_back(sv, indexed, path);
-            return Once::Reply(BodyAction::Discard);
+            return Once::Reply;
         }
         None => None,
     };
@@ -202,7 +201,6 @@ fn route(
         path: &path,
         query,
         ph: ph.as_ref(),
-        keep_alive,
         route: found,
     };
     let once = handle(sv, info, req, carry, &at, &settings, registry);
@@ -243,7 +241,7 @@ fn index_phase(
         Ok(ph) => ph,
         Err(status) => {
             sv.reply.error(status);
-            return Err(Once::Reply(BodyAction::Discard));
+            return Err(Once::Reply);
         }
     };
     let indexed = static_file::find_index(
@@ -262,7 +260,7 @@ fn index_phase(
     let checked = auth::check(sv, info, req, settings, &index, carry);
     sv.scratch.index_path = index;
     if let auth::Checked::Refused = checked {
-        return Err(Once::Reply(BodyAction::Discard));
+        return Err(Once::Reply);
     }
     if access_denied(&sv.scratch.index_path, settings) {
         log::debug!(
@@ -270,7 +268,7 @@ fn index_phase(
             sv.scratch.index_path
         );
         sv.reply.error(403);
-        return Err(Once::Reply(BodyAction::Discard));
+        return Err(Once::Reply);
     }
     let found = gateway::route(&sv.upstream, settings, &sv.scratch.index_path, carry);
     Ok((found, true))
@@ -284,7 +282,6 @@ struct At<'p> {
     query: &'p str,
     /// Where it is on the file system, when there is a docroot.
     ph: Option<&'p Physical<'p>>,
-    keep_alive: bool,
     /// The gateway route that takes it, and where its script name ends.
     route: Option<(usize, usize)>,
 }
@@ -307,7 +304,6 @@ fn handle(
                 path: at.path,
                 fs_rel: &ph.rel,
                 query: at.query,
-                keep_alive: at.keep_alive,
                 info,
             };
             cgi::start(sv, &here, req, settings, carry, registry)
@@ -324,7 +320,6 @@ fn handle(
                 split,
                 path: at.path,
                 query: at.query,
-                keep_alive: at.keep_alive,
                 info,
             };
             match gateway::start(sv, &gw, req, settings, carry, registry) {
@@ -336,7 +331,7 @@ fn handle(
             // mod_staticfile declines; no other handler: 403, as lighttpd.
             log::debug!("{}: not sent, static-file.exclude-extensions", at.path);
             sv.reply.error(403);
-            Once::Reply(BodyAction::Discard)
+            Once::Reply
         }
         (None, None) => serve_static(sv, info, req, carry, at),
     }
@@ -348,11 +343,7 @@ fn job_refused(sv: &mut Services, status: u16) -> Once {
         sv.reply.close = true;
     }
     sv.reply.error(status);
-    Once::Reply(if status == 413 {
-        BodyAction::Close
-    } else {
-        BodyAction::Discard
-    })
+    Once::Reply
 }
 
 /// mod_staticfile.
@@ -388,5 +379,5 @@ fn serve_static(
         &mut sv.files,
         &mut sv.deflate,
     );
-    Once::Reply(BodyAction::Discard)
+    Once::Reply
 }

@@ -86,7 +86,6 @@ pub(super) fn start(
         settings: Rc::clone(settings),
         head_only,
         minor: req.minor,
-        keep_alive: at.keep_alive,
         head: OwnedHead::of(req),
         carry: std::mem::take(carry),
         route: at.route,

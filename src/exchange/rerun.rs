@@ -8,35 +8,25 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::{respond_with, BodyAction, Carry, ConnInfo, GwStart, Outcome, Services};
-use crate::msg::{Body, OwnedHead, Request, Rerun};
+use super::{respond_with, Answer, Carry, ConnInfo, GwStart, Outcome, Services};
+use crate::msg::{OwnedHead, Request, Rerun};
 use crate::upstream::HostSpec;
 
 /// Most times one client request is run again inside glint (an authorizer
 /// allowed it, a backend redirected it locally); past it the client gets 500.
 pub const MAX_RERUNS: u8 = 5;
 
-/// What the connection needs after [`rerun`]: what answers the request
-/// now, and its body (still unread after an authorizer, spent after a
-/// redirect).
-pub struct Rerunning {
-    pub outcome: Outcome,
-    pub body: Body,
-    /// The client sent `Expect`: it waits before sending the body.
-    pub expects_continue: bool,
-}
-
 /// Runs the request of gateway exchange `gw` again, as `why` says. At most
-/// [`MAX_RERUNS`] times per request, then 500. `keep_alive`: the
-/// connection may stay open after the answer.
+/// [`MAX_RERUNS`] times per request, then 500. The request's body is the
+/// client's still, unread after an authorizer (the new outcome takes it),
+/// spent after a redirect (whatever of it is still to come is dropped).
 pub fn rerun(
     sv: &mut Services,
     info: &ConnInfo,
     gw: GwStart,
     why: Rerun,
-    keep_alive: bool,
     registry: &Registry,
-) -> Rerunning {
+) -> Outcome {
     let GwStart {
         head,
         mut carry,
@@ -47,13 +37,6 @@ pub fn rerun(
     } = gw;
     let mut headers = Vec::new();
     let first = head.view(&mut headers);
-    // An authorizer's request kept its body unread; a redirected one spent it.
-    let body = match why {
-        Rerun::Authorized(_) => first.body,
-        Rerun::Redirect(_) => Body::None,
-    };
-    // (A redirected request has no body, and no `Expect`.)
-    let expects = matches!(why, Rerun::Authorized(_)) && first.header("expect").is_some();
     carry
         .orig_line
         .get_or_insert_with(|| first.request_line.to_vec());
@@ -72,14 +55,10 @@ pub fn rerun(
     let failed = |sv: &mut Services, status: u16, orig_line: Option<Vec<u8>>| {
         sv.reply.reset(Rc::clone(&settings), head_only);
         sv.reply.error(status);
-        Rerunning {
-            outcome: Outcome::Reply {
-                action: BodyAction::Discard,
-                orig_line,
-            },
-            body,
-            expects_continue: expects,
-        }
+        Outcome::Reply(Answer {
+            orig_line,
+            ..Answer::taken(sv)
+        })
     };
     if carry.reruns > MAX_RERUNS {
         log::error!(
@@ -93,18 +72,13 @@ pub fn rerun(
         Ok(next) => next,
         Err(status) => return failed(sv, status, carry.orig_line),
     };
-    let outcome = match &next {
+    match &next {
         Some(h) => {
             let mut hs = Vec::new();
             let req = h.view(&mut hs);
-            respond_with(sv, info, &req, keep_alive, carry, registry)
+            respond_with(sv, info, &req, carry, registry)
         }
-        None => respond_with(sv, info, &first, keep_alive, carry, registry),
-    };
-    Rerunning {
-        outcome,
-        body,
-        expects_continue: expects,
+        None => respond_with(sv, info, &first, carry, registry),
     }
 }
 

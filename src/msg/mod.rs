@@ -1,8 +1,10 @@
 //! Messages as values, shared by every protocol and every handler: the
 //! request ([`request`]), glint's own response ([`reply`]), the way an
 //! upstream answers ([`sink`]), statuses and error pages ([`status`]), and
-//! byte ranges ([`range`]).
+//! byte ranges ([`range`]), and the response plan that frames every
+//! answer and decides the connection's fate ([`plan`]).
 
+pub mod plan;
 pub mod range;
 pub mod reply;
 pub mod request;

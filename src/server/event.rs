@@ -13,7 +13,7 @@ use super::listen::Listener;
 use super::quic::QUIC_TOKEN_BASE;
 use super::{Server, LISTENER_BASE, SIGNAL, WAKER};
 use crate::conn::h3::SLOT_BASE as H3_SLOT_BASE;
-use crate::conn::{Connection, Ctx};
+use crate::conn::{Connection, Ctx, Drive};
 use crate::msg::ExchangeId;
 use crate::net::{interest, Stream};
 use crate::signals;
@@ -53,8 +53,9 @@ const HANDSHAKE_SHARE: usize = 2;
 /// (driving one may bring news for another); what is left waits a turn.
 const NEWS_ROUNDS: usize = 8;
 
-/// Runs `$body` with `$conn` (a connection by slot) and a [`Ctx`] made of
-/// the server's disjoint fields.
+/// Runs `$body` (which says what the connection waits for, a [`Drive`])
+/// with `$conn` (a connection by slot) and a [`Ctx`] made of the server's
+/// disjoint fields; `None` when the slot is empty.
 macro_rules! with_conn {
     ($server:expr, $slot:expr, |$conn:ident, $cx:ident| $body:expr) => {{
         let s = &mut *$server;
@@ -65,10 +66,10 @@ macro_rules! with_conn {
                     pool: &mut s.pool,
                     registry: s.poll.registry(),
                 };
-                $body;
-                true
+                let drive: Drive = $body;
+                Some(drive)
             }
-            None => false,
+            None => None,
         }
     }};
 }
@@ -132,11 +133,11 @@ impl Server {
                 } else if t >= BACKEND_BASE {
                     closed_any |= self.backend_event(t - BACKEND_BASE, ev);
                 } else {
-                    with_conn!(self, t, |conn, cx| {
+                    let d = with_conn!(self, t, |conn, cx| {
                         conn.on_event(ev);
                         conn.drive(&mut cx)
                     });
-                    closed_any |= self.after_drive(t);
+                    closed_any |= self.after_drive(t, d);
                 }
             }
             if !self.quic.is_off() {
@@ -149,9 +150,9 @@ impl Server {
                 if ex.slot >= H3_SLOT_BASE {
                     self.quic_call(|q, cx| q.backend_ready(ex, bkey, cx));
                 } else if self.is_current(ex) {
-                    with_conn!(self, ex.slot, |conn, cx| conn
+                    let d = with_conn!(self, ex.slot, |conn, cx| conn
                         .backend_ready(ex, bkey, &mut cx));
-                    closed_any |= self.after_drive(ex.slot);
+                    closed_any |= self.after_drive(ex.slot, d);
                 }
             }
             if new_second {
@@ -190,8 +191,8 @@ impl Server {
         if !self.is_current(ex) {
             return false;
         }
-        with_conn!(self, ex.slot, |conn, cx| conn.wake(ex, &mut cx));
-        self.after_drive(ex.slot)
+        let d = with_conn!(self, ex.slot, |conn, cx| conn.wake(ex, &mut cx));
+        self.after_drive(ex.slot, d)
     }
 
     /// Hands connections what the backends' side has for them since it
@@ -210,17 +211,17 @@ impl Server {
                 if ex.slot >= H3_SLOT_BASE {
                     self.quic_call(|q, cx| q.upstream_news(ex, Some(status), cx));
                 } else if self.is_current(ex) {
-                    with_conn!(self, ex.slot, |conn, cx| conn
+                    let d = with_conn!(self, ex.slot, |conn, cx| conn
                         .upstream_failed(ex, status, &mut cx));
-                    closed |= self.after_drive(ex.slot);
+                    closed |= self.after_drive(ex.slot, d);
                 }
             }
             for ex in ended {
                 if ex.slot >= H3_SLOT_BASE {
                     self.quic_call(|q, cx| q.upstream_news(ex, None, cx));
                 } else if self.is_current(ex) {
-                    with_conn!(self, ex.slot, |conn, cx| conn.upstream_ended(ex, &mut cx));
-                    closed |= self.after_drive(ex.slot);
+                    let d = with_conn!(self, ex.slot, |conn, cx| conn.upstream_ended(ex, &mut cx));
+                    closed |= self.after_drive(ex.slot, d);
                 }
             }
             for ex in woken {
@@ -230,26 +231,30 @@ impl Server {
         closed
     }
 
-    /// After a connection was driven: drop it when closed, register it with
-    /// the poll when it has to wait (for writability too once a write
-    /// blocked), and keep it on the wake list when it stopped with work
-    /// left. Returns true when the connection was removed.
-    pub(super) fn after_drive(&mut self, key: usize) -> bool {
+    /// After a connection was driven, acts on what it said it waits for
+    /// (`drive`, `None` when its slot was empty): drops it when closed,
+    /// registers it with the poll when it has to wait (for writability too
+    /// once a write blocked), and keeps it on the wake list when it stopped
+    /// with work left. Returns true when the connection was removed.
+    pub(super) fn after_drive(&mut self, key: usize, drive: Option<Drive>) -> bool {
         let registry = self.poll.registry();
-        let Some(conn) = self.conns.get_mut(key) else {
+        let (Some(conn), Some(drive)) = (self.conns.get_mut(key), drive) else {
             return false;
         };
-        if conn.is_closed() {
-            self.conns.remove(key);
-            return true;
-        }
-        if conn.take_more() {
-            self.wake.push(conn.id);
-        }
+        let want_writes = match drive {
+            Drive::Closed => {
+                self.conns.remove(key);
+                return true;
+            }
+            Drive::Again { writes } => {
+                self.wake.push(conn.id);
+                writes
+            }
+            Drive::Wait { writes } => writes,
+        };
         // Writability is watched only once a write has blocked: a socket
         // registered for it reports "writable" at once, one more turn of the
         // loop for nothing on every connection that never fills its buffer.
-        let want_writes = conn.waits_to_write();
         let watch = if !conn.registered {
             Some(registry.register(&mut conn.stream, Token(key), interest(want_writes)))
         } else if want_writes && !conn.watches_writes {
@@ -289,9 +294,9 @@ impl Server {
         if !self.is_current(ex) {
             return false;
         }
-        with_conn!(self, ex.slot, |conn, cx| conn
+        let d = with_conn!(self, ex.slot, |conn, cx| conn
             .backend_ready(ex, bkey, &mut cx));
-        self.after_drive(ex.slot)
+        self.after_drive(ex.slot, d)
     }
 
     /// A listener is readable: accepts, unless accepting is paused (then
@@ -439,10 +444,12 @@ impl Server {
         // not there yet: a read now would only say EAGAIN (one wasted
         // system call per connection), so the connection waits for epoll
         // (registered for reading, which reports bytes that came meanwhile).
-        if deferred {
-            with_conn!(self, key, |conn, cx| conn.drive(&mut cx));
-        }
-        self.after_drive(key);
+        let d = if deferred {
+            with_conn!(self, key, |conn, cx| conn.drive(&mut cx))
+        } else {
+            Some(Drive::Wait { writes: false })
+        };
+        self.after_drive(key, d);
     }
 
     /// Accepts again on every listener that stopped at [`ACCEPT_BATCH`].
@@ -482,7 +489,10 @@ impl Server {
             idle.truncate(RECLAIM_BATCH);
         }
         for &(_, key) in &idle {
-            with_conn!(self, key, |conn, cx| conn.close(&mut cx));
+            with_conn!(self, key, |conn, cx| {
+                conn.close(&mut cx);
+                Drive::Closed
+            });
             self.conns.try_remove(key);
         }
         if !idle.is_empty() {
@@ -502,14 +512,10 @@ impl Server {
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
         let mut lingering = 0;
         for key in keys {
-            with_conn!(self, key, |conn, cx| conn.on_tick(&mut cx));
-            match self.conns.get(key) {
-                Some(c) if c.is_closed() => {
-                    self.conns.remove(key);
-                    any_closed = true;
-                }
-                Some(c) => lingering += usize::from(c.is_lingering()),
-                None => {}
+            let d = with_conn!(self, key, |conn, cx| conn.on_tick(&mut cx));
+            any_closed |= self.after_drive(key, d);
+            if let Some(c) = self.conns.get(key) {
+                lingering += usize::from(c.is_lingering());
             }
         }
         if !self.quic.is_off() {

@@ -437,8 +437,8 @@ impl Server {
                     pool: &mut self.pool,
                     registry,
                 };
-                conn.on_shutdown(&mut cx);
-                self.after_drive(k);
+                let d = conn.on_shutdown(&mut cx);
+                self.after_drive(k, Some(d));
             }
         }
         {

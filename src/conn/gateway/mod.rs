@@ -10,9 +10,11 @@ mod drive;
 
 use super::encoded::{self, AnswerPlan, Encoded};
 use crate::exchange::{error_run_status, GwStart};
+use crate::msg::plan::Shape;
 use crate::msg::{AnswerHead, Reply, Rerun, Sink};
 use crate::output::encode::MAX_SLICE;
 use crate::output::Output;
+use crate::proto::h1::session::{Offer, Plan, Session};
 use crate::proto::h1::{self, Fields, Framing, Head};
 
 /// Stop reading from a backend while the client has this much unsent.
@@ -123,10 +125,14 @@ fn within<'b>(remaining: &mut Option<u64>, bytes: &'b [u8]) -> &'b [u8] {
     }
 }
 
-/// The [`Sink`] of one gateway exchange: its connection's output queue.
+/// The [`Sink`] of one gateway exchange: its connection's output queue,
+/// framed as the HTTP/1 session plans each head.
 pub struct ClientSink<'a> {
     pub out: &'a mut Output,
     pub gw: &'a mut GwSide,
+    pub h1: &'a mut Session,
+    /// What the connection offers (keep-alive) as the head is planned.
+    pub offer: Offer,
     /// The `Date` value of this second.
     pub date: &'a [u8],
     /// The load average, when `deflate.max-loadavg` asks for it.
@@ -134,50 +140,44 @@ pub struct ClientSink<'a> {
 }
 
 impl ClientSink<'_> {
-    pub(super) fn write_head(
-        &mut self,
-        status: u16,
-        headers: &[(String, Vec<u8>)],
-        framing: Framing,
-    ) {
+    /// The session's plan for a head of `shape`.
+    fn plan(&mut self, shape: Shape) -> Plan {
+        self.h1.plan(shape, false, self.offer)
+    }
+
+    pub(super) fn write_head(&mut self, status: u16, headers: &[(String, Vec<u8>)], plan: &Plan) {
         let g = &mut self.gw;
         g.status = status;
         let head = Head {
             status,
             fields: Fields::Pairs(headers),
-            framing,
+            framing: plan.framing,
             settings: &g.start.settings,
             date: self.date,
-            keep_alive: g.start.keep_alive,
-            minor: g.start.minor,
+            keep_alive: plan.keep_alive,
+            minor: plan.minor,
         };
         h1::write_head(self.out, &head);
+    }
+
+    /// An error handler's answer: the status lighttpd gives it.
+    fn shown_status(&self, status: u16) -> u16 {
+        match self.gw.start.carry.error.as_ref() {
+            Some(run) => error_run_status(run, status),
+            None => status,
+        }
     }
 
     /// The answer's head passed on (with `headers`: the backend's, or
     /// those with `Vary` added).
     fn head_as_is(&mut self, head: &AnswerHead<'_>, headers: &[(String, Vec<u8>)]) {
-        let g = &mut self.gw;
-        let (framing, remaining) = match head.content_length {
-            _ if head.bodiless => (Framing::None, None),
-            Some(n) => (Framing::Length(n), Some(n)),
-            None if g.start.minor >= 1 => (Framing::Chunked, None),
-            None => {
-                // HTTP/1.0 without a length: the body ends when the connection does.
-                g.start.keep_alive = false;
-                (Framing::None, None)
-            }
+        let plan = self.plan(Shape::of_answer(head.bodiless, head.content_length));
+        let status = self.shown_status(head.status);
+        self.gw.sent = Sent::Body {
+            chunked: plan.framing == Framing::Chunked && plan.body,
+            remaining: plan.framing.length(),
         };
-        // An error handler's answer: the status lighttpd gives it.
-        let status = match g.start.carry.error.as_ref() {
-            Some(run) => error_run_status(run, head.status),
-            None => head.status,
-        };
-        g.sent = Sent::Body {
-            chunked: framing == Framing::Chunked && !g.start.head_only,
-            remaining,
-        };
-        self.write_head(status, headers, framing);
+        self.write_head(status, headers, &plan);
     }
 
     /// Body bytes passed on as they came.
@@ -205,6 +205,7 @@ impl ClientSink<'_> {
     /// tunnel: bytes both ways, unframed, until either side closes; it is
     /// never used for another request.
     fn switch(&mut self, head: &AnswerHead<'_>) {
+        let plan = self.plan(Shape::Tunnel);
         let g = &mut self.gw;
         g.status = head.status;
         g.sent = Sent::Body {
@@ -221,15 +222,14 @@ impl ClientSink<'_> {
         let h = Head {
             status: head.status,
             fields: Fields::Pairs(&fields),
-            framing: Framing::None,
+            framing: plan.framing,
             settings: &g.start.settings,
             date: self.date,
             // (Not `Connection: close`: the field above says what happens.)
             keep_alive: true,
-            minor: g.start.minor,
+            minor: plan.minor,
         };
         h1::write_head(self.out, &h);
-        g.start.keep_alive = false;
     }
 }
 
@@ -247,27 +247,23 @@ impl Sink for ClientSink<'_> {
             AnswerPlan::AsIs => return self.head_as_is(head, head.headers),
             AnswerPlan::Headers(h) => return self.head_as_is(head, &h),
             AnswerPlan::Precondition(status, h) => {
-                let g = &mut self.gw;
                 // The backend's body is not passed on.
-                g.sent = Sent::Body {
+                self.gw.sent = Sent::Body {
                     chunked: false,
                     remaining: Some(0),
                 };
-                let framing = if status == 304 {
-                    Framing::None
-                } else {
-                    Framing::Length(0)
-                };
-                return self.write_head(status, &h, framing);
+                let shape = Shape::of_answer(status == 304, Some(0));
+                let plan = self.plan(shape);
+                return self.write_head(status, &h, &plan);
             }
             AnswerPlan::Compress(coding, h) => (coding, h),
         };
         let (coding, h) = headers;
+        // The compressed body's length is the compressor's: a stream.
+        let plan = self.plan(Shape::Stream);
         let g = &mut self.gw;
-        let chunked = g.start.minor >= 1;
-        let enc = if g.start.head_only {
-            None
-        } else {
+        let chunked = plan.framing == Framing::Chunked;
+        let enc = if plan.body {
             match encoded::for_answer(&g.start, coding, &h, head.content_length, chunked) {
                 Some(e) => Some(Box::new(e)),
                 // No encoder: the answer goes as it came (with its Vary).
@@ -279,28 +275,19 @@ impl Sink for ClientSink<'_> {
                     return self.head_as_is(head, &plain);
                 }
             }
-        };
-        let framing = if enc.is_none() {
-            // HEAD: the compressed variant's head, whose length is unknown.
-            Framing::None
-        } else if chunked {
-            Framing::Chunked
         } else {
-            // HTTP/1.0: the compressed body ends when the connection does.
-            g.start.keep_alive = false;
-            Framing::None
+            // HEAD: the compressed variant's head, whose length is unknown.
+            None
         };
-        let status = match g.start.carry.error.as_ref() {
-            Some(run) => error_run_status(run, head.status),
-            None => head.status,
-        };
+        let status = self.shown_status(head.status);
+        let g = &mut self.gw;
         g.sent = Sent::Body {
             chunked: false,
             // The backend's own length still bounds what is taken from it.
             remaining: head.content_length,
         };
         g.encoded = enc;
-        self.write_head(status, &h, framing);
+        self.write_head(status, &h, &plan);
     }
 
     fn data(&mut self, bytes: &[u8]) {
@@ -327,15 +314,16 @@ impl Sink for ClientSink<'_> {
                         chunked: false,
                         remaining: Some(0),
                     };
-                    g.start.keep_alive = false;
                     g.cut = true;
+                    self.h1.cut();
                 }
             }
         }
     }
 
     fn file(&mut self, head: &AnswerHead<'_>, file: Rc<File>, len: u64) {
-        self.write_head(head.status, head.headers, Framing::Length(len));
+        let plan = self.plan(Shape::Sized(len));
+        self.write_head(head.status, head.headers, &plan);
         let g = &mut self.gw;
         // Whatever body the backend sends is not passed on.
         g.sent = Sent::Body {
@@ -365,7 +353,7 @@ impl Sink for ClientSink<'_> {
             }
         }
         if g.cut {
-            g.start.keep_alive = false;
+            self.h1.cut();
             return;
         }
         match g.sent {
@@ -378,7 +366,7 @@ impl Sink for ClientSink<'_> {
                     log::error!(
                         "backend sent less than its Content-Length; closing the connection"
                     );
-                    g.start.keep_alive = false;
+                    self.h1.cut();
                 }
             }
         }
@@ -389,11 +377,12 @@ impl Sink for ClientSink<'_> {
         g.end_failed();
         if g.head_sent() {
             // The head promised a body that will not come: the client must see the cut.
-            g.start.keep_alive = false;
+            self.h1.cut();
             return;
         }
         let r = g.error_reply(status);
-        h1::write_reply(self.out, &r, self.date, g.start.keep_alive, g.start.minor);
+        let plan = self.plan(Shape::of_reply(&r));
+        h1::write_reply(self.out, &r, self.date, &plan, true);
     }
 
     fn rerun(&mut self, why: Rerun) {

@@ -154,15 +154,20 @@ impl Session {
             // rest is dropped (the rerun has no body).
             io.sv.upstream.finish(gw.start.job);
             let head = gw.start.head.clone();
-            let keep_alive = !io.sv.shutting_down;
-            let r = exchange::rerun(io.sv, &info, gw.start, why, keep_alive, io.registry);
+            // An authorizer's request keeps its body; a redirected one spent it.
+            let authorized = matches!(why, crate::msg::Rerun::Authorized(_));
+            let outcome = exchange::rerun(io.sv, &info, gw.start, why, io.registry);
             let mut hs = Vec::new();
             let req = head.view(&mut hs);
             let req = Request {
-                body: r.body,
+                body: if authorized {
+                    req.body
+                } else {
+                    crate::msg::Body::None
+                },
                 ..req
             };
-            self.take_outcome(stream, task, r.outcome, &req, &info, io);
+            self.take_outcome(stream, task, outcome, &req, &info, io);
             self.feed_task(stream, task, io);
             return;
         }

@@ -4,7 +4,7 @@
 //! reach the session through here.
 
 use super::{core_config, Io, Session, Start, ROUNDS};
-use crate::conn::{Connection, Ctx, Flushed, Phase};
+use crate::conn::{Connection, Ctx, Drive, Flushed, Mode};
 use crate::exchange::Services;
 use crate::proto::h2::conn::{Connection as Core, PREFACE};
 
@@ -38,7 +38,7 @@ impl Connection {
     pub(in crate::conn) fn enter_h2(&mut self, core: Option<Core>, cx: &mut Ctx<'_>) {
         let core = core.unwrap_or_else(|| Core::new(core_config(cx.sv)));
         let now = cx.sv.clock.mono_secs;
-        self.phase = Phase::Http2;
+        self.mode = Mode::Http2;
         self.h2 = Some(Box::new(Session::new(core, now)));
         cx.sv.stats.h2_connections += 1;
         cx.sv.stats.h2_open += 1;
@@ -87,19 +87,20 @@ impl Connection {
     /// Reads, answers and writes while the socket allows.
     pub(in crate::conn) fn drive_h2(&mut self, cx: &mut Ctx<'_>) {
         let mut rounds = 0;
-        while self.phase == Phase::Http2 {
+        while self.mode == Mode::Http2 {
             rounds += 1;
             if rounds > ROUNDS {
-                self.more = true;
+                self.again = true;
                 break;
             }
             let reads = self.h2.as_ref().is_some_and(|s| s.core.wants_read());
             let read = self.readable && reads;
             if read {
                 self.read_some(cx);
-                if self.phase != Phase::Http2 {
+                if self.mode != Mode::Http2 {
                     return;
                 }
+                self.h2_input(cx);
             }
             if self
                 .h2
@@ -117,7 +118,7 @@ impl Connection {
                 s.fill(&mut self.out, now, stats);
                 if s.encode_pending {
                     // The loop comes back for the next slice.
-                    self.more = true;
+                    self.again = true;
                 }
             }
             if self.out.is_empty() {
@@ -148,7 +149,7 @@ impl Connection {
                 }
             }
         }
-        if self.phase == Phase::Http2 {
+        if self.mode == Mode::Http2 {
             if self.out.is_empty() {
                 if let Some(s) = self.h2.as_deref_mut() {
                     if s.open() == 0 && s.partial.is_empty() {
@@ -177,8 +178,9 @@ impl Connection {
     /// sends does not reset the connection under the last frames.
     fn h2_finish(&mut self, cx: &mut Ctx<'_>) {
         self.h2_release(cx);
-        self.linger = true;
-        self.finish(cx);
+        self.mode = Mode::Http1;
+        self.h1.linger(cx.sv.clock.mono_secs);
+        self.start_linger(cx);
     }
 
     /// Lets the session go: its jobs end, the counters drop it.
@@ -190,33 +192,38 @@ impl Connection {
     }
 
     /// Once a second, for an HTTP/2 connection.
-    pub(in crate::conn) fn h2_tick(&mut self, cx: &mut Ctx<'_>) {
+    pub(in crate::conn) fn h2_tick(&mut self, cx: &mut Ctx<'_>) -> Drive {
         let pending = !self.out.is_empty();
         let keep = self.with_session(cx, |s, io| s.tick(pending, io));
         if keep == Some(false) {
             self.close(cx);
-            return;
+            return Drive::Closed;
         }
-        self.drive(cx);
+        self.drive(cx)
     }
 
     /// Graceful shutdown: GOAWAY; the streams open finish.
-    pub(in crate::conn) fn h2_shutdown(&mut self, cx: &mut Ctx<'_>) {
+    pub(in crate::conn) fn h2_shutdown(&mut self, cx: &mut Ctx<'_>) -> Drive {
         if let Some(s) = self.h2.as_deref_mut() {
             s.core.shutdown();
         }
-        self.drive(cx);
+        self.drive(cx)
     }
 
     /// A backend of stream `stream` is ready: its answer goes on.
-    pub(in crate::conn) fn h2_backend_ready(&mut self, stream: u32, bkey: usize, cx: &mut Ctx<'_>) {
+    pub(in crate::conn) fn h2_backend_ready(
+        &mut self,
+        stream: u32,
+        bkey: usize,
+        cx: &mut Ctx<'_>,
+    ) -> Drive {
         self.with_session(cx, |s, io| {
             s.with_sink(stream, io, |sink, io, _| {
                 let now = io.now();
                 io.sv.upstream.drive_backend(bkey, sink, now, io.registry);
             });
         });
-        self.drive(cx);
+        self.drive(cx)
     }
 
     /// The gateway exchange of `stream` failed (or ended) without a sink
@@ -226,21 +233,21 @@ impl Connection {
         stream: u32,
         failed: Option<u16>,
         cx: &mut Ctx<'_>,
-    ) {
+    ) -> Drive {
         self.with_session(cx, |s, io| {
             s.with_sink(stream, io, |sink, _, _| match failed {
                 Some(status) => crate::msg::Sink::fail(sink, status),
                 None => crate::msg::Sink::end(sink),
             });
         });
-        self.drive(cx);
+        self.drive(cx)
     }
 
     /// The body window of `stream`'s job has room again.
-    pub(in crate::conn) fn h2_wake(&mut self, stream: u32, cx: &mut Ctx<'_>) {
+    pub(in crate::conn) fn h2_wake(&mut self, stream: u32, cx: &mut Ctx<'_>) -> Drive {
         if stream != 0 {
             self.with_session(cx, |s, io| s.feed_body(stream, io));
         }
-        self.drive(cx);
+        self.drive(cx)
     }
 }

@@ -350,7 +350,7 @@ impl Session {
             Ok(req) => self.respond(stream, &mut task, req, &info, io),
             Err((status, why)) => {
                 log::debug!("bad HTTP/2 request from {:?}: {why}", info.peer);
-                exchange::error_reply(io.sv, status);
+                let r = exchange::error_reply(io.sv, status);
                 let date = io.sv.clock.http_date;
                 send_reply(
                     &mut self.core,
@@ -358,11 +358,12 @@ impl Session {
                     &mut self.heads,
                     &mut task,
                     stream,
-                    &io.sv.reply,
+                    &r,
                     &date,
                 );
                 let path = head.path().unwrap_or_default();
-                exchange::log_error(io.sv, &info, &path[..path.len().min(256)]);
+                exchange::log_error(io.sv, &info, &r, &path[..path.len().min(256)]);
+                io.sv.give_back(r);
             }
         });
         self.line = line;
@@ -382,10 +383,9 @@ impl Session {
         info: &ConnInfo,
         io: &mut Io<'_>,
     ) {
-        let keep_alive = !io.sv.shutting_down;
         // mod_extforward may change who the client is: logged so.
         let mut info = info.clone();
-        let outcome = exchange::respond(io.sv, &mut info, req, keep_alive, io.env, io.registry);
+        let outcome = exchange::respond(io.sv, &mut info, req, io.env, io.registry);
         self.take_outcome(stream, task, outcome, req, &info, io);
     }
 
@@ -403,7 +403,7 @@ impl Session {
         task.body.unframed = req.body == Body::Chunked;
         let bodiless = req.body == Body::None;
         match outcome {
-            Outcome::Reply { orig_line, .. } => {
+            Outcome::Reply(a) => {
                 task.body.use_ = stream::Use::Drop;
                 let date = io.sv.clock.http_date;
                 let head = send_reply(
@@ -412,10 +412,11 @@ impl Session {
                     &mut self.heads,
                     task,
                     stream,
-                    &io.sv.reply,
+                    &a.reply,
                     &date,
                 );
-                exchange::log_reply(io.sv, info, req, orig_line.as_deref(), head as u64);
+                exchange::log_reply(io.sv, info, req, &a, head as u64);
+                io.sv.give_back(a.reply);
             }
             Outcome::Gateway(start) => {
                 let authorizer = start.authorizer;

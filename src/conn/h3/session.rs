@@ -373,18 +373,19 @@ impl Session {
             .stop(VarInt::from_u32(Code::NO_ERROR.0 as u32));
         req.fin_read = true;
         let mut task = Task::new(io.now(), true, false);
-        exchange::error_reply(io.sv, status);
+        let r = exchange::error_reply(io.sv, status);
         let date = io.sv.clock.http_date;
         super::sink::send_reply(
             &mut self.fields,
             &mut self.section,
             &mut task,
             &mut req.out,
-            &io.sv.reply,
+            &r,
             &date,
         );
         let info = self.info(io, stream_of(id));
-        exchange::log_error(io.sv, &info, b"-");
+        exchange::log_error(io.sv, &info, &r, b"-");
+        io.sv.give_back(r);
         req.task = Some(task);
     }
 
@@ -405,25 +406,24 @@ impl Session {
         with_request_of(3, &head, end, &mut line, |r| match r {
             Ok(view) => {
                 let mut info = info.clone();
-                let keep_alive = !io.sv.shutting_down;
-                let outcome =
-                    exchange::respond(io.sv, &mut info, view, keep_alive, &[], io.registry);
+                let outcome = exchange::respond(io.sv, &mut info, view, &[], io.registry);
                 self.take_outcome(&mut task, &mut req.out, outcome, view, &info, io);
             }
             Err((status, why)) => {
                 log::debug!("bad HTTP/3 request from {}: {why}", self.peer);
-                exchange::error_reply(io.sv, status);
+                let r = exchange::error_reply(io.sv, status);
                 let date = io.sv.clock.http_date;
                 super::sink::send_reply(
                     &mut self.fields,
                     &mut self.section,
                     &mut task,
                     &mut req.out,
-                    &io.sv.reply,
+                    &r,
                     &date,
                 );
                 let path = head.path().unwrap_or_default();
-                exchange::log_error(io.sv, &info, &path[..path.len().min(256)]);
+                exchange::log_error(io.sv, &info, &r, &path[..path.len().min(256)]);
+                io.sv.give_back(r);
             }
         });
         self.line = line;
@@ -444,7 +444,7 @@ impl Session {
         task.body.unframed = req.body == Body::Chunked;
         let bodiless = req.body == Body::None;
         match outcome {
-            Outcome::Reply { orig_line, .. } => {
+            Outcome::Reply(a) => {
                 task.body.use_ = Use::Drop;
                 let date = io.sv.clock.http_date;
                 let head = super::sink::send_reply(
@@ -452,10 +452,11 @@ impl Session {
                     &mut self.section,
                     task,
                     out,
-                    &io.sv.reply,
+                    &a.reply,
                     &date,
                 );
-                exchange::log_reply(io.sv, info, req, orig_line.as_deref(), head as u64);
+                exchange::log_reply(io.sv, info, req, &a, head as u64);
+                io.sv.give_back(a.reply);
             }
             Outcome::Gateway(start) => {
                 task.body.use_ = if bodiless {

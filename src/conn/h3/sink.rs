@@ -393,19 +393,24 @@ impl Session {
         if let Some(why) = gw.rerun.take() {
             io.sv.upstream.finish(gw.start.job);
             let head = gw.start.head.clone();
-            let keep_alive = !io.sv.shutting_down;
-            let r = exchange::rerun(io.sv, &info, gw.start, why, keep_alive, io.registry);
+            // An authorizer's request keeps its body; a redirected one spent it.
+            let authorized = matches!(why, crate::msg::Rerun::Authorized(_));
+            let outcome = exchange::rerun(io.sv, &info, gw.start, why, io.registry);
             let mut hs = Vec::new();
             let view = head.view(&mut hs);
             let view = Request {
-                body: r.body,
+                body: if authorized {
+                    view.body
+                } else {
+                    crate::msg::Body::None
+                },
                 ..view
             };
             let mut task = req
                 .task
                 .take()
                 .unwrap_or_else(|| Task::new(io.now(), true, false));
-            self.take_outcome(&mut task, &mut req.out, r.outcome, &view, &info, io);
+            self.take_outcome(&mut task, &mut req.out, outcome, &view, &info, io);
             req.task = Some(task);
             self.feed_body(id, req, io);
             return;

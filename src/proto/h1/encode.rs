@@ -3,7 +3,9 @@
 
 use std::rc::Rc;
 
+use super::session::Plan;
 use crate::config::Settings;
+pub use crate::msg::plan::Framing;
 use crate::msg::status::{itoa_u64, reason};
 use crate::msg::{Piece, Reply};
 use crate::output::Output;
@@ -16,27 +18,17 @@ pub enum Fields<'a> {
     Pairs(&'a [(String, Vec<u8>)]),
 }
 
-/// How the body after a head is framed on the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// `Content-Length: n`.
-    Length(u64),
-    /// `Transfer-Encoding: chunked`.
-    Chunked,
-    /// No length: the body ends when the connection closes (HTTP/1.0), or
-    /// there is no body at all (1xx, 204, 304).
-    None,
-}
-
 /// What a response head says besides its fields.
 pub struct Head<'a> {
     pub status: u16,
     pub fields: Fields<'a>,
+    /// As the response plan decided it (`msg::plan::framing`).
     pub framing: Framing,
     pub settings: &'a Settings,
     /// The `Date` value of this second.
     pub date: &'a [u8],
-    /// The connection stays open after this response.
+    /// The connection stays open after this response (as the response
+    /// plan decided it, `msg::plan::after`).
     pub keep_alive: bool,
     /// The request's minor version (0 or 1).
     pub minor: u8,
@@ -107,7 +99,7 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
     match h.framing {
         Framing::Length(n) => line(m, "Content-Length", itoa_u64(n).as_bytes()),
         Framing::Chunked => line(m, "Transfer-Encoding", b"chunked"),
-        Framing::None => {}
+        Framing::UntilClose | Framing::Unframed | Framing::None => {}
     }
     if h.keep_alive && h.minor == 0 {
         line(m, "Connection", b"keep-alive");
@@ -154,21 +146,23 @@ fn has_crlf(s: &str) -> bool {
     s.bytes().any(|b| b == b'\r' || b == b'\n')
 }
 
-/// Writes one of glint's own replies: its head, then (unless HEAD) its
-/// body's pieces, memory copied after the head so that a small answer
-/// leaves in one `send`, files queued for `sendfile`. Returns the head's length.
-pub fn write_reply(out: &mut Output, r: &Reply, date: &[u8], keep_alive: bool, minor: u8) -> usize {
+/// Writes one of glint's own replies as `plan` says: its head, then (when
+/// the plan has a body and `body` asks for it: not when a compressor
+/// takes it) its pieces, memory copied after the head so that a small
+/// answer leaves in one `send`, files queued for `sendfile`. Returns the
+/// head's length.
+pub fn write_reply(out: &mut Output, r: &Reply, date: &[u8], plan: &Plan, body: bool) -> usize {
     let head = Head {
         status: r.status,
         fields: Fields::Lines(&r.fields),
-        framing: r.content_length.map_or(Framing::None, Framing::Length),
+        framing: plan.framing,
         settings: &r.settings,
         date,
-        keep_alive,
-        minor,
+        keep_alive: plan.keep_alive,
+        minor: plan.minor,
     };
     let n = write_head(out, &head);
-    if r.head_only {
+    if r.head_only || !plan.body || !body {
         return n;
     }
     for p in r.pieces() {
