@@ -51,13 +51,11 @@ const PIPELINE_HIGH_WATER: usize = 64 * 1024;
 /// client pipelining requests for large files held hundreds.
 const PIPELINE_MAX_FILES: usize = 4;
 
-/// Most bytes a lingering close drops before it closes anyway. Time
-/// ([`h1::LINGER_SECS`]) bounds how long an honest client keeps sending
-/// after its answer; this bounds the copying a fast one can make glint do
-/// for bytes it throws away: 1 GiB is about 0.3 s of one core at loopback
-/// speed. (An HTTP/2 client flooding CONTINUATION frames sends 200 MiB
-/// before it reads its GOAWAY: a smaller bound would reset that away.)
-const LINGER_MAX_BYTES: u64 = 1 << 30;
+/// Most bytes a lingering close drops before it closes anyway: as much as
+/// glint reads and drops to keep a connection (`plan::MAX_DISCARD`). A
+/// client still sending after that many bytes has had its answer for as
+/// long; on loopback [`h1::LINGER_SECS`] of reading would be gigabytes.
+const LINGER_MAX_BYTES: u64 = crate::msg::plan::MAX_DISCARD;
 
 /// Most rounds of one drive (reads, body bytes to a backend, writes) before
 /// others get a turn: 16 windows of 64 KiB of an upload, 1 MiB.
