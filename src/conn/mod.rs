@@ -371,8 +371,9 @@ impl Connection {
         let now = cx.sv.clock.mono_secs;
         match self.h1.written(now) {
             Next::Read => {
-                if cx.sv.shutting_down && self.idle_h1() {
-                    // Its answer is out: the server stops.
+                if cx.sv.shutting_down && self.is_idle_kept() {
+                    // Its last answer is out: the server stops. (A new
+                    // connection's first request is still read and answered.)
                     self.close(cx);
                     return false;
                 }
