@@ -138,7 +138,7 @@ impl Server {
             .conns
             .iter()
             .filter(|(_, c)| c.is_idle_kept())
-            .map(|(k, c)| (k, c.requests))
+            .map(|(k, c)| (k, c.requests()))
             .collect();
         for k in idle
             .iter()
