@@ -308,11 +308,14 @@ impl Connection {
     /// moves.
     fn drive_h1(&mut self, cx: &mut Ctx<'_>) {
         let mut compressed = false;
+        // An answer went out in this drive (what follows it may be a close).
+        let mut wrote = false;
         for _ in 0..ROUNDS {
             if self.mode != Mode::Http1 {
                 return;
             }
             let flushed = !self.out.is_empty();
+            wrote |= flushed;
             if flushed {
                 if let Flushed::Closed = self.flush(cx) {
                     return;
@@ -332,7 +335,7 @@ impl Connection {
                 continue;
             }
             let quiet = self.out.is_empty() && self.encoded.is_none() && self.gw.is_none();
-            if quiet && !self.after_written(cx) {
+            if quiet && !self.after_written(wrote, cx) {
                 return;
             }
             if self.on_input(cx) {
@@ -366,13 +369,16 @@ impl Connection {
     }
 
     /// Every queued byte is written and no answer is being produced: what
-    /// the session says follows. False when the connection closed.
-    fn after_written(&mut self, cx: &mut Ctx<'_>) -> bool {
+    /// the session says follows (`wrote`: an answer's bytes went out in this
+    /// drive). False when the connection closed.
+    fn after_written(&mut self, wrote: bool, cx: &mut Ctx<'_>) -> bool {
         let now = cx.sv.clock.mono_secs;
         match self.h1.written(now) {
             Next::Read => {
-                if cx.sv.shutting_down && self.is_idle_kept() {
-                    // Its last answer is out: the server stops. (A new
+                if wrote && cx.sv.shutting_down && self.is_idle_kept() {
+                    // The answer it had when the server began to stop is
+                    // out: it closes. (One idle since before is the server's
+                    // to close, at once or, handing over, once settled; a new
                     // connection's first request is still read and answered.)
                     self.close(cx);
                     return false;
