@@ -66,6 +66,13 @@ pub fn obtain(c: &mut Client, store: &Store, ask: &Ask<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Only the first step of [`obtain`]: places the order and keeps it in
+/// the storage directory (as a run that stops right after does); returns
+/// its URL.
+pub fn place(c: &mut Client, store: &Store, ask: &Ask<'_>) -> Result<String> {
+    new_order(c, store, ask).map(|(url, _, _)| url)
+}
+
 /// The order a previous run left, if the CA still has it usable.
 fn resume(
     c: &mut Client,
