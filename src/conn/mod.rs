@@ -375,10 +375,13 @@ impl Connection {
         let now = cx.sv.clock.mono_secs;
         match self.h1.written(now) {
             Next::Read => {
-                if wrote && cx.sv.shutting_down && self.is_idle_kept() {
+                if wrote && cx.sv.shutting_down && !cx.sv.handing_over && self.is_idle_kept() {
                     // The answer it had when the server began to stop is
-                    // out: it closes. (One idle since before is the server's
-                    // to close, at once or, handing over, once settled; a new
+                    // out: it closes. (Handing over, an answer that went out
+                    // with keep-alive leaves the connection open for the
+                    // request its client may have sent already; one idle
+                    // since before is the server's to close, at once or,
+                    // handing over, once settled; a new
                     // connection's first request is still read and answered.)
                     self.close(cx);
                     return false;

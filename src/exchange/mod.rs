@@ -66,6 +66,10 @@ pub struct Services {
     pub bound_ips: Vec<Option<IpAddr>>,
     /// Stop keeping connections open after their current response.
     pub shutting_down: bool,
+    /// The shutdown is a binary upgrade's handover: an answer that went
+    /// out with keep-alive leaves its connection open for the request its
+    /// client may already have sent (which gets `Connection: close`).
+    pub handing_over: bool,
     /// Accepting is paused (at `server.max-connections`, or out of file
     /// descriptors) while clients wait in a listener's backlog: answers
     /// close their connection instead of offering keep-alive, so that
@@ -104,6 +108,7 @@ impl Services {
             ports: Vec::new(),
             bound_ips: Vec::new(),
             shutting_down: false,
+            handing_over: false,
             accept_paused: false,
             lingering: 0,
             reply: Reply::new(global, false),

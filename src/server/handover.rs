@@ -5,10 +5,12 @@
 //! finishes its connections as on SIGINT. If it fails, nothing changes.
 //!
 //! One difference from SIGINT: a keep-alive connection idle between
-//! requests is not closed at once, since its client may have a request on
-//! the way that would then fail (the race every HTTP/1.1 server has when
-//! it closes an idle connection). It gets `Connection: close` on its next
-//! answer, or is closed once it has stayed idle for a whole second (a
+//! requests (or whose answer, begun before the handover, went out with
+//! keep-alive) is not closed at once, since its client may have a request
+//! on the way that would then fail (the race every HTTP/1.1 server has
+//! when it closes an idle connection: ab -k saw resets). It gets
+//! `Connection: close` on its next answer, or is closed once it has stayed
+//! idle for a whole second (a
 //! request sent before that second began would have arrived), or at
 //! `server.graceful-shutdown-timeout`. Load generators that keep
 //! connections busy (`ab -k`) thus see no failed request.
@@ -85,6 +87,7 @@ impl Server {
         if self.upgrade.is_worker {
             log::info!("binary upgrade: the new glint serves; finishing the connections");
             self.upgrade.handing_over = true;
+            self.sv.handing_over = true;
             self.stop.fetch_max(GRACEFUL, Ordering::SeqCst);
             return;
         }
@@ -116,6 +119,7 @@ impl Server {
                 log::info!("binary upgrade: the new glint serves; finishing the connections");
                 self.leave_socket_paths();
                 self.upgrade.handing_over = true;
+                self.sv.handing_over = true;
                 self.stop.fetch_max(GRACEFUL, Ordering::SeqCst);
             }
             HandoverState::Failed(why) => {
