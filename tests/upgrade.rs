@@ -48,7 +48,15 @@ fn install_binary(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let tmp = bin.join("glint.new");
-    std::fs::copy(glint_bin(), &tmp).unwrap();
+    // cp writes it, not this process: a child another test thread forks
+    // meanwhile would inherit a write descriptor of ours until its exec,
+    // and exec'ing the file then fails with ETXTBSY.
+    let ok = Command::new("cp")
+        .arg(glint_bin())
+        .arg(&tmp)
+        .status()
+        .expect("cp");
+    assert!(ok.success(), "cp {}", glint_bin());
     let path = bin.join("glint");
     std::fs::rename(&tmp, &path).unwrap();
     path
@@ -263,8 +271,15 @@ fn a_new_binary_that_fails_leaves_the_old_one_serving() {
     // 2. A binary that dies at once.
     std::fs::write(&conf_path, conf(&d, port, &pid_file)).unwrap();
     let tmp = work.join("bin/glint.new");
-    std::fs::write(&tmp, "#!/bin/sh\nexit 3\n").unwrap();
-    set_mode(&tmp, 0o755);
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "printf '#!/bin/sh\\nexit 3\\n' > {0} && chmod 755 {0}",
+            tmp.display()
+        ))
+        .status()
+        .expect("sh");
+    assert!(ok.success());
     std::fs::rename(&tmp, &bin).unwrap();
     old.signal(Signal::SIGUSR2);
     assert!(
