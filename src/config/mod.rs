@@ -23,6 +23,7 @@ mod parser;
 mod settings;
 mod support;
 mod value;
+pub mod webdav;
 
 #[cfg(test)]
 mod tests;

@@ -327,6 +327,8 @@ pub struct Settings {
     pub cgi: Rc<CgiSettings>,
     /// glint's `glint.acme.*` options (global).
     pub acme: Rc<super::options::acme::AcmeSettings>,
+    /// mod_webdav's `webdav.*` options (shared for the same reason).
+    pub webdav: Rc<super::webdav::WebdavSettings>,
     /// `document_root` as UTF-8, set beside it by
     /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
     pub document_root_utf8: Option<String>,
@@ -516,6 +518,7 @@ impl Default for Settings {
             proxy: Rc::default(),
             cgi: Rc::default(),
             acme: Rc::default(),
+            webdav: Rc::default(),
             document_root_utf8: None,
         }
     }

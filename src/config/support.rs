@@ -151,7 +151,6 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
     ("connection.kbytes-per-second", Default::Int(0)),
     ("server.v4mapped", Default::Bool(false)),
     ("server.absolute-dir-redirect", Default::Bool(false)),
-    ("webdav.activate", Default::Bool(false)),
     ("maxminddb.activate", Default::Bool(false)),
 ];
 
@@ -319,7 +318,6 @@ const LIGHTTPD_NAMESPACES: &[(&str, &str)] = &[
     ("extforward.", "mod_extforward"),
     ("proxy.", "mod_proxy"),
     ("magnet.", "mod_magnet"),
-    ("webdav.", "mod_webdav"),
     ("userdir.", "mod_userdir"),
     ("evhost.", "mod_evhost"),
     ("ssi.", "mod_ssi"),

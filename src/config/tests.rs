@@ -599,8 +599,8 @@ fn errors_table() {
         // line that asked for it.
         (
             "a module glint does not provide, named on its own line",
-            "server.modules = (\n  \"mod_access\",\n  \"mod_webdav\",\n)",
-            "t.conf:3:3: module mod_webdav is not provided by glint",
+            "server.modules = (\n  \"mod_access\",\n  \"mod_rrdtool\",\n)",
+            "t.conf:3:3: module mod_rrdtool is not provided by glint",
         ),
         (
             "a typo in a module name",

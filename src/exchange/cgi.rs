@@ -171,6 +171,7 @@ fn run(
         method: String::new(),
         http: None,
         cgi: Some(Box::new(job)),
+        local: None,
     };
     let job = sv.upstream.start(spec, here.info.ex, now, registry)?;
     Ok(Box::new(GwStart {

@@ -428,6 +428,7 @@ fn launch(
         method: String::new(),
         http: None,
         cgi: None,
+        local: None,
     };
     let job = sv
         .upstream

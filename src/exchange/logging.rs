@@ -95,6 +95,11 @@ pub fn log_deferred(sv: &mut Services, info: &ConnInfo, d: &DeferredLog, body: u
 
 /// Logs a gateway exchange that ended with `status` and `body` bytes.
 pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16, body: u64) {
+    if Some(gw.route) == sv.upstream.local_route {
+        // A WebDAV job may have changed files: no open file kept from
+        // before it may answer a GET.
+        sv.files.clear();
+    }
     if gw.settings.accesslog_filename.is_none() {
         sv.stats.requests += 1;
         return;

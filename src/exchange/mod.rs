@@ -24,6 +24,7 @@ pub mod physical;
 mod proxy;
 mod rerun;
 pub mod rewrite;
+mod webdav;
 
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -91,6 +92,8 @@ pub struct Services {
     /// Per listener: the `Alt-Svc` value announcing its HTTP/3 endpoint
     /// (`glint.h3`), added to the answers given over TLS on it.
     pub alt_svc: Vec<Option<String>>,
+    /// mod_webdav's databases, opened at start.
+    pub webdav: crate::handler::webdav::Stores,
 }
 
 impl Services {
@@ -116,6 +119,7 @@ impl Services {
             deflate: deflate::Deflater::default(),
             auth: AuthState::default(),
             alt_svc: Vec::new(),
+            webdav: Default::default(),
         }
     }
 

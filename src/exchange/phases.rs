@@ -173,6 +173,19 @@ fn route(
         Some(d) => Some(Cow::Owned(d.to_string())),
         None => document_root(&settings, &sv.scratch.host),
     };
+    // mod_webdav answers before the index file and the handlers.
+    let dav = super::webdav::take(
+        sv,
+        info,
+        req,
+        carry,
+        &settings,
+        docroot.as_deref(),
+        registry,
+    );
+    if let Some(once) = dav {
+        return once;
+    }
     let (found, indexed) = match index_phase(sv, info, req, carry, &settings, docroot.as_deref()) {
         Ok(v) => v,
         Err(answered) => return answered,

@@ -78,6 +78,7 @@ pub(super) fn start(
             opts: Rc::clone(opts),
         })),
         cgi: None,
+        local: None,
     };
     let job = sv.upstream.start(job_spec, at.info.ex, now, registry)?;
     Ok(Box::new(GwStart {

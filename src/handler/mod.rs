@@ -7,3 +7,4 @@ pub mod dirlisting;
 pub mod expire;
 pub mod static_file;
 pub mod status_page;
+pub mod webdav;

@@ -152,8 +152,14 @@ impl Server {
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let acme_spec = secure::acme_spec(&config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        // mod_webdav's databases, opened (and made) before chroot and the
+        // switch of user, as certificates are.
+        let dav_names = config.webdav_db_names();
+        let webdav = crate::handler::webdav::Stores::open(dav_names.iter().map(String::as_str))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let mut sv = Services::new(config, gateways);
         sv.auth = auth;
+        sv.webdav = webdav;
         sv.ports = ports;
         sv.bound_ips = bound_ips;
         sv.deflate.set_cache_dirs(&cache_dirs);

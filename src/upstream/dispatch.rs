@@ -50,6 +50,7 @@ impl Gateways {
         let keep =
             host.keep == Keep::On && matches!(j.protocol, Protocol::FastCgi | Protocol::Http);
         let is_cgi = j.protocol == Protocol::Cgi;
+        let is_local = j.local.is_some();
         if let Some(http) = j.http.as_mut() {
             choose_head(http, &mut j.upload, &host.spec.http_label);
         }
@@ -80,6 +81,9 @@ impl Gateways {
                     return Ok(());
                 }
             }
+        }
+        if is_local {
+            return self.start_local(key, h, now, registry);
         }
         if is_cgi {
             return self.start_cgi(key, h, now, registry);
@@ -218,7 +222,12 @@ impl Gateways {
 
     /// Sends what the request has ready on its new (or reused) connection;
     /// a failure here is the job's (retried, or its status returned).
-    fn first_send(&mut self, bkey: usize, now: u64, registry: &Registry) -> Result<(), u16> {
+    pub(super) fn first_send(
+        &mut self,
+        bkey: usize,
+        now: u64,
+        registry: &Registry,
+    ) -> Result<(), u16> {
         let job = self.conns.get(bkey).and_then(BackendConn::job);
         let sent = self.send_request(bkey, now).map(|()| false);
         self.after_progress(bkey, sent, None, now, registry);

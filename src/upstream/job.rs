@@ -45,6 +45,8 @@ pub struct JobSpec {
     pub http: Option<Box<super::proxy::HttpJob>>,
     /// CGI (`cgi.assign`): the program to run.
     pub cgi: Option<Box<super::cgi_run::CgiJob>>,
+    /// Work glint does itself (mod_webdav), on [`Gateways::local_route`].
+    pub local: Option<Box<dyn crate::msg::local::LocalWork>>,
 }
 
 /// How far the client has had the answer.
@@ -83,6 +85,8 @@ pub struct Job {
     pub method: String,
     pub http: Option<Box<super::proxy::HttpJob>>,
     pub cgi: Option<Box<super::cgi_run::CgiJob>>,
+    /// Local work, until it is started.
+    pub local: Option<Box<dyn crate::msg::local::LocalWork>>,
     /// The backend connection carrying it, once it has one.
     pub(super) backend: Option<usize>,
     /// In the queue for a backend.
@@ -140,6 +144,7 @@ impl Gateways {
             method: spec.method,
             http: spec.http,
             cgi: spec.cgi,
+            local: spec.local,
             backend: None,
             waiting: false,
             since: now,

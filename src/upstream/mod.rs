@@ -76,6 +76,7 @@ pub mod config;
 mod dispatch;
 mod job;
 mod keep;
+pub mod local;
 mod process;
 pub mod proxy;
 mod reconfigure;
@@ -329,6 +330,8 @@ pub struct Gateways {
     proxy_tables: Vec<Vec<usize>>,
     /// The route of CGI requests (`cgi.assign`), when some scope sets it.
     pub cgi_route: Option<usize>,
+    /// The route of local jobs (mod_webdav's bodies and long answers).
+    pub local_route: Option<usize>,
     /// CGI processes whose request is over, until they exit.
     exiting: Vec<cgi_run::Exiting>,
     /// The field table of HTTP answer heads, reused.

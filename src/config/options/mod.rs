@@ -47,6 +47,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_proxy",
     "mod_cgi",
     "mod_openssl",
+    "mod_webdav",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -341,7 +342,7 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
     Ok(Some(Applied::Known))
 }
 
-/// mod_proxy and mod_cgi: checked now, kept raw for the gateways' tables.
+/// mod_proxy, mod_cgi and mod_webdav: checked now, kept raw for `-p`.
 fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>, String> {
     match key {
         "proxy.server" => {
@@ -397,6 +398,28 @@ fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appl
         }
         "cgi.limits" => {
             Rc::make_mut(&mut s.cgi).limits = cgi_limits(v)?;
+            keep_raw(s, key, v);
+        }
+        "webdav.activate" => {
+            Rc::make_mut(&mut s.webdav).activate = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "webdav.is-readonly" => {
+            Rc::make_mut(&mut s.webdav).is_readonly = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "webdav.log-xml" => {
+            Rc::make_mut(&mut s.webdav).log_xml = boolean(v)?;
+            keep_raw(s, key, v);
+        }
+        "webdav.sqlite-db-name" => {
+            // (Blank: no database, as lighttpd.)
+            Rc::make_mut(&mut s.webdav).sqlite_db_name =
+                Some(string(v)?).filter(|n| !n.trim().is_empty());
+            keep_raw(s, key, v);
+        }
+        "webdav.opts" => {
+            Rc::make_mut(&mut s.webdav).opts = crate::config::webdav::WebdavOpts::parse(v)?;
             keep_raw(s, key, v);
         }
         _ => return Ok(None),

@@ -10,6 +10,7 @@ use std::io;
 use mio::Registry;
 
 use super::cgi_run::CgiProc;
+use super::local::LocalLink;
 use super::proxy::{self, HttpRead};
 use super::{Gateways, Protocol};
 use crate::msg::Sink;
@@ -21,6 +22,7 @@ use crate::proto::h1::chunked;
 pub(super) enum Link {
     Sock(Stream),
     Cgi(Box<CgiProc>),
+    Local(Box<LocalLink>),
 }
 
 impl Link {
@@ -28,6 +30,7 @@ impl Link {
         match self {
             Link::Sock(s) => s.read(buf),
             Link::Cgi(p) => p.read(buf),
+            Link::Local(l) => l.read(buf),
         }
     }
 
@@ -35,13 +38,14 @@ impl Link {
         match self {
             Link::Sock(s) => s.write(buf),
             Link::Cgi(p) => p.write(buf),
+            Link::Local(l) => l.write(buf),
         }
     }
 
     pub(super) fn take_error(&self) -> io::Result<Option<io::Error>> {
         match self {
             Link::Sock(s) => s.take_error(),
-            Link::Cgi(_) => Ok(None),
+            Link::Cgi(_) | Link::Local(_) => Ok(None),
         }
     }
 
@@ -51,6 +55,7 @@ impl Link {
         match self {
             Link::Sock(s) => s.shutdown_write(),
             Link::Cgi(p) => p.close_stdin(),
+            Link::Local(l) => l.finish(),
         }
     }
 
@@ -58,6 +63,7 @@ impl Link {
         match self {
             Link::Sock(s) => r.register(s, t, interest(writes)),
             Link::Cgi(p) => p.register(r, t, writes),
+            Link::Local(l) => l.register(r, t),
         }
     }
 
@@ -65,6 +71,8 @@ impl Link {
         match self {
             Link::Sock(s) => r.reregister(s, t, interest(true)),
             Link::Cgi(p) => p.watch_stdin(r, t),
+            // (Its writes never block.)
+            Link::Local(_) => Ok(()),
         }
     }
 }
@@ -176,7 +184,10 @@ impl BackendConn {
         // connect to a near backend is usually done too: the first write
         // goes out now instead of after an epoll round trip. Pipes are
         // there at once.
-        let connected = matches!(stream, Link::Sock(Stream::Unix(_)) | Link::Cgi(_));
+        let connected = matches!(
+            stream,
+            Link::Sock(Stream::Unix(_)) | Link::Cgi(_) | Link::Local(_)
+        );
         BackendConn {
             stream,
             state,
@@ -285,6 +296,12 @@ impl Gateways {
         }
         // An orderly end of stream (FIN), not a reset.
         if ev.is_read_closed() && !ev.is_error() && !pipes {
+            b.fin_seen = true;
+        }
+        // Local work's one event says its answer is complete: a short read
+        // is its end.
+        if matches!(b.stream, Link::Local(_)) {
+            b.peer_closed = true;
             b.fin_seen = true;
         }
         match b.state {

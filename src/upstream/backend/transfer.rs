@@ -73,6 +73,7 @@ impl Gateways {
         let closes = match &b.stream {
             Link::Cgi(p) => !p.hold_stdin,
             Link::Sock(_) => up.tunneled(),
+            Link::Local(_) => true,
         };
         if done_writing && closes && !b.write_shut {
             b.half_closed = true;
