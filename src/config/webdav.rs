@@ -73,6 +73,16 @@ fn truthy(v: &Value) -> bool {
 }
 
 impl super::Config {
+    /// Some scope turns `webdav.activate` on (its jobs need a route).
+    pub fn webdav_used(&self) -> bool {
+        self.global.webdav.activate
+            || self
+                .assigns
+                .iter()
+                .flatten()
+                .any(|a| a.key == "webdav.activate")
+    }
+
     /// Every database `webdav.sqlite-db-name` names in some scope (the
     /// global one and each conditional block), blank ones left out: all
     /// are opened at start, as lighttpd opens them.

@@ -37,9 +37,11 @@ pub(super) fn take(
     }
     let method = DavMethod::of(req.method_str)?;
     let docroot = docroot?;
-    // Files may change: none of those kept open may answer a later GET
-    // (the job's end clears them again, see `log_gateway`).
-    sv.files.clear();
+    if method.writes() || method == DavMethod::Lock {
+        // Files may change: none of those kept open may answer a later
+        // GET (a job's end clears them again, see `log_gateway`).
+        sv.files.clear();
+    }
     let cx = match context(sv, info, req, carry, settings, docroot, method) {
         Ok(cx) => cx,
         Err(status) => {

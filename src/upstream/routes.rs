@@ -44,7 +44,9 @@ impl Gateways {
         if c.cgi_used {
             g.add_cgi_route(c);
         }
-        g.add_local_route();
+        if c.webdav_used() {
+            g.add_local_route();
+        }
         g.settle_keep();
         Ok(g)
     }

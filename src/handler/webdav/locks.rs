@@ -417,7 +417,9 @@ fn target(cx: &Ctx) -> Result<(bool, std::fs::Metadata), Answer> {
         }
         return Ok((false, m));
     }
-    if cx.path.ends_with('/') {
+    if cx.path.ends_with('/') || cx.settings.webdav.is_readonly {
+        // (lighttpd would make the file on a read-only share: glint
+        // writes nothing there.)
         return Err(Answer::error(403));
     }
     let f = std::fs::OpenOptions::new()

@@ -55,6 +55,7 @@ pub fn start(cx: Ctx) -> Start {
             file,
             failed: None,
             plain: Vec::new(),
+            written: 0,
             answer: Vec::new(),
             at: 0,
         })),
@@ -128,6 +129,8 @@ struct Put {
     /// A chunked body (passed on chunked anew) is decoded here.
     dechunk: Option<chunked::Decoder>,
     plain: Vec<u8>,
+    /// Decoded body bytes so far.
+    written: u64,
     /// Writing failed with this status: the rest of the body is dropped.
     failed: Option<u16>,
     answer: Vec<u8>,
@@ -143,6 +146,11 @@ impl LocalWork for Put {
             Some(d) => {
                 self.plain.clear();
                 match d.decode(data, &mut self.plain) {
+                    Ok(_) if self.over_limit() => {
+                        // (A Content-Length body over it never got here.)
+                        self.failed = Some(413);
+                        Ok(())
+                    }
                     Ok(_) => self.file.write_all(&self.plain),
                     Err(_) => {
                         self.failed = Some(400);
@@ -172,6 +180,14 @@ impl LocalWork for Put {
 }
 
 impl Put {
+    /// A chunked body outgrew `server.max-request-size` with the bytes
+    /// just decoded.
+    fn over_limit(&mut self) -> bool {
+        self.written += self.plain.len() as u64;
+        let kb = self.cx.settings.max_request_size_kb;
+        kb > 0 && self.written > kb.saturating_mul(1024)
+    }
+
     /// The complete body is synced, linked under a temporary name and
     /// renamed over the target: 201 for a new file, 204 for a replaced one.
     fn place(&mut self) -> Answer {
