@@ -86,6 +86,7 @@ impl Server {
         self.sv.bound_ips = bound_ips;
         self.max_connections = config.global.max_connections.max(1) as usize;
         self.sv.auth.reconfigure(&config);
+        self.sv.webdav.open_missing(&config.webdav_db_names());
         self.sv.config = config;
         self.sv.deflate.set_cache_dirs(&cache_dirs);
         if let Err(e) = self.open_logs() {

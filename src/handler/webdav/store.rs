@@ -98,6 +98,21 @@ impl Stores {
         Ok(Stores { map })
     }
 
+    /// After a graceful restart: opens the databases the new
+    /// configuration names that are not open yet (a failure is logged;
+    /// its requests answer 500).
+    pub fn open_missing(&mut self, names: &[String]) {
+        for name in names {
+            if self.map.contains_key(name.as_str()) {
+                continue;
+            }
+            match Stores::open([name.as_str()]) {
+                Ok(s) => self.map.extend(s.map),
+                Err(e) => log::error!("(mod_webdav) {e}"),
+            }
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<Rc<Store>> {
         self.map.get(name).cloned()
     }
