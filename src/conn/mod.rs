@@ -522,11 +522,12 @@ impl Connection {
         let half_close = self.h1.may_half_close();
         match self.h1.peer_closed() {
             h1::Eof::Tunnel => {
-                if let Some(job) = self.gw.as_ref().map(|g| g.start.job) {
+                if self.gw.is_some() {
                     // The backend hears it, and may still answer before it
                     // closes too.
-                    let now = cx.sv.clock.mono_secs;
-                    cx.sv.upstream.end_input(job, now, cx.registry);
+                    self.with_sink_and(cx, |sink, up, registry, now, job| {
+                        up.end_input(job, sink, now, registry)
+                    });
                 } else {
                     self.close(cx);
                 }

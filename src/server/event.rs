@@ -17,6 +17,7 @@ use crate::conn::{Connection, Ctx, Drive};
 use crate::msg::ExchangeId;
 use crate::net::{interest, Stream};
 use crate::signals;
+use crate::upstream::News;
 use crate::upstream::BACKEND_BASE;
 
 /// Most connections accepted (and answered) per listener per loop turn: a
@@ -48,10 +49,6 @@ const RECLAIM_BATCH: usize = ACCEPT_BATCH;
 /// clients that finished theirs. A new TLS connection past it is closed at
 /// once rather than left hanging.
 const HANDSHAKE_SHARE: usize = 2;
-
-/// Most rounds of delivering the backends' news to connections per turn
-/// (driving one may bring news for another); what is left waits a turn.
-const NEWS_ROUNDS: usize = 8;
 
 /// Runs `$body` (which says what the connection waits for, a [`Drive`])
 /// with `$conn` (a connection by slot) and a [`Ctx`] made of the server's
@@ -160,9 +157,9 @@ impl Server {
             }
             if self.sv.upstream.has_work() {
                 let now = self.sv.clock.mono_secs;
-                self.sv.upstream.pump_waiting(now, self.poll.registry());
+                let news = self.sv.upstream.pump_waiting(now, self.poll.registry());
+                closed_any |= self.deliver(news);
             }
-            closed_any |= self.deliver_news();
             // A connection that began to linger gave up its slot too.
             let freed = closed_any || self.sv.lingering > lingering_before;
             if (freed || new_second) && self.sv.accept_paused {
@@ -195,40 +192,47 @@ impl Server {
         self.after_drive(ex.slot, d)
     }
 
-    /// Hands connections what the backends' side has for them since it
-    /// was last asked: failures and ends that had no sink at hand, and room
-    /// in body windows. Returns whether a connection closed.
-    fn deliver_news(&mut self) -> bool {
+    /// Hands connections what a call of the backends' side returned for
+    /// them (failures and ends that had no sink at hand, room in body
+    /// windows, a backend found for a queued request). Returns whether a
+    /// connection closed.
+    fn deliver(&mut self, news: Vec<News>) -> bool {
         let mut closed = false;
-        for _ in 0..NEWS_ROUNDS {
-            let failed = self.sv.upstream.take_failed();
-            let ended = self.sv.upstream.take_ended();
-            let woken = self.sv.upstream.take_woken();
-            if failed.is_empty() && ended.is_empty() && woken.is_empty() {
-                break;
-            }
-            for (ex, status) in failed {
-                if ex.slot >= H3_SLOT_BASE {
-                    self.quic_call(|q, cx| q.upstream_news(ex, Some(status), cx));
-                } else if self.is_current(ex) {
-                    let d = with_conn!(self, ex.slot, |conn, cx| conn
-                        .upstream_failed(ex, status, &mut cx));
-                    closed |= self.after_drive(ex.slot, d);
-                }
-            }
-            for ex in ended {
-                if ex.slot >= H3_SLOT_BASE {
-                    self.quic_call(|q, cx| q.upstream_news(ex, None, cx));
-                } else if self.is_current(ex) {
-                    let d = with_conn!(self, ex.slot, |conn, cx| conn.upstream_ended(ex, &mut cx));
-                    closed |= self.after_drive(ex.slot, d);
-                }
-            }
-            for ex in woken {
-                closed |= self.drive_exchange(ex);
-            }
+        for n in news {
+            closed |= match n {
+                News::Failed(ex, status) => self.tell(
+                    ex,
+                    |conn, cx| conn.upstream_failed(ex, status, cx),
+                    |q, cx| q.upstream_news(ex, Some(status), cx),
+                ),
+                News::Ended(ex) => self.tell(
+                    ex,
+                    |conn, cx| conn.upstream_ended(ex, cx),
+                    |q, cx| q.upstream_news(ex, None, cx),
+                ),
+                News::Woken(ex) => self.drive_exchange(ex),
+            };
         }
         closed
+    }
+
+    /// Tells the connection of `ex` (HTTP/1, HTTP/2 or HTTP/3) with `f`, if
+    /// it is still there; true when it closed.
+    fn tell(
+        &mut self,
+        ex: ExchangeId,
+        f: impl FnOnce(&mut Connection, &mut Ctx<'_>) -> Drive,
+        h3: impl FnOnce(&mut crate::conn::h3::Quic, &mut Ctx<'_>),
+    ) -> bool {
+        if ex.slot >= H3_SLOT_BASE {
+            self.quic_call(h3);
+            return false;
+        }
+        if !self.is_current(ex) {
+            return false;
+        }
+        let d = with_conn!(self, ex.slot, |conn, cx| f(conn, &mut cx));
+        self.after_drive(ex.slot, d)
     }
 
     /// After a connection was driven, acts on what it said it waits for
@@ -507,8 +511,8 @@ impl Server {
     /// Once a second: time-outs, log flushing. Returns true when a connection closed.
     fn tick(&mut self) -> bool {
         let now = self.sv.clock.mono_secs;
-        self.sv.upstream.on_tick(now, self.poll.registry());
-        let mut any_closed = self.deliver_news();
+        let news = self.sv.upstream.on_tick(now, self.poll.registry());
+        let mut any_closed = self.deliver(news);
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
         let mut lingering = 0;
         for key in keys {

@@ -10,7 +10,9 @@ use slab::Slab;
 use super::backend::{BackendConn, Link, Use, BACKEND_BASE};
 use super::job::{Answer, Job};
 use super::proxy::HttpJob;
-use super::{Balance, Gateways, Host, Keep, Protocol, Route, Upload, MAX_WAITING, MAX_WAIT_SECS};
+use super::{
+    Balance, Gateways, Host, Keep, News, Protocol, Route, Upload, MAX_WAITING, MAX_WAIT_SECS,
+};
 use crate::net::connect;
 
 impl Gateways {
@@ -231,9 +233,11 @@ impl Gateways {
         let job = self.conns.get(bkey).and_then(BackendConn::job);
         let sent = self.send_request(bkey, now).map(|()| false);
         self.after_progress(bkey, sent, None, now, registry);
-        let ex = job.and_then(|k| self.jobs.get(k)).map(|j| j.ex);
-        match ex.and_then(|ex| self.failed.iter().position(|(e, _)| *e == ex)) {
-            Some(i) => {
+        let Some(ex) = job.and_then(|k| self.jobs.get(k)).map(|j| j.ex) else {
+            return Ok(());
+        };
+        match self.own_news(ex, None) {
+            Some(status) => {
                 // The failure goes to the caller as this `Err`, which it
                 // passes on to the client (a retry's caller through
                 // `fail_job`): the job is not told yet, or that `fail_job`
@@ -241,7 +245,7 @@ impl Gateways {
                 if let Some(j) = job.and_then(|k| self.jobs.get_mut(k)) {
                     j.answer = Answer::Nothing;
                 }
-                Err(self.failed.remove(i).1)
+                Err(status)
             }
             None => Ok(()),
         }
@@ -336,13 +340,13 @@ impl Gateways {
     /// Whether waiting jobs should be looked at now: a backend slot was
     /// freed, or a backend said "busy" a moment ago.
     pub fn has_work(&self) -> bool {
-        self.retry_soon || self.freed > 0
+        self.retry_soon || self.freed > 0 || !self.outbox.is_empty()
     }
 
-    /// Gives freed backend slots to waiting jobs, oldest first. Jobs that
-    /// found no backend at all fail ([`Gateways::take_failed`]); those
-    /// dispatched may take their clients' bodies again ([`Gateways::take_woken`]).
-    pub fn pump_waiting(&mut self, now: u64, registry: &Registry) {
+    /// Gives freed backend slots to waiting jobs, oldest first, and returns
+    /// what their clients are to hear: jobs that found no backend at all
+    /// failed; those dispatched may take their clients' bodies again.
+    pub fn pump_waiting(&mut self, now: u64, registry: &Registry) -> Vec<News> {
         self.retry_soon = false;
         self.freed = 0;
         if !self.exiting.is_empty() {
@@ -374,10 +378,11 @@ impl Gateways {
                     self.waiting.push_front(key);
                     break;
                 }
-                Some(_) => self.woken.push(ex),
+                Some(_) => self.outbox.push(News::Woken(ex)),
                 None => {}
             }
         }
+        self.take_news()
     }
 
     /// Jobs that waited too long for a backend fail with 503.

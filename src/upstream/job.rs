@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::{Gateways, Protocol, Upload};
+use super::{Gateways, News, Protocol, Upload};
 use crate::config::Settings;
 use crate::msg::{ExchangeId, Sink};
 
@@ -153,7 +153,11 @@ impl Gateways {
             answer: Answer::Nothing,
         });
         if !collecting {
-            if let Err(status) = self.dispatch(key, now, registry) {
+            let sent = self.dispatch(key, now, registry);
+            // A failure found on the way (a connect refused at once, every
+            // try used up) is this call's answer.
+            let failed = self.own_news(ex, None);
+            if let Some(status) = sent.err().or(failed) {
                 self.drop_job(key);
                 return Err(status);
             }
@@ -188,10 +192,11 @@ impl Gateways {
     /// write side is shut once the bytes before the close are out), and
     /// the tunnel ends when the backend closes too. A CGI program is sent
     /// `cgi.limits`' `tcp-fin-propagate` signal.
-    pub fn end_input(&mut self, id: JobId, now: u64, registry: &Registry) {
+    pub fn end_input(&mut self, id: JobId, sink: &mut dyn Sink, now: u64, registry: &Registry) {
         let Some(j) = self.job_mut(id) else {
             return;
         };
+        let ex = j.ex;
         j.upload.end_tunnel();
         let sig = j.cgi.as_ref().map_or(0, |c| c.fin_signal);
         if let Some(bkey) = j.backend {
@@ -201,7 +206,8 @@ impl Gateways {
                 }
             }
             let sent = self.send_request(bkey, now).map(|()| false);
-            self.after_progress(bkey, sent, None, now, registry);
+            self.after_progress(bkey, sent, Some(sink), now, registry);
+            self.own_news(ex, Some(sink));
         }
     }
 
@@ -240,13 +246,17 @@ impl Gateways {
         let (backend, ex) = (j.backend, j.ex);
         if was_collecting && done {
             // A collected chunked body is complete: now a backend.
-            self.dispatch(id.key, now, registry)?;
+            let sent = self.dispatch(id.key, now, registry);
+            if let Some(status) = self.own_news(ex, None) {
+                return Err(status);
+            }
+            sent?;
         } else if let Some(bkey) = backend {
             let sent = self.send_request(bkey, now).map(|()| false);
             self.after_progress(bkey, sent, None, now, registry);
             // A retry that found no backend: the client hears it now.
-            if let Some(i) = self.failed.iter().position(|(e, _)| *e == ex) {
-                return Err(self.failed.remove(i).1);
+            if let Some(status) = self.own_news(ex, None) {
+                return Err(status);
             }
         }
         Ok((used, done))
@@ -294,7 +304,7 @@ impl Gateways {
     }
 
     /// The job failed with `status`: the sink hears it now, or (without
-    /// one) it is noted for [`Gateways::take_failed`].
+    /// one) the call under way returns it ([`News::Failed`]).
     pub(super) fn fail_job(&mut self, key: usize, status: u16, sink: Option<&mut dyn Sink>) {
         let Some(j) = self.jobs.get_mut(key) else {
             return;
@@ -311,7 +321,7 @@ impl Gateways {
         match sink {
             Some(s) if !told => s.fail(status),
             Some(_) => {}
-            None if !told => self.failed.push((j.ex, status)),
+            None if !told => self.outbox.push(News::Failed(j.ex, status)),
             None => {}
         }
     }
@@ -345,29 +355,47 @@ impl Gateways {
                 j.answer = Answer::Done;
                 match sink {
                     Some(s) => s.end(),
-                    None => self.ended.push(j.ex),
+                    None => self.outbox.push(News::Ended(j.ex)),
                 }
             }
             Answer::Done => {}
         }
     }
 
-    /// Failures of jobs that had no sink at hand (a time-out, the queue, a
-    /// retry that found no backend), since the last call: each exchange
-    /// with the status it ends with.
-    pub fn take_failed(&mut self) -> Vec<(ExchangeId, u16)> {
-        std::mem::take(&mut self.failed)
+    /// What this call learned of the caller's own job `ex` and had no sink
+    /// to tell: told to `sink` when there is one, or its failure returned.
+    /// (Room in its window needs no word: its caller drives it on.) News of
+    /// other jobs, which a call about one job does not make, is left for
+    /// the next [`Gateways::pump_waiting`] to return.
+    pub(super) fn own_news(
+        &mut self,
+        ex: ExchangeId,
+        mut sink: Option<&mut dyn Sink>,
+    ) -> Option<u16> {
+        let mut failed = None;
+        self.outbox.retain(|n| match *n {
+            News::Failed(e, status) if e == ex => {
+                match sink.as_deref_mut() {
+                    Some(s) => s.fail(status),
+                    None => failed = Some(status),
+                }
+                false
+            }
+            News::Ended(e) if e == ex => {
+                if let Some(s) = sink.as_deref_mut() {
+                    s.end();
+                }
+                false
+            }
+            News::Woken(e) => e != ex,
+            _ => true,
+        });
+        failed
     }
 
-    /// Answers completed without a sink at hand, since the last call.
-    pub fn take_ended(&mut self) -> Vec<ExchangeId> {
-        std::mem::take(&mut self.ended)
-    }
-
-    /// Exchanges whose request body window gained room since the last
-    /// call: their clients may be read again.
-    pub fn take_woken(&mut self) -> Vec<ExchangeId> {
-        std::mem::take(&mut self.woken)
+    /// News the call under way made, for its caller.
+    pub(super) fn take_news(&mut self) -> Vec<News> {
+        std::mem::take(&mut self.outbox)
     }
 
     /// Backend connections whose held CGI head waited [`HOLD_US`] (see

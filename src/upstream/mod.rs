@@ -98,6 +98,20 @@ pub use upload::{BodyFraming, HttpBody, Upload, BODY_WINDOW};
 
 pub use backend::BACKEND_BASE;
 
+/// What became of a job, for its client's side, when the call that found
+/// it had no sink of that job at hand (a time-out of the tick, the queue,
+/// a retry): returned by that call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum News {
+    /// The job failed with this status (an error page, or the answer cut).
+    Failed(crate::msg::ExchangeId, u16),
+    /// The job's answer is complete.
+    Ended(crate::msg::ExchangeId),
+    /// The job got a backend, or room in its body window: its client may be
+    /// read again.
+    Woken(crate::msg::ExchangeId),
+}
+
 /// Most clients waiting for a backend; past it a request gets 503 at once.
 pub const MAX_WAITING: usize = 4096;
 /// How long a request may wait in the queue before it gets 503.
@@ -345,13 +359,10 @@ pub struct Gateways {
     next_gen: u64,
     /// Jobs waiting for a backend, oldest first.
     waiting: VecDeque<usize>,
-    /// Jobs whose request body window gained room since the caller last
-    /// asked: their clients may be read again ([`Gateways::take_woken`]).
-    woken: Vec<crate::msg::ExchangeId>,
-    /// Jobs that failed, and answers that ended, with no sink at hand
-    /// ([`Gateways::take_failed`], [`Gateways::take_ended`]).
-    failed: Vec<(crate::msg::ExchangeId, u16)>,
-    ended: Vec<crate::msg::ExchangeId>,
+    /// What the call under way learned about jobs with no sink at hand
+    /// to tell: handed to its caller as the call returns ([`News`]), never
+    /// kept for a later one.
+    outbox: Vec<News>,
     /// A retry is due soon (a backend said "busy"): poll with a short time-out.
     pub retry_soon: bool,
     /// Backend connections holding a CGI head for its length whose output

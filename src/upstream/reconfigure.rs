@@ -207,9 +207,7 @@ impl Gateways {
         for e in &mut next.exiting {
             e.host = map.get(e.host).copied().flatten().unwrap_or(usize::MAX);
         }
-        next.woken = std::mem::take(&mut self.woken);
-        next.failed = std::mem::take(&mut self.failed);
-        next.ended = std::mem::take(&mut self.ended);
+        next.outbox = std::mem::take(&mut self.outbox);
         next.waiting = std::mem::take(&mut self.waiting);
         next.retry_soon = true;
         next.freed = self.freed;

@@ -6,12 +6,12 @@ use mio::Registry;
 
 use super::backend::Use;
 use super::keep::ProbeEnd;
-use super::{Gateways, IDLE_KEEP_SECS, PROBE_WAIT_SECS};
+use super::{Gateways, News, IDLE_KEEP_SECS, PROBE_WAIT_SECS};
 
 impl Gateways {
-    /// The time-outs of this second. The jobs they end are reported by
-    /// [`Gateways::take_failed`].
-    pub fn on_tick(&mut self, now: u64, registry: &Registry) {
+    /// The time-outs of this second; returns the jobs they ended, for
+    /// their clients.
+    pub fn on_tick(&mut self, now: u64, registry: &Registry) -> Vec<News> {
         self.local_scripts.purge(now);
         let mut idle_over = Vec::new();
         let mut probes_over = Vec::new();
@@ -55,6 +55,7 @@ impl Gateways {
         self.reap_cgi(now);
         // Backends started again are asked again.
         self.start_probes(now, registry);
+        self.take_news()
     }
 
     /// Connect, write and read time-outs of connections carrying a job.

@@ -186,7 +186,7 @@ impl Connection {
     /// The client's side of the gateway exchange as a [`ClientSink`], with
     /// the gateways, the registry, the second and the job for `f`; nothing
     /// when there is no exchange.
-    fn with_sink_and(
+    pub(in crate::conn) fn with_sink_and(
         &mut self,
         cx: &mut Ctx<'_>,
         f: impl for<'s> FnOnce(&mut ClientSink<'s>, &mut Gateways, &mio::Registry, u64, JobId),

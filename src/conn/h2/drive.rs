@@ -222,6 +222,8 @@ impl Connection {
                 let now = io.now();
                 io.sv.upstream.drive_backend(bkey, sink, now, io.registry);
             });
+            // The backend took body bytes: the stream's window may have room.
+            s.feed_body(stream, io);
         });
         self.drive(cx)
     }

@@ -505,6 +505,7 @@ impl Session {
                 let now = io.now();
                 io.sv.upstream.pump(job, sink, now, io.registry);
             });
+            self.feed_body(s, io);
         }
     }
 

@@ -362,7 +362,8 @@ impl Session {
             let now = io.now();
             io.sv.upstream.drive_backend(bkey, sink, now, io.registry);
         });
-        let _ = conn;
+        // The backend took body bytes: the stream's window may have room.
+        self.wake(conn, stream, io);
     }
 
     pub fn upstream_news(

@@ -342,10 +342,20 @@ impl Gateways {
         now: u64,
         registry: &Registry,
     ) {
+        let ex = self
+            .conns
+            .get(bkey)
+            .and_then(BackendConn::job)
+            .and_then(|k| self.jobs.get(k))
+            .map(|j| j.ex);
         let result = self
             .send_request(bkey, now)
             .and_then(|()| self.read_answer(bkey, sink, now));
-        self.after_progress(bkey, result, Some(sink), now, registry);
+        self.after_progress(bkey, result, Some(&mut *sink), now, registry);
+        // A retry's failure found without the sink (on a new backend).
+        if let Some(ex) = ex {
+            self.own_news(ex, Some(sink));
+        }
     }
 
     /// Registers for writability once a write blocked (a TCP connect under

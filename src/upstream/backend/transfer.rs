@@ -82,7 +82,7 @@ impl Gateways {
         // Room in the body window: the client may be read again.
         if up.pending().len() < before {
             if let Some(j) = b.job().and_then(|j| self.jobs.get(j)) {
-                self.woken.push(j.ex);
+                self.outbox.push(super::super::News::Woken(j.ex));
             }
         }
         Ok(())
