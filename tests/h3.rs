@@ -17,28 +17,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// `ca.pem` and `server.pem` (ECDSA P-256 for `localhost`, key included).
-pub fn make_cert(dir: &Path) {
-    let script = r#"
-set -e
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3 \
-  -subj /CN=glint-h3-ca -keyout ca.key -out ca.pem 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
-  -keyout s.key -out s.csr 2>/dev/null
-printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n' > s.ext
-openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 \
-  -extfile s.ext -out s.crt 2>/dev/null
-cat s.crt s.key > server.pem
-"#;
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .status()
-        .expect("sh");
-    assert!(ok.success(), "openssl could not make the test certificate");
-}
-
 /// The CGI that answers with its body's length and SHA-256.
 const ECHO_CGI: &str = "import hashlib, os, sys\n\
 n = int(os.environ.get('CONTENT_LENGTH') or 0)\n\

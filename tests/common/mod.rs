@@ -13,6 +13,7 @@
 //!   chunked, Content-Length, or close-delimited), request builders.
 //! * [`backend`]: the test backends' processes ([`Backend`], killed on drop).
 //! * [`cases`]: checks every response must pass and table-driven [`Case`]s.
+//! * [`certs`]: a CA and a server certificate for the TLS listeners.
 //!
 //! Each `tests/*.rs` is a crate of its own that uses a part of this: hence
 //! the module-wide allowance of what one crate leaves unused.
@@ -20,12 +21,14 @@
 
 pub mod backend;
 pub mod cases;
+pub mod certs;
 pub mod http;
 pub mod server;
 pub mod tmp;
 
 pub use backend::*;
 pub use cases::*;
+pub use certs::*;
 pub use http::*;
 pub use server::*;
 pub use tmp::*;

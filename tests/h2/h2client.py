@@ -32,6 +32,12 @@ modes:
                           closes (a graceful shutdown sends GOAWAY)
   post PATH SIZE          POST SIZE bytes (content-length) as windows
                           allow; status, body md5, and how it ended
+  whole CELL...           each CELL (METHOD:PATH:SIZE:length|stream) on a
+                          connection of its own, all at once: the body
+                          sent as windows allow (with a content-length or
+                          without) while the answer is read to its
+                          END_STREAM; per cell its status, length, md5 and
+                          how it ended
 """
 import hashlib
 import socket
@@ -405,6 +411,76 @@ def post(port, path, size):
     out({"status": status, "md5": body.hexdigest(), "sent": sent, "ended": ended, "reset": reset})
 
 
+def whole_one(port, method, path, size, framing):
+    """One cell of `whole`: the answer read whole while the body goes out."""
+    c = Client(port, window=1 << 20, conn_window=1 << 24)
+    extra = [("content-length", str(size))] if size and framing == "length" else []
+    c.send(c.request(1, path, method=method, end=size == 0, extra=extra))
+    send_conn, send_stream = 65535, 65535
+    sent, status, body, length, ended, reset = 0, None, hashlib.md5(), 0, False, None
+    chunk = b"u" * 16384
+    t0 = time.time()
+    deadline = t0 + 8
+    while time.time() < deadline and not c.closed and not ended:
+        while sent < size and min(send_conn, send_stream) > 0 and reset is None:
+            n = min(send_conn, send_stream, 16384, size - sent)
+            if not c.send(frame(DATA, END_STREAM if sent + n == size else 0, 1, chunk[:n])):
+                break
+            sent += n
+            send_conn -= n
+            send_stream -= n
+        for kind, flags, stream, payload in c.frames(time.time() + 0.05):
+            if kind == WINDOW:
+                inc = struct.unpack(">I", payload)[0]
+                if stream == 0:
+                    send_conn += inc
+                else:
+                    send_stream += inc
+            if kind == SETTINGS and not flags & ACK:
+                for i in range(0, len(payload), 6):
+                    k, v = struct.unpack(">HI", payload[i:i + 6])
+                    if k == 4:
+                        send_stream += v - 65535
+            if kind == HEADERS and stream == 1:
+                h = c.headers(payload, flags)
+                if not h.get(":status", "1").startswith("1"):
+                    status = h[":status"]
+            if kind == DATA and stream == 1:
+                body.update(payload)
+                length += len(payload)
+                if payload:
+                    c.window(stream, len(payload))
+            if kind == RST and stream == 1:
+                reset = CODES.get(struct.unpack(">I", payload)[0])
+            if kind in (DATA, HEADERS) and stream == 1 and flags & END_STREAM and status:
+                ended = True
+                break
+            if reset is not None and not ended:
+                break
+            if kind == WINDOW and sent < size and min(send_conn, send_stream) > 0:
+                break  # room again: send before reading on
+        if reset is not None and not ended:
+            break
+    c.sock.close()
+    return {"status": status, "len": length, "md5": body.hexdigest(), "ended": ended,
+            "reset": reset, "sent": sent, "goaway": c.goaway, "secs": round(time.time() - t0, 2)}
+
+
+def whole(port, cells):
+    import threading
+    results = [None] * len(cells)
+
+    def run(i, cell):
+        method, path, size, framing = cell.split(":")
+        results[i] = whole_one(port, method, path, int(size), framing)
+    threads = [threading.Thread(target=run, args=(i, cell)) for i, cell in enumerate(cells)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    out({"cell": {str(i): r or {"status": None} for i, r in enumerate(results)}})
+
+
 def main():
     port, mode, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     modes = {
@@ -421,6 +497,7 @@ def main():
         "idle": lambda: idle(port, float(args[0])),
         "goaway": lambda: goaway(port, args[0], float(args[1])),
         "post": lambda: post(port, args[0], int(args[1])),
+        "whole": lambda: whole(port, args),
     }
     modes[mode]()
 

@@ -46,7 +46,6 @@ use mio::Registry;
 use crate::exchange::{self, ConnInfo, Outcome, Services};
 use crate::msg::{Body, Request, MAX_HEADERS};
 use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead, StreamMap};
-use crate::proto::h2::ErrorCode;
 use crate::stats::Stats;
 use fields::{FieldBuf, HeadCache};
 use sink::{send_reply, StreamSink};
@@ -444,15 +443,17 @@ impl Session {
 
     /// Puts a task back, or lets it go when it is done: its answer framed
     /// and nothing more to read for it. A request body still coming then
-    /// is stopped with RST_STREAM(NO_ERROR), as RFC 9113 §8.1 allows after
-    /// a complete response (and as lighttpd does).
+    /// is dropped as it comes, for a window's worth, with the stream's
+    /// frames still judged, and then stopped with RST_STREAM(NO_ERROR), as
+    /// RFC 9113 §8.1 allows after a complete response (see the core's
+    /// `drop_body`).
     fn settle(&mut self, stream: u32, task: Task, stats: &mut Stats) {
         if !task.finished() {
             self.tasks.insert(stream, task);
             return;
         }
         if !task.body.done {
-            self.core.reset_stream(stream, ErrorCode::NO_ERROR);
+            self.core.drop_body(stream);
         } else {
             let n = self.core.body(stream).len();
             self.core.consume_body(stream, n);

@@ -58,6 +58,9 @@ impl Session {
             self.core.reset_stream(s, ErrorCode::CANCEL);
             self.drop_stream(s, io.sv);
         }
+        // A body dropped after its answer, whose client stopped sending:
+        // the client's read time-out, as for a body a backend waits for.
+        self.core.age_drains(g.max_read_idle);
         if self.open() > 0 {
             self.idle_since = now;
         } else if now.saturating_sub(self.idle_since) >= g.max_keep_alive_idle as u64 {

@@ -8,6 +8,7 @@
 //! (frames with field blocks and DATA) and `control.rs` (the rest).
 
 mod control;
+mod drain;
 mod flow;
 mod headers;
 pub mod limits;
@@ -352,6 +353,7 @@ impl Connection {
     /// be processed; those finish, later ones are ignored (the client
     /// retries them elsewhere, §6.8).
     pub fn shutdown(&mut self) {
+        self.stop_drains();
         if self.goaway_sent.is_none() && self.wants_read() {
             self.goaway_sent = Some(self.last_stream);
             encode::goaway(&mut self.out, self.last_stream, ErrorCode::NO_ERROR, b"");

@@ -317,11 +317,15 @@ impl Connection {
                 return serr(E::PROTOCOL_ERROR, "body length differs from content-length");
             }
         }
+        if s.drain.is_some() {
+            self.drop_data(id, flow, end_stream);
+            return Ok(());
+        }
         s.body.extend_from_slice(data);
         // Padding is nobody's to consume: its credit goes back now.
         let pad = flow - data.len();
         if pad > 0 && !end_stream {
-            credit_padding(s, id, pad, self.cfg.stream_window, &mut self.out);
+            credit_stream(s, id, pad, self.cfg.stream_window, &mut self.out);
         }
         self.credit_conn(pad);
         self.events.push_back(Event::Data {
@@ -354,11 +358,18 @@ impl Connection {
     }
 }
 
-/// Padding's credit on stream `id` back to the client: a WINDOW_UPDATE once
-/// enough is due (the connection's comes back with `credit_conn`).
+/// `n` bytes' credit on stream `id` back to the client (padding, or a
+/// dropped body): a WINDOW_UPDATE once enough is due (the connection's
+/// comes back with `credit_conn`).
 #[inline]
-fn credit_padding(s: &mut Stream, id: StreamId, pad: usize, window: u32, out: &mut Vec<u8>) {
-    s.recv_unacked += pad as u32;
+pub(super) fn credit_stream(
+    s: &mut Stream,
+    id: StreamId,
+    n: usize,
+    window: u32,
+    out: &mut Vec<u8>,
+) {
+    s.recv_unacked += n as u32;
     if flow::due(s.recv_unacked, window) {
         encode::window_update(out, id, s.recv_unacked);
         s.recv_window += s.recv_unacked as i64;

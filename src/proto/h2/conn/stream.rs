@@ -57,6 +57,8 @@ pub struct Stream {
     pub queued_at: Option<u8>,
     /// A final (non-1xx) response head was sent.
     pub response_started: bool,
+    /// The answer is complete and the body is dropped as it comes.
+    pub drain: Option<super::drain::Drain>,
 }
 
 impl Stream {
@@ -78,6 +80,7 @@ impl Stream {
             ready: false,
             queued_at: None,
             response_started: false,
+            drain: None,
         }
     }
 

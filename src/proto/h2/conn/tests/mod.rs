@@ -1,6 +1,7 @@
 //! A scripted client for the connection: builds frames as byte strings,
 //! feeds them, and reads back what the server queued.
 
+mod drain;
 mod flow;
 mod limits;
 mod scheduling;
