@@ -284,7 +284,15 @@ impl Connection {
     /// connection waits for then.
     pub fn drive(&mut self, cx: &mut Ctx<'_>) -> Drive {
         match self.mode {
-            Mode::Http1 => self.drive_h1(cx),
+            Mode::Http1 => {
+                self.drive_h1(cx);
+                // The preface (or ALPN) made it HTTP/2: the session answers
+                // the frames that came with it now, not at the next event
+                // (over TLS that was the next tick, a second later).
+                if self.mode == Mode::Http2 {
+                    self.drive_h2(cx);
+                }
+            }
             Mode::Http2 => self.drive_h2(cx),
             Mode::Closed => {}
         }
