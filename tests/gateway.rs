@@ -2591,3 +2591,47 @@ fn a_spawned_backend_in_two_virtual_hosts_runs_once() {
     let children = children_of(s.pid());
     assert_eq!(children.len(), 1, "one php-cgi: {children:?}");
 }
+
+/// SERVER_NAME is the Host without its port, an IPv6 literal with its
+/// brackets (`Host: [::1]` gave `[:`), for SCGI, FastCGI and CGI alike, as
+/// lighttpd sets it.
+#[test]
+fn server_name_is_the_host_without_its_port_brackets_and_all() {
+    let d = Docroot::new();
+    let (_scgi, port) = scgi_backend(&["tcp"]);
+    let sock = d.base.join("fcgi.socket");
+    let _flup = flup_backend(&sock);
+    d.file("env.sh", b"#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nSERVER_NAME=%s\\n' \"$SERVER_NAME\"\n");
+    set_mode(&d.path("env.sh"), 0o755);
+    let conf = conf_for(
+        &d,
+        &format!(
+            "server.modules += ( \"mod_scgi\", \"mod_fastcgi\", \"mod_cgi\" )\n\
+             scgi.server = ( \"/scgi\" => ( ( {} ) ) )\n\
+             fastcgi.server = ( \"/wsgi\" => ( ( {} ) ) )\n\
+             cgi.assign = ( \".sh\" => \"\" )\n",
+            tcp_host(&port),
+            unix_host(&sock)
+        ),
+    );
+    let s = start_conf(&d, &conf);
+    let hosts = [
+        ("[::1]", "[::1]"),
+        ("[::1]:8080", "[::1]"),
+        ("app.test:8080", "app.test"),
+        ("app.test", "app.test"),
+    ];
+    for path in ["/scgi/x", "/wsgi/x", "/env.sh"] {
+        for (host, name) in hosts {
+            let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+            let r = fetch(&s, req.as_bytes());
+            assert_eq!(r.status, 200, "{path} Host {host}: {}", r.describe());
+            assert_eq!(
+                env_of(&r, "SERVER_NAME").as_deref(),
+                Some(name),
+                "{path} Host {host}:\n{}",
+                body_text(&r)
+            );
+        }
+    }
+}

@@ -210,10 +210,10 @@ fn split_script(path: &str, split: usize, root_script: bool) -> (&str, &str) {
     }
 }
 
-/// SERVER_NAME: the Host without its port.
+/// SERVER_NAME: the Host without its port, an IPv6 literal with its
+/// brackets (`[::1]`, also from `[::1]:8080`), as lighttpd sets it.
 pub(super) fn host_name(host: &[u8]) -> &str {
-    let name = std::str::from_utf8(host).unwrap_or("");
-    name.rsplit_once(':').map_or(name, |(h, _)| h)
+    super::host_without_port(std::str::from_utf8(host).unwrap_or(""))
 }
 
 /// The listener's port, and its own address or (bound to all) the socket's.

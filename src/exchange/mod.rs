@@ -543,7 +543,7 @@ fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
     }
 }
 
-fn host_without_port(host: &str) -> &str {
+pub(super) fn host_without_port(host: &str) -> &str {
     if host.starts_with('[') {
         return host
             .split(']')

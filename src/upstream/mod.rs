@@ -54,18 +54,21 @@
 //!
 //! Two answers are not passed on: an authorizer's 200 (FastCGI's Authorizer
 //! role: the request goes on, with its `Variable-`s) and a local redirect
-//! (`Location: /path` alone). For both the connection runs the request again
-//! (`GwClient::rerun`, [`crate::handler::rerun`]).
+//! (`Location: /path` alone). For both the client's sink hears
+//! [`crate::msg::Sink::rerun`], and its connection runs the request again
+//! ([`crate::exchange::rerun`]).
 //!
-//! Where things are: this file has the types (routes, hosts, the client's
-//! [`GwClient`], [`BackendConn`], [`Gateways`]) and a request's way through
-//! them (dispatch, backend I/O, time-outs). Beside it: `answer` (the
-//! backend's answer to the client, local redirects, X-Sendfile,
-//! [`fail_client`]), `keep` (keep-conn and the FCGI_GET_VALUES probe),
-//! `process` (`bin-path` backends: start, restart, stop), `reconfigure`
-//! (graceful restart); the protocols' encodings in [`cgi`], [`scgi`],
-//! [`uwsgi`] and [`fastcgi`], the request body in [`upload`], and the
-//! `scgi.server`/`fastcgi.server` syntax in [`config`].
+//! Where things are: this file has the types (routes, hosts, [`Gateways`]).
+//! Beside it: `job` (the upstream side of one exchange, [`Job`], named by a
+//! [`JobId`]), `dispatch` (a job's way to a backend: balance, caps, disabled
+//! backends, the queue), `backend` (a backend connection, its I/O in
+//! `transfer` and what a failure comes to in `failure`), `tick` (the
+//! time-outs), `answer` (the backend's answer to the client's sink, local
+//! redirects, X-Sendfile), `keep` (keep-conn and the FCGI_GET_VALUES
+//! probe), `process` (`bin-path` backends: start, restart, stop),
+//! `reconfigure` (graceful restart); the protocols' encodings in [`cgi`],
+//! [`scgi`], [`uwsgi`] and [`fastcgi`], the request body in [`upload`], and
+//! the `scgi.server`/`fastcgi.server` syntax in [`config`].
 
 mod answer;
 mod backend;
