@@ -1,13 +1,23 @@
-//! HTTP dates (RFC 9110 §5.6.7): formatting IMF-fixdate and parsing the three
-//! forms a client may send.
+//! HTTP dates (RFC 9110 §5.6.7) on the `httpdate` crate: formatting
+//! IMF-fixdate and parsing the three forms a client may send, without
+//! allocating and refusing dates that do not exist ("31 Feb") or whose
+//! weekday is wrong. The broken-down time (`utc_parts`) stays here for the
+//! access log's and the listing's formats, which are not HTTP dates.
 
-const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use httpdate::HttpDate;
+
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
 /// Length of an IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
 pub const HTTP_DATE_LEN: usize = 29;
+
+/// The last second `httpdate` formats: 9999-12-31 23:59:59 (it panics past
+/// it, and before the epoch).
+const LAST_SECOND: i64 = 253_402_300_799;
 
 /// Civil date from days since 1970-01-01 (proleptic Gregorian).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
@@ -23,18 +33,8 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// Days since 1970-01-01 of a civil date.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Broken-down UTC time: (year, month 1-12, day, hour, minute, second, weekday index into DAYS).
+/// Broken-down UTC time: (year, month 1-12, day, hour, minute, second, days
+/// since 1970-01-01 modulo 7, 0 being a Thursday).
 pub fn utc_parts(unix: i64) -> (i64, u32, u32, u32, u32, u32, usize) {
     let days = unix.div_euclid(86_400);
     let secs = unix.rem_euclid(86_400) as u32;
@@ -50,24 +50,15 @@ pub fn utc_parts(unix: i64) -> (i64, u32, u32, u32, u32, u32, usize) {
     )
 }
 
-fn two(out: &mut [u8], v: u32) {
-    out[0] = b'0' + (v / 10 % 10) as u8;
-    out[1] = b'0' + (v % 10) as u8;
-}
-
-/// Formats `unix` (seconds since the epoch) as an IMF-fixdate.
+/// Formats `unix` (seconds since the epoch, clamped to 1970..=9999) as an
+/// IMF-fixdate, into a fixed array: the clock does this once a second and
+/// the static-file cache once per file, and neither wants a `String`.
 pub fn format_http_date(unix: i64) -> [u8; HTTP_DATE_LEN] {
-    let (y, mo, d, h, mi, s, wd) = utc_parts(unix);
-    let mut out = *b"Thu, 01 Jan 1970 00:00:00 GMT";
-    out[0..3].copy_from_slice(DAYS[wd].as_bytes());
-    two(&mut out[5..7], d);
-    out[8..11].copy_from_slice(MONTHS[(mo - 1) as usize].as_bytes());
-    let y = y.clamp(0, 9999) as u32;
-    two(&mut out[12..14], y / 100);
-    two(&mut out[14..16], y % 100);
-    two(&mut out[17..19], h);
-    two(&mut out[20..22], mi);
-    two(&mut out[23..25], s);
+    use std::io::Write;
+    let at = UNIX_EPOCH + Duration::from_secs(unix.clamp(0, LAST_SECOND) as u64);
+    let mut out = [b' '; HTTP_DATE_LEN];
+    // `HttpDate`'s Display writes exactly HTTP_DATE_LEN bytes.
+    let _ = write!(&mut out[..], "{}", HttpDate::from(at));
     out
 }
 
@@ -85,62 +76,14 @@ pub fn format_clf_date(unix: i64) -> String {
     )
 }
 
-fn month_index(s: &str) -> Option<u32> {
-    MONTHS.iter().position(|m| *m == s).map(|i| i as u32 + 1)
-}
-
-fn parse_hms(s: &str) -> Option<(u32, u32, u32)> {
-    let mut it = s.split(':');
-    let h = it.next()?.parse().ok()?;
-    let m = it.next()?.parse().ok()?;
-    let sec = it.next()?.parse().ok()?;
-    if it.next().is_some() || h > 23 || m > 59 || sec > 60 {
-        return None;
-    }
-    Some((h, m, sec))
-}
-
-fn to_unix(y: i64, mo: u32, d: u32, (h, mi, s): (u32, u32, u32)) -> Option<i64> {
-    if !(1..=31).contains(&d) {
-        return None;
-    }
-    Some(days_from_civil(y, mo, d) * 86_400 + (h * 3600 + mi * 60 + s) as i64)
-}
-
-/// Parses an HTTP date in IMF-fixdate, RFC 850 or asctime form.
+/// Parses an HTTP date in IMF-fixdate, RFC 850 or asctime form (leading and
+/// trailing whitespace allowed); `None` for anything else, including dates
+/// that do not exist.
 pub fn parse_http_date(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let parts: Vec<&str> = s.split_ascii_whitespace().collect();
-    match parts.as_slice() {
-        // Sun, 06 Nov 1994 08:49:37 GMT
-        [_, d, mo, y, t, "GMT"] if parts[0].ends_with(',') => {
-            let y: i64 = y.parse().ok()?;
-            to_unix(y, month_index(mo)?, d.parse().ok()?, parse_hms(t)?)
-        }
-        // Sunday, 06-Nov-94 08:49:37 GMT
-        [_, dmy, t, "GMT"] => {
-            let mut it = dmy.split('-');
-            let d = it.next()?.parse().ok()?;
-            let mo = month_index(it.next()?)?;
-            let y: i64 = it.next()?.parse().ok()?;
-            let y = if y < 70 {
-                2000 + y
-            } else if y < 100 {
-                1900 + y
-            } else {
-                y
-            };
-            to_unix(y, mo, d, parse_hms(t)?)
-        }
-        // Sun Nov  6 08:49:37 1994
-        [_, mo, d, t, y] => to_unix(
-            y.parse().ok()?,
-            month_index(mo)?,
-            d.parse().ok()?,
-            parse_hms(t)?,
-        ),
-        _ => None,
-    }
+    let at: SystemTime = s.parse::<HttpDate>().ok()?.into();
+    at.duration_since(UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs() as i64)
 }
 
 #[cfg(test)]
@@ -180,10 +123,40 @@ mod tests {
             ("bad hour", "Sun, 06 Nov 1994 28:49:37 GMT", None),
             ("not GMT", "Sun, 06 Nov 1994 08:49:37 CET", None),
             ("empty", "", None),
+            ("31 February", "Sat, 31 Feb 2024 08:49:37 GMT", None),
+            (
+                "29 February of a common year",
+                "Thu, 29 Feb 2023 00:00:00 GMT",
+                None,
+            ),
+            ("the wrong weekday", "Mon, 06 Nov 1994 08:49:37 GMT", None),
+            ("day 32", "Wed, 32 Nov 1994 08:49:37 GMT", None),
+            ("minute 60", "Sun, 06 Nov 1994 08:60:37 GMT", None),
+            ("before the epoch", "Wed, 31 Dec 1969 23:59:59 GMT", None),
+            ("non-ASCII", "Sun, 06 Nov 1994 08:49:37 GMT\u{e9}", None),
+            (
+                "surrounding blanks",
+                " Sun, 06 Nov 1994 08:49:37 GMT ",
+                Some(784_111_777),
+            ),
+            (
+                "leap day",
+                "Thu, 29 Feb 2024 00:00:00 GMT",
+                Some(1_709_164_800),
+            ),
         ];
         for (what, s, want) in cases {
             assert_eq!(parse_http_date(s), want, "{what}: {s:?}");
         }
+    }
+
+    #[test]
+    fn formats_out_of_range_times_clamped_instead_of_panicking() {
+        assert_eq!(&format_http_date(-5), b"Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(
+            &format_http_date(i64::MAX),
+            b"Fri, 31 Dec 9999 23:59:59 GMT"
+        );
     }
 
     #[test]

@@ -1198,19 +1198,46 @@ fn includes_and_globs() {
 }
 
 #[test]
-fn glob_match_table() {
-    let cases = [
-        ("*.conf", "a.conf", true),
-        ("*.conf", "a.txt", false),
-        ("?.conf", "ab.conf", false),
-        ("[0-9]*", "10-a", true),
-        ("[!0-9]*", "10-a", false),
-        ("a[bc]d", "acd", true),
+fn glob_patterns_name_the_files_sorted() {
+    let dir = std::env::temp_dir().join(format!("glint-config-glob-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for d in ["c1", "c2", "d"] {
+        let _ = std::fs::create_dir_all(dir.join(d));
+    }
+    for f in [
+        "10-a.conf",
+        "20-b.conf",
+        "a.txt",
+        ".hidden.conf",
+        "c1/x.conf",
+        "c2/x.conf",
+        "d/x.conf",
+    ] {
+        let _ = std::fs::write(dir.join(f), "");
+    }
+    let names = |pat: &str| -> Vec<String> {
+        match parser::expand(&dir.join(pat)) {
+            Ok(v) => v
+                .iter()
+                .map(|p| p.strip_prefix(&dir).unwrap_or(p).display().to_string())
+                .collect(),
+            Err(e) => vec![format!("error: {e}")],
+        }
+    };
+    let cases: [(&str, &[&str]); 8] = [
+        ("*.conf", &["10-a.conf", "20-b.conf"]),
+        ("?0-b.conf", &["20-b.conf"]),
+        ("[0-9]*", &["10-a.conf", "20-b.conf"]),
+        ("[!0-9]*", &["a.txt", "c1", "c2", "d"]),
+        ("c[12]/*.conf", &["c1/x.conf", "c2/x.conf"]),
+        ("*x.conf", &[]),
+        (".*.conf", &[".hidden.conf"]),
+        ("plain.conf", &["plain.conf"]),
     ];
-    for (pat, name, want) in cases {
-        let p: Vec<char> = pat.chars().collect();
-        let n: Vec<char> = name.chars().collect();
-        assert_eq!(parser::glob_match(&p, &n), want, "{pat} vs {name}");
+    let got: Vec<_> = cases.iter().map(|(p, _)| names(p)).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    for ((pat, want), got) in cases.iter().zip(got) {
+        assert_eq!(got, *want, "{pat}");
     }
 }
 

@@ -12,7 +12,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
-use super::{der, TlsError};
+use super::{x509, TlsError};
 
 /// Largest certificate, key, CA or CRL file read. lighttpd allows 512 MB
 /// and "expects < 1 MB"; a full CA bundle is some 220 kB.
@@ -96,31 +96,31 @@ pub(crate) fn certified_key(
     let Some(leaf) = chain.first() else {
         return Err(file_err(pemfile, "no certificate in the file"));
     };
-    let fields = der::cert(leaf.as_ref())
+    let fields = x509::cert(leaf.as_ref())
         .ok_or_else(|| file_err(pemfile, "the certificate does not parse"))?;
     let names = fields
         .dns_names
         .iter()
-        .map(|n| String::from_utf8_lossy(n).to_ascii_lowercase())
+        .map(|n| n.to_ascii_lowercase())
         .collect();
     let (not_before, not_after, must_staple) =
         (fields.not_before, fields.not_after, fields.must_staple);
     if chain.len() == 1 && fields.subject != fields.issuer {
         if let Some(ca) = ca {
             let mut extra = Vec::new();
-            let mut issuer = fields.issuer.to_vec();
+            let mut issuer = fields.issuer.clone();
             while extra.len() < MAX_CHAIN {
                 let Some((c, f)) = ca
                     .iter()
-                    .filter_map(|c| der::cert(c.as_ref()).map(|f| (c, f)))
-                    .find(|(_, f)| f.subject == issuer.as_slice())
+                    .filter_map(|c| x509::cert(c.as_ref()).map(|f| (c, f)))
+                    .find(|(_, f)| f.subject == issuer)
                 else {
                     break;
                 };
                 if f.subject == f.issuer {
                     break; // the root stays out
                 }
-                issuer = f.issuer.to_vec();
+                issuer = f.issuer;
                 extra.push(c.clone());
             }
             chain.extend(extra);
@@ -177,8 +177,8 @@ pub(crate) fn dn_subjects(path: &Path) -> Result<Vec<Vec<u8>>, TlsError> {
     certs
         .iter()
         .map(|c| {
-            der::cert(c.as_ref())
-                .map(|f| f.subject.to_vec())
+            x509::cert(c.as_ref())
+                .map(|f| f.subject)
                 .ok_or_else(|| file_err(path, "a certificate does not parse"))
         })
         .collect()
@@ -198,7 +198,7 @@ pub(crate) fn crls(path: &Path) -> Result<Vec<CertificateRevocationListDer<'stat
 /// An OCSP response (DER) and its nextUpdate.
 pub(crate) fn staple(path: &Path) -> Result<(Vec<u8>, Option<i64>), TlsError> {
     let data = read_file(path, MAX_OCSP_FILE)?;
-    let next = der::ocsp_next_update(&data)
+    let next = x509::ocsp_next_update(&data)
         .map_err(|()| file_err(path, "not a successful DER OCSP response"))?;
     Ok((data, next))
 }

@@ -50,12 +50,12 @@ pub mod ciphers;
 pub mod conf_cmd;
 mod conn;
 mod context;
-mod der;
 mod load;
 pub mod options;
 mod slot;
 mod tickets;
 mod verify;
+mod x509;
 
 #[cfg(test)]
 mod tests;
@@ -111,17 +111,13 @@ pub struct CertSummary {
 
 /// The validity, serial, issuer key id and names of a DER certificate.
 pub fn cert_summary(der: &[u8]) -> Option<CertSummary> {
-    let c = der::cert(der)?;
+    let c = x509::cert(der)?;
     Some(CertSummary {
         not_before: c.not_before,
         not_after: c.not_after,
-        serial: c.serial.to_vec(),
-        aki: c.aki.map(<[u8]>::to_vec),
-        dns_names: c
-            .dns_names
-            .iter()
-            .map(|n| String::from_utf8_lossy(n).to_ascii_lowercase())
-            .collect(),
+        serial: c.serial,
+        aki: c.aki,
+        dns_names: c.dns_names.iter().map(|n| n.to_ascii_lowercase()).collect(),
     })
 }
 

@@ -17,8 +17,8 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{DigitallySignedStruct, DistinguishedName, Error, SignatureScheme};
 
-use super::der;
 use super::options::VerifySpec;
+use super::x509;
 
 #[derive(Debug)]
 pub(crate) struct ClientVerifier {
@@ -84,8 +84,8 @@ impl ClientVerifier {
         self.inner
             .verify_client_cert(end_entity, intermediates, now)?;
         if let Some(dn) = &self.dn_issuers {
-            let issuer = der::cert(end_entity.as_ref()).map(|c| c.issuer);
-            if !issuer.is_some_and(|i| dn.iter().any(|d| d.as_slice() == i)) {
+            let issuer = x509::cert(end_entity.as_ref()).map(|c| c.issuer);
+            if !issuer.is_some_and(|i| dn.contains(&i)) {
                 return Err(Error::General(
                     "certificate not issued by a CA in ssl.ca-dn-file".to_string(),
                 ));
@@ -185,27 +185,25 @@ impl ClientCertInfo {
             // lighttpd stops at the verdict when verification failed.
             return Self::verdict(format!("FAILED:{e}"));
         }
-        let Some(c) = der::cert(leaf.as_ref()) else {
+        let Some(c) = x509::cert(leaf.as_ref()) else {
             return Self::verdict("FAILED:unparsable certificate".to_string());
         };
-        let entries = der::name_entries(c.subject).unwrap_or_default();
         let mut subject = Vec::new();
         let mut oneline = Vec::new();
-        for (oid, tag, value) in entries {
-            let v = der::string_value(tag, value);
-            match der::short_name(oid) {
+        for a in c.subject_entries() {
+            match a.short_name {
                 Some(sn) => {
-                    oneline.push(format!("{sn} = {}", oneline_value(&v)));
-                    subject.push((sn.to_string(), v));
+                    oneline.push(format!("{sn} = {}", oneline_value(&a.value)));
+                    subject.push((sn.to_string(), a.value));
                 }
-                None => oneline.push(format!("{} = {}", der::dotted(oid), oneline_value(&v))),
+                None => oneline.push(format!("{} = {}", a.dotted, oneline_value(&a.value))),
             }
         }
         let mut info = ClientCertInfo {
             verify: "SUCCESS".to_string(),
             subject_dn: oneline.join(", "),
             subject,
-            serial: serial_hex(c.serial),
+            serial: serial_hex(&c.serial),
             username: None,
             cert_pem: spec.export_cert.then(|| pem(leaf.as_ref())),
         };
@@ -265,23 +263,10 @@ fn serial_hex(serial: &[u8]) -> String {
 
 /// PEM encoding of a certificate, 64 base64 characters a line.
 pub(crate) fn pem(der: &[u8]) -> String {
-    const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut b64 = Vec::with_capacity(der.len().div_ceil(3) * 4);
-    for chunk in der.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (*b as u32) << (16 - 8 * i));
-        for i in 0..4 {
-            b64.push(if i <= chunk.len() {
-                B64[(n >> (18 - 6 * i)) as usize & 63]
-            } else {
-                b'='
-            });
-        }
-    }
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
-    for line in b64.chunks(64) {
+    for line in b64.as_bytes().chunks(64) {
         out.push_str(&String::from_utf8_lossy(line));
         out.push('\n');
     }

@@ -18,7 +18,7 @@ use base64::Engine as _;
 use md5::Md5;
 use sha1::Sha1;
 use sha2::digest::Digest;
-use sha2::{Sha256, Sha512};
+use sha_crypt::PasswordVerifier as _;
 
 mod des;
 
@@ -27,7 +27,7 @@ pub use des::des_crypt;
 /// The crypt(3) alphabet: 64 characters, 6 bits each.
 const ITOA64: &[u8; 64] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-/// glibc's SHA-crypt bounds: `rounds=` below 1000 or above 999,999,999 is
+/// glibc's SHA-crypt bounds (the same as `sha_crypt::Params`'s): `rounds=` below 1000 or above 999,999,999 is
 /// clamped, so a stored string holding such a value never matches crypt(3)'s output.
 pub const SHA_CRYPT_ROUNDS_MIN: u32 = 1_000;
 /// See [`SHA_CRYPT_ROUNDS_MIN`].
@@ -35,6 +35,9 @@ pub const SHA_CRYPT_ROUNDS_MAX: u32 = 999_999_999;
 /// SHA-crypt's rounds when the string names none.
 pub const SHA_CRYPT_ROUNDS_DEFAULT: u32 = 5_000;
 /// SHA-crypt uses at most 16 salt characters; MD5-crypt and apr1 at most 8.
+/// MD5-crypt stays here: no maintained crate has it (RustCrypto's
+/// password-hashes have SHA-crypt, bcrypt's in `bcrypt`), and it is 50
+/// lines that the vectors of htpasswd and openssl check.
 const SHA_CRYPT_SALT_MAX: usize = 16;
 const MD5_CRYPT_SALT_MAX: usize = 8;
 
@@ -79,13 +82,9 @@ enum Form {
     Md5 { salt: String, stored: String },
     /// Traditional DES: the 13 characters (salt first).
     Des(String),
-    /// SHA-crypt: `rounds` is `Some` when the string spells `rounds=N$`
-    /// (crypt(3) repeats it in its output then, even for 5000).
-    Sha {
-        salt: String,
-        rounds: Option<u32>,
-        stored: String,
-    },
+    /// SHA-crypt: the whole string, which RustCrypto's `sha-crypt` reads
+    /// (rounds, salt, digest) and checks in constant time.
+    Sha(String),
 }
 
 impl PasswordHash {
@@ -160,14 +159,14 @@ impl PasswordHash {
                     stored.as_bytes(),
                 )
             }
-            Form::Sha {
-                salt,
-                rounds,
-                stored,
-            } => {
-                let sha512 = matches!(self.scheme, Scheme::Sha512Crypt { .. });
-                let computed = sha_crypt(sha512, password, salt.as_bytes(), *rounds);
-                super::ct_eq(computed.as_bytes(), stored.as_bytes())
+            Form::Sha(stored) => {
+                let algorithm = match self.scheme {
+                    Scheme::Sha512Crypt { .. } => sha_crypt::Algorithm::Sha512Crypt,
+                    _ => sha_crypt::Algorithm::Sha256Crypt,
+                };
+                sha_crypt::ShaCrypt::from(algorithm)
+                    .verify_password(password, stored.as_str())
+                    .is_ok()
             }
         }
     }
@@ -208,7 +207,14 @@ impl PasswordHash {
                     t.push_str(&format!("rounds={rounds}$"));
                 }
                 let len = if sha512 { 86 } else { 43 };
-                t.push_str(&format!("{}${}", crypt_chars(16, 0), crypt_chars(len, 16)));
+                t.push_str(&format!(
+                    "{}${}",
+                    crypt_chars(16, 0),
+                    crypt_chars(len - 1, 16)
+                ));
+                // The last character carries the digest's last bits only.
+                let last = random[63] % sha_last_char_limit(sha512);
+                t.push(ITOA64[usize::from(last)] as char);
                 t
             }
         };
@@ -221,10 +227,7 @@ impl PasswordHash {
     /// SHA-crypt); `None` for `{SHA}`, kept as its digest.
     pub fn stored(&self) -> Option<&str> {
         match &self.form {
-            Form::Bcrypt(s)
-            | Form::Md5 { stored: s, .. }
-            | Form::Sha { stored: s, .. }
-            | Form::Des(s) => Some(s),
+            Form::Bcrypt(s) | Form::Md5 { stored: s, .. } | Form::Sha(s) | Form::Des(s) => Some(s),
             Form::Sha1(_) => None,
         }
     }
@@ -339,6 +342,16 @@ fn parse_sha(s: &str, rest: &str, sha512: bool) -> Result<PasswordHash, Unsuppor
     if digest.len() != want || !digest.bytes().all(|b| ITOA64.contains(&b)) {
         return bad(format!("digest is not {want} characters of [./0-9A-Za-z]"));
     }
+    let last = digest.as_bytes()[want - 1];
+    let last_value = ITOA64.iter().position(|&c| c == last).unwrap_or(0);
+    if last_value >= usize::from(sha_last_char_limit(sha512)) {
+        return bad("digest's last character has bits crypt(3) never sets".into());
+    }
+    // What the verifier will read must read now: a string it refuses would
+    // fail fast at every login, so the loader reports it instead.
+    if sha_crypt::PasswordHashRef::new(s).is_err() {
+        return bad("is not in the modular crypt format".into());
+    }
     let r = rounds.unwrap_or(SHA_CRYPT_ROUNDS_DEFAULT);
     let scheme = if sha512 {
         Scheme::Sha512Crypt { rounds: r }
@@ -347,12 +360,20 @@ fn parse_sha(s: &str, rest: &str, sha512: bool) -> Result<PasswordHash, Unsuppor
     };
     Ok(PasswordHash {
         scheme,
-        form: Form::Sha {
-            salt: salt.to_string(),
-            rounds,
-            stored: s.to_string(),
-        },
+        form: Form::Sha(s.to_string()),
     })
+}
+
+/// The last character of a SHA-crypt digest encodes 4 bits (SHA-256: 256 =
+/// 42 * 6 + 4) or 2 (SHA-512: 512 = 85 * 6 + 2), so its value is below 16
+/// or 4; the verifier refuses other strings before hashing, which would
+/// make a dummy hash fail faster than a real one.
+fn sha_last_char_limit(sha512: bool) -> u8 {
+    if sha512 {
+        4
+    } else {
+        16
+    }
 }
 
 /// Appends `n` crypt(3) characters for the 24-bit value `b2 b1 b0`, low 6 bits first.
@@ -413,110 +434,5 @@ pub fn md5_crypt(magic: &str, pw: &[u8], salt: &[u8]) -> String {
         to64(&mut out, f[a], f[b], f[c], 4);
     }
     to64(&mut out, 0, 0, f[11], 2);
-    out
-}
-
-/// Ulrich Drepper's SHA-crypt core: the raw digest after `rounds` rounds.
-fn sha_crypt_raw<D: Digest + Clone>(
-    pw: &[u8],
-    salt: &[u8],
-    rounds: u32,
-) -> sha2::digest::Output<D> {
-    let n = <D as Digest>::output_size();
-    let b = D::new()
-        .chain_update(pw)
-        .chain_update(salt)
-        .chain_update(pw)
-        .finalize();
-    let mut a = D::new();
-    a.update(pw);
-    a.update(salt);
-    for chunk in pw.chunks(n) {
-        a.update(&b[..chunk.len()]);
-    }
-    let mut i = pw.len();
-    while i > 0 {
-        if i & 1 == 1 {
-            a.update(&b)
-        } else {
-            a.update(pw)
-        }
-        i >>= 1;
-    }
-    let a = a.finalize();
-    let mut dp = D::new();
-    for _ in 0..pw.len() {
-        dp.update(pw);
-    }
-    let dp = dp.finalize();
-    let p: Vec<u8> = dp.iter().copied().cycle().take(pw.len()).collect();
-    let mut ds = D::new();
-    for _ in 0..16 + usize::from(a[0]) {
-        ds.update(salt);
-    }
-    let ds = ds.finalize();
-    let s: Vec<u8> = ds.iter().copied().cycle().take(salt.len()).collect();
-    let mut c = a;
-    for r in 0..rounds {
-        let mut h = D::new();
-        if r & 1 == 1 {
-            h.update(&p)
-        } else {
-            h.update(&c)
-        }
-        if r % 3 != 0 {
-            h.update(&s)
-        }
-        if r % 7 != 0 {
-            h.update(&p)
-        }
-        if r & 1 == 1 {
-            h.update(&c)
-        } else {
-            h.update(&p)
-        }
-        c = h.finalize();
-    }
-    c
-}
-
-/// SHA-crypt (`$5$` SHA-256, `$6$` SHA-512) as the whole string crypt(3)
-/// returns: `rounds=N$` appears only when the input named it.
-pub fn sha_crypt(sha512: bool, pw: &[u8], salt: &[u8], rounds: Option<u32>) -> String {
-    let salt = &salt[..salt.len().min(SHA_CRYPT_SALT_MAX)];
-    let r = rounds
-        .unwrap_or(SHA_CRYPT_ROUNDS_DEFAULT)
-        .clamp(SHA_CRYPT_ROUNDS_MIN, SHA_CRYPT_ROUNDS_MAX);
-    let mut out = String::from(if sha512 { "$6$" } else { "$5$" });
-    if rounds.is_some() {
-        out.push_str(&format!("rounds={r}$"));
-    }
-    out.push_str(&String::from_utf8_lossy(salt));
-    out.push('$');
-    if sha512 {
-        let c = sha_crypt_raw::<Sha512>(pw, salt, r);
-        for i in 0..21 {
-            // glibc's order: (0,21,42), (22,43,1), (44,2,23), then repeating.
-            let (x, y, z) = match i % 3 {
-                0 => (i, i + 21, i + 42),
-                1 => (i + 21, i + 42, i),
-                _ => (i + 42, i, i + 21),
-            };
-            to64(&mut out, c[x], c[y], c[z], 4);
-        }
-        to64(&mut out, 0, 0, c[63], 2);
-    } else {
-        let c = sha_crypt_raw::<Sha256>(pw, salt, r);
-        for i in 0..10 {
-            // glibc's order: (0,10,20), (21,1,11), (12,22,2), then repeating.
-            let (x, y, z) = match i % 3 {
-                0 => (i, i + 10, i + 20),
-                1 => (i + 20, i, i + 10),
-                _ => (i + 10, i + 20, i),
-            };
-            to64(&mut out, c[x], c[y], c[z], 4);
-        }
-        to64(&mut out, 0, c[31], c[30], 3);
-    }
     out
 }

@@ -1,7 +1,7 @@
 //! Password hash vectors, each made by a real tool on Debian 13 (the tool
 //! is named per case) and committed as a literal.
 
-use crate::authn::crypt::{md5_crypt, sha_crypt, PasswordHash, Scheme};
+use crate::authn::crypt::{md5_crypt, PasswordHash, Scheme};
 
 /// (source, stored hash, right password, scheme it parses to)
 const VECTORS: &[(&str, &str, &str, Scheme)] = &[
@@ -62,13 +62,21 @@ fn real_vectors_verify_and_near_misses_do_not() {
 fn crypt_functions_reproduce_the_tools_strings() {
     // The whole string, as crypt(3) would return it (rounds= kept iff given).
     let cases: &[(&str, String, &str)] = &[
-        ("openssl -1", md5_crypt("$1$", b"password", b"abcdefgh"), "$1$abcdefgh$G//4keteveJp0qb8z2DxG/"),
-        ("openssl -apr1", md5_crypt("$apr1$", b"password", b"12345678"), "$apr1$12345678$9pHAGSBYtlmFtid2xxNog0"),
-        ("salt over 8 is cut", md5_crypt("$1$", b"password", b"abcdefghXYZ"), "$1$abcdefgh$G//4keteveJp0qb8z2DxG/"),
-        ("openssl -5", sha_crypt(false, b"Hello world!", b"saltstring", None), "$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5"),
-        ("mkpasswd -R 5000", sha_crypt(false, b"Hello world!", b"saltstring", Some(5000)), "$5$rounds=5000$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5"),
-        ("salt over 16 is cut", sha_crypt(false, b"truncated salt", b"saltsaltsaltsaltEXTRA", None), "$5$saltsaltsaltsalt$IQ0N6RK2au3e1ZIwmwiPPApabNT2vPdu/yM1ENpq4b/"),
-        ("openssl -6", sha_crypt(true, b"pw", b"saltsalt", None), "$6$saltsalt$pauPrmdmG4BTE9h2HPmywiw152IFch6BJCEsaY6D.PLTfpV8sqvXwWdyfsgVgozkYH9B80bAip/08R2BPH2xk/"),
+        (
+            "openssl -1",
+            md5_crypt("$1$", b"password", b"abcdefgh"),
+            "$1$abcdefgh$G//4keteveJp0qb8z2DxG/",
+        ),
+        (
+            "openssl -apr1",
+            md5_crypt("$apr1$", b"password", b"12345678"),
+            "$apr1$12345678$9pHAGSBYtlmFtid2xxNog0",
+        ),
+        (
+            "salt over 8 is cut",
+            md5_crypt("$1$", b"password", b"abcdefghXYZ"),
+            "$1$abcdefgh$G//4keteveJp0qb8z2DxG/",
+        ),
     ];
     for (what, got, want) in cases {
         assert_eq!(got, want, "{what}");
@@ -224,6 +232,38 @@ fn dummies_have_the_scheme_asked_for_and_never_verify() {
         assert!(!d.verify(b"password"), "{s:?}");
         assert!(!d.verify(b""), "{s:?}");
     }
+}
+
+#[test]
+fn sha_crypt_dummies_reach_the_digest_compare() {
+    use sha_crypt::{Algorithm, PasswordVerifier, ShaCrypt};
+    // Every value the last character can take (below 16): it
+    // must decode, or the crate refuses before hashing (a faster "no").
+    for fill in 0..16u8 {
+        let random = [fill; 64];
+        for (scheme, algorithm) in [
+            (Scheme::Sha256Crypt { rounds: 1000 }, Algorithm::Sha256Crypt),
+            (Scheme::Sha512Crypt { rounds: 1000 }, Algorithm::Sha512Crypt),
+        ] {
+            let d = PasswordHash::dummy(scheme, &random).unwrap_or_else(|| panic!("{fill}"));
+            let stored = d.stored().unwrap_or_default();
+            let r = ShaCrypt::from(algorithm).verify_password(b"x", stored);
+            assert_eq!(
+                r,
+                Err(sha_crypt::password_hash::Error::PasswordInvalid),
+                "{stored}"
+            );
+        }
+    }
+}
+
+#[test]
+fn sha_crypt_strings_crypt3_never_writes_are_refused_at_load() {
+    // The vector "openssl -5" with its last character's unused bits set.
+    let bad = "$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEcz";
+    assert!(PasswordHash::parse(bad).is_err());
+    let bad512 = "$6$saltsalt$pauPrmdmG4BTE9h2HPmywiw152IFch6BJCEsaY6D.PLTfpV8sqvXwWdyfsgVgozkYH9B80bAip/08R2BPH2xk5";
+    assert!(PasswordHash::parse(bad512).is_err());
 }
 
 /// Traditional DES crypt(3) against glibc's: each expected string is what

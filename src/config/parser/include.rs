@@ -5,83 +5,55 @@ use super::{lex, ConfigError, Cur, Eval, Pos, MAX_DEPTH};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-/// Matches one path component against a glob pattern (`*`, `?`, `[...]`).
-pub fn glob_match(pat: &[char], name: &[char]) -> bool {
-    match pat.first() {
-        None => name.is_empty(),
-        Some('*') => (0..=name.len()).any(|k| glob_match(&pat[1..], &name[k..])),
-        Some('?') => !name.is_empty() && glob_match(&pat[1..], &name[1..]),
-        Some('[') => {
-            let Some(end) = pat.iter().skip(2).position(|&c| c == ']').map(|p| p + 2) else {
-                return name.first() == Some(&'[') && glob_match(&pat[1..], &name[1..]);
-            };
-            let Some(&c) = name.first() else {
-                return false;
-            };
-            let mut set = &pat[1..end];
-            let negate = matches!(set.first(), Some('!') | Some('^'));
-            if negate {
-                set = &set[1..];
-            }
-            let mut hit = false;
-            let mut k = 0;
-            while k < set.len() {
-                if k + 2 < set.len() && set[k + 1] == '-' {
-                    hit |= set[k] <= c && c <= set[k + 2];
-                    k += 3;
-                } else {
-                    hit |= set[k] == c;
-                    k += 1;
-                }
-            }
-            hit != negate && glob_match(&pat[end + 1..], &name[1..])
-        }
-        Some(&p) => name.first() == Some(&p) && glob_match(&pat[1..], &name[1..]),
-    }
-}
-
 fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// The files a glob pattern names, sorted; a pattern without wildcards names itself.
-fn glob(pattern: &Path) -> Vec<PathBuf> {
-    let mut found = vec![PathBuf::new()];
-    for comp in pattern.components() {
-        let part = comp.as_os_str().to_string_lossy();
-        if !has_glob(&part) {
-            for f in &mut found {
-                f.push(comp.as_os_str());
-            }
-            continue;
-        }
-        let pat: Vec<char> = part.chars().collect();
-        let mut next = Vec::new();
-        for dir in &found {
-            let read = if dir.as_os_str().is_empty() {
-                std::fs::read_dir(".")
-            } else {
-                std::fs::read_dir(dir)
-            };
-            let Ok(read) = read else { continue };
-            let mut names: Vec<String> = read
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.starts_with('.') || pat.first() == Some(&'.'))
-                .filter(|n| glob_match(&pat, &n.chars().collect::<Vec<_>>()))
-                .collect();
-            names.sort();
-            next.extend(names.into_iter().map(|n| dir.join(n)));
-        }
-        found = next;
+/// The files a pattern names, in glob(3)'s order (sorted); a pattern
+/// without wildcards names itself, so that a missing file is an error, and
+/// a pattern that matches nothing names nothing (lighttpd's `include` of
+/// `conf.d/*.conf` in an empty directory). `*` does not match a leading dot
+/// or a `/`, as in the shell.
+pub fn expand(pattern: &Path) -> Result<Vec<PathBuf>, String> {
+    let Some(text) = pattern.to_str() else {
+        return Err(format!("{}: not UTF-8", pattern.display()));
+    };
+    if !has_glob(text) {
+        return Ok(vec![pattern.to_path_buf()]);
     }
-    found
+    // The crate's require_literal_leading_dot drops every dot file, even
+    // for a pattern `.*` (and unwraps a non-UTF-8 name on the way): the
+    // shell's rule is applied below instead.
+    let opts = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    let paths = glob::glob_with(text, opts).map_err(|e| format!("{text}: {e}"))?;
+    // An entry that cannot be read (a directory without permission on the
+    // way) matches nothing, as glob(3) without GLOB_ERR.
+    Ok(paths
+        .filter_map(Result::ok)
+        .filter(|p| !hidden_by_wildcard(pattern, p))
+        .collect())
+}
+
+/// True when a component of `found` starts with a dot that its pattern
+/// component matched with a wildcard (`*` does not match `.hidden`).
+fn hidden_by_wildcard(pattern: &Path, found: &Path) -> bool {
+    pattern.components().zip(found.components()).any(|(p, f)| {
+        let (p, f) = (
+            p.as_os_str().as_encoded_bytes(),
+            f.as_os_str().as_encoded_bytes(),
+        );
+        f.first() == Some(&b'.') && p.first() != Some(&b'.')
+    })
 }
 
 impl Eval {
     pub(super) fn include(&mut self, arg: &str, pos: &Pos) -> Result<(), ConfigError> {
         let path = self.base_dir.join(arg);
-        let files = glob(&path);
+        let files = expand(&path).map_err(|e| pos.error(format!("cannot include {e}")))?;
         for f in files {
             let text = std::fs::read_to_string(&f)
                 .map_err(|e| pos.error(format!("cannot include {}: {e}", f.display())))?;

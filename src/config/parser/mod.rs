@@ -563,4 +563,4 @@ pub fn parse(text: &str, name: &str, base_dir: &Path) -> Result<Parsed, ConfigEr
 
 // The glob matcher is checked on its own by the unit tests.
 #[cfg(test)]
-pub use include::glob_match;
+pub use include::expand;

@@ -5,6 +5,7 @@
 
 mod clients;
 mod hostile;
+mod x509;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
