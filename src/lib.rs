@@ -6,7 +6,9 @@
 //! each other.** Where a lower layer must reach a higher one, it does so
 //! through a value or a trait the lower layer defines (a handler returns a
 //! [`msg::Reply`]; an upstream answers through a [`msg::Sink`]; time-outs
-//! come back as values). `tests/layers.rs` checks every `use crate::`.
+//! come back as values). Inside a module no two files import each other
+//! (a `mod.rs` and the files below it excepted). `tests/layers.rs` checks
+//! both, from every `use` item and path in the code.
 //!
 //! 1. [`service`]: running as a daemon: pid file, privileges, socket activation, workers.
 //! 2. [`server`]: the `mio` loop: listeners, a slab of connections, backends' sockets, the tick, reload.

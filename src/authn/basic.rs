@@ -11,10 +11,11 @@
 use base64::engine::{general_purpose, DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
 
+use super::algorithm::DigestAlgorithm;
 use super::cache::AuthCache;
-use super::check::{strip_scheme, AuthRequest, AuthType, Backend, Grant, Outcome};
-use super::digest::{quote, DigestAlgorithm};
+use super::digest::quote;
 use super::require::{BackendKind, Require};
+use super::{strip_scheme, AuthRequest, AuthType, Backend, Grant, Outcome};
 
 /// lighttpd's cap on the base64 text: 1363 characters decode to at most
 /// 1023 bytes, its buffer less the NUL.

@@ -63,6 +63,7 @@
 //! rule over a cost-10 file does at most ~17 uncached Basic checks a second,
 //! and `auth.cache` is what makes such a file usable under load.
 
+mod algorithm;
 pub mod basic;
 pub mod cache;
 mod check;
@@ -75,7 +76,120 @@ pub mod userfile;
 #[cfg(test)]
 mod tests;
 
-pub use check::{challenge, check, AuthRequest, AuthType, Backend, Context, Grant, Outcome};
+pub use check::{challenge, check};
+
+use cache::AuthCache;
+use nonce::NonceKey;
+use require::BackendKind;
+use userfile::UserFile;
+
+/// What the request path knows that authentication needs.
+#[derive(Clone, Copy, Debug)]
+pub struct AuthRequest<'a> {
+    /// The decoded URL path, for log lines.
+    pub path: &'a str,
+    /// The request method as sent (`GET`): part of the Digest A2.
+    pub method: &'a str,
+    /// The request-target exactly as the client sent it: Digest's `uri`
+    /// must equal it (lighttpd compares `r->target_orig`).
+    pub target: &'a [u8],
+    /// The `Authorization` header value, if any.
+    pub authorization: Option<&'a [u8]>,
+    /// `REMOTE_USER` already set by someone else (TLS client certificate).
+    pub remote_user: Option<&'a str>,
+    /// Unix seconds.
+    pub now: i64,
+}
+
+/// The configured backend and its loaded user file (`None` when the
+/// `auth.backend.*.userfile` for it is unset).
+#[derive(Clone, Copy, Debug)]
+pub struct Backend<'a> {
+    pub kind: BackendKind,
+    pub users: Option<&'a UserFile>,
+}
+
+/// Per-scope settings and state a check uses.
+pub struct Context<'a> {
+    /// `auth.backend` and its file; `None` when `auth.backend` is unset.
+    pub backend: Option<Backend<'a>>,
+    /// `auth.cache`, when configured.
+    pub cache: Option<&'a mut AuthCache>,
+    /// The per-process nonce key (a rule's `"nonce-secret"` overrides it).
+    pub key: &'a NonceKey,
+    /// `auth.extern-authn`: a `REMOTE_USER` already set that the rule allows
+    /// lets the request through without asking for credentials.
+    pub extern_authn: bool,
+}
+
+/// `AUTH_TYPE` for gateways.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthType {
+    Basic,
+    Digest,
+}
+
+impl AuthType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthType::Basic => "Basic",
+            AuthType::Digest => "Digest",
+        }
+    }
+}
+
+/// A request let through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// `REMOTE_USER`.
+    pub user: String,
+    /// `AUTH_TYPE`; `None` when `REMOTE_USER` was already set (extern), so
+    /// nothing is to be set.
+    pub auth_type: Option<AuthType>,
+    /// The value of an `Authentication-Info` response header (Digest's `nextnonce`).
+    pub authentication_info: Option<String>,
+}
+
+/// The answer to one check; see the table in the module doc of `authn`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Granted(Grant),
+    /// 401 with one `WWW-Authenticate` header per value (none for `extern`).
+    /// `close`: lighttpd turns keep-alive off after a wrong password or
+    /// unknown user, so a guesser pays a new connection per try.
+    Unauthorized {
+        www_authenticate: Vec<String>,
+        close: bool,
+        log: Option<String>,
+    },
+    /// 400 Bad Request; `log` says why.
+    BadRequest {
+        log: String,
+    },
+    /// 500: the configuration cannot serve this rule; `log` says why.
+    Misconfigured {
+        log: String,
+    },
+}
+
+impl Outcome {
+    /// The HTTP status, or `None` when the request goes on.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Outcome::Granted(_) => None,
+            Outcome::Unauthorized { .. } => Some(401),
+            Outcome::BadRequest { .. } => Some(400),
+            Outcome::Misconfigured { .. } => Some(500),
+        }
+    }
+}
+
+/// The bytes after `scheme` (e.g. `b"Basic "`, matched ASCII case-blind).
+pub(crate) fn strip_scheme<'h>(header: &'h [u8], scheme: &[u8]) -> Option<&'h [u8]> {
+    let head = header.get(..scheme.len())?;
+    head.eq_ignore_ascii_case(scheme)
+        .then(|| &header[scheme.len()..])
+}
 
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq;

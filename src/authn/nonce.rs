@@ -13,7 +13,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::digest::DigestAlgorithm;
+use super::algorithm::DigestAlgorithm;
 
 /// How long a nonce is accepted, in seconds: lighttpd's 10 minutes. After
 /// that the client gets 401 with `stale=true` and retries without asking the user.

@@ -21,7 +21,7 @@
 //! [`Require::matches`] takes groups and a host so a later backend can supply
 //! them; the file backends pass none, as lighttpd does.
 
-use super::digest::DigestAlgorithm;
+use super::algorithm::DigestAlgorithm;
 use super::nonce::NonceKey;
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest as _, Sha256, Sha512};
 
+use super::algorithm::{DigestAlgorithm, Hashed};
 use super::crypt::{PasswordHash, Scheme};
-use super::digest::{DigestAlgorithm, Hashed};
 use super::require::BackendKind;
 
 /// Process-wide, so a file loaded anew never reuses an old generation.

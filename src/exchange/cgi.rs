@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::gateway::{host_name, server_end};
+use super::endpoint::{host_name, server_end};
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
 use crate::hash::fnv1a;

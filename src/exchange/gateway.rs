@@ -4,11 +4,12 @@
 //! framing, and the encoding for the backend's protocol.
 
 use std::borrow::Cow;
-use std::net::IpAddr;
 use std::rc::Rc;
 
 use mio::Registry;
 
+pub(super) use super::endpoint::At;
+use super::endpoint::{host_name, peer_hash, server_end};
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
 use crate::hash::fnv1a;
@@ -32,19 +33,6 @@ pub(super) fn route(
         }
     }
     gateways.route_for(settings, path)
-}
-
-/// Where a gateway request goes.
-pub(super) struct At<'a> {
-    pub route: usize,
-    /// The request-target after rewrites, as received (not decoded).
-    pub raw_path: &'a str,
-    /// Where the script name ends in the path.
-    pub split: usize,
-    /// The path the route matched (the request's, or its index file's).
-    pub path: &'a str,
-    pub query: &'a str,
-    pub info: &'a ConnInfo,
 }
 
 /// The CGI variable of request header `name`: `HTTP_` and the name in
@@ -208,22 +196,6 @@ fn split_script(path: &str, split: usize, root_script: bool) -> (&str, &str) {
     } else {
         path.split_at(split.min(path.len()))
     }
-}
-
-/// SERVER_NAME: the Host without its port, an IPv6 literal with its
-/// brackets (`[::1]`, also from `[::1]:8080`), as lighttpd sets it.
-pub(super) fn host_name(host: &[u8]) -> &str {
-    super::host_without_port(std::str::from_utf8(host).unwrap_or(""))
-}
-
-/// The listener's port, and its own address or (bound to all) the socket's.
-pub(super) fn server_end(sv: &Services, info: &ConnInfo) -> (u16, Option<IpAddr>) {
-    let server_port = sv.ports.get(info.listener).copied().unwrap_or(0);
-    let server_addr = match sv.bound_ips.get(info.listener).copied().flatten() {
-        Some(ip) => Some(ip),
-        None => info.local_ip,
-    };
-    (server_port, server_addr)
 }
 
 /// How the request's body goes to the backend, and the most a chunked one
@@ -393,15 +365,6 @@ struct Prepared {
     upload: Upload,
     authorizer: bool,
     local_redir: bool,
-}
-
-/// The hash a `hash` or `sticky` balancer picks a backend by for the
-/// client's address (0 without one).
-pub(super) fn peer_hash(info: &ConnInfo) -> u64 {
-    info.peer.map_or(0, |ip| match ip {
-        IpAddr::V4(a) => fnv1a(&a.octets()),
-        IpAddr::V6(a) => fnv1a(&a.octets()),
-    })
 }
 
 /// Starts the job `p` on the route's backends: what the connection needs

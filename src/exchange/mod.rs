@@ -16,6 +16,7 @@
 mod access;
 mod auth;
 mod cgi;
+mod endpoint;
 mod forward;
 mod gateway;
 mod logging;

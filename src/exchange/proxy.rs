@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::gateway::{peer_hash, server_end, At};
+use super::endpoint::{peer_hash, server_end, At};
 use super::{Carry, GwStart, Services};
 use crate::config::Settings;
 use crate::hash::fnv1a;

@@ -114,7 +114,7 @@ fn write_rows(out: &mut String, items: &[Item], url_path: &str, s: &Settings) {
         let (size, kind) = if it.dir {
             ("-".to_string(), "Directory".to_string())
         } else {
-            let (t, _) = super::static_file::content_type(&it.name, s);
+            let (t, _) = super::mime::content_type(&it.name, s);
             (human_size(it.size), html_escape(t))
         };
         let class = if it.dir { "d" } else { "f" };

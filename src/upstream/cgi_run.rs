@@ -76,6 +76,21 @@ pub struct CgiProc {
 }
 
 impl CgiProc {
+    /// At shutdown: the running program (of host `host`) is killed; what
+    /// is left to reap.
+    pub(super) fn kill_now(&mut self, host: usize) -> Option<Exiting> {
+        let c = self.child.take()?;
+        signal_group(&c, Signal::SIGKILL);
+        Some(Exiting {
+            child: c,
+            host,
+            finished: false,
+            since: None,
+            termed: true,
+            killed: true,
+        })
+    }
+
     /// Starts `job`'s program with `env` (and `CONTENT_LENGTH`); stdin is
     /// a pipe only when a body or a tunnel follows.
     pub fn spawn(job: &CgiJob, env: &Env, content_length: u64) -> io::Result<CgiProc> {
@@ -310,23 +325,9 @@ impl Gateways {
         self.exiting.len()
     }
 
-    /// At shutdown: every CGI process still running is killed and reaped.
-    pub(super) fn kill_all_cgi(&mut self) {
-        for (_, b) in self.conns.iter_mut() {
-            if let super::backend::Link::Cgi(p) = &mut b.stream {
-                if let Some(c) = p.child.take() {
-                    signal_group(&c, Signal::SIGKILL);
-                    self.exiting.push(Exiting {
-                        child: c,
-                        host: b.host,
-                        finished: false,
-                        since: None,
-                        termed: true,
-                        killed: true,
-                    });
-                }
-            }
-        }
+    /// At shutdown, after [`CgiProc::kill_now`]: every process still
+    /// exiting is killed and reaped.
+    pub(super) fn reap_all_exiting(&mut self) {
         for e in &mut self.exiting {
             signal_group(&e.child, Signal::SIGKILL);
             let _ = e.child.wait();

@@ -8,8 +8,8 @@ use mio::{Registry, Token};
 use slab::Slab;
 
 use super::backend::{BackendConn, Link, Use, BACKEND_BASE};
+use super::http_state::HttpJob;
 use super::job::{Answer, Job};
-use super::proxy::HttpJob;
 use super::{
     Balance, Gateways, Host, Keep, News, Protocol, Route, Upload, MAX_WAITING, MAX_WAIT_SECS,
 };

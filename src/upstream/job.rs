@@ -42,7 +42,7 @@ pub struct JobSpec {
     /// The request's method (HTTP: whether it may be sent again).
     pub method: String,
     /// HTTP (`proxy.server`): the heads built for it and how to read the answer.
-    pub http: Option<Box<super::proxy::HttpJob>>,
+    pub http: Option<Box<super::http_state::HttpJob>>,
     /// CGI (`cgi.assign`): the program to run.
     pub cgi: Option<Box<super::cgi_run::CgiJob>>,
     /// Work glint does itself (mod_webdav), on [`Gateways::local_route`].
@@ -83,7 +83,7 @@ pub struct Job {
     pub local_redir: bool,
     pub head_only: bool,
     pub method: String,
-    pub http: Option<Box<super::proxy::HttpJob>>,
+    pub http: Option<Box<super::http_state::HttpJob>>,
     pub cgi: Option<Box<super::cgi_run::CgiJob>>,
     /// Local work, until it is started.
     pub local: Option<Box<dyn crate::msg::local::LocalWork>>,

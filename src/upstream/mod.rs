@@ -77,6 +77,7 @@ pub mod cgi_run;
 pub mod codec;
 pub mod config;
 mod dispatch;
+mod http_state;
 mod job;
 mod keep;
 pub mod local;

@@ -5,6 +5,7 @@ mod answer;
 mod cache;
 mod form;
 mod fs;
+mod index;
 mod validators;
 
 use std::rc::Rc;
@@ -21,8 +22,9 @@ use crate::msg::Reply;
 use answer::serve_file;
 use fs::{open, redirect_to_dir};
 
+pub use super::mime::content_type;
 pub use cache::{FileCache, OpenFile, PathHasher};
-pub use fs::find_index;
+pub use index::find_index;
 pub use validators::etag_of;
 
 /// Files up to this size are read into the response buffer so that head and
@@ -200,29 +202,6 @@ fn write_expire(r: &mut Reply, req: &StaticRequest<'_>, ctype: &str, mtime: i64)
         cc.extend_from_slice(itoa_u64(max_age).as_bytes());
         r.header("Cache-Control", &cc);
     }
-}
-
-/// The MIME type of a path, and whether it gets `; charset=utf-8`.
-/// `mimetype.assign` (longest matching suffix) wins over mime_guess.
-pub fn content_type<'s>(path: &str, s: &'s Settings) -> (&'s str, bool) {
-    let assigned = s
-        .mimetype_assign
-        .iter()
-        .filter(|(suffix, _)| path.ends_with(suffix.as_str()))
-        .max_by_key(|(suffix, _)| suffix.len());
-    if let Some((_, t)) = assigned {
-        return (t.as_str(), false);
-    }
-    let ext = match path.rfind(['.', '/']) {
-        Some(i) if path.as_bytes()[i] == b'.' => &path[i + 1..],
-        _ => "",
-    };
-    let t = mime_guess::from_ext(ext)
-        .first_raw()
-        .unwrap_or("application/octet-stream");
-    let charset =
-        t.starts_with("text/") || t == "application/javascript" || t == "application/json";
-    (t, charset)
 }
 
 fn write_content_type(r: &mut Reply, (t, charset): (&str, bool)) {

@@ -10,8 +10,8 @@ use std::io;
 use mio::Registry;
 
 use super::cgi_run::CgiProc;
+use super::http_state::{self, HttpRead};
 use super::local::LocalLink;
-use super::proxy::{self, HttpRead};
 use super::{Gateways, Protocol};
 use crate::msg::Sink;
 use crate::net::{interest, Stream};
@@ -260,7 +260,7 @@ impl BackendConn {
                 "ended its output inside its header block".into(),
             )),
             (Protocol::Scgi | Protocol::Uwsgi | Protocol::Cgi, _) => Ok(true),
-            (Protocol::Http, _) => proxy::complete_at_close(&self.http)
+            (Protocol::Http, _) => http_state::complete_at_close(&self.http)
                 .map(|()| true)
                 .map_err(Failure::Broken),
             (Protocol::FastCgi, Progress::Ended) => Ok(true),
@@ -268,6 +268,20 @@ impl BackendConn {
                 "closed the connection before END_REQUEST".into(),
             )),
         }
+    }
+}
+
+impl Gateways {
+    /// At shutdown: every CGI process still running is killed and reaped.
+    pub(super) fn kill_all_cgi(&mut self) {
+        for (_, b) in self.conns.iter_mut() {
+            if let Link::Cgi(p) = &mut b.stream {
+                if let Some(e) = p.kill_now(b.host) {
+                    self.exiting.push(e);
+                }
+            }
+        }
+        self.reap_all_exiting();
     }
 }
 
