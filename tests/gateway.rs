@@ -499,8 +499,7 @@ fn sigusr1_moves_routes_to_new_backends_and_finishes_old_requests() {
         ),
     )
     .unwrap();
-    s.signal(SIGUSR1);
-    std::thread::sleep(Duration::from_millis(300));
+    refused_reload(&s);
     let r = fetch(&s, &get("/app/x", &[]));
     assert_eq!(
         env_of(&r, "BACKEND"),
@@ -553,8 +552,7 @@ fn sigusr1_restarts_a_changed_spawned_backend() {
         conf("/nonexistent/php-cgi", "three"),
     )
     .unwrap();
-    s.signal(SIGUSR1);
-    std::thread::sleep(Duration::from_millis(500));
+    refused_reload(&s);
     let r = fetch(&s, &get("/v.php", &[]));
     assert_eq!(
         body_text(&r),
@@ -966,6 +964,20 @@ impl Drop for Group {
 
 /// Whether glint logged `needle`: its stderr is read by a thread, so a log
 /// line may land just after the response it explains.
+/// Sends SIGUSR1 and waits (bounded) until glint says it refused the new
+/// configuration: what is asserted after it then shows that the running
+/// configuration stayed, not that the reload had not happened yet.
+fn refused_reload(s: &Server) {
+    const REFUSED: &str = "keeping the running configuration";
+    let before = s.log().matches(REFUSED).count();
+    s.signal(SIGUSR1);
+    assert!(
+        wait_for(TIMEOUT, || s.log().matches(REFUSED).count() > before),
+        "the reload was not refused\n{}",
+        s.stderr_tail()
+    );
+}
+
 fn logged(s: &Server, needle: &str) -> bool {
     wait_for(TIMEOUT, || s.stderr_tail().contains(needle))
 }

@@ -1,9 +1,9 @@
 //! glint's HTTP/2 core against real clients: `nghttp` and `h2load` (Debian's
 //! nghttp2-client) talk to a tiny blocking-socket driver of
 //! `proto::h2::conn::Connection` on 127.0.0.1:0 over cleartext prior
-//! knowledge. Each test skips (passes, saying why) when the tool is
-//! missing; every process runs under `timeout` and every socket has a read
-//! timeout, so nothing here can hang.
+//! knowledge. A missing tool fails the test (`.ci/run` installs them);
+//! every process runs under `timeout` and every socket has a read timeout,
+//! so nothing here can hang.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -14,12 +14,11 @@ use std::time::{Duration, Instant};
 
 use glint::proto::h2::conn::{Config, Connection, Event};
 
-fn have(tool: &str) -> bool {
+/// Fails the test when `tool` is missing (Debian's nghttp2-client, which
+/// `.ci/run` installs): an interop test without its client proves nothing.
+fn need(tool: &str) {
     let found = Command::new(tool).arg("--version").output().is_ok();
-    if !found {
-        eprintln!("skipped: {tool} not installed (Debian package nghttp2-client)");
-    }
-    found
+    assert!(found, "{tool} is needed (apt-get install nghttp2-client)");
 }
 
 /// What one response still has to send.
@@ -178,9 +177,7 @@ fn run(tool: &str, args: &[String]) -> (bool, String, String) {
 
 #[test]
 fn nghttp_get_shows_decoded_heads() {
-    if !have("nghttp") {
-        return;
-    }
+    need("nghttp");
     let port = server();
     let url = format!("http://127.0.0.1:{port}/hello");
     // Two requests on one connection: the second head uses the dynamic table.
@@ -211,9 +208,7 @@ fn nghttp_get_shows_decoded_heads() {
 
 #[test]
 fn nghttp_with_small_windows_and_no_header_table() {
-    if !have("nghttp") {
-        return;
-    }
+    need("nghttp");
     let port = server();
     // 2^14-1 stream and 2^15-1 connection windows: 1 MB needs many
     // WINDOW_UPDATEs; a header table of 0 makes the encoder send a size update.
@@ -230,9 +225,7 @@ fn nghttp_with_small_windows_and_no_header_table() {
 
 #[test]
 fn nghttp_upload_larger_than_the_connection_window() {
-    if !have("nghttp") {
-        return;
-    }
+    need("nghttp");
     let port = server();
     let dir = std::env::temp_dir().join(format!("glint-h2-interop-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -263,9 +256,7 @@ fn nghttp_upload_larger_than_the_connection_window() {
 
 #[test]
 fn h2load_many_streams() {
-    if !have("h2load") {
-        return;
-    }
+    need("h2load");
     let port = server();
     let url = format!("http://127.0.0.1:{port}/size/5000");
     let args = ["-n", "1000", "-c", "2", "-m", "50", &url].map(String::from);
@@ -340,10 +331,7 @@ fn python_h2_client() {
         .args(["-c", "import h2"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: python3 with the h2 package not installed");
-        return;
-    }
+    assert!(ok, "python3 with the h2 package is needed (pip install h2)");
     let port = server();
     let (ok, out, err) = run(
         "python3",

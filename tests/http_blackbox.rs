@@ -1536,16 +1536,6 @@ fn http2_preface_is_answered_with_settings() {
     );
 }
 
-#[test]
-fn harness_date_parser_agrees_with_fixture_mtime() {
-    assert!(is_imf_fixdate(MTIME_HTTP));
-    assert_eq!(imf_fixdate_epoch(MTIME_HTTP), MTIME_EPOCH as i64);
-    assert_eq!(
-        imf_fixdate_epoch("Sun, 06 Nov 1994 08:49:37 GMT"),
-        784_111_777
-    );
-}
-
 // ---------------------------------------------------------------------------
 // Connection slots are released (with --max-connections)
 // ---------------------------------------------------------------------------

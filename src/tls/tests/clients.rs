@@ -45,9 +45,8 @@ fn basic_pki(tag: &str) -> Pki {
 
 #[test]
 fn curl_sni_picks_certificates_and_wildcards_cover_one_label() {
-    if !have("openssl") || !have("curl") {
-        return;
-    }
+    need("openssl");
+    need("curl");
     let pki = basic_pki("sni");
     pki.server("b", "b.example");
     pki.cert(
@@ -98,9 +97,7 @@ fn curl_sni_picks_certificates_and_wildcards_cover_one_label() {
 
 #[test]
 fn openssl_tls12_and_tls13_resume_with_tickets() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = basic_pki("resume");
     let socket = SocketOptions {
         scope: scope(&pki, "a"),
@@ -137,9 +134,7 @@ fn openssl_tls12_and_tls13_resume_with_tickets() {
 
 #[test]
 fn openssl_alpn_h2_when_enabled_and_tickets_off() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = basic_pki("alpn");
     let socket = SocketOptions {
         scope: scope(&pki, "a"),
@@ -224,9 +219,7 @@ fn s_client_as(srv: &Server, pki: &Pki, who: Option<&str>, version: &str) -> (bo
 
 #[test]
 fn openssl_client_certificates_enforced() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = client_pki();
     let socket = SocketOptions {
         scope: verify_scope(&pki, true),
@@ -254,9 +247,7 @@ fn openssl_client_certificates_enforced() {
 
 #[test]
 fn openssl_client_certificates_optional_report_none_and_failed() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = client_pki();
     let socket = SocketOptions {
         scope: verify_scope(&pki, false),
@@ -274,9 +265,7 @@ fn openssl_client_certificates_optional_report_none_and_failed() {
 
 #[test]
 fn openssl_client_certificate_revoked_by_crl() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = client_pki();
     std::fs::write(pki.path("index.txt"), "").unwrap();
     std::fs::write(pki.path("crlnumber"), "01\n").unwrap();
@@ -317,9 +306,7 @@ fn openssl_client_certificate_revoked_by_crl() {
 
 #[test]
 fn openssl_ocsp_staple_served_and_refreshed() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = basic_pki("ocsp");
     std::fs::write(pki.path("index.txt"), "").unwrap();
     let ocsp = |days: &str, out: &str| {
@@ -390,9 +377,7 @@ fn openssl_ocsp_staple_served_and_refreshed() {
 
 #[test]
 fn openssl_acme_tls_alpn_challenge() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = basic_pki("acme");
     std::fs::create_dir_all(pki.path("acme")).unwrap();
     pki.cert(
@@ -466,9 +451,8 @@ with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
 
 #[test]
 fn python_ssl_client_and_a_file_sent_in_records() {
-    if !have("openssl") || !have("python3") {
-        return;
-    }
+    need("openssl");
+    need("python3");
     let pki = basic_pki("python");
     // 1 MiB + 123 bytes: many records, and more than the send buffer, so
     // back-pressure is exercised.
@@ -523,9 +507,7 @@ fn python_ssl_client_and_a_file_sent_in_records() {
 
 #[test]
 fn openssl_ssl_conf_cmd_reaches_the_handshake() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = basic_pki("confcmd");
     let server = |cmds: &[(&str, &str)]| {
         let socket = SocketOptions {

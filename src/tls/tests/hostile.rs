@@ -28,9 +28,8 @@ fn curl_ok(pki: &Pki, srv: &Server, path: &str) -> (bool, String) {
 
 #[test]
 fn garbage_and_plain_http_end_only_their_own_connection() {
-    if !have("openssl") || !have("curl") {
-        return;
-    }
+    need("openssl");
+    need("curl");
     let (pki, srv) = pki_and_server("hostile", None);
     // Keep a real TLS connection open across the hostile ones.
     let mut held = std::net::TcpStream::connect(srv.addr).unwrap();
@@ -134,9 +133,7 @@ impl Write for Trickle {
 
 #[test]
 fn a_client_hello_in_one_byte_reads_completes_the_handshake() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = Pki::new("trickle");
     pki.server("a", "a.example");
     let ctx = context(
@@ -191,9 +188,8 @@ fn a_client_hello_in_one_byte_reads_completes_the_handshake() {
 
 #[test]
 fn a_file_truncated_while_sent_closes_the_connection() {
-    if !have("openssl") || !have("curl") {
-        return;
-    }
+    need("openssl");
+    need("curl");
     let dir = std::env::temp_dir().join(format!("glint-tls-body-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let body = dir.join("body");
@@ -241,9 +237,8 @@ fn pem_of(pki: &Pki, name: &str) -> String {
 
 #[test]
 fn reload_takes_new_files_and_keeps_the_old_on_failure() {
-    if !have("openssl") || !have("curl") {
-        return;
-    }
+    need("openssl");
+    need("curl");
     let (pki, srv) = pki_and_server("reload", None);
     let old = pem_of(&pki, "a.pem");
     assert_eq!(served_cert(&pki, &srv), old);
@@ -267,9 +262,7 @@ fn reload_takes_new_files_and_keeps_the_old_on_failure() {
 
 #[test]
 fn check_warns_of_expiry_and_refuses_a_mismatched_key() {
-    if !have("openssl") {
-        return;
-    }
+    need("openssl");
     let pki = Pki::new("check");
     pki.server("a", "a.example");
     pki.cert(

@@ -15,7 +15,7 @@ fn der_of(pki: &Pki, name: &str) -> Vec<u8> {
 
 #[test]
 fn openssl_certificate_fields_read_back() {
-    assert!(have("openssl"), "the x509 tests need openssl");
+    need("openssl");
     let pki = Pki::new("x509");
     pki.openssl(&[
         "req",
