@@ -1,6 +1,7 @@
 //! lighttpd option names mapped onto [`Settings`] fields, and back for `-p`.
 
 pub mod acme;
+mod cgi;
 mod entries;
 mod values;
 
@@ -8,11 +9,12 @@ use super::settings::{Origin, Settings};
 use super::value::Value;
 use crate::authn::require::{parse_backend, parse_require};
 use crate::forwarded::options::{parse_headers, parse_params, ExtForward, Trust};
+use cgi::cgi_limits;
 pub use entries::entries;
 use std::path::PathBuf;
 use std::rc::Rc;
 use values::{
-    alias_url, array, auth_cache, boolean, borrowed_pairs, cgi_limits, deflate_value, feature_flag,
+    alias_url, array, auth_cache, boolean, borrowed_pairs, deflate_value, feature_flag,
     header_pairs, integer, list, nonblank, octal_mode, pairs, regex_list, regex_pairs, shown_file,
     string, text_pairs, uint16, uint32,
 };

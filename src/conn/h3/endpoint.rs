@@ -14,7 +14,7 @@ use quinn_proto::{ConnectionHandle, EndpointConfig, ServerConfig, TransportConfi
 use quinn_udp::{RecvMeta, UdpSockRef, UdpSocketState};
 
 use super::session::Io;
-use super::{Quic, SLOT_BASE};
+use super::Quic;
 use crate::conn::Ctx;
 
 /// Concurrent request streams a client may open (QUIC's
@@ -229,14 +229,5 @@ impl Quic {
             e.handles.remove(&ch);
             self.conns.remove(key);
         }
-    }
-}
-
-/// The exchange id of request stream `stream` (index + 1) on connection `key`.
-pub(super) fn exchange_id(key: usize, gen: u64, stream: u32) -> crate::msg::ExchangeId {
-    crate::msg::ExchangeId {
-        slot: SLOT_BASE + key,
-        gen,
-        stream,
     }
 }

@@ -33,6 +33,7 @@
 
 mod endpoint;
 mod life;
+mod reply;
 mod session;
 mod sink;
 mod write;
@@ -353,5 +354,14 @@ impl Quic {
             f(&mut c.s, &mut c.conn, &mut io, ex.stream);
         }
         self.drive(key, cx);
+    }
+}
+
+/// The exchange id of request stream `stream` (index + 1) on connection `key`.
+fn exchange_id(key: usize, gen: u64, stream: u32) -> crate::msg::ExchangeId {
+    crate::msg::ExchangeId {
+        slot: SLOT_BASE + key,
+        gen,
+        stream,
     }
 }

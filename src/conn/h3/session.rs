@@ -10,7 +10,7 @@ use std::rc::Rc;
 use mio::Registry;
 use quinn_proto::{Connection, Dir, Event, StreamEvent, StreamId, VarInt};
 
-use super::endpoint::exchange_id;
+use super::exchange_id;
 use crate::conn::gateway::GwSide;
 use crate::conn::h2::fields::FieldBuf;
 use crate::conn::h2::stream::{with_request_of, Task, Use};
@@ -375,7 +375,7 @@ impl Session {
         let mut task = Task::new(io.now(), true, false);
         let r = exchange::error_reply(io.sv, status);
         let date = io.sv.clock.http_date;
-        super::sink::send_reply(
+        super::reply::send_reply(
             &mut self.fields,
             &mut self.section,
             &mut task,
@@ -413,7 +413,7 @@ impl Session {
                 log::debug!("bad HTTP/3 request from {}: {why}", self.peer);
                 let r = exchange::error_reply(io.sv, status);
                 let date = io.sv.clock.http_date;
-                super::sink::send_reply(
+                super::reply::send_reply(
                     &mut self.fields,
                     &mut self.section,
                     &mut task,
@@ -447,7 +447,7 @@ impl Session {
             Outcome::Reply(a) => {
                 task.body.use_ = Use::Drop;
                 let date = io.sv.clock.http_date;
-                let head = super::sink::send_reply(
+                let head = super::reply::send_reply(
                     &mut self.fields,
                     &mut self.section,
                     task,
