@@ -123,7 +123,8 @@ pub struct Entry<'a> {
 fn push_escaped(out: &mut Vec<u8>, v: &[u8]) {
     for &b in v {
         if b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b) {
-            let _ = write!(out, "\\x{b:02x}");
+            out.extend_from_slice(b"\\x");
+            out.extend_from_slice(&crate::syntax::hex_pair(b, crate::syntax::HEX_LOWER));
         } else {
             out.push(b);
         }

@@ -32,6 +32,8 @@
 //!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's
 //!    options), [`forwarded`] (mod_extforward, the PROXY protocol) and
 //!    [`sockopt`] (the TCP options nix has no wrapper for).
+//! 9. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
+//!    hex, percent-encoding, the Host check), once.
 pub mod service;
 
 pub mod server;
@@ -66,4 +68,5 @@ pub mod path;
 pub mod signals;
 pub mod sockopt;
 pub mod stats;
+pub mod syntax;
 pub mod tls;

@@ -7,6 +7,8 @@
 //! encodings of `.` and `/` among them) are all refused with 400, so no later
 //! step has to think about traversal again.
 
+use crate::syntax;
+
 /// Why a path was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathError {
@@ -22,43 +24,12 @@ pub enum PathError {
     NotAbsolute,
 }
 
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
 /// Percent-decodes `raw` into `out` (cleared first). An encoded slash
 /// (`%2F`) stays encoded: it is part of a segment's name, never a separator,
 /// so `..%2F..%2Fetc` is one odd file name and not a way up.
 pub fn percent_decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
     out.clear();
-    let mut i = 0;
-    while i < raw.len() {
-        let b = raw[i];
-        if b == b'%' {
-            let (Some(h), Some(l)) = (
-                raw.get(i + 1).copied().and_then(hex),
-                raw.get(i + 2).copied().and_then(hex),
-            ) else {
-                return Err(PathError::BadEscape);
-            };
-            let b = h << 4 | l;
-            if b == b'/' {
-                out.extend_from_slice(b"%2F");
-            } else {
-                out.push(b);
-            }
-            i += 3;
-        } else {
-            out.push(b);
-            i += 1;
-        }
-    }
-    Ok(())
+    syntax::percent_decode(raw, out, |b| b == b'/').map_err(|_| PathError::BadEscape)
 }
 
 /// Decodes and normalises the path part of a request target into `out`.
@@ -164,7 +135,7 @@ fn needs_normalizing(b: &[u8]) -> bool {
                 return true;
             }
             let (h, l) = (b.get(i + 1).copied(), b.get(i + 2).copied());
-            match (h.and_then(hex), l.and_then(hex)) {
+            match (h.and_then(syntax::hex_value), l.and_then(syntax::hex_value)) {
                 (Some(x), Some(y)) => {
                     if unreserved(x << 4 | y)
                         || h.is_some_and(|h| h.is_ascii_lowercase())
@@ -199,8 +170,6 @@ fn unreserved(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
 }
 
-const HEX_UC: &[u8; 16] = b"0123456789ABCDEF";
-
 /// The request target as mod_rewrite and mod_redirect match it, normalised
 /// as lighttpd's default `server.http-parseopts` do: an escape of an
 /// unreserved character is decoded (`%41` is `A`), other escapes get
@@ -221,8 +190,8 @@ pub fn normalize_target(raw: &str) -> Option<String> {
         let c = b[i];
         if c == b'%' {
             let (Some(h), Some(l)) = (
-                b.get(i + 1).copied().and_then(hex),
-                b.get(i + 2).copied().and_then(hex),
+                b.get(i + 1).copied().and_then(syntax::hex_value),
+                b.get(i + 2).copied().and_then(syntax::hex_value),
             ) else {
                 // A malformed escape: left as sent, for the path's own check (400).
                 return None;
@@ -231,7 +200,8 @@ pub fn normalize_target(raw: &str) -> Option<String> {
             if unreserved(x) {
                 out.push(x);
             } else {
-                out.extend_from_slice(&[b'%', HEX_UC[usize::from(h)], HEX_UC[usize::from(l)]]);
+                out.push(b'%');
+                out.extend_from_slice(&syntax::hex_pair(x, syntax::HEX_UPPER));
             }
             i += 3;
             continue;
@@ -240,11 +210,8 @@ pub fn normalize_target(raw: &str) -> Option<String> {
             break;
         }
         if needs_encoding(c) {
-            out.extend_from_slice(&[
-                b'%',
-                HEX_UC[usize::from(c >> 4)],
-                HEX_UC[usize::from(c & 15)],
-            ]);
+            out.push(b'%');
+            out.extend_from_slice(&syntax::hex_pair(c, syntax::HEX_UPPER));
         } else {
             out.push(c);
         }
@@ -304,7 +271,7 @@ mod tests {
         let escapes = b.iter().enumerate().any(|(i, &c)| {
             if c == b'%' {
                 let (h, l) = (b.get(i + 1).copied(), b.get(i + 2).copied());
-                match (h.and_then(hex), l.and_then(hex)) {
+                match (h.and_then(syntax::hex_value), l.and_then(syntax::hex_value)) {
                     (Some(x), Some(y)) => {
                         unreserved(x << 4 | y)
                             || h.is_some_and(|h| h.is_ascii_lowercase())

@@ -200,23 +200,14 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.ct_eq(b).into()
 }
 
-/// Lowercase hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(HEX[usize::from(b >> 4)] as char);
-        s.push(HEX[usize::from(b & 15)] as char);
-    }
-    s
-}
+pub(crate) use crate::syntax::hex_string as hex;
 
 /// Hex (either case) into `out`; `None` unless `s` is exactly `2 * out.len()` hex digits.
 pub(crate) fn unhex(s: &[u8], out: &mut [u8]) -> Option<()> {
     if s.len() != out.len() * 2 {
         return None;
     }
-    let nib = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let nib = crate::syntax::hex_value;
     for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
         *o = (nib(pair[0])? << 4) | nib(pair[1])?;
     }

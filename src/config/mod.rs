@@ -17,9 +17,11 @@
 mod acme_names;
 mod cond;
 mod error;
+mod gateway;
 mod lexer;
 mod options;
 mod parser;
+mod pattern;
 mod settings;
 mod support;
 mod value;
@@ -29,9 +31,11 @@ pub mod webdav;
 mod tests;
 
 pub use error::ConfigError;
+pub use gateway::{Balance, GatewaySettings};
 pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
-pub use settings::{CgiLimits, CgiSettings, Origin, Settings, DEFAULT_ACCESSLOG_FORMAT};
+pub use pattern::Pattern;
+pub use settings::{CgiLimits, CgiSettings, Origin, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT};
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 

@@ -5,6 +5,7 @@
 //! conditional block (`$HTTP["host"] == ... { }`) produces a copy of its
 //! parent's settings with the block's assignments applied.
 
+use super::pattern::Pattern;
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
@@ -28,9 +29,48 @@ impl std::fmt::Display for Origin {
 /// `glint.h3`'s default (docs/http3.md).
 pub const DEFAULT_H3: bool = false;
 
+/// A number unique to each [`Settings`] value this process made (built,
+/// cloned, defaulted): caches key their entries by it, never by an
+/// address, which a later configuration's settings may reuse after a
+/// reload. It takes no part in comparing settings.
+#[derive(Debug)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    fn fresh() -> Stamp {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Stamp(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Clone for Stamp {
+    /// A copy of settings is another value: it may be changed apart.
+    fn clone(&self) -> Stamp {
+        Stamp::fresh()
+    }
+}
+
+impl Default for Stamp {
+    fn default() -> Stamp {
+        Stamp::fresh()
+    }
+}
+
+impl PartialEq for Stamp {
+    fn eq(&self, _: &Stamp) -> bool {
+        true
+    }
+}
+
 /// The settings in force for one request (or, before any request, the global scope).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
+    /// What caches key their entries by (see [`Stamp`]).
+    pub stamp: Stamp,
     /// `server.document-root`: the directory files are served from.
     pub document_root: Option<PathBuf>,
     /// Where `server.document-root` was set, for the start-up error.
@@ -106,7 +146,7 @@ pub struct Settings {
     /// (4xx, 5xx) glint itself would give, as a GET; the status stays.
     pub error_handler: Option<String>,
     /// `dir-listing.exclude`: regular expressions of names left out of listings.
-    pub dir_listing_exclude: Vec<String>,
+    pub dir_listing_exclude: Vec<Pattern>,
     /// `dir-listing.hide-readme-file` (default disable): leave README.txt out.
     pub dir_listing_hide_readme_file: bool,
     /// `dir-listing.hide-header-file` (default disable): leave HEADER.txt out.
@@ -164,15 +204,15 @@ pub struct Settings {
     /// `expire.mimetypes`: MIME type prefix => rule.
     pub expire_mimetypes: Vec<(String, String)>,
     /// `url.redirect`: regex => target with `$1` / `%1` substitutions.
-    pub url_redirect: Vec<(String, String)>,
+    pub url_redirect: Vec<(Pattern, String)>,
     /// `url.redirect-code` (default 301).
     pub url_redirect_code: u16,
     /// `url.rewrite-once` / `url.rewrite`.
-    pub url_rewrite_once: Vec<(String, String)>,
+    pub url_rewrite_once: Vec<(Pattern, String)>,
     /// `url.rewrite-repeat`.
-    pub url_rewrite_repeat: Vec<(String, String)>,
+    pub url_rewrite_repeat: Vec<(Pattern, String)>,
     /// `url.rewrite-if-not-file`.
-    pub url_rewrite_if_not_file: Vec<(String, String)>,
+    pub url_rewrite_if_not_file: Vec<(Pattern, String)>,
     /// `simple-vhost.server-root`.
     pub simple_vhost_server_root: Option<String>,
     /// `simple-vhost.default-host`.
@@ -282,7 +322,7 @@ pub struct Settings {
     pub evhost_path_pattern: Option<String>,
     /// `url.rewrite-repeat-if-not-file`: `url.rewrite-repeat` rules applied
     /// only when the path is not a file.
-    pub url_rewrite_repeat_if_not_file: Vec<(String, String)>,
+    pub url_rewrite_repeat_if_not_file: Vec<(Pattern, String)>,
     /// `dir-listing.encoding`: the charset named in listings (default
     /// unset: UTF-8).
     pub dir_listing_encoding: Option<String>,
@@ -329,6 +369,8 @@ pub struct Settings {
     pub acme: Rc<super::options::acme::AcmeSettings>,
     /// mod_webdav's `webdav.*` options (shared for the same reason).
     pub webdav: Rc<super::webdav::WebdavSettings>,
+    /// `*.balance` and `scgi.protocol`.
+    pub gateway: super::gateway::GatewaySettings,
     /// `document_root` as UTF-8, set beside it by
     /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
     pub document_root_utf8: Option<String>,
@@ -519,6 +561,8 @@ impl Default for Settings {
             cgi: Rc::default(),
             acme: Rc::default(),
             webdav: Rc::default(),
+            gateway: Default::default(),
+            stamp: Stamp::default(),
             document_root_utf8: None,
         }
     }

@@ -55,7 +55,6 @@ pub struct Services {
     pub config: Config,
     pub clock: Clock,
     pub logs: AccessLogs,
-    pub regexes: rewrite::Regexes,
     /// SCGI and FastCGI routes, backends and backend connections.
     pub upstream: Gateways,
     /// Files opened in the last second.
@@ -104,7 +103,6 @@ impl Services {
             config,
             clock: Clock::new(),
             logs: AccessLogs::default(),
-            regexes: Default::default(),
             upstream,
             files: Default::default(),
             stats: Stats::default(),

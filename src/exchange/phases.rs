@@ -122,7 +122,6 @@ fn redirect_to(
             authority: &sv.scratch.host,
             port: sv.ports.get(info.listener).copied().unwrap_or(0),
         },
-        &mut sv.regexes,
     )
 }
 

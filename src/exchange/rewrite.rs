@@ -4,38 +4,13 @@
 //! percent-encoded). In the target, `$0`..`$9` are the rule's own captures
 //! and `%0`..`%9` those of the last regex conditional that matched.
 
+use crate::syntax;
 use std::borrow::Cow;
-use std::collections::HashMap;
-
-use regex::Regex;
 
 use super::{facts, ConnInfo, Services, MAX_REWRITES};
-use crate::config::Resolved;
+use crate::config::{Pattern, Resolved};
 use crate::msg::Request;
 use crate::path::{normalize, normalize_target};
-
-/// Compiled patterns, built on first use. The configuration checked every
-/// pattern at load, so a compile failure here is logged once and the rule skipped.
-#[derive(Default)]
-pub struct Regexes {
-    compiled: HashMap<String, Option<Regex>>,
-}
-
-impl Regexes {
-    pub fn get(&mut self, pattern: &str) -> Option<&Regex> {
-        if !self.compiled.contains_key(pattern) {
-            let r = match Regex::new(pattern) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    log::error!("pattern {pattern:?} does not compile: {e}; rule ignored");
-                    None
-                }
-            };
-            self.compiled.insert(pattern.to_string(), r);
-        }
-        self.compiled.get(pattern).and_then(|r| r.as_ref())
-    }
-}
 
 /// Normalises the path of `first` (into `sv.scratch.path`), resolves the
 /// request's settings, and applies `url.rewrite-once`, `-repeat` and
@@ -127,11 +102,11 @@ fn rewrite_once(
         port,
     };
     if rewrites == 0 {
-        if let Some(n) = first_match(&s.url_rewrite_once, uri, caps, &mut sv.regexes) {
+        if let Some(n) = first_match(&s.url_rewrite_once, uri, caps) {
             return Some(n);
         }
         if !s.url_rewrite_if_not_file.is_empty() && !is_file(sv, s) {
-            if let Some(n) = first_match(&s.url_rewrite_if_not_file, uri, caps, &mut sv.regexes) {
+            if let Some(n) = first_match(&s.url_rewrite_if_not_file, uri, caps) {
                 return Some(n);
             }
         }
@@ -143,16 +118,11 @@ fn rewrite_once(
             return None;
         }
     }
-    if let Some(n) = first_match(&s.url_rewrite_repeat, uri, caps, &mut sv.regexes) {
+    if let Some(n) = first_match(&s.url_rewrite_repeat, uri, caps) {
         return Some(n);
     }
     if !s.url_rewrite_repeat_if_not_file.is_empty() && !is_file(sv, s) {
-        return first_match(
-            &s.url_rewrite_repeat_if_not_file,
-            uri,
-            caps,
-            &mut sv.regexes,
-        );
+        return first_match(&s.url_rewrite_repeat_if_not_file, uri, caps);
     }
     None
 }
@@ -182,16 +152,8 @@ pub struct Subst<'a> {
 }
 
 /// Applies the first rule whose pattern matches `uri`; returns the expanded target.
-pub fn first_match(
-    rules: &[(String, String)],
-    uri: &str,
-    ctx: &Subst<'_>,
-    regexes: &mut Regexes,
-) -> Option<String> {
-    for (pattern, target) in rules {
-        let Some(re) = regexes.get(pattern) else {
-            continue;
-        };
+pub fn first_match(rules: &[(Pattern, String)], uri: &str, ctx: &Subst<'_>) -> Option<String> {
+    for (re, target) in rules {
         if let Some(caps) = re.captures(uri) {
             let own: Vec<&str> = (0..caps.len())
                 .map(|i| caps.get(i).map_or("", |m| m.as_str()))
@@ -215,38 +177,13 @@ enum Enc {
 }
 
 fn encode_into(out: &mut String, v: &str, enc: Enc) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let b = v.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        let unreserved = c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~');
-        match enc {
-            Enc::None => {
-                let ch = v[i..].chars().next().unwrap_or('?');
-                out.push(ch);
-                i += ch.len_utf8().max(1);
-                continue;
-            }
-            Enc::Nde { .. }
-                if c == b'%'
-                    && b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                    && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit) =>
-            {
-                out.push_str(&v[i..i + 3]);
-                i += 3;
-                continue;
-            }
-            Enc::Nde { slash: true } if c == b'/' => out.push('/'),
-            _ if unreserved => out.push(c as char),
-            _ => {
-                out.push('%');
-                out.push(HEX[usize::from(c >> 4)] as char);
-                out.push(HEX[usize::from(c & 15)] as char);
-            }
-        }
-        i += 1;
-    }
+    let set = match enc {
+        Enc::None => return out.push_str(v),
+        Enc::All => &syntax::UNRESERVED,
+        Enc::Nde { slash: false } => &syntax::UNRESERVED_KEEP_ESCAPES,
+        Enc::Nde { slash: true } => &syntax::PATH_KEEP_ESCAPES,
+    };
+    syntax::percent_encode(v.as_bytes(), set, out);
 }
 
 /// ASCII case of what was appended from `from` on, skipping `%XX`.
@@ -452,16 +389,16 @@ mod tests {
 
     #[test]
     fn first_matching_rule_wins() {
+        let p = |re: &str| Pattern::new(re).unwrap_or_else(|e| panic!("{e}"));
         let rules = vec![
-            ("^/a/(.*)$".to_string(), "/one/$1".to_string()),
-            ("^/a/b$".to_string(), "/two".to_string()),
+            (p("^/a/(.*)$"), "/one/$1".to_string()),
+            (p("^/a/b$"), "/two".to_string()),
         ];
-        let mut rx = Regexes::default();
         assert_eq!(
-            first_match(&rules, "/a/b", &Subst::default(), &mut rx).as_deref(),
+            first_match(&rules, "/a/b", &Subst::default()).as_deref(),
             Some("/one/b")
         );
-        assert_eq!(first_match(&rules, "/c", &Subst::default(), &mut rx), None);
+        assert_eq!(first_match(&rules, "/c", &Subst::default()), None);
     }
 
     #[test]

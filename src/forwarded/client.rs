@@ -9,6 +9,7 @@
 use std::net::IpAddr;
 
 use super::options::ExtForward;
+use crate::syntax::trim_ows;
 
 /// The request's scheme after a trusted `X-Forwarded-Proto` or `proto=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +147,7 @@ fn x_forwarded_for(cfg: &ExtForward, req: &Request, value: &[u8]) -> Resolved {
     // lighttpd reads X-Forwarded-Proto only beside X-Forwarded-For, and only
     // when it is one value (a list of hops' schemes is not walked).
     let scheme =
-        joined(req.headers, "x-forwarded-proto").and_then(|p| proto(super::trim(&p), req.scheme));
+        joined(req.headers, "x-forwarded-proto").and_then(|p| proto(trim_ows(&p), req.scheme));
     Resolved {
         addr: Some(addr),
         scheme,
@@ -230,18 +231,10 @@ fn last<'a>(group: &[Param<'a>], key: &str) -> Option<&'a [u8]> {
         .map(|(_, v)| *v)
 }
 
-fn trim_end(v: &[u8]) -> &[u8] {
-    let end = v
-        .iter()
-        .rposition(|&c| c != b' ' && c != b'\t')
-        .map_or(0, |e| e + 1);
-    &v[..end]
-}
-
-/// The value without trailing whitespace and surrounding quotes (escapes
-/// kept), and whether it was quoted.
+/// The value without surrounding whitespace and quotes (escapes kept),
+/// and whether it was quoted.
 fn unquote(v: &[u8]) -> (&[u8], bool) {
-    let v = trim_end(v);
+    let v = trim_ows(v);
     if v.len() > 1 && v[0] == b'"' && v[v.len() - 1] == b'"' {
         (&v[1..v.len() - 1], true)
     } else {
@@ -343,7 +336,7 @@ fn forwarded(cfg: &ExtForward, req: &Request, value: &[u8]) -> Result<Resolved, 
             } else {
                 v.to_vec()
             };
-            out.host = Some(valid_host(&v).ok_or(bad)?);
+            out.host = Some(normalized_host(&v).ok_or(bad)?);
         }
     }
     if cfg.params.remote_user {
@@ -367,55 +360,22 @@ fn forwarded(cfg: &ExtForward, req: &Request, value: &[u8]) -> Result<Resolved, 
     Ok(out)
 }
 
-/// A Host value as lighttpd's `request_check_hostname` accepts it
-/// (lower-cased, a trailing dot of the name removed): a name of letters,
-/// digits and inner '-', or four numeric labels, or `[IPv6]`; then an
-/// optional `:port` of digits.
-pub fn valid_host(h: &[u8]) -> Option<String> {
-    let h = h.to_ascii_lowercase();
-    let (name, port): (&[u8], &[u8]) = if h.first() == Some(&b'[') {
-        let close = h.iter().position(|&c| c == b']')?;
-        let inner = &h[1..close];
-        let colons = inner.iter().filter(|&&c| c == b':').count();
-        if inner.is_empty()
-            || colons > 7
-            || !inner
-                .iter()
-                .all(|c| c.is_ascii_hexdigit() || b":.".contains(c))
-        {
-            return None;
-        }
-        (&h[..=close], &h[close + 1..])
-    } else {
-        let colon = h.iter().position(|&c| c == b':').unwrap_or(h.len());
-        let mut name = &h[..colon];
-        if name.last() == Some(&b'.') {
-            name = &name[..name.len() - 1];
-        }
-        let labels: Vec<&[u8]> = name.split(|&c| c == b'.').collect();
-        let ok_label = |l: &[u8]| {
-            !l.is_empty()
-                && l[0] != b'-'
-                && l.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
-        };
-        if name.is_empty() || !labels.iter().all(|l| ok_label(l)) {
-            return None;
-        }
-        let numeric = |l: &&[u8]| l.iter().all(u8::is_ascii_digit);
-        if labels.last().is_some_and(numeric) && !(labels.len() == 4 && labels.iter().all(numeric))
-        {
-            return None;
-        }
-        (name, &h[colon..])
-    };
-    let digits = port.strip_prefix(b":").unwrap_or(port);
-    if (!port.is_empty() && port[0] != b':') || !digits.iter().all(u8::is_ascii_digit) {
+/// A `host=` value: the check a request's own Host passes
+/// ([`crate::syntax::valid_host`]), then lower-cased and without a trailing
+/// dot of the name, as lighttpd normalizes it.
+pub fn normalized_host(h: &[u8]) -> Option<String> {
+    if !crate::syntax::valid_host(h) {
         return None;
     }
+    let h = h.to_ascii_lowercase();
+    let (name, port) = match h.iter().rposition(|&c| c == b':' || c == b']') {
+        Some(i) if h[i] == b':' => h.split_at(i),
+        _ => (&h[..], &b""[..]),
+    };
+    let name = name.strip_suffix(b".").unwrap_or(name);
     let mut out = String::from_utf8(name.to_vec()).ok()?;
-    if !digits.is_empty() {
-        out.push(':');
-        out.push_str(std::str::from_utf8(digits).ok()?);
+    if port.len() > 1 {
+        out.push_str(std::str::from_utf8(port).ok()?);
     }
     Some(out)
 }

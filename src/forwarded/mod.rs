@@ -26,16 +26,3 @@ pub mod proxy_protocol;
 
 #[cfg(test)]
 mod tests;
-
-/// `b` without leading and trailing spaces and tabs.
-pub(crate) fn trim(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|&c| c != b' ' && c != b'\t')
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|&c| c != b' ' && c != b'\t')
-        .map_or(start, |e| e + 1);
-    &b[start..end]
-}

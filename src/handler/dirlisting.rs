@@ -5,6 +5,7 @@ use std::os::unix::fs::MetadataExt;
 
 use crate::config::Settings;
 use crate::date::utc_parts;
+use crate::syntax;
 
 /// Most entries listed; a larger directory is cut off with a note, so one
 /// request cannot make glint build an unbounded page.
@@ -32,12 +33,8 @@ pub fn render(fs_dir: &str, url_path: &str, s: &Settings) -> std::io::Result<Vec
 fn read_items(fs_dir: &str, s: &Settings) -> std::io::Result<(Vec<Item>, bool)> {
     let mut items = Vec::new();
     let mut truncated = false;
-    // `dir-listing.exclude`: checked when the configuration was loaded.
-    let exclude: Vec<regex::Regex> = s
-        .dir_listing_exclude
-        .iter()
-        .filter_map(|re| regex::Regex::new(re).ok())
-        .collect();
+    // `dir-listing.exclude`: compiled when the configuration was loaded.
+    let exclude = &s.dir_listing_exclude;
     for entry in std::fs::read_dir(fs_dir)? {
         let Ok(entry) = entry else { continue };
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -107,7 +104,8 @@ fn write_rows(out: &mut String, items: &[Item], url_path: &str, s: &Settings) {
         );
     }
     for it in items {
-        let href = url_escape(&it.name);
+        let mut href = String::with_capacity(it.name.len());
+        syntax::percent_encode(it.name.as_bytes(), &syntax::SEGMENT, &mut href);
         let name = html_escape(&it.name);
         let slash = if it.dir { "/" } else { "" };
         let (y, mo, d, h, mi, sec, _) = utc_parts(it.mtime);
@@ -250,19 +248,6 @@ pub fn html_escape(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Percent-encodes a file name for use as a relative URL.
-fn url_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
         }
     }
     out

@@ -93,10 +93,6 @@ impl Default for Dechunker {
     }
 }
 
-fn hex(b: u8) -> Option<u64> {
-    (b as char).to_digit(16).map(u64::from)
-}
-
 impl Dechunker {
     /// The body has ended (last chunk and trailers read).
     pub fn is_done(&self) -> bool {
@@ -185,7 +181,7 @@ impl Dechunker {
             return Err(ChunkError("chunk-size line too long"));
         }
         Ok(match self.state {
-            State::Size { digits } => match (hex(b), b) {
+            State::Size { digits } => match (crate::syntax::hex_value(b).map(u64::from), b) {
                 (Some(d), _) => {
                     // 16 hex digits fill a u64; more cannot be a size.
                     if digits >= 16 {

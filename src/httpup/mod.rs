@@ -57,20 +57,7 @@ pub enum ConfValue {
 pub(crate) fn has_token(value: &[u8], token: &str) -> bool {
     value
         .split(|&b| b == b',')
-        .any(|t| trim(t).eq_ignore_ascii_case(token.as_bytes()))
-}
-
-/// `b` without leading and trailing spaces and tabs (OWS).
-pub(crate) fn trim(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|&c| c != b' ' && c != b'\t')
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|&c| c != b' ' && c != b'\t')
-        .map_or(start, |e| e + 1);
-    &b[start..end]
+        .any(|t| crate::syntax::trim_ows(t).eq_ignore_ascii_case(token.as_bytes()))
 }
 
 /// Appends `s` for the inside of a quoted-string (RFC 9110 5.6.4): `"` and

@@ -4,8 +4,9 @@
 use std::net::{IpAddr, SocketAddr};
 
 use super::options::{Forwarded, HeaderOptions, ProxyOptions};
+use super::push_quoted_inner;
 use super::remap::{Dir, Remap};
-use super::{push_quoted_inner, trim};
+use crate::syntax::trim_ows as trim;
 
 /// The client's HTTP version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

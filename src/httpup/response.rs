@@ -12,10 +12,11 @@
 use std::fmt;
 use std::ops::Range;
 
+use super::has_token;
 use super::options::HeaderOptions;
 use super::remap::{Dir, Remap};
 use super::request::{Sent, Version};
-use super::{has_token, trim};
+use crate::syntax::trim_ows as trim;
 
 /// The longest answer head accepted, status line included (lighttpd
 /// `MAX_HTTP_RESPONSE_FIELD_SIZE`, 65535).

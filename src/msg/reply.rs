@@ -109,7 +109,7 @@ impl Reply {
             let colon = line.iter().position(|&b| b == b':')?;
             line[..colon]
                 .eq_ignore_ascii_case(name.as_bytes())
-                .then(|| trim_value(&line[colon + 1..]))
+                .then(|| <[u8]>::trim_ascii(&line[colon + 1..]))
         })
     }
 
@@ -262,16 +262,4 @@ impl Reply {
     pub fn body_len(&self) -> u64 {
         self.content_length.unwrap_or(0)
     }
-}
-
-fn trim_value(v: &[u8]) -> &[u8] {
-    let start = v
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(v.len());
-    let end = v
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &v[start..end.max(start)]
 }

@@ -2,6 +2,7 @@
 //! target, the headers (borrowed from the connection's read buffer), and how
 //! its body is framed. HTTP/1's parser (`proto::h1`) makes one from bytes.
 
+pub use crate::syntax::trim_ows;
 use httparse::Header;
 
 /// Most headers one request may carry; more is answered with 431.
@@ -123,17 +124,6 @@ impl Request<'_, '_> {
             None => "",
         }
     }
-}
-
-/// Strips optional whitespace (SP / HTAB) from both ends.
-pub fn trim_ows(mut v: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = v {
-        v = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = v {
-        v = rest;
-    }
-    v
 }
 
 /// A request head copied out of the read buffer, for a request that lives

@@ -87,19 +87,14 @@ impl Digits {
     }
 }
 
-/// Formats an unsigned integer in decimal on the stack.
-pub fn itoa_u64(mut v: u64) -> Digits {
+/// Formats an unsigned integer in decimal on the stack (with `itoa`).
+pub fn itoa_u64(v: u64) -> Digits {
+    let mut b = itoa::Buffer::new();
+    let s = b.format(v).as_bytes();
     let mut buf = [0u8; 20];
-    let mut i = 20;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    Digits { buf, start: i }
+    let start = buf.len() - s.len();
+    buf[start..].copy_from_slice(s);
+    Digits { buf, start }
 }
 
 #[cfg(test)]

@@ -258,7 +258,9 @@ fn serial_hex(serial: &[u8]) -> String {
     if start == serial.len() {
         return "0".to_string();
     }
-    serial[start..].iter().map(|b| format!("{b:02X}")).collect()
+    let mut out = String::with_capacity(2 * (serial.len() - start));
+    crate::syntax::push_hex(&mut out, &serial[start..], crate::syntax::HEX_UPPER);
+    out
 }
 
 /// PEM encoding of a certificate, 64 base64 characters a line.

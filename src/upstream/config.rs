@@ -25,13 +25,7 @@ impl Protocol {
     /// `scgi.protocol` may be set globally or in a conditional block, so
     /// one backend list can serve both (the value was checked at load).
     pub fn of_scgi_server(s: &Settings) -> Protocol {
-        let uwsgi = s
-            .raw
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "scgi.protocol")
-            .is_some_and(|(_, v)| v.as_str() == Some("uwsgi"));
-        if uwsgi {
+        if s.gateway.scgi_uwsgi {
             Protocol::Uwsgi
         } else {
             Protocol::Scgi

@@ -411,7 +411,7 @@ fn pick_host(route: &mut Route, hosts: &[Host], j: &Job, now: u64) -> Option<usi
         let h = &hosts[*h];
         h.disabled_until <= now && (h.active < h.cap || !h.idle.is_empty())
     };
-    let balance = Balance::of(&j.settings, route.protocol);
+    let balance = super::balance_of(&j.settings, route.protocol);
     match balance {
         Balance::LeastBusy => route
             .hosts

@@ -244,48 +244,26 @@ pub struct Route {
     next: usize,
 }
 
-/// `scgi.balance` / `fastcgi.balance`: how a route picks among its backends
-/// that are up and under their cap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Balance {
-    /// `fair` / `least-connection` (default): the least busy.
-    LeastBusy,
-    /// `round-robin`: each in turn.
-    RoundRobin,
-    /// `hash`: by URL path, so one path keeps its backend (caches).
-    Hash,
-    /// `sticky`: by client address.
-    Sticky,
+pub use crate::config::Balance;
+
+/// The balancing `s` asks for the routes of `protocol`.
+pub fn balance_of(s: &Settings, protocol: Protocol) -> Balance {
+    match protocol {
+        Protocol::FastCgi => s.gateway.fastcgi_balance,
+        Protocol::Scgi | Protocol::Uwsgi => s.gateway.scgi_balance,
+        Protocol::Http => s.gateway.proxy_balance,
+        Protocol::Cgi => Balance::LeastBusy,
+    }
 }
 
-impl Balance {
-    /// The balancing `s` asks for the routes of `protocol`.
-    pub fn of(s: &Settings, protocol: Protocol) -> Balance {
-        let key = match protocol {
-            Protocol::FastCgi => "fastcgi.balance",
-            Protocol::Scgi | Protocol::Uwsgi => "scgi.balance",
-            Protocol::Http => "proxy.balance",
-            Protocol::Cgi => return Balance::LeastBusy,
-        };
-        let v = s.raw.iter().rev().find(|(k, _)| k == key);
-        match v.and_then(|(_, v)| v.as_str()) {
-            Some("round-robin") => Balance::RoundRobin,
-            Some("hash") => Balance::Hash,
-            Some("sticky") => Balance::Sticky,
-            _ => Balance::LeastBusy,
-        }
-    }
-
-    /// Logs a `scgi.balance` / `fastcgi.balance` value in `s` that glint
-    /// does not know (requests then get least-connection).
-    fn check(s: &Settings, key: &str) {
-        let v = s.raw.iter().find(|(k, _)| k == key);
-        match v.and_then(|(_, v)| v.as_str()) {
-            Some("round-robin" | "hash" | "sticky" | "fair" | "least-connection") | None => {}
-            Some(other) => {
-                log::warn!("{key} = \"{other}\" is not known; using least-connection")
-            }
-        }
+/// Logs a `scgi.balance` / `fastcgi.balance` value in `s` that glint
+/// does not know (requests then get least-connection).
+fn check_balance(s: &Settings, key: &str) {
+    let v = s.raw.iter().find(|(k, _)| k == key);
+    match v.and_then(|(_, v)| v.as_str()) {
+        Some(known) if Balance::parse(known).is_some() => {}
+        None => {}
+        Some(other) => log::warn!("{key} = \"{other}\" is not known; using least-connection"),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The route tables: built from `scgi.server`, `fastcgi.server`,
 //! `proxy.server` and `cgi.assign`, and looked up for each request.
 
-use super::{config, Balance, Gateways, Host, Protocol, Route};
+use super::{config, Gateways, Host, Protocol, Route};
 use crate::config::{Config, Settings, Value};
 
 impl Gateways {
@@ -33,7 +33,7 @@ impl Gateways {
             ),
         ] {
             // Said once here; requests read it quietly from their settings.
-            Balance::check(&c.global, balance_key);
+            super::check_balance(&c.global, balance_key);
             let tables = g.build_tables(c, values, p, name, balance_key)?;
             match p {
                 Protocol::FastCgi => g.fastcgi_tables = tables,

@@ -53,14 +53,18 @@ fn bool_value(b: bool) -> Value {
     Value::Str(if b { "enable" } else { "disable" }.into())
 }
 
-fn list_value(l: &[String]) -> Value {
-    Value::Array(l.iter().map(|s| (None, Value::Str(s.clone()))).collect())
-}
-
-fn pairs_value(l: &[(String, String)]) -> Value {
+fn list_value<T: AsRef<str>>(l: &[T]) -> Value {
     Value::Array(
         l.iter()
-            .map(|(k, v)| (Some(k.clone()), Value::Str(v.clone())))
+            .map(|s| (None, Value::Str(s.as_ref().to_string())))
+            .collect(),
+    )
+}
+
+fn pairs_value<K: AsRef<str>>(l: &[(K, String)]) -> Value {
+    Value::Array(
+        l.iter()
+            .map(|(k, v)| (Some(k.as_ref().to_string()), Value::Str(v.clone())))
             .collect(),
     )
 }
@@ -209,10 +213,10 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         ("setenv.set-response-header", &s.setenv_set_response_header),
         ("expire.url", &s.expire_url),
         ("expire.mimetypes", &s.expire_mimetypes),
-        ("url.redirect", &s.url_redirect),
     ] {
         put(k, pairs_value(p));
     }
+    put("url.redirect", pairs_value(&s.url_redirect));
     put("url.redirect-code", int(u64::from(s.url_redirect_code)));
     for (k, p) in [
         ("url.rewrite-once", &s.url_rewrite_once),
@@ -292,12 +296,12 @@ fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     if !s.extforward_params.is_empty() {
         put("extforward.params", pairs_value(&s.extforward_params));
     }
+    put(
+        "url.rewrite-repeat-if-not-file",
+        pairs_value(&s.url_rewrite_repeat_if_not_file),
+    );
     for (k, p) in [
         ("alias.url", &s.alias_url),
-        (
-            "url.rewrite-repeat-if-not-file",
-            &s.url_rewrite_repeat_if_not_file,
-        ),
         ("setenv.add-request-header", &s.setenv_add_request_header),
         ("setenv.set-request-header", &s.setenv_set_request_header),
         ("setenv.add-environment", &s.setenv_add_environment),

@@ -267,7 +267,10 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
         "scgi.server" => s.scgi_server = Some(array(v)?),
         "fastcgi.server" => s.fastcgi_server = Some(array(v)?),
         "scgi.protocol" => match v {
-            Value::Str(p) if p == "scgi" || p == "uwsgi" => keep_raw(s, key, v),
+            Value::Str(p) if p == "scgi" || p == "uwsgi" => {
+                s.gateway.set(key, Some(p));
+                keep_raw(s, key, v)
+            }
             _ => return Err("expects \"scgi\" or \"uwsgi\"".into()),
         },
         _ => return Ok(None),
@@ -354,6 +357,7 @@ fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appl
         }
         "proxy.balance" => {
             crate::httpup::options::parse_balance(&conf_value(v))?;
+            s.gateway.set(key, v.as_str());
             keep_raw(s, key, v);
         }
         "proxy.forwarded" => {
@@ -432,7 +436,10 @@ fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appl
 /// Options kept raw for later work, and mod_deflate's (under both names).
 fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>, String> {
     match key {
-        k if KEPT_OPTIONS.contains(&k) => keep_raw(s, k, v),
+        k if KEPT_OPTIONS.contains(&k) => {
+            s.gateway.set(k, v.as_str());
+            keep_raw(s, k, v)
+        }
         k if k.starts_with("glint.acme.") => Rc::make_mut(&mut s.acme).set(k, v)?,
         k if crate::compress::spec::KEYS.contains(&k) => {
             let warning = Rc::make_mut(&mut s.deflate).set(k, &deflate_value(v))?;

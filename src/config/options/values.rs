@@ -2,6 +2,7 @@
 //! `Settings` field holds, with the error text the option's line reports.
 
 use crate::authn::require::OptValue;
+use crate::config::pattern::Pattern;
 use crate::config::value::Value;
 
 pub(super) fn string(v: &Value) -> Result<String, String> {
@@ -88,21 +89,16 @@ pub(super) fn pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
 }
 
 /// Pairs whose keys are regular expressions (`url.redirect`, `url.rewrite-*`).
-pub(super) fn regex_pairs(v: &Value) -> Result<Vec<(String, String)>, String> {
-    let p = pairs(v)?;
-    for (re, _) in &p {
-        regex::Regex::new(re).map_err(|e| format!("invalid regex \"{re}\": {e}"))?;
-    }
-    Ok(p)
+pub(super) fn regex_pairs(v: &Value) -> Result<Vec<(Pattern, String)>, String> {
+    pairs(v)?
+        .into_iter()
+        .map(|(re, to)| Ok((Pattern::new(&re)?, to)))
+        .collect()
 }
 
 /// A list of regular expressions (`dir-listing.exclude`).
-pub(super) fn regex_list(v: &Value) -> Result<Vec<String>, String> {
-    let l = list(v)?;
-    for re in &l {
-        regex::Regex::new(re).map_err(|e| format!("invalid regex \"{re}\": {e}"))?;
-    }
-    Ok(l)
+pub(super) fn regex_list(v: &Value) -> Result<Vec<Pattern>, String> {
+    list(v)?.iter().map(|re| Pattern::new(re)).collect()
 }
 
 /// A file mode written in octal, as `chmod` takes it (`"0660"`, `"600"`).

@@ -1,6 +1,6 @@
 use std::net::IpAddr;
 
-use crate::forwarded::client::{resolve, valid_host, BadForwarded, Request, Resolved, Scheme};
+use crate::forwarded::client::{normalized_host, resolve, BadForwarded, Request, Resolved, Scheme};
 use crate::forwarded::options::ExtForward;
 
 type H<'a> = &'a [(&'a str, &'a [u8])];
@@ -573,7 +573,7 @@ fn host_values() {
     ];
     for &(h, want) in cases {
         assert_eq!(
-            valid_host(h).as_deref(),
+            normalized_host(h).as_deref(),
             want,
             "{}",
             String::from_utf8_lossy(h)

@@ -8,7 +8,7 @@ use httparse::Header;
 
 use super::cache::OpenFile;
 use super::form::{choose_form, Form};
-use super::validators::{etag_matches, header_date, Validators, HEX};
+use super::validators::{etag_matches, header_date, Validators};
 use super::{write_content_type, write_expire, StaticRequest};
 use crate::compress::negotiate::variant_etag;
 use crate::compress::Coding;
@@ -370,9 +370,6 @@ pub(super) fn boundary(etag: Option<&[u8]>, len: u64) -> Vec<u8> {
     // FNV-1a from a seed of the length: a boundary differs per file and size.
     let h = hash::fnv1a_from(0x9e37_79b9_7f4a_7c15 ^ len, etag.unwrap_or(b""));
     let mut out = b"glint-".to_vec();
-    for byte in h.to_be_bytes() {
-        out.push(HEX[(byte >> 4) as usize]);
-        out.push(HEX[(byte & 15) as usize]);
-    }
+    crate::syntax::push_hex(&mut out, &h.to_be_bytes(), crate::syntax::HEX_LOWER);
     out
 }

@@ -30,7 +30,7 @@ pub struct OpenFile {
     /// The content of a small file, sent from memory in the same `send` as the head.
     pub(super) small: Option<Rc<[u8]>>,
     /// The settings the entry was made under (MIME types and ETag options differ per scope).
-    pub(super) settings_id: usize,
+    pub(super) settings_id: u64,
     pub(super) born: u64,
     pub(super) meta: Metadata,
     /// The `Content-Type` value as sent, which `deflate.mimetypes` matches.
@@ -124,11 +124,11 @@ pub struct FileCache {
     map: PathMap<Rc<OpenFile>>,
     bytes: usize,
     /// Directory path => (settings id, when, the index file's URL path or none).
-    indexes: PathMap<(usize, u64, Option<String>)>,
+    indexes: PathMap<(u64, u64, Option<String>)>,
 }
 
 impl FileCache {
-    pub(super) fn index_of(&self, dir: &str, settings_id: usize, now: u64) -> Option<Option<&str>> {
+    pub(super) fn index_of(&self, dir: &str, settings_id: u64, now: u64) -> Option<Option<&str>> {
         self.indexes
             .get(dir)
             .filter(|(id, born, _)| *id == settings_id && now <= born + 1)
@@ -138,7 +138,7 @@ impl FileCache {
     pub(super) fn put_index(
         &mut self,
         dir: &str,
-        settings_id: usize,
+        settings_id: u64,
         now: u64,
         found: Option<String>,
     ) {
@@ -148,7 +148,7 @@ impl FileCache {
         }
     }
 
-    pub(super) fn get(&self, path: &str, settings_id: usize, now: u64) -> Option<Rc<OpenFile>> {
+    pub(super) fn get(&self, path: &str, settings_id: u64, now: u64) -> Option<Rc<OpenFile>> {
         self.map
             .get(path)
             .filter(|e| e.settings_id == settings_id && now <= e.born + 1)
@@ -194,7 +194,7 @@ impl OpenFile {
         meta: &std::fs::Metadata,
         fs_path: &str,
         s: &Settings,
-        settings_id: usize,
+        settings_id: u64,
         now: u64,
     ) -> OpenFile {
         let len = meta.size();

@@ -10,6 +10,7 @@ use nix::libc;
 use super::StaticRequest;
 use crate::config::Settings;
 use crate::msg::Reply;
+use crate::syntax;
 
 /// Opens a path for reading; errors come back as the status to answer.
 pub(super) fn open(path: &str, s: &Settings, root: &str) -> Result<(File, std::fs::Metadata), u16> {
@@ -69,36 +70,13 @@ fn open_error_status(e: &io::Error) -> u16 {
 /// encoded from the decoded path: `/~test%20ä_` goes to `/~test%20%C3%A4_/`.
 pub(super) fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Reply) {
     let mut loc = Vec::with_capacity(req.path.len() * 3 + req.query.len() + 4);
-    encode_path(req.path, &mut loc);
+    // lighttpd's ENCODING_REL_URI: an encoded slash, which the decoded
+    // path keeps as `%2F`, stays one.
+    syntax::percent_encode(req.path.as_bytes(), &syntax::REL_URI, &mut loc);
     loc.push(b'/');
     if !req.query.is_empty() {
         loc.push(b'?');
         loc.extend_from_slice(req.query.as_bytes());
     }
     r.error_with(301, &[("Location", &loc)]);
-}
-
-/// Percent-encodes a decoded path for a Location: everything but
-/// unreserved characters, `/`, `!`, `(`, `)` and `*` (lighttpd's
-/// `ENCODING_REL_URI`). An encoded slash, which the decoded path keeps as
-/// `%2F`, stays one.
-fn encode_path(path: &str, out: &mut Vec<u8>) {
-    let b = path.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'%' && b.get(i + 1..i + 3) == Some(b"2F") {
-            out.extend_from_slice(b"%2F");
-            i += 3;
-            continue;
-        }
-        if c.is_ascii_alphanumeric() || b"-._~/!()*".contains(&c) {
-            out.push(c);
-        } else {
-            out.push(b'%');
-            out.push(b"0123456789ABCDEF"[usize::from(c >> 4)]);
-            out.push(b"0123456789ABCDEF"[usize::from(c & 15)]);
-        }
-        i += 1;
-    }
 }

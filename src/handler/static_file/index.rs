@@ -34,7 +34,7 @@ pub fn find_index(
         // (An alias target or a home named without its slash.)
         out.push('/');
     }
-    let settings_id = s as *const Settings as usize;
+    let settings_id = s.stamp.get();
     if let Some(found) = cache.index_of(out, settings_id, now) {
         return match found {
             Some(url) => {

@@ -94,7 +94,7 @@ pub fn serve(
     push_rel_path(scratch, req.fs_rel, s);
     // Symlink checks walk the path each time; only the default setting is cached.
     let cacheable = s.follow_symlink;
-    let settings_id = s as *const Settings as usize;
+    let settings_id = s.stamp.get();
     if cacheable {
         if let Some(e) = cache.get(scratch, settings_id, req.mono) {
             return serve_file(req, r, &e, scratch, dz);

@@ -49,3 +49,32 @@ fn mime_types() {
     assert_eq!(content_type("/a.html", &s), ("text/x-custom", false));
     assert_eq!(content_type("/a.tar.gz", &s), ("application/x-tgz", false));
 }
+
+#[test]
+fn a_new_configuration_never_meets_the_old_ones_cached_answers() {
+    // The index cache is keyed by the settings' stamp: settings built after
+    // a reload at the very address of the old ones (a Box freed and
+    // allocated again, as the allocator likes to) must not be served what
+    // was found under the old ones.
+    let dir = std::env::temp_dir().join(format!("glint-stamp-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join("index.html"), b"x");
+    let root = dir.display().to_string();
+    let mut cache = super::FileCache::default();
+    let mut out = String::new();
+    let mut old = Box::new(Settings::default());
+    old.index_file_names = vec!["index.html".into()];
+    let old_addr = &*old as *const Settings as usize;
+    let found = super::find_index(&root, "/", "/", &old, &mut cache, 1, &mut out);
+    assert!(found && out == "/index.html", "{found} {out:?}");
+    drop(old);
+    let mut new = Box::new(Settings::default());
+    new.index_file_names = vec!["default.htm".into()];
+    let reused = &*new as *const Settings as usize == old_addr;
+    let found = super::find_index(&root, "/", "/", &new, &mut cache, 1, &mut out);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        !found,
+        "answered {out:?} from the old settings (address reused: {reused})"
+    );
+}

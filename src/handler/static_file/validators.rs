@@ -54,8 +54,6 @@ impl Validators {
     }
 }
 
-pub(super) const HEX: &[u8; 16] = b"0123456789abcdef";
-
 /// The quoted ETag of a file's chosen metadata fields: FNV-1a over their
 /// little-endian bytes, opaque, so it does not reveal the inode.
 pub(super) fn etag_tag(fields: &[u64]) -> [u8; 18] {
@@ -63,9 +61,9 @@ pub(super) fn etag_tag(fields: &[u64]) -> [u8; 18] {
         .iter()
         .fold(hash::OFFSET, |h, v| hash::fnv1a_from(h, &v.to_le_bytes()));
     let mut tag = [b'"'; 18];
-    for (i, byte) in h.to_be_bytes().iter().enumerate() {
-        tag[1 + 2 * i] = HEX[(byte >> 4) as usize];
-        tag[2 + 2 * i] = HEX[(byte & 15) as usize];
+    for (i, &byte) in h.to_be_bytes().iter().enumerate() {
+        tag[1 + 2 * i..3 + 2 * i]
+            .copy_from_slice(&crate::syntax::hex_pair(byte, crate::syntax::HEX_LOWER));
     }
     tag
 }

@@ -186,7 +186,7 @@ pub fn write_chunk(out: &mut Output, data: &[u8]) {
     let mut n = data.len();
     loop {
         i -= 1;
-        hex[i] = b"0123456789abcdef"[n & 15];
+        hex[i] = crate::syntax::HEX_LOWER[n & 15];
         n >>= 4;
         if n == 0 {
             break;

@@ -6,6 +6,7 @@
 //! ambiguity (RFC 9112 §6.3) is an error, so that glint and whatever sits in
 //! front of it can never disagree on where one request ends.
 
+pub use crate::syntax::valid_host;
 use std::mem::MaybeUninit;
 
 use httparse::{Header, Status};
@@ -70,7 +71,8 @@ fn validate<'h, 'b>(
         (None, None) if minor >= 1 => return Err(err(400, "HTTP/1.1 request without Host")),
         (None, None) => b"",
     };
-    if !valid_host(host) {
+    // An empty Host is what RFC 9112 3.2 asks for when there is no authority.
+    if !host.is_empty() && !valid_host(host) {
         return Err(err(400, "invalid Host"));
     }
 
@@ -269,39 +271,6 @@ fn split_target(target: &str, method: Method) -> Result<(&str, Option<&[u8]>), H
         return Err(err(400, "absolute target without a path"));
     }
     Ok((path, Some(authority.as_bytes())))
-}
-
-/// Host header syntax: reg-name or IP literal, optional port. Anything that
-/// could smuggle a path (`/`, `\`) or control characters is refused.
-pub fn valid_host(h: &[u8]) -> bool {
-    if h.len() > 255 {
-        return false;
-    }
-    if let Some(rest) = h.strip_prefix(b"[") {
-        let Some(end) = rest.iter().position(|&b| b == b']') else {
-            return false;
-        };
-        let (lit, after) = (&rest[..end], &rest[end + 1..]);
-        return lit
-            .iter()
-            .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
-            && (after.is_empty() || valid_port(after));
-    }
-    let (name, port) = match h.iter().position(|&b| b == b':') {
-        Some(i) => (&h[..i], Some(&h[i..])),
-        None => (h, None),
-    };
-    name.iter()
-        .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
-        && !name.starts_with(b".")
-        && port.is_none_or(valid_port)
-}
-
-fn valid_port(p: &[u8]) -> bool {
-    match p.split_first() {
-        Some((b':', digits)) => digits.len() <= 5 && digits.iter().all(u8::is_ascii_digit),
-        _ => false,
-    }
 }
 
 fn parse_content_length(v: &[u8]) -> Result<u64, HttpError> {

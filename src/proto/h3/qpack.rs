@@ -278,12 +278,9 @@ pub fn encode_field(name: &[u8], value: &[u8], out: &mut Vec<u8>) {
 
 /// Appends the `:status` line of a response.
 pub fn encode_status(status: u16, out: &mut Vec<u8>) {
-    let mut digits = [0u8; 3];
-    let s = status.clamp(100, 999);
-    digits[0] = b'0' + (s / 100) as u8;
-    digits[1] = b'0' + (s / 10 % 10) as u8;
-    digits[2] = b'0' + (s % 10) as u8;
-    encode_field(b":status", &digits, out);
+    let mut digits = itoa::Buffer::new();
+    let s = digits.format(status.clamp(100, 999));
+    encode_field(b":status", s.as_bytes(), out);
 }
 
 /// What the peer's QPACK encoder stream may say to a decoder whose

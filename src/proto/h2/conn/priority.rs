@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 
 use crate::proto::h2::error::StreamId;
+use crate::syntax::trim_ows as trim;
 
 /// Urgency levels 0 (most urgent) to 7 (RFC 9218 §4.1).
 pub const URGENCY_LEVELS: usize = 8;
@@ -54,18 +55,6 @@ impl Priority {
         }
         self
     }
-}
-
-fn trim(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|&c| c != b' ' && c != b'\t')
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|&c| c != b' ' && c != b'\t')
-        .map_or(start, |i| i + 1);
-    &b[start..end.max(start)]
 }
 
 /// One queue of ready streams per urgency. Entries go stale when a stream

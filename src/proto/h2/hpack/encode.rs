@@ -168,8 +168,8 @@ impl Encoder {
         fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
     ) {
         self.size_updates(out);
-        let mut digits = [0u8; 5];
-        let status = status_digits(status, &mut digits);
+        let mut digits = itoa::Buffer::new();
+        let status = digits.format(status).as_bytes();
         self.field_lower(out, b":status", status);
         self.encode_fields(out, fields);
     }
@@ -317,21 +317,6 @@ pub fn static_names(name: &[u8]) -> Option<(usize, usize)> {
         b"www-authenticate" => (61, 61),
         _ => return None,
     })
-}
-
-/// The decimal digits of a status code (100..=999 by RFC 9110 §15).
-fn status_digits(status: u16, buf: &mut [u8; 5]) -> &[u8] {
-    let mut n = status;
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 || i == 0 {
-            break;
-        }
-    }
-    &buf[i..]
 }
 
 #[cfg(test)]
