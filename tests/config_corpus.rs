@@ -131,8 +131,8 @@ fn lighttpd_conf_loads() {
         "access_log.conf was included"
     );
     // dir-listing.exclude and the listing's encoding are honoured.
-    assert_eq!(g.dir_listing_exclude, ["~$"]);
-    assert_eq!(g.dir_listing_encoding.as_deref(), Some("UTF-8"));
+    assert_eq!(g.dir_listing.exclude, ["~$"]);
+    assert_eq!(g.dir_listing.encoding.as_deref(), Some("UTF-8"));
     let text = c.dump();
     let again = match Config::parse_str(&text, "dump", Path::new("/")) {
         Ok(a) => a,

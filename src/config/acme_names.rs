@@ -12,7 +12,7 @@ impl Config {
     pub fn acme_default_names(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (i, l) in self.listeners.iter().enumerate() {
-            if !self.socket_settings(i).ssl_engine {
+            if !self.socket_settings(i).tls.engine {
                 continue;
             }
             let facts = RequestFacts {

@@ -15,10 +15,13 @@
 //! and rewrites) come from the last regex condition that matched.
 
 mod acme_names;
+mod build;
 mod cond;
 mod error;
 mod gateway;
 mod lexer;
+mod listen;
+mod modules;
 mod options;
 mod parser;
 mod pattern;
@@ -32,6 +35,11 @@ mod tests;
 
 pub use error::ConfigError;
 pub use gateway::{Balance, GatewaySettings};
+pub use listen::{listen_from_settings, parse_socket, Listen, ListenAddr};
+pub use modules::{
+    Access, Auth, DirListing, Expire, Rewrite, SetEnv, SimpleVhost, StaticFile, Status,
+    TlsSettings, UserDir,
+};
 pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
 pub use pattern::Pattern;
@@ -40,33 +48,14 @@ pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 
 use crate::authn::require::{parse_require, RequireTable};
+use build::{auth_table, check, compile_chains, scope_of};
 use cond::{Cond, Test};
-use lexer::Pos;
-use options::Applied;
-use parser::{Block, Entry};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-
-/// An address to listen on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListenAddr {
-    /// `host:port`, `ip:port`, `[v6]:port` or `:port`, resolved at bind time.
-    Tcp { host: String, port: u16 },
-    /// A unix socket path.
-    Unix(PathBuf),
-}
-
-/// One listening socket and the text that named it (`$SERVER["socket"]` compares against it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listen {
-    pub addr: ListenAddr,
-    /// The socket as written in the configuration, e.g. `127.0.0.1:8080` or `:80`.
-    pub spec: String,
-}
 
 /// What conditionals may test about one request.
 #[derive(Debug, Clone, Copy)]
@@ -168,17 +157,17 @@ impl Config {
         let mut settings = settings;
         settings.scgi_scope = 0;
         settings.fastcgi_scope = 0;
-        settings.auth_scope = 0;
+        settings.auth.scope = 0;
         options::finish(&mut settings);
         let mut warnings = Vec::new();
-        let auth_requires = match auth_table(&settings.auth_require, &mut warnings) {
+        let auth_requires = match auth_table(&settings.auth.require, &mut warnings) {
             Ok(t) => vec![t],
             Err(e) => {
                 // (The command line sets no auth.require; settings built in
                 // code with a broken one protect everything: every path
                 // answers 500, with no backend to check a password against.)
                 warnings.push(format!("auth.require: {e}; every request answers 500"));
-                settings.auth_backend = None;
+                settings.auth.backend = None;
                 let all = vec![(
                     String::new(),
                     ["method", "realm", "require"]
@@ -193,7 +182,7 @@ impl Config {
                         .collect(),
                 )];
                 let table = parse_require(&all).map(|(t, _)| t).unwrap_or_default();
-                vec![(settings.auth_require.clone(), Rc::new(table))]
+                vec![(settings.auth.require.clone(), Rc::new(table))]
             }
         };
         settings.proxy_scope = 0;
@@ -255,70 +244,17 @@ impl Config {
             }
             check(&mut global, e, &mut warnings)?;
         }
-        let mut listeners = vec![listen_from_settings(&global)];
-        let mut socket_map = Vec::with_capacity(parsed.sockets.len());
-        for (spec, pos) in &parsed.sockets {
-            let addr = parse_socket(spec).map_err(|m| pos.error(m))?;
-            let idx = match listeners
-                .iter()
-                .position(|l| l.spec == *spec || l.addr == addr)
-            {
-                Some(i) => i,
-                None => {
-                    listeners.push(Listen {
-                        addr,
-                        spec: spec.clone(),
-                    });
-                    listeners.len() - 1
-                }
-            };
-            socket_map.push(idx);
-        }
+        let (listeners, socket_map) = listen::listeners(&global, &parsed.sockets)?;
         let mut assigns = Vec::new();
         let chains = compile_chains(parsed.chains, &socket_map, &mut assigns, &mut warnings)?;
-        let mut scgi_servers = vec![global.scgi_server.clone()];
-        let mut fastcgi_servers = vec![global.fastcgi_server.clone()];
-        let mut proxy_servers = vec![global.proxy_server.clone()];
-        for a in assigns.iter().flatten() {
-            let list = match a.key.as_str() {
-                "scgi.server" => &mut scgi_servers,
-                "fastcgi.server" => &mut fastcgi_servers,
-                "proxy.server" => &mut proxy_servers,
-                _ => continue,
-            };
-            // As the option stores it (the assignment was checked already).
-            let mut s = Settings::default();
-            let _ = options::apply(&mut s, &a.key, &a.value, &a.origin);
-            let v = match a.key.as_str() {
-                "scgi.server" => s.scgi_server,
-                "proxy.server" => s.proxy_server,
-                _ => s.fastcgi_server,
-            };
-            if !list.contains(&v) {
-                list.push(v);
-            }
-        }
+        let (scgi_servers, fastcgi_servers, proxy_servers) =
+            build::server_tables(&global, &assigns);
         global.scgi_scope = 0;
         global.fastcgi_scope = 0;
-        global.auth_scope = 0;
+        global.auth.scope = 0;
         options::finish(&mut global);
         // (`options::apply` checked every value at its line already.)
-        let mut auth_requires = vec![auth_table(&global.auth_require, &mut warnings)
-            .map_err(|e| ConfigError::file(name, format!("auth.require: {e}")))?];
-        for a in assigns.iter().flatten().filter(|a| a.key == "auth.require") {
-            let v = Some(a.value.clone());
-            if !auth_requires.iter().any(|(x, _)| *x == v) {
-                let t = auth_table(&v, &mut warnings).map_err(|e| {
-                    ConfigError::at(
-                        &a.origin.file,
-                        a.origin.line,
-                        0,
-                        format!("auth.require: {e}"),
-                    )
-                })?;
-                auth_requires.push(t);
-            }
-        }
+        let auth_requires = build::auth_tables(&global, &assigns, name, &mut warnings)?;
         let extforward_anywhere = global.extforward.is_some()
             || assigns
                 .iter()
@@ -470,10 +406,10 @@ impl Config {
         // Once per combination: which gateway route tables apply.
         s.scgi_scope = scope_of(&self.scgi_servers, &s.scgi_server);
         s.fastcgi_scope = scope_of(&self.fastcgi_servers, &s.fastcgi_server);
-        s.auth_scope = self
+        s.auth.scope = self
             .auth_requires
             .iter()
-            .position(|(v, _)| *v == s.auth_require)
+            .position(|(v, _)| *v == s.auth.require)
             .unwrap_or(0) as u32;
         options::finish(&mut s);
         s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
@@ -557,158 +493,10 @@ impl Config {
     /// The `auth.require` rules in force under `s` (none when it sets none).
     pub fn auth_rules(&self, s: &Settings) -> Option<&RequireTable> {
         self.auth_requires
-            .get(s.auth_scope as usize)
+            .get(s.auth.scope as usize)
             .map(|(_, t)| &**t)
             .filter(|t| !t.rules.is_empty())
     }
-}
-
-/// One value of `auth.require` and its rules, parsed once. Parser
-/// warnings (`host=` is not implemented) go to `warnings`.
-fn auth_table(
-    v: &Option<Value>,
-    warnings: &mut Vec<String>,
-) -> Result<(Option<Value>, Rc<RequireTable>), String> {
-    let table = match v {
-        None => RequireTable::default(),
-        Some(v) => {
-            let (t, w) = parse_require(&options::auth_require_entries(v)?)?;
-            warnings.extend(w);
-            t
-        }
-    };
-    Ok((v.clone(), Rc::new(table)))
-}
-
-/// The index of `v` in `values` (every value was collected while loading).
-fn scope_of(values: &[Option<Value>], v: &Option<Value>) -> u32 {
-    values.iter().position(|x| x == v).unwrap_or(0) as u32
-}
-
-/// Applies one entry to `s`: `Ok(true)` when glint acts on the option,
-/// `Ok(false)` when it accepts it without effect (with a warning where
-/// that is worth saying), an error when glint cannot honour it
-/// ([`support`]).
-fn check(s: &mut Settings, e: &Entry, warnings: &mut Vec<String>) -> Result<bool, ConfigError> {
-    let origin = origin_of(&e.pos);
-    let m = match options::apply(s, &e.key, &e.value, &origin) {
-        Ok(Applied::Known) => return Ok(true),
-        Ok(Applied::KnownWarn(w)) => {
-            warnings.push(format!("{}:{}: {w}", e.pos.file, e.pos.line));
-            return Ok(true);
-        }
-        Ok(Applied::Unknown) => match support::classify(&e.key, &e.value) {
-            Ok(support::Support::DefaultValue) => return Ok(false),
-            Ok(support::Support::Ignored(why)) => {
-                warnings.push(format!(
-                    "{}:{}: option {} ignored: {why}",
-                    e.pos.file, e.pos.line, e.key
-                ));
-                return Ok(false);
-            }
-            Ok(support::Support::Unknown) => {
-                warnings.push(format!(
-                    "{}:{}: unknown option {}; ignored (lighttpd does not know it either)",
-                    e.pos.file, e.pos.line, e.key
-                ));
-                return Ok(false);
-            }
-            Ok(support::Support::NotProvided(module)) => {
-                return Err(e.pos.error(format!(
-                    "option {}{} is not provided by glint",
-                    e.key,
-                    module_note(module)
-                )));
-            }
-            Ok(support::Support::NotDefault(module)) => {
-                return Err(e.pos.error(format!(
-                    "option {} = {}{} is not provided by glint (only its default is)",
-                    e.key,
-                    e.value.to_conf(0),
-                    module_note(module)
-                )));
-            }
-            Err(m) => m,
-        },
-        Err(m) => m,
-    };
-    // (Messages of the modules' own parsers may name the option already.)
-    let m = m
-        .strip_prefix(e.key.as_str())
-        .and_then(|r| r.strip_prefix(": "))
-        .map_or(m.clone(), str::to_string);
-    Err(e.pos.error(format!("{}: {m}", e.key)))
-}
-
-/// " (mod_x)" after an option's name, nothing for the server's own options.
-fn module_note(module: &str) -> String {
-    if module == "core" {
-        String::new()
-    } else {
-        format!(" ({module})")
-    }
-}
-
-fn origin_of(p: &Pos) -> Origin {
-    Origin {
-        file: p.file.to_string(),
-        line: p.line,
-    }
-}
-
-/// Checks every block's options, keeps the known ones, and maps socket
-/// conditions onto listener indexes.
-fn compile_chains(
-    chains: Vec<Vec<Block>>,
-    socket_map: &[usize],
-    assigns: &mut Vec<Vec<Assign>>,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<Vec<CondBlock>>, ConfigError> {
-    let mut out = Vec::with_capacity(chains.len());
-    for chain in chains {
-        let mut blocks = Vec::with_capacity(chain.len());
-        for b in chain {
-            let mut scratch = Settings::default();
-            let mut kept = Vec::new();
-            for e in &b.entries {
-                if e.key.starts_with("var.") {
-                    continue;
-                }
-                if options::GLOBAL_ONLY.contains(&e.key.as_str()) {
-                    warnings.push(format!(
-                        "{}:{}: option {} can only be set in the global scope; ignored",
-                        e.pos.file, e.pos.line, e.key
-                    ));
-                    continue;
-                }
-                if check(&mut scratch, e, warnings)? {
-                    kept.push(Assign {
-                        key: e.key.clone(),
-                        value: e.value.clone(),
-                        origin: origin_of(&e.pos),
-                    });
-                }
-            }
-            let idx = b.id as usize;
-            if assigns.len() <= idx {
-                assigns.resize(idx + 1, Vec::new());
-            }
-            assigns[idx] = kept;
-            let cond = b.cond.map(|mut c| {
-                if let Test::OnListener(i) = c.test {
-                    c.test = Test::OnListener(socket_map.get(i).copied().unwrap_or(usize::MAX));
-                }
-                c
-            });
-            blocks.push(CondBlock {
-                id: b.id,
-                cond,
-                children: compile_chains(b.children, socket_map, assigns, warnings)?,
-            });
-        }
-        out.push(blocks);
-    }
-    Ok(out)
 }
 
 /// Like [`walk`], for the blocks that test only `$SERVER["socket"]`: a
@@ -756,67 +544,5 @@ fn walk(
                 break;
             }
         }
-    }
-}
-
-/// Parses a `$SERVER["socket"]` value: `ip:port`, `[v6]:port`, `:port`,
-/// `host:port`, a bare address (port 80), or a unix socket path.
-pub fn parse_socket(spec: &str) -> Result<ListenAddr, String> {
-    if spec.starts_with('/') {
-        return Ok(ListenAddr::Unix(PathBuf::from(spec)));
-    }
-    let bad =
-        || format!("invalid socket \"{spec}\" (expected ip:port, [v6]:port, :port or a path)");
-    let (host, port) = if let Some(rest) = spec.strip_prefix('[') {
-        let (h, after) = rest.split_once(']').ok_or_else(bad)?;
-        match after {
-            "" => (h, None),
-            p => (h, Some(p.strip_prefix(':').ok_or_else(bad)?)),
-        }
-    } else {
-        match spec.rsplit_once(':') {
-            Some((h, _)) if h.contains(':') => return Err(bad()),
-            Some((h, p)) => (h, Some(p)),
-            None => (spec, None),
-        }
-    };
-    let port = match port {
-        Some(p) => p.parse::<u16>().map_err(|_| bad())?,
-        None => 80,
-    };
-    if spec.is_empty() || host.contains(char::is_whitespace) {
-        return Err(bad());
-    }
-    Ok(ListenAddr::Tcp {
-        host: host.to_string(),
-        port,
-    })
-}
-
-/// The listener named by `server.bind` and `server.port`.
-pub fn listen_from_settings(s: &Settings) -> Listen {
-    match &s.bind {
-        Some(b) if b.starts_with('/') => Listen {
-            addr: ListenAddr::Unix(PathBuf::from(b)),
-            spec: b.clone(),
-        },
-        Some(b) => Listen {
-            addr: ListenAddr::Tcp {
-                host: b.clone(),
-                port: s.port,
-            },
-            spec: if b.contains(':') {
-                format!("[{}]:{}", b, s.port)
-            } else {
-                format!("{}:{}", b, s.port)
-            },
-        },
-        None => Listen {
-            addr: ListenAddr::Tcp {
-                host: String::new(),
-                port: s.port,
-            },
-            spec: format!(":{}", s.port),
-        },
     }
 }

@@ -5,7 +5,10 @@
 //! conditional block (`$HTTP["host"] == ... { }`) produces a copy of its
 //! parent's settings with the block's assignments applied.
 
-use super::pattern::Pattern;
+use super::modules::{
+    Access, Auth, DirListing, Expire, Rewrite, SetEnv, SimpleVhost, StaticFile, Status,
+    TlsSettings, UserDir,
+};
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
@@ -111,46 +114,26 @@ pub struct Settings {
     pub errorfile_prefix: Option<String>,
     /// `server.error-handler-404`: a URL served instead of a 404.
     pub error_handler_404: Option<String>,
-    /// `server.dir-listing` / `dir-listing.activate` (default disable).
-    pub dir_listing: bool,
-    /// `dir-listing.hide-dotfiles` (default enable).
-    pub dir_listing_hide_dotfiles: bool,
+    /// mod_dirlisting: `dir-listing.*`.
+    pub dir_listing: DirListing,
     /// `index-file.names` (default `index.html`, `index.htm`).
     pub index_file_names: Vec<String>,
     /// `mimetype.assign`: suffix => type, checked before mime_guess (longest suffix wins).
     pub mimetype_assign: Vec<(String, String)>,
-    /// `static-file.exclude-extensions`: suffixes never served as static files.
-    pub static_file_exclude_extensions: Vec<String>,
-    /// `static-file.etags` (default enable).
-    pub static_file_etags: bool,
-    /// `etag.use-inode` (default enable).
-    pub etag_use_inode: bool,
-    /// `etag.use-mtime` (default enable).
-    pub etag_use_mtime: bool,
-    /// `etag.use-size` (default enable).
-    pub etag_use_size: bool,
+    /// mod_staticfile and the ETag: `static-file.*`, `etag.*`.
+    pub static_file: StaticFile,
     /// `accesslog.filename`: a file, or `|command` for a pipe (default: no access log).
     pub accesslog_filename: Option<String>,
     /// `accesslog.format` (default lighttpd's `%h %V %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`).
     pub accesslog_format: Option<String>,
-    /// `url.access-deny`: path suffixes answered with 403 (`""` denies all).
-    pub url_access_deny: Vec<String>,
-    /// `url.access-allow`: when set, only paths with one of these suffixes
-    /// are served; every other path is answered 403 (`url.access-deny` is
-    /// then not consulted, as in lighttpd).
-    pub url_access_allow: Vec<String>,
+    /// mod_access: `url.access-deny`, `url.access-allow`.
+    pub access: Access,
     /// `server.force-lowercase-filenames` (default disable): file system
     /// paths are looked up in lowercase and access suffixes match without case.
     pub force_lowercase_filenames: bool,
     /// `server.error-handler`: a URL run instead of any error answer
     /// (4xx, 5xx) glint itself would give, as a GET; the status stays.
     pub error_handler: Option<String>,
-    /// `dir-listing.exclude`: regular expressions of names left out of listings.
-    pub dir_listing_exclude: Vec<Pattern>,
-    /// `dir-listing.hide-readme-file` (default disable): leave README.txt out.
-    pub dir_listing_hide_readme_file: bool,
-    /// `dir-listing.hide-header-file` (default disable): leave HEADER.txt out.
-    pub dir_listing_hide_header_file: bool,
     /// `server.listen-backlog` (default 1024): `listen(2)` backlog of each listener.
     pub listen_backlog: u32,
     /// `server.use-ipv6` (default disable): `server.bind` unset listens on `[::]`.
@@ -162,30 +145,14 @@ pub struct Settings {
     /// `server.defer-accept` (default disable, as lighttpd): TCP_DEFER_ACCEPT
     /// on the listeners of this scope.
     pub defer_accept: bool,
-    /// `ssl.engine` (default disable): TLS on the sockets of this scope.
-    pub ssl_engine: bool,
+    /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).
+    pub tls: TlsSettings,
     /// glint's `glint.h3` (per socket; see docs/http3.md): HTTP/3 over
     /// QUIC on a UDP socket beside each TLS socket of this scope.
     pub h3: bool,
     /// The `ssl.*` options of a connection scope (certificate, key, CAs,
     /// client certificates, OCSP, ACME), `None` where unset.
     pub ssl: crate::tls::ScopeOptions,
-    /// `ssl.cipher-list` (per socket).
-    pub ssl_cipher_list: Option<String>,
-    /// `ssl.openssl.ssl-conf-cmd` (per socket), in configuration order.
-    pub ssl_conf_cmd: Vec<(String, String)>,
-    /// `ssl.honor-cipher-order` (per socket).
-    pub ssl_honor_cipher_order: Option<bool>,
-    /// `ssl.stek-file`: session-ticket keys an outside job maintains (global).
-    pub ssl_stek_file: Option<String>,
-    /// `server.feature-flags` `"ssl.session-cache"`: a server-side session
-    /// cache beside tickets (default off).
-    pub ssl_session_cache: bool,
-    /// `ssl.refresh-certs` (lighttpd 1.4.78's option; glint's default:
-    /// enable): certificate and key files are read again when their mtime
-    /// changes, checked every 64 s, so that certbot's or dehydrated's
-    /// renewals need no hook (global).
-    pub ssl_refresh_certs: bool,
     /// `server.h2proto` (or `server.feature-flags` `"server.h2proto"`):
     /// HTTP/2 is offered, by ALPN `h2` over TLS and to a client that opens
     /// a cleartext connection with the HTTP/2 preface (lighttpd's default:
@@ -195,30 +162,14 @@ pub struct Settings {
     /// `Upgrade: h2c` is followed on cleartext connections; needs
     /// `h2proto` (lighttpd's default: on; global).
     pub h2c: bool,
-    /// `setenv.add-response-header`.
-    pub setenv_add_response_header: Vec<(String, String)>,
-    /// `setenv.set-response-header`.
-    pub setenv_set_response_header: Vec<(String, String)>,
-    /// `expire.url`: URL prefix => "access plus 1 hours" style rule.
-    pub expire_url: Vec<(String, String)>,
-    /// `expire.mimetypes`: MIME type prefix => rule.
-    pub expire_mimetypes: Vec<(String, String)>,
-    /// `url.redirect`: regex => target with `$1` / `%1` substitutions.
-    pub url_redirect: Vec<(Pattern, String)>,
-    /// `url.redirect-code` (default 301).
-    pub url_redirect_code: u16,
-    /// `url.rewrite-once` / `url.rewrite`.
-    pub url_rewrite_once: Vec<(Pattern, String)>,
-    /// `url.rewrite-repeat`.
-    pub url_rewrite_repeat: Vec<(Pattern, String)>,
-    /// `url.rewrite-if-not-file`.
-    pub url_rewrite_if_not_file: Vec<(Pattern, String)>,
-    /// `simple-vhost.server-root`.
-    pub simple_vhost_server_root: Option<String>,
-    /// `simple-vhost.default-host`.
-    pub simple_vhost_default_host: Option<String>,
-    /// `simple-vhost.document-root`.
-    pub simple_vhost_document_root: Option<String>,
+    /// mod_setenv: `setenv.*`.
+    pub setenv: SetEnv,
+    /// mod_expire: `expire.*`.
+    pub expire: Expire,
+    /// mod_rewrite and mod_redirect: `url.rewrite-*`, `url.redirect*`.
+    pub rewrite: Rewrite,
+    /// mod_simple_vhost: `simple-vhost.*`.
+    pub simple_vhost: SimpleVhost,
     /// `server.username`.
     pub username: Option<String>,
     /// `server.groupname`.
@@ -233,12 +184,8 @@ pub struct Settings {
     pub graceful_shutdown_timeout: u32,
     /// `server.systemd-socket-activation` (default disable).
     pub systemd_socket_activation: bool,
-    /// `status.status-url`.
-    pub status_url: Option<String>,
-    /// `status.statistics-url`.
-    pub status_statistics_url: Option<String>,
-    /// `status.config-url`.
-    pub status_config_url: Option<String>,
+    /// mod_status: `status.*`.
+    pub status: Status,
     /// `scgi.server`: the parsed array, read by the SCGI gateway.
     pub scgi_server: Option<Value>,
     /// `fastcgi.server`: the parsed array, read by the FastCGI gateway.
@@ -249,30 +196,8 @@ pub struct Settings {
     pub scgi_scope: u32,
     /// Which of [`crate::config::Config::fastcgi_servers`] `fastcgi_server` is.
     pub fastcgi_scope: u32,
-    /// `auth.backend`: `plain`, `htpasswd` or `htdigest` (default unset:
-    /// a rule that needs a password answers 500, as lighttpd).
-    pub auth_backend: Option<String>,
-    /// `auth.backend.plain.userfile`: `user:password` lines.
-    pub auth_plain_userfile: Option<String>,
-    /// `auth.backend.plain.groupfile`: accepted and never read, as lighttpd
-    /// 1.4.69 (no file backend reports groups).
-    pub auth_plain_groupfile: Option<String>,
-    /// `auth.backend.htpasswd.userfile`: `user:hash` lines.
-    pub auth_htpasswd_userfile: Option<String>,
-    /// `auth.backend.htdigest.userfile`: `user:realm:HA1` lines.
-    pub auth_htdigest_userfile: Option<String>,
-    /// `auth.require`: the array as written (checked at load); its parsed
-    /// rules are [`crate::config::Config::auth_rules`].
-    pub auth_require: Option<Value>,
-    /// Which of [`crate::config::Config::auth_requires`] `auth_require` is.
-    pub auth_scope: u32,
-    /// `auth.cache = ( "max-age" => "600" )`: seconds a right Basic
-    /// password is remembered (default unset: no cache).
-    pub auth_cache_max_age: Option<i64>,
-    /// `auth.extern-authn` (default disable): a `REMOTE_USER` set before
-    /// mod_auth (by extforward's `remote_user`) that the rule allows lets
-    /// the request through.
-    pub auth_extern_authn: bool,
+    /// mod_auth: `auth.*`.
+    pub auth: Auth,
     /// `extforward.forwarder`: address (or network, or `all`) => `trust` /
     /// `untrusted` (default: nobody is trusted; the module does nothing).
     pub extforward_forwarder: Vec<(String, String)>,
@@ -288,64 +213,15 @@ pub struct Settings {
     /// The five `extforward.*` options parsed together, when a forwarder
     /// is trusted (derived once per scope by `options::finish`).
     pub extforward: Option<Rc<ExtForward>>,
-    /// `setenv.add-request-header`: headers added to the request the
-    /// backends see (after one of the same name, joined with ", ").
-    pub setenv_add_request_header: Vec<(String, String)>,
-    /// `setenv.set-request-header`: headers set (replaced; an empty value
-    /// removes the header) in the request the backends see.
-    pub setenv_set_request_header: Vec<(String, String)>,
-    /// `setenv.add-environment`: variables added to the backends'
-    /// environment (after one of the same name, joined with ", ").
-    pub setenv_add_environment: Vec<(String, String)>,
-    /// `setenv.set-environment`: variables set in the backends' environment.
-    pub setenv_set_environment: Vec<(String, String)>,
     /// `alias.url`: URL prefix => file system path; the longest prefix
     /// that starts the path maps it below its directory.
     pub alias_url: Vec<(String, String)>,
-    /// `userdir.path`: the directory below a user's home served for
-    /// `/~user/` (unset: mod_userdir does nothing, as lighttpd).
-    pub userdir_path: Option<String>,
-    /// `userdir.basepath`: homes are `basepath/user` (or `basepath/u/user`
-    /// with `letterhomes`) instead of the password database's.
-    pub userdir_basepath: Option<String>,
-    /// `userdir.exclude-user`: users never served.
-    pub userdir_exclude_user: Vec<String>,
-    /// `userdir.include-user`: when set, only these users are served.
-    pub userdir_include_user: Option<Vec<String>>,
-    /// `userdir.letterhomes` (default disable).
-    pub userdir_letterhomes: bool,
-    /// `userdir.active` (default enable, as lighttpd).
-    pub userdir_active: bool,
+    /// mod_userdir: `userdir.*`.
+    pub userdir: UserDir,
     /// `evhost.path-pattern`: the docroot built from the Host's parts
     /// (`%0` domain, `%1` tld, `%2` domain without tld, `%3`.. subdomains,
     /// `%_` the whole name).
     pub evhost_path_pattern: Option<String>,
-    /// `url.rewrite-repeat-if-not-file`: `url.rewrite-repeat` rules applied
-    /// only when the path is not a file.
-    pub url_rewrite_repeat_if_not_file: Vec<(Pattern, String)>,
-    /// `dir-listing.encoding`: the charset named in listings (default
-    /// unset: UTF-8).
-    pub dir_listing_encoding: Option<String>,
-    /// `dir-listing.external-css`: a stylesheet URL instead of the built-in style.
-    pub dir_listing_external_css: Option<String>,
-    /// `dir-listing.external-js`: a script URL added to listings.
-    pub dir_listing_external_js: Option<String>,
-    /// `dir-listing.show-readme`: a file of the directory shown below the
-    /// listing (`enable` is `README.txt`).
-    pub dir_listing_show_readme: Option<String>,
-    /// `dir-listing.show-header`: a file shown above the listing
-    /// (`enable` is `HEADER.txt`).
-    pub dir_listing_show_header: Option<String>,
-    /// `dir-listing.set-footer`: the text at the foot of listings.
-    pub dir_listing_set_footer: Option<String>,
-    /// `dir-listing.encode-readme` (default enable): the readme is shown
-    /// as text, HTML-escaped, rather than as HTML.
-    pub dir_listing_encode_readme: bool,
-    /// `dir-listing.encode-header` (default enable).
-    pub dir_listing_encode_header: bool,
-    /// `dir-listing.auto-layout` (default enable): the built-in style and
-    /// sorting script when no external one is set.
-    pub dir_listing_auto_layout: bool,
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
@@ -455,52 +331,29 @@ impl Default for Settings {
             range_requests: true,
             errorfile_prefix: None,
             error_handler_404: None,
-            dir_listing: false,
-            dir_listing_hide_dotfiles: true,
+            dir_listing: Default::default(),
             index_file_names: vec!["index.html".into(), "index.htm".into()],
             mimetype_assign: Vec::new(),
-            static_file_exclude_extensions: Vec::new(),
-            static_file_etags: true,
-            etag_use_inode: true,
-            etag_use_mtime: true,
-            etag_use_size: true,
+            static_file: Default::default(),
             accesslog_filename: None,
             accesslog_format: None,
-            url_access_deny: Vec::new(),
-            url_access_allow: Vec::new(),
+            access: Default::default(),
             force_lowercase_filenames: false,
             error_handler: None,
-            dir_listing_exclude: Vec::new(),
-            dir_listing_hide_readme_file: false,
-            dir_listing_hide_header_file: false,
             listen_backlog: 1024,
             use_ipv6: false,
             set_v6only: true,
             socket_perms: None,
             defer_accept: false,
-            ssl_engine: false,
+            tls: Default::default(),
             h3: DEFAULT_H3,
             ssl: crate::tls::ScopeOptions::default(),
-            ssl_cipher_list: None,
-            ssl_conf_cmd: Vec::new(),
-            ssl_honor_cipher_order: None,
-            ssl_stek_file: None,
-            ssl_session_cache: false,
-            ssl_refresh_certs: true,
             h2proto: true,
             h2c: true,
-            setenv_add_response_header: Vec::new(),
-            setenv_set_response_header: Vec::new(),
-            expire_url: Vec::new(),
-            expire_mimetypes: Vec::new(),
-            url_redirect: Vec::new(),
-            url_redirect_code: 301,
-            url_rewrite_once: Vec::new(),
-            url_rewrite_repeat: Vec::new(),
-            url_rewrite_if_not_file: Vec::new(),
-            simple_vhost_server_root: None,
-            simple_vhost_default_host: None,
-            simple_vhost_document_root: None,
+            setenv: Default::default(),
+            expire: Default::default(),
+            rewrite: Default::default(),
+            simple_vhost: Default::default(),
             username: None,
             groupname: None,
             chroot: None,
@@ -508,50 +361,21 @@ impl Default for Settings {
             max_worker: 0,
             graceful_shutdown_timeout: 8,
             systemd_socket_activation: false,
-            status_url: None,
-            status_statistics_url: None,
-            status_config_url: None,
+            status: Default::default(),
             scgi_server: None,
             fastcgi_server: None,
             scgi_scope: 0,
             fastcgi_scope: 0,
-            auth_backend: None,
-            auth_plain_userfile: None,
-            auth_plain_groupfile: None,
-            auth_htpasswd_userfile: None,
-            auth_htdigest_userfile: None,
-            auth_require: None,
-            auth_scope: 0,
-            auth_cache_max_age: None,
-            auth_extern_authn: false,
+            auth: Default::default(),
             extforward_forwarder: Vec::new(),
             extforward_headers: None,
             extforward_params: Vec::new(),
             extforward_hap_proxy: false,
             extforward_hap_proxy_ssl_client_verify: false,
             extforward: None,
-            setenv_add_request_header: Vec::new(),
-            setenv_set_request_header: Vec::new(),
-            setenv_add_environment: Vec::new(),
-            setenv_set_environment: Vec::new(),
             alias_url: Vec::new(),
-            userdir_path: None,
-            userdir_basepath: None,
-            userdir_exclude_user: Vec::new(),
-            userdir_include_user: None,
-            userdir_letterhomes: false,
-            userdir_active: true,
+            userdir: Default::default(),
             evhost_path_pattern: None,
-            url_rewrite_repeat_if_not_file: Vec::new(),
-            dir_listing_encoding: None,
-            dir_listing_external_css: None,
-            dir_listing_external_js: None,
-            dir_listing_show_readme: None,
-            dir_listing_show_header: None,
-            dir_listing_set_footer: None,
-            dir_listing_encode_readme: true,
-            dir_listing_encode_header: true,
-            dir_listing_auto_layout: true,
             raw: Vec::new(),
             deflate: Rc::default(),
             deflate_options: Vec::new(),

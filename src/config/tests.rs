@@ -281,10 +281,10 @@ fn options_table() {
             !s.follow_symlink
         }),
         ("boolean integer", "server.dir-listing = 1", |s| {
-            s.dir_listing
+            s.dir_listing.activate
         }),
         ("boolean true", "dir-listing.activate = \"TRUE\"", |s| {
-            s.dir_listing
+            s.dir_listing.activate
         }),
         (
             "index-file.names",
@@ -292,7 +292,7 @@ fn options_table() {
             |s| s.index_file_names == ["a", "b"],
         ),
         ("single string as list", "url.access-deny = \"~\"", |s| {
-            s.url_access_deny == ["~"]
+            s.access.deny == ["~"]
         }),
         (
             "mimetype.assign",
@@ -302,7 +302,7 @@ fn options_table() {
         (
             "url.rewrite is rewrite-once",
             "url.rewrite = (\"^/a\" => \"/b\")",
-            |s| s.url_rewrite_once.len() == 1,
+            |s| s.rewrite.once.len() == 1,
         ),
         ("max-request-size", "server.max-request-size = 1024", |s| {
             s.max_request_size_kb == 1024

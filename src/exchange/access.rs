@@ -18,10 +18,10 @@ pub fn access_denied(path: &str, s: &Settings) -> bool {
                 path.ends_with(suffix.as_str())
             }
     };
-    if !s.url_access_allow.is_empty() {
-        return !s.url_access_allow.iter().any(ends);
+    if !s.access.allow.is_empty() {
+        return !s.access.allow.iter().any(ends);
     }
-    s.url_access_deny.iter().any(ends)
+    s.access.deny.iter().any(ends)
 }
 
 #[cfg(test)]
@@ -31,8 +31,10 @@ mod tests {
     #[test]
     fn deny_and_allow_table() {
         let s = |deny: &[&str], allow: &[&str], lc: bool| Settings {
-            url_access_deny: deny.iter().map(|x| x.to_string()).collect(),
-            url_access_allow: allow.iter().map(|x| x.to_string()).collect(),
+            access: crate::config::Access {
+                deny: deny.iter().map(|x| x.to_string()).collect(),
+                allow: allow.iter().map(|x| x.to_string()).collect(),
+            },
             force_lowercase_filenames: lc,
             ..Settings::default()
         };

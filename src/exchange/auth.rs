@@ -73,9 +73,9 @@ const USERFILES: &[(BackendKind, &str)] = &[
 
 fn userfile_of(s: &Settings, kind: BackendKind) -> Option<&str> {
     match kind {
-        BackendKind::Plain => s.auth_plain_userfile.as_deref(),
-        BackendKind::Htpasswd => s.auth_htpasswd_userfile.as_deref(),
-        BackendKind::Htdigest => s.auth_htdigest_userfile.as_deref(),
+        BackendKind::Plain => s.auth.plain_userfile.as_deref(),
+        BackendKind::Htpasswd => s.auth.htpasswd_userfile.as_deref(),
+        BackendKind::Htdigest => s.auth.htdigest_userfile.as_deref(),
     }
 }
 
@@ -173,7 +173,7 @@ pub(super) fn check(
     let Some(table) = sv
         .config
         .auth_requires
-        .get(settings.auth_scope as usize)
+        .get(settings.auth.scope as usize)
         .map(|(_, t)| Rc::clone(t))
     else {
         return Checked::Pass;
@@ -188,7 +188,8 @@ pub(super) fn check(
     let now = sv.clock.unix;
     let st = &mut sv.auth;
     let backend = settings
-        .auth_backend
+        .auth
+        .backend
         .as_deref()
         .and_then(|b| parse_backend(b).ok().flatten())
         .map(|kind| Backend {
@@ -201,13 +202,14 @@ pub(super) fn check(
             }),
         });
     let cache = settings
-        .auth_cache_max_age
+        .auth
+        .cache_max_age
         .and_then(|age| cache_for(&mut st.caches, age));
     let mut ctx = Context {
         backend,
         cache,
         key: &st.key,
-        extern_authn: settings.auth_extern_authn,
+        extern_authn: settings.auth.extern_authn,
     };
     let areq = AuthRequest {
         path,

@@ -70,10 +70,10 @@ fn append(env: &mut Env, name: &[u8], v: &[u8]) {
 /// value removes the header), then environment variables added and set,
 /// in lighttpd's order.
 fn setenv(env: &mut Env, s: &Settings) {
-    for (name, v) in &s.setenv_add_request_header {
+    for (name, v) in &s.setenv.add_request_header {
         append(env, &header_var(name), v.as_bytes());
     }
-    for (name, v) in &s.setenv_set_request_header {
+    for (name, v) in &s.setenv.set_request_header {
         let var = header_var(name);
         if v.is_empty() {
             env.remove(&var);
@@ -81,10 +81,10 @@ fn setenv(env: &mut Env, s: &Settings) {
             env.set(&var, v.as_bytes());
         }
     }
-    for (name, v) in &s.setenv_add_environment {
+    for (name, v) in &s.setenv.add_environment {
         append(env, name.as_bytes(), v.as_bytes());
     }
-    for (name, v) in &s.setenv_set_environment {
+    for (name, v) in &s.setenv.set_environment {
         env.set(name.as_bytes(), v.as_bytes());
     }
 }
@@ -283,8 +283,8 @@ fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInf
     // names `environment` never makes and client headers cannot (theirs
     // start with HTTP_), so only mod_setenv's variables or an authorizer's
     // can be there already, and only then is each one searched for.
-    let replace = !settings.setenv_add_environment.is_empty()
-        || !settings.setenv_set_environment.is_empty()
+    let replace = !settings.setenv.add_environment.is_empty()
+        || !settings.setenv.set_environment.is_empty()
         || !carry.vars.is_empty();
     let own = |env: &mut Env, k: &[u8], v: &[u8]| {
         if replace {

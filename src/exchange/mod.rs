@@ -514,10 +514,10 @@ fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
         }
     }
     let plain = || s.docroot_str().map(Cow::Borrowed);
-    let Some(server_root) = s.simple_vhost_server_root.as_deref() else {
+    let Some(server_root) = s.simple_vhost.server_root.as_deref() else {
         return plain();
     };
-    let sub = s.simple_vhost_document_root.as_deref().unwrap_or("");
+    let sub = s.simple_vhost.document_root.as_deref().unwrap_or("");
     let name = host_without_port(host);
     let build = |h: &str| {
         let mut p = server_root.trim_end_matches('/').to_string();
@@ -536,7 +536,7 @@ fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
             return Some(Cow::Owned(p));
         }
     }
-    match s.simple_vhost_default_host.as_deref() {
+    match s.simple_vhost.default_host.as_deref() {
         Some(d) => Some(Cow::Owned(build(d))),
         None => plain(),
     }

@@ -60,7 +60,7 @@ pub(super) fn respond_once(
         sv.reply.header("Allow", b"GET, HEAD, OPTIONS");
         sv.reply.end_head(Some(0));
     } else if let Some(loc) = redirect_to(sv, info, &settings, &resolved, &uri) {
-        let code = match settings.url_redirect_code {
+        let code = match settings.rewrite.redirect_code {
             c @ (301 | 302 | 303 | 307 | 308) => c,
             _ => 301,
         };
@@ -114,7 +114,7 @@ fn redirect_to(
     uri: &str,
 ) -> Option<String> {
     rewrite::first_match(
-        &settings.url_redirect,
+        &settings.rewrite.redirect,
         uri,
         &rewrite::Subst {
             cond: &resolved.captures,

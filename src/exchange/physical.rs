@@ -154,8 +154,8 @@ fn home_of(user: &str) -> Option<String> {
 
 /// mod_userdir: `/~user/rest` is `rest` below the user's `userdir.path`.
 fn userdir<'a>(s: &'a Settings, path: &'a str) -> Option<Physical<'a>> {
-    let sub = s.userdir_path.as_deref()?;
-    if !s.userdir_active {
+    let sub = s.userdir.path.as_deref()?;
+    if !s.userdir.active {
         return None;
     }
     let after = path.strip_prefix("/~")?;
@@ -176,10 +176,10 @@ fn userdir<'a>(s: &'a Settings, path: &'a str) -> Option<Physical<'a>> {
             }
         })
     };
-    if listed(&s.userdir_exclude_user) {
+    if listed(&s.userdir.exclude_user) {
         return None;
     }
-    if let Some(only) = &s.userdir_include_user {
+    if let Some(only) = &s.userdir.include_user {
         if !only.iter().any(|x| x == user) {
             return None;
         }
@@ -189,10 +189,10 @@ fn userdir<'a>(s: &'a Settings, path: &'a str) -> Option<Physical<'a>> {
     } else {
         Cow::Borrowed(user)
     };
-    let mut base = match s.userdir_basepath.as_deref() {
+    let mut base = match s.userdir.basepath.as_deref() {
         Some(b) => {
             let mut p = b.trim_end_matches('/').to_string();
-            if s.userdir_letterhomes {
+            if s.userdir.letterhomes {
                 if user.starts_with('.') {
                     return None;
                 }
@@ -212,7 +212,7 @@ fn userdir<'a>(s: &'a Settings, path: &'a str) -> Option<Physical<'a>> {
     }
     // From the password database only a home that has the directory is
     // taken (lighttpd checks it too); otherwise the docroot answers.
-    if s.userdir_basepath.is_none() && !std::fs::metadata(&base).is_ok_and(|m| m.is_dir()) {
+    if s.userdir.basepath.is_none() && !std::fs::metadata(&base).is_ok_and(|m| m.is_dir()) {
         return None;
     }
     Some(Physical {
@@ -358,9 +358,12 @@ mod tests {
     #[test]
     fn userdir_with_basepath() {
         let s = Settings {
-            userdir_path: Some("public_html".into()),
-            userdir_basepath: Some("/home/".into()),
-            userdir_exclude_user: vec!["root".into()],
+            userdir: crate::config::UserDir {
+                path: Some("public_html".into()),
+                basepath: Some("/home/".into()),
+                exclude_user: vec!["root".into()],
+                ..Settings::default().userdir
+            },
             ..Settings::default()
         };
         let p = map(&s, "/d", "/~bob/a/b.html").unwrap();
@@ -373,12 +376,18 @@ mod tests {
             assert_eq!(map(&s, "/d", path).unwrap().base, "/d", "{path}");
         }
         let only = Settings {
-            userdir_include_user: Some(vec!["alice".into()]),
+            userdir: crate::config::UserDir {
+                include_user: Some(vec!["alice".into()]),
+                ..s.clone().userdir
+            },
             ..s.clone()
         };
         assert_eq!(map(&only, "/d", "/~bob/x").unwrap().base, "/d");
         let letters = Settings {
-            userdir_letterhomes: true,
+            userdir: crate::config::UserDir {
+                letterhomes: true,
+                ..s.clone().userdir
+            },
             ..s.clone()
         };
         assert_eq!(
@@ -386,7 +395,10 @@ mod tests {
             "/home/b/bob/public_html/x"
         );
         let off = Settings {
-            userdir_active: false,
+            userdir: crate::config::UserDir {
+                active: false,
+                ..s.userdir
+            },
             ..s
         };
         assert_eq!(map(&off, "/d", "/~bob/x").unwrap().base, "/d");

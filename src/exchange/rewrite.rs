@@ -51,8 +51,8 @@ pub fn resolve_and_rewrite<'a>(
             Some(n) if n != uri => {
                 let s = &resolved.settings;
                 let once_done = rewrites == 0
-                    && s.url_rewrite_repeat.is_empty()
-                    && s.url_rewrite_repeat_if_not_file.is_empty();
+                    && s.rewrite.repeat.is_empty()
+                    && s.rewrite.repeat_if_not_file.is_empty();
                 rewritten = Some(normalize_target(&n).unwrap_or(n));
                 rewrites = if once_done {
                     MAX_REWRITES
@@ -84,10 +84,10 @@ fn rewrite_once(
     rewrites: usize,
 ) -> Option<String> {
     let s = &resolved.settings;
-    if s.url_rewrite_once.is_empty()
-        && s.url_rewrite_if_not_file.is_empty()
-        && s.url_rewrite_repeat.is_empty()
-        && s.url_rewrite_repeat_if_not_file.is_empty()
+    if s.rewrite.once.is_empty()
+        && s.rewrite.if_not_file.is_empty()
+        && s.rewrite.repeat.is_empty()
+        && s.rewrite.repeat_if_not_file.is_empty()
     {
         // No rules: the common case, without the work below (a copy of
         // the Host was one malloc and free per request, 130 instructions).
@@ -102,27 +102,27 @@ fn rewrite_once(
         port,
     };
     if rewrites == 0 {
-        if let Some(n) = first_match(&s.url_rewrite_once, uri, caps) {
+        if let Some(n) = first_match(&s.rewrite.once, uri, caps) {
             return Some(n);
         }
-        if !s.url_rewrite_if_not_file.is_empty() && !is_file(sv, s) {
-            if let Some(n) = first_match(&s.url_rewrite_if_not_file, uri, caps) {
+        if !s.rewrite.if_not_file.is_empty() && !is_file(sv, s) {
+            if let Some(n) = first_match(&s.rewrite.if_not_file, uri, caps) {
                 return Some(n);
             }
         }
         // (With once-rules only, a second pass would find nothing new.)
-        if !s.url_rewrite_once.is_empty()
-            && s.url_rewrite_repeat.is_empty()
-            && s.url_rewrite_repeat_if_not_file.is_empty()
+        if !s.rewrite.once.is_empty()
+            && s.rewrite.repeat.is_empty()
+            && s.rewrite.repeat_if_not_file.is_empty()
         {
             return None;
         }
     }
-    if let Some(n) = first_match(&s.url_rewrite_repeat, uri, caps) {
+    if let Some(n) = first_match(&s.rewrite.repeat, uri, caps) {
         return Some(n);
     }
-    if !s.url_rewrite_repeat_if_not_file.is_empty() && !is_file(sv, s) {
-        return first_match(&s.url_rewrite_repeat_if_not_file, uri, caps);
+    if !s.rewrite.repeat_if_not_file.is_empty() && !is_file(sv, s) {
+        return first_match(&s.rewrite.repeat_if_not_file, uri, caps);
     }
     None
 }

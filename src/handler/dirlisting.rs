@@ -34,15 +34,15 @@ fn read_items(fs_dir: &str, s: &Settings) -> std::io::Result<(Vec<Item>, bool)> 
     let mut items = Vec::new();
     let mut truncated = false;
     // `dir-listing.exclude`: compiled when the configuration was loaded.
-    let exclude = &s.dir_listing_exclude;
+    let exclude = &s.dir_listing.exclude;
     for entry in std::fs::read_dir(fs_dir)? {
         let Ok(entry) = entry else { continue };
         let name = entry.file_name().to_string_lossy().into_owned();
-        if s.dir_listing_hide_dotfiles && name.starts_with('.') {
+        if s.dir_listing.hide_dotfiles && name.starts_with('.') {
             continue;
         }
-        if (s.dir_listing_hide_readme_file && name == "README.txt")
-            || (s.dir_listing_hide_header_file && name == "HEADER.txt")
+        if (s.dir_listing.hide_readme_file && name == "README.txt")
+            || (s.dir_listing.hide_header_file && name == "HEADER.txt")
             || exclude.iter().any(|re| re.is_match(&name))
         {
             continue;
@@ -66,14 +66,14 @@ fn read_items(fs_dir: &str, s: &Settings) -> std::io::Result<(Vec<Item>, bool)> 
 /// The page's head, its title and `dir-listing.show-header`'s file.
 fn write_head(out: &mut String, fs_dir: &str, url_path: &str, s: &Settings) {
     let title = html_escape(url_path);
-    let charset = html_escape(s.dir_listing_encoding.as_deref().unwrap_or("utf-8"));
+    let charset = html_escape(s.dir_listing.encoding.as_deref().unwrap_or("utf-8"));
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"{charset}\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>Index of {title}</title>\n"
     );
-    match s.dir_listing_external_css.as_deref() {
+    match s.dir_listing.external_css.as_deref() {
         Some(css) => {
             let _ = writeln!(
                 out,
@@ -81,12 +81,12 @@ fn write_head(out: &mut String, fs_dir: &str, url_path: &str, s: &Settings) {
                 html_escape(css)
             );
         }
-        None if s.dir_listing_auto_layout => out.push_str(STYLE),
+        None if s.dir_listing.auto_layout => out.push_str(STYLE),
         None => {}
     }
     let _ = write!(out, "</head>\n<body>\n<h2>Index of {title}</h2>\n");
-    if let Some(name) = s.dir_listing_show_header.as_deref() {
-        shown_file(out, fs_dir, name, s.dir_listing_encode_header, "header");
+    if let Some(name) = s.dir_listing.show_header.as_deref() {
+        shown_file(out, fs_dir, name, s.dir_listing.encode_header, "header");
     }
 }
 
@@ -137,14 +137,14 @@ fn write_foot(out: &mut String, fs_dir: &str, truncated: bool, s: &Settings) {
             "<p>Only the first {MAX_ENTRIES} entries are shown.</p>"
         );
     }
-    if let Some(name) = s.dir_listing_show_readme.as_deref() {
-        shown_file(out, fs_dir, name, s.dir_listing_encode_readme, "readme");
+    if let Some(name) = s.dir_listing.show_readme.as_deref() {
+        shown_file(out, fs_dir, name, s.dir_listing.encode_readme, "readme");
     }
-    let footer = s.dir_listing_set_footer.as_deref().unwrap_or(&s.tag);
+    let footer = s.dir_listing.set_footer.as_deref().unwrap_or(&s.tag);
     if !footer.is_empty() {
         let _ = writeln!(out, "<div class=\"foot\">{}</div>", html_escape(footer));
     }
-    match s.dir_listing_external_js.as_deref() {
+    match s.dir_listing.external_js.as_deref() {
         Some(js) => {
             let _ = writeln!(
                 out,
@@ -152,7 +152,7 @@ fn write_foot(out: &mut String, fs_dir: &str, truncated: bool, s: &Settings) {
                 html_escape(js)
             );
         }
-        None if s.dir_listing_auto_layout && s.dir_listing_external_css.is_none() => {
+        None if s.dir_listing.auto_layout && s.dir_listing.external_css.is_none() => {
             out.push_str(SCRIPT)
         }
         None => {}
@@ -287,13 +287,16 @@ mod tests {
         std::fs::write(dir.join("README.txt"), b"read <me>").unwrap();
         std::fs::write(dir.join("HEADER.txt"), b"<b>head</b>").unwrap();
         let s = Settings {
-            dir_listing_encoding: Some("iso-8859-1".into()),
-            dir_listing_external_css: Some("/s.css".into()),
-            dir_listing_external_js: Some("/s.js".into()),
-            dir_listing_show_readme: Some("README.txt".into()),
-            dir_listing_show_header: Some("HEADER.txt".into()),
-            dir_listing_encode_header: false,
-            dir_listing_set_footer: Some("my <footer>".into()),
+            dir_listing: crate::config::DirListing {
+                encoding: Some("iso-8859-1".into()),
+                external_css: Some("/s.css".into()),
+                external_js: Some("/s.js".into()),
+                show_readme: Some("README.txt".into()),
+                show_header: Some("HEADER.txt".into()),
+                encode_header: false,
+                set_footer: Some("my <footer>".into()),
+                ..Settings::default().dir_listing
+            },
             ..Settings::default()
         };
         let page = String::from_utf8(render(dir.to_str().unwrap(), "/", &s).unwrap()).unwrap();
@@ -313,7 +316,10 @@ mod tests {
         );
         assert!(!page.contains("..</a>"), "no parent at the root");
         let bare = Settings {
-            dir_listing_auto_layout: false,
+            dir_listing: crate::config::DirListing {
+                auto_layout: false,
+                ..Settings::default().dir_listing
+            },
             ..Settings::default()
         };
         let page = String::from_utf8(render(dir.to_str().unwrap(), "/x/", &bare).unwrap()).unwrap();

@@ -48,12 +48,14 @@ pub fn parse_rule(rule: &str) -> Option<(Base, u64)> {
 /// The rule for a response, if any: `expire.url` by path prefix first, then
 /// `expire.mimetypes` by type prefix.
 pub fn rule_for<'s>(s: &'s Settings, url_path: &str, content_type: &str) -> Option<&'s str> {
-    s.expire_url
+    s.expire
+        .url
         .iter()
         .find(|(prefix, _)| url_path.starts_with(prefix.as_str()))
         .or_else(|| {
             // A trailing `*` is allowed and means the same as without it.
-            s.expire_mimetypes
+            s.expire
+                .mimetypes
                 .iter()
                 .find(|(prefix, _)| content_type.starts_with(prefix.trim_end_matches('*')))
         })
@@ -97,8 +99,10 @@ mod tests {
     #[test]
     fn picks_url_then_type() {
         let s = Settings {
-            expire_url: vec![("/static/".into(), "access plus 1 days".into())],
-            expire_mimetypes: vec![("image/".into(), "access plus 1 hours".into())],
+            expire: crate::config::Expire {
+                url: vec![("/static/".into(), "access plus 1 days".into())],
+                mimetypes: vec![("image/".into(), "access plus 1 hours".into())],
+            },
             ..Settings::default()
         };
         assert_eq!(

@@ -20,7 +20,7 @@ pub fn serve(
     let settings = std::rc::Rc::clone(&r.settings);
     let s = &*settings;
     let is = |u: &Option<String>| u.as_deref() == Some(path);
-    if is(&s.status_url) {
+    if is(&s.status.status_url) {
         let uptime = clock.mono_secs.max(1);
         if query == "auto" {
             send(r, b"text/plain; charset=utf-8", &status_auto(stats, uptime));
@@ -29,11 +29,11 @@ pub fn serve(
         }
         return true;
     }
-    if is(&s.status_statistics_url) {
+    if is(&s.status.statistics_url) {
         send(r, b"text/plain; charset=utf-8", &statistics(stats, clock));
         return true;
     }
-    if is(&s.status_config_url) {
+    if is(&s.status.config_url) {
         send(r, b"text/plain; charset=utf-8", &config.dump());
         return true;
     }

@@ -23,7 +23,7 @@ pub(super) struct Tls {
 /// The spec of listener `i`, or `None` when it does not speak TLS.
 fn spec_for(config: &Config, i: usize) -> Option<Result<(TlsSpec, Vec<String>), String>> {
     let s = config.socket_settings(i);
-    if !s.ssl_engine {
+    if !s.tls.engine {
         return None;
     }
     let acme = match acme_spec(config) {
@@ -52,9 +52,9 @@ fn spec_for(config: &Config, i: usize) -> Option<Result<(TlsSpec, Vec<String>), 
     }
     let socket = SocketOptions {
         scope,
-        cipher_list: s.ssl_cipher_list.clone(),
-        ssl_conf_cmd: s.ssl_conf_cmd.clone(),
-        honor_cipher_order: s.ssl_honor_cipher_order,
+        cipher_list: s.tls.cipher_list.clone(),
+        ssl_conf_cmd: s.tls.conf_cmd.clone(),
+        honor_cipher_order: s.tls.honor_cipher_order,
         hosts: config.tls_hosts(i),
         // ALPN offers h2 where HTTP/2 is on (`server.h2proto`).
         h2: config.global.h2proto,
@@ -67,9 +67,9 @@ fn spec_for(config: &Config, i: usize) -> Option<Result<(TlsSpec, Vec<String>), 
 
 fn server_options(config: &Config) -> ServerOptions {
     ServerOptions {
-        stek_file: config.global.ssl_stek_file.clone(),
-        session_cache: config.global.ssl_session_cache,
-        refresh_certs: config.global.ssl_refresh_certs,
+        stek_file: config.global.tls.stek_file.clone(),
+        session_cache: config.global.tls.session_cache,
+        refresh_certs: config.global.tls.refresh_certs,
     }
 }
 
@@ -102,7 +102,7 @@ pub(super) fn acme_spec(config: &Config) -> Result<Option<acme::Spec>, String> {
     }
     let n = config.listeners.len();
     let tls = (0..n)
-        .filter(|&i| config.socket_settings(i).ssl_engine)
+        .filter(|&i| config.socket_settings(i).tls.engine)
         .count();
     let challenges: Vec<Challenge> = a
         .challenges
@@ -151,7 +151,7 @@ impl Tls {
             let (spec, mut warnings) = spec?;
             let name = config.listeners[i].spec.clone();
             let keys = keys.get_or_insert_with(|| {
-                let stek = config.global.ssl_stek_file.as_deref();
+                let stek = config.global.tls.stek_file.as_deref();
                 TicketKeys::new(stek.map(std::path::Path::new), now)
             });
             let (ctx, w) = TlsContext::load(spec, keys).map_err(|e| format!("{name}: {e}"))?;

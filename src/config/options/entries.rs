@@ -5,7 +5,7 @@ use crate::config::value::Value;
 
 /// `ssl.*` options for `-p`.
 fn ssl_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
-    if s.ssl_engine {
+    if s.tls.engine {
         put("ssl.engine", bool_value(true));
     }
     let o = &s.ssl;
@@ -18,8 +18,8 @@ fn ssl_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         ("ssl.stapling-file", &o.stapling_file),
         ("ssl.verifyclient.username", &o.verifyclient_username),
         ("ssl.acme-tls-1", &o.acme_tls_1),
-        ("ssl.cipher-list", &s.ssl_cipher_list),
-        ("ssl.stek-file", &s.ssl_stek_file),
+        ("ssl.cipher-list", &s.tls.cipher_list),
+        ("ssl.stek-file", &s.tls.stek_file),
     ] {
         if let Some(v) = v {
             put(k, Value::Str(v.clone()));
@@ -34,18 +34,18 @@ fn ssl_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
             "ssl.disable-client-renegotiation",
             o.disable_client_renegotiation,
         ),
-        ("ssl.honor-cipher-order", s.ssl_honor_cipher_order),
+        ("ssl.honor-cipher-order", s.tls.honor_cipher_order),
     ] {
         if let Some(b) = b {
             put(k, bool_value(b));
         }
     }
-    put("ssl.refresh-certs", bool_value(s.ssl_refresh_certs));
+    put("ssl.refresh-certs", bool_value(s.tls.refresh_certs));
     if let Some(d) = o.verifyclient_depth {
         put("ssl.verifyclient.depth", Value::Int(i64::from(d)));
     }
-    if !s.ssl_conf_cmd.is_empty() {
-        put("ssl.openssl.ssl-conf-cmd", pairs_value(&s.ssl_conf_cmd));
+    if !s.tls.conf_cmd.is_empty() {
+        put("ssl.openssl.ssl-conf-cmd", pairs_value(&s.tls.conf_cmd));
     }
 }
 
@@ -154,21 +154,21 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
 /// Listings, index files, types, ETags, the access log and mod_access, and
 /// the listening sockets' options.
 fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
-    put("dir-listing.activate", bool_value(s.dir_listing));
+    put("dir-listing.activate", bool_value(s.dir_listing.activate));
     put(
         "dir-listing.hide-dotfiles",
-        bool_value(s.dir_listing_hide_dotfiles),
+        bool_value(s.dir_listing.hide_dotfiles),
     );
     put("index-file.names", list_value(&s.index_file_names));
     put("mimetype.assign", pairs_value(&s.mimetype_assign));
     put(
         "static-file.exclude-extensions",
-        list_value(&s.static_file_exclude_extensions),
+        list_value(&s.static_file.exclude_extensions),
     );
-    put("static-file.etags", bool_value(s.static_file_etags));
-    put("etag.use-inode", bool_value(s.etag_use_inode));
-    put("etag.use-mtime", bool_value(s.etag_use_mtime));
-    put("etag.use-size", bool_value(s.etag_use_size));
+    put("static-file.etags", bool_value(s.static_file.etags));
+    put("etag.use-inode", bool_value(s.static_file.use_inode));
+    put("etag.use-mtime", bool_value(s.static_file.use_mtime));
+    put("etag.use-size", bool_value(s.static_file.use_size));
     for (k, o) in [
         ("accesslog.filename", &s.accesslog_filename),
         ("accesslog.format", &s.accesslog_format),
@@ -177,8 +177,8 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
             put(k, v);
         }
     }
-    put("url.access-deny", list_value(&s.url_access_deny));
-    put("url.access-allow", list_value(&s.url_access_allow));
+    put("url.access-deny", list_value(&s.access.deny));
+    put("url.access-allow", list_value(&s.access.allow));
     put(
         "server.force-lowercase-filenames",
         bool_value(s.force_lowercase_filenames),
@@ -186,14 +186,14 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     if let Some(v) = opt(&s.error_handler) {
         put("server.error-handler", v);
     }
-    put("dir-listing.exclude", list_value(&s.dir_listing_exclude));
+    put("dir-listing.exclude", list_value(&s.dir_listing.exclude));
     put(
         "dir-listing.hide-readme-file",
-        bool_value(s.dir_listing_hide_readme_file),
+        bool_value(s.dir_listing.hide_readme_file),
     );
     put(
         "dir-listing.hide-header-file",
-        bool_value(s.dir_listing_hide_header_file),
+        bool_value(s.dir_listing.hide_header_file),
     );
     put("server.listen-backlog", int(u64::from(s.listen_backlog)));
     put("server.use-ipv6", bool_value(s.use_ipv6));
@@ -209,26 +209,26 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
 /// options, mod_status and the SCGI/FastCGI tables.
 fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     for (k, p) in [
-        ("setenv.add-response-header", &s.setenv_add_response_header),
-        ("setenv.set-response-header", &s.setenv_set_response_header),
-        ("expire.url", &s.expire_url),
-        ("expire.mimetypes", &s.expire_mimetypes),
+        ("setenv.add-response-header", &s.setenv.add_response_header),
+        ("setenv.set-response-header", &s.setenv.set_response_header),
+        ("expire.url", &s.expire.url),
+        ("expire.mimetypes", &s.expire.mimetypes),
     ] {
         put(k, pairs_value(p));
     }
-    put("url.redirect", pairs_value(&s.url_redirect));
-    put("url.redirect-code", int(u64::from(s.url_redirect_code)));
+    put("url.redirect", pairs_value(&s.rewrite.redirect));
+    put("url.redirect-code", int(u64::from(s.rewrite.redirect_code)));
     for (k, p) in [
-        ("url.rewrite-once", &s.url_rewrite_once),
-        ("url.rewrite-repeat", &s.url_rewrite_repeat),
-        ("url.rewrite-if-not-file", &s.url_rewrite_if_not_file),
+        ("url.rewrite-once", &s.rewrite.once),
+        ("url.rewrite-repeat", &s.rewrite.repeat),
+        ("url.rewrite-if-not-file", &s.rewrite.if_not_file),
     ] {
         put(k, pairs_value(p));
     }
     for (k, o) in [
-        ("simple-vhost.server-root", &s.simple_vhost_server_root),
-        ("simple-vhost.default-host", &s.simple_vhost_default_host),
-        ("simple-vhost.document-root", &s.simple_vhost_document_root),
+        ("simple-vhost.server-root", &s.simple_vhost.server_root),
+        ("simple-vhost.default-host", &s.simple_vhost.default_host),
+        ("simple-vhost.document-root", &s.simple_vhost.document_root),
         ("server.username", &s.username),
         ("server.groupname", &s.groupname),
         ("server.chroot", &s.chroot),
@@ -248,9 +248,9 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         bool_value(s.systemd_socket_activation),
     );
     for (k, o) in [
-        ("status.status-url", &s.status_url),
-        ("status.statistics-url", &s.status_statistics_url),
-        ("status.config-url", &s.status_config_url),
+        ("status.status-url", &s.status.status_url),
+        ("status.statistics-url", &s.status.statistics_url),
+        ("status.config-url", &s.status.config_url),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);
@@ -267,26 +267,26 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
 /// mod_auth, mod_extforward, mod_alias, request headers and environment.
 fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     for (k, o) in [
-        ("auth.backend", &s.auth_backend),
-        ("auth.backend.plain.userfile", &s.auth_plain_userfile),
-        ("auth.backend.plain.groupfile", &s.auth_plain_groupfile),
-        ("auth.backend.htpasswd.userfile", &s.auth_htpasswd_userfile),
-        ("auth.backend.htdigest.userfile", &s.auth_htdigest_userfile),
+        ("auth.backend", &s.auth.backend),
+        ("auth.backend.plain.userfile", &s.auth.plain_userfile),
+        ("auth.backend.plain.groupfile", &s.auth.plain_groupfile),
+        ("auth.backend.htpasswd.userfile", &s.auth.htpasswd_userfile),
+        ("auth.backend.htdigest.userfile", &s.auth.htdigest_userfile),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);
         }
     }
-    if let Some(v) = &s.auth_require {
+    if let Some(v) = &s.auth.require {
         put("auth.require", v.clone());
     }
-    if let Some(n) = s.auth_cache_max_age {
+    if let Some(n) = s.auth.cache_max_age {
         put(
             "auth.cache",
             Value::Array(vec![(Some("max-age".into()), Value::Int(n))]),
         );
     }
-    put("auth.extern-authn", bool_value(s.auth_extern_authn));
+    put("auth.extern-authn", bool_value(s.auth.extern_authn));
     if !s.extforward_forwarder.is_empty() {
         put("extforward.forwarder", pairs_value(&s.extforward_forwarder));
     }
@@ -298,14 +298,14 @@ fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     }
     put(
         "url.rewrite-repeat-if-not-file",
-        pairs_value(&s.url_rewrite_repeat_if_not_file),
+        pairs_value(&s.rewrite.repeat_if_not_file),
     );
     for (k, p) in [
         ("alias.url", &s.alias_url),
-        ("setenv.add-request-header", &s.setenv_add_request_header),
-        ("setenv.set-request-header", &s.setenv_set_request_header),
-        ("setenv.add-environment", &s.setenv_add_environment),
-        ("setenv.set-environment", &s.setenv_set_environment),
+        ("setenv.add-request-header", &s.setenv.add_request_header),
+        ("setenv.set-request-header", &s.setenv.set_request_header),
+        ("setenv.add-environment", &s.setenv.add_environment),
+        ("setenv.set-environment", &s.setenv.set_environment),
     ] {
         if !p.is_empty() {
             put(k, pairs_value(p));
@@ -317,37 +317,37 @@ fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
 /// protocol and mod_proxy.
 fn userdir_proxy_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     for (k, o) in [
-        ("userdir.path", &s.userdir_path),
-        ("userdir.basepath", &s.userdir_basepath),
+        ("userdir.path", &s.userdir.path),
+        ("userdir.basepath", &s.userdir.basepath),
         ("evhost.path-pattern", &s.evhost_path_pattern),
-        ("dir-listing.encoding", &s.dir_listing_encoding),
-        ("dir-listing.external-css", &s.dir_listing_external_css),
-        ("dir-listing.external-js", &s.dir_listing_external_js),
-        ("dir-listing.show-readme", &s.dir_listing_show_readme),
-        ("dir-listing.show-header", &s.dir_listing_show_header),
-        ("dir-listing.set-footer", &s.dir_listing_set_footer),
+        ("dir-listing.encoding", &s.dir_listing.encoding),
+        ("dir-listing.external-css", &s.dir_listing.external_css),
+        ("dir-listing.external-js", &s.dir_listing.external_js),
+        ("dir-listing.show-readme", &s.dir_listing.show_readme),
+        ("dir-listing.show-header", &s.dir_listing.show_header),
+        ("dir-listing.set-footer", &s.dir_listing.set_footer),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);
         }
     }
-    put("userdir.exclude-user", list_value(&s.userdir_exclude_user));
-    if let Some(l) = &s.userdir_include_user {
+    put("userdir.exclude-user", list_value(&s.userdir.exclude_user));
+    if let Some(l) = &s.userdir.include_user {
         put("userdir.include-user", list_value(l));
     }
-    put("userdir.letterhomes", bool_value(s.userdir_letterhomes));
-    put("userdir.active", bool_value(s.userdir_active));
+    put("userdir.letterhomes", bool_value(s.userdir.letterhomes));
+    put("userdir.active", bool_value(s.userdir.active));
     put(
         "dir-listing.encode-readme",
-        bool_value(s.dir_listing_encode_readme),
+        bool_value(s.dir_listing.encode_readme),
     );
     put(
         "dir-listing.encode-header",
-        bool_value(s.dir_listing_encode_header),
+        bool_value(s.dir_listing.encode_header),
     );
     put(
         "dir-listing.auto-layout",
-        bool_value(s.dir_listing_auto_layout),
+        bool_value(s.dir_listing.auto_layout),
     );
     put("extforward.hap-PROXY", bool_value(s.extforward_hap_proxy));
     put(

@@ -188,24 +188,24 @@ fn apply_server(
         "server.range-requests" => s.range_requests = boolean(v)?,
         "server.errorfile-prefix" => s.errorfile_prefix = Some(string(v)?),
         "server.error-handler-404" => s.error_handler_404 = Some(string(v)?),
-        "server.dir-listing" | "dir-listing.activate" => s.dir_listing = boolean(v)?,
-        "dir-listing.hide-dotfiles" => s.dir_listing_hide_dotfiles = boolean(v)?,
+        "server.dir-listing" | "dir-listing.activate" => s.dir_listing.activate = boolean(v)?,
+        "dir-listing.hide-dotfiles" => s.dir_listing.hide_dotfiles = boolean(v)?,
         "index-file.names" | "server.indexfiles" => s.index_file_names = list(v)?,
         "mimetype.assign" => s.mimetype_assign = pairs(v)?,
-        "static-file.exclude-extensions" => s.static_file_exclude_extensions = list(v)?,
-        "static-file.etags" => s.static_file_etags = boolean(v)?,
-        "etag.use-inode" => s.etag_use_inode = boolean(v)?,
-        "etag.use-mtime" => s.etag_use_mtime = boolean(v)?,
-        "etag.use-size" => s.etag_use_size = boolean(v)?,
+        "static-file.exclude-extensions" => s.static_file.exclude_extensions = list(v)?,
+        "static-file.etags" => s.static_file.etags = boolean(v)?,
+        "etag.use-inode" => s.static_file.use_inode = boolean(v)?,
+        "etag.use-mtime" => s.static_file.use_mtime = boolean(v)?,
+        "etag.use-size" => s.static_file.use_size = boolean(v)?,
         "accesslog.filename" => s.accesslog_filename = Some(string(v)?),
         "accesslog.format" => s.accesslog_format = Some(string(v)?),
-        "url.access-deny" => s.url_access_deny = list(v)?,
-        "url.access-allow" => s.url_access_allow = list(v)?,
+        "url.access-deny" => s.access.deny = list(v)?,
+        "url.access-allow" => s.access.allow = list(v)?,
         "server.force-lowercase-filenames" => s.force_lowercase_filenames = boolean(v)?,
         "server.error-handler" => s.error_handler = Some(string(v)?),
-        "dir-listing.exclude" => s.dir_listing_exclude = regex_list(v)?,
-        "dir-listing.hide-readme-file" => s.dir_listing_hide_readme_file = boolean(v)?,
-        "dir-listing.hide-header-file" => s.dir_listing_hide_header_file = boolean(v)?,
+        "dir-listing.exclude" => s.dir_listing.exclude = regex_list(v)?,
+        "dir-listing.hide-readme-file" => s.dir_listing.hide_readme_file = boolean(v)?,
+        "dir-listing.hide-header-file" => s.dir_listing.hide_header_file = boolean(v)?,
         "server.listen-backlog" => {
             s.listen_backlog = match integer(v, i32::MAX as u64)? {
                 0 => return Err("must be at least 1".into()),
@@ -230,7 +230,7 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
     match key {
         "server.feature-flags" => {
             super::support::feature_flags(v)?;
-            s.ssl_session_cache = feature_flag(v, "ssl.session-cache")?.unwrap_or(false);
+            s.tls.session_cache = feature_flag(v, "ssl.session-cache")?.unwrap_or(false);
             if let Some(on) = feature_flag(v, "server.h2proto")? {
                 s.h2proto = on;
             }
@@ -239,21 +239,21 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
             }
             keep_raw(s, key, v);
         }
-        "setenv.add-response-header" => s.setenv_add_response_header = pairs(v)?,
-        "setenv.set-response-header" => s.setenv_set_response_header = pairs(v)?,
-        "expire.url" => s.expire_url = pairs(v)?,
-        "expire.mimetypes" => s.expire_mimetypes = pairs(v)?,
-        "url.redirect" => s.url_redirect = regex_pairs(v)?,
-        "url.redirect-code" => s.url_redirect_code = uint16(v)?,
+        "setenv.add-response-header" => s.setenv.add_response_header = pairs(v)?,
+        "setenv.set-response-header" => s.setenv.set_response_header = pairs(v)?,
+        "expire.url" => s.expire.url = pairs(v)?,
+        "expire.mimetypes" => s.expire.mimetypes = pairs(v)?,
+        "url.redirect" => s.rewrite.redirect = regex_pairs(v)?,
+        "url.redirect-code" => s.rewrite.redirect_code = uint16(v)?,
         "url.rewrite-once" | "url.rewrite" | "url.rewrite-final" => {
-            s.url_rewrite_once = regex_pairs(v)?
+            s.rewrite.once = regex_pairs(v)?
         }
-        "url.rewrite-repeat-if-not-file" => s.url_rewrite_repeat_if_not_file = regex_pairs(v)?,
-        "url.rewrite-repeat" => s.url_rewrite_repeat = regex_pairs(v)?,
-        "url.rewrite-if-not-file" => s.url_rewrite_if_not_file = regex_pairs(v)?,
-        "simple-vhost.server-root" => s.simple_vhost_server_root = Some(string(v)?),
-        "simple-vhost.default-host" => s.simple_vhost_default_host = Some(string(v)?),
-        "simple-vhost.document-root" => s.simple_vhost_document_root = Some(string(v)?),
+        "url.rewrite-repeat-if-not-file" => s.rewrite.repeat_if_not_file = regex_pairs(v)?,
+        "url.rewrite-repeat" => s.rewrite.repeat = regex_pairs(v)?,
+        "url.rewrite-if-not-file" => s.rewrite.if_not_file = regex_pairs(v)?,
+        "simple-vhost.server-root" => s.simple_vhost.server_root = Some(string(v)?),
+        "simple-vhost.default-host" => s.simple_vhost.default_host = Some(string(v)?),
+        "simple-vhost.document-root" => s.simple_vhost.document_root = Some(string(v)?),
         "server.username" => s.username = Some(string(v)?),
         "server.groupname" => s.groupname = Some(string(v)?),
         "server.chroot" => s.chroot = Some(string(v)?),
@@ -261,9 +261,9 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
         "server.max-worker" => s.max_worker = uint32(v)?,
         "server.graceful-shutdown-timeout" => s.graceful_shutdown_timeout = uint32(v)?,
         "server.systemd-socket-activation" => s.systemd_socket_activation = boolean(v)?,
-        "status.status-url" => s.status_url = Some(string(v)?),
-        "status.statistics-url" => s.status_statistics_url = Some(string(v)?),
-        "status.config-url" => s.status_config_url = Some(string(v)?),
+        "status.status-url" => s.status.status_url = Some(string(v)?),
+        "status.statistics-url" => s.status.statistics_url = Some(string(v)?),
+        "status.config-url" => s.status.config_url = Some(string(v)?),
         "scgi.server" => s.scgi_server = Some(array(v)?),
         "fastcgi.server" => s.fastcgi_server = Some(array(v)?),
         "scgi.protocol" => match v {
@@ -285,20 +285,20 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
         "auth.backend" => {
             let b = string(v)?;
             parse_backend(&b)?;
-            s.auth_backend = Some(b);
+            s.auth.backend = Some(b);
         }
-        "auth.backend.plain.userfile" => s.auth_plain_userfile = Some(string(v)?),
-        "auth.backend.plain.groupfile" => s.auth_plain_groupfile = Some(string(v)?),
-        "auth.backend.htpasswd.userfile" => s.auth_htpasswd_userfile = Some(string(v)?),
-        "auth.backend.htdigest.userfile" => s.auth_htdigest_userfile = Some(string(v)?),
+        "auth.backend.plain.userfile" => s.auth.plain_userfile = Some(string(v)?),
+        "auth.backend.plain.groupfile" => s.auth.plain_groupfile = Some(string(v)?),
+        "auth.backend.htpasswd.userfile" => s.auth.htpasswd_userfile = Some(string(v)?),
+        "auth.backend.htdigest.userfile" => s.auth.htdigest_userfile = Some(string(v)?),
         "auth.require" => {
             // Checked now, for the error's file and line; parsed once per
             // distinct value at the end of loading.
             parse_require(&auth_require_entries(v)?)?;
-            s.auth_require = Some(v.clone());
+            s.auth.require = Some(v.clone());
         }
-        "auth.cache" => s.auth_cache_max_age = Some(auth_cache(v)?),
-        "auth.extern-authn" => s.auth_extern_authn = boolean(v)?,
+        "auth.cache" => s.auth.cache_max_age = Some(auth_cache(v)?),
+        "auth.extern-authn" => s.auth.extern_authn = boolean(v)?,
         "extforward.forwarder" => {
             let p = pairs(v)?;
             Trust::parse(&borrowed_pairs(&p))?;
@@ -315,29 +315,29 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
             parse_params(&borrowed_pairs(&p))?;
             s.extforward_params = p;
         }
-        "setenv.add-request-header" => s.setenv_add_request_header = header_pairs(v)?,
-        "setenv.set-request-header" => s.setenv_set_request_header = header_pairs(v)?,
-        "setenv.add-environment" => s.setenv_add_environment = pairs(v)?,
-        "setenv.set-environment" => s.setenv_set_environment = pairs(v)?,
+        "setenv.add-request-header" => s.setenv.add_request_header = header_pairs(v)?,
+        "setenv.set-request-header" => s.setenv.set_request_header = header_pairs(v)?,
+        "setenv.add-environment" => s.setenv.add_environment = pairs(v)?,
+        "setenv.set-environment" => s.setenv.set_environment = pairs(v)?,
         "alias.url" => s.alias_url = alias_url(v)?,
-        "userdir.path" => s.userdir_path = Some(string(v)?),
+        "userdir.path" => s.userdir.path = Some(string(v)?),
         "userdir.basepath" => {
-            s.userdir_basepath = Some(string(v)?).filter(|b| !b.trim().is_empty())
+            s.userdir.basepath = Some(string(v)?).filter(|b| !b.trim().is_empty())
         }
-        "userdir.exclude-user" => s.userdir_exclude_user = list(v)?,
-        "userdir.include-user" => s.userdir_include_user = Some(list(v)?),
-        "userdir.letterhomes" => s.userdir_letterhomes = boolean(v)?,
-        "userdir.active" => s.userdir_active = boolean(v)?,
+        "userdir.exclude-user" => s.userdir.exclude_user = list(v)?,
+        "userdir.include-user" => s.userdir.include_user = Some(list(v)?),
+        "userdir.letterhomes" => s.userdir.letterhomes = boolean(v)?,
+        "userdir.active" => s.userdir.active = boolean(v)?,
         "evhost.path-pattern" => s.evhost_path_pattern = Some(string(v)?),
-        "dir-listing.encoding" => s.dir_listing_encoding = nonblank(v)?,
-        "dir-listing.external-css" => s.dir_listing_external_css = nonblank(v)?,
-        "dir-listing.external-js" => s.dir_listing_external_js = nonblank(v)?,
-        "dir-listing.show-readme" => s.dir_listing_show_readme = shown_file(v, "README.txt")?,
-        "dir-listing.show-header" => s.dir_listing_show_header = shown_file(v, "HEADER.txt")?,
-        "dir-listing.set-footer" => s.dir_listing_set_footer = nonblank(v)?,
-        "dir-listing.encode-readme" => s.dir_listing_encode_readme = boolean(v)?,
-        "dir-listing.encode-header" => s.dir_listing_encode_header = boolean(v)?,
-        "dir-listing.auto-layout" => s.dir_listing_auto_layout = boolean(v)?,
+        "dir-listing.encoding" => s.dir_listing.encoding = nonblank(v)?,
+        "dir-listing.external-css" => s.dir_listing.external_css = nonblank(v)?,
+        "dir-listing.external-js" => s.dir_listing.external_js = nonblank(v)?,
+        "dir-listing.show-readme" => s.dir_listing.show_readme = shown_file(v, "README.txt")?,
+        "dir-listing.show-header" => s.dir_listing.show_header = shown_file(v, "HEADER.txt")?,
+        "dir-listing.set-footer" => s.dir_listing.set_footer = nonblank(v)?,
+        "dir-listing.encode-readme" => s.dir_listing.encode_readme = boolean(v)?,
+        "dir-listing.encode-header" => s.dir_listing.encode_header = boolean(v)?,
+        "dir-listing.auto-layout" => s.dir_listing.auto_layout = boolean(v)?,
         "extforward.hap-PROXY" => s.extforward_hap_proxy = boolean(v)?,
         "extforward.hap-PROXY-ssl-client-verify" => {
             s.extforward_hap_proxy_ssl_client_verify = boolean(v)?
@@ -461,7 +461,7 @@ fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>,
 fn apply_ssl(s: &mut Settings, key: &str, v: &Value) -> Result<Applied, String> {
     let o = &mut s.ssl;
     match key {
-        "ssl.engine" => s.ssl_engine = boolean(v)?,
+        "ssl.engine" => s.tls.engine = boolean(v)?,
         "ssl.pemfile" => o.pemfile = Some(string(v)?),
         "ssl.privkey" => o.privkey = Some(string(v)?),
         "ssl.ca-file" | "ssl.verifyclient.ca-file" => o.ca_file = Some(string(v)?),
@@ -476,11 +476,11 @@ fn apply_ssl(s: &mut Settings, key: &str, v: &Value) -> Result<Applied, String> 
         "ssl.acme-tls-1" => o.acme_tls_1 = Some(string(v)?),
         "ssl.read-ahead" => o.read_ahead = Some(boolean(v)?),
         "ssl.disable-client-renegotiation" => o.disable_client_renegotiation = Some(boolean(v)?),
-        "ssl.cipher-list" => s.ssl_cipher_list = Some(string(v)?),
-        "ssl.openssl.ssl-conf-cmd" => s.ssl_conf_cmd = pairs(v)?,
-        "ssl.honor-cipher-order" => s.ssl_honor_cipher_order = Some(boolean(v)?),
-        "ssl.stek-file" => s.ssl_stek_file = Some(string(v)?),
-        "ssl.refresh-certs" => s.ssl_refresh_certs = boolean(v)?,
+        "ssl.cipher-list" => s.tls.cipher_list = Some(string(v)?),
+        "ssl.openssl.ssl-conf-cmd" => s.tls.conf_cmd = pairs(v)?,
+        "ssl.honor-cipher-order" => s.tls.honor_cipher_order = Some(boolean(v)?),
+        "ssl.stek-file" => s.tls.stek_file = Some(string(v)?),
+        "ssl.refresh-certs" => s.tls.refresh_certs = boolean(v)?,
         _ => return Ok(Applied::Unknown),
     }
     Ok(Applied::Known)

@@ -86,9 +86,10 @@ impl FieldBuf {
             self.push(b"content-length", itoa_u64(n).as_bytes());
         }
         for (k, v) in settings
-            .setenv_add_response_header
+            .setenv
+            .add_response_header
             .iter()
-            .chain(&settings.setenv_set_response_header)
+            .chain(&settings.setenv.set_response_header)
         {
             let crlf = |s: &str| s.bytes().any(|b| b == b'\r' || b == b'\n');
             if !crlf(k) && !crlf(v) {
@@ -200,7 +201,10 @@ mod tests {
     fn reply_lines_become_lowercase_fields() {
         let s = Settings {
             tag: "glint/test".into(),
-            setenv_add_response_header: vec![("X-Added".into(), "1".into())],
+            setenv: crate::config::SetEnv {
+                add_response_header: vec![("X-Added".into(), "1".into())],
+                ..Settings::default().setenv
+            },
             ..Settings::default()
         };
         let mut f = FieldBuf::default();

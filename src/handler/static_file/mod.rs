@@ -132,14 +132,15 @@ fn serve_dir(req: &StaticRequest<'_>, r: &mut Reply, fs_path: &str, s: &Settings
     if !req.path.ends_with('/') {
         return redirect_to_dir(req, r);
     }
-    if !(s.dir_listing && matches!(req.method, Method::Get | Method::Head)) {
+    if !(s.dir_listing.activate && matches!(req.method, Method::Get | Method::Head)) {
         return r.error(403);
     }
     match super::dirlisting::render(fs_path, req.path, s) {
         Ok(page) => {
             r.start(200);
             let charset = s
-                .dir_listing_encoding
+                .dir_listing
+                .encoding
                 .as_deref()
                 .filter(|c| {
                     c.bytes()
@@ -163,7 +164,7 @@ pub fn excluded(path: &str, s: &Settings) -> bool {
     // Under `server.force-lowercase-filenames` the file's name is the
     // path in lower case: a suffix matches in any case (`/image.JPG` is
     // `image.jpg`), as lighttpd checks the lowercased physical path.
-    s.static_file_exclude_extensions.iter().any(|suffix| {
+    s.static_file.exclude_extensions.iter().any(|suffix| {
         if s.force_lowercase_filenames {
             path.len() >= suffix.len()
                 && path.is_char_boundary(path.len() - suffix.len())

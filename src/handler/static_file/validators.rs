@@ -24,8 +24,8 @@ impl Validators {
     }
 
     pub(super) fn new(meta: &std::fs::Metadata, s: &Settings) -> Self {
-        let etag = (s.static_file_etags
-            && (s.etag_use_inode || s.etag_use_mtime || s.etag_use_size))
+        let etag = (s.static_file.etags
+            && (s.static_file.use_inode || s.static_file.use_mtime || s.static_file.use_size))
             .then(|| {
                 let mut fields = [0u64; 5];
                 let mut n = 0;
@@ -33,15 +33,15 @@ impl Validators {
                     fields[n] = v;
                     n += 1;
                 };
-                if s.etag_use_inode {
+                if s.static_file.use_inode {
                     take(meta.ino());
                     take(meta.dev());
                 }
-                if s.etag_use_mtime {
+                if s.static_file.use_mtime {
                     take(meta.mtime() as u64);
                     take(meta.mtime_nsec() as u64);
                 }
-                if s.etag_use_size {
+                if s.static_file.use_size {
                     take(meta.size());
                 }
                 etag_tag(&fields[..n])

@@ -73,7 +73,7 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
     }
     // `setenv.set-response-header` replaces a field of the same name (an
     // empty value removes it), as lighttpd's mod_setenv.
-    let set = &h.settings.setenv_set_response_header;
+    let set = &h.settings.setenv.set_response_header;
     let replaced = |name: &[u8]| {
         set.iter()
             .any(|(k, _)| k.as_bytes().eq_ignore_ascii_case(name))
@@ -107,8 +107,9 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
         line(m, "Connection", b"close");
     }
     let s = h.settings;
-    for (k, v) in s.setenv_add_response_header.iter().chain(
-        s.setenv_set_response_header
+    for (k, v) in s.setenv.add_response_header.iter().chain(
+        s.setenv
+            .set_response_header
             .iter()
             .filter(|(_, v)| !v.is_empty()),
     ) {

@@ -1,0 +1,283 @@
+//! The settings of one module each, as `Settings` holds them per scope:
+//! `settings.dir_listing.*`, `settings.rewrite.*`, ... Each has its
+//! defaults (lighttpd 1.4.69's) beside its fields.
+
+use super::pattern::Pattern;
+use super::value::Value;
+
+/// mod_dirlisting: `dir-listing.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirListing {
+    /// `server.dir-listing` / `dir-listing.activate` (default disable).
+    pub activate: bool,
+    /// `dir-listing.hide-dotfiles` (default enable).
+    pub hide_dotfiles: bool,
+    /// `dir-listing.exclude`: regular expressions of names left out of listings.
+    pub exclude: Vec<Pattern>,
+    /// `dir-listing.hide-readme-file` (default disable): leave README.txt out.
+    pub hide_readme_file: bool,
+    /// `dir-listing.hide-header-file` (default disable): leave HEADER.txt out.
+    pub hide_header_file: bool,
+    /// `dir-listing.encoding`: the charset named in listings (default
+    /// unset: UTF-8).
+    pub encoding: Option<String>,
+    /// `dir-listing.external-css`: a stylesheet URL instead of the built-in style.
+    pub external_css: Option<String>,
+    /// `dir-listing.external-js`: a script URL added to listings.
+    pub external_js: Option<String>,
+    /// `dir-listing.show-readme`: a file of the directory shown below the
+    /// listing (`enable` is `README.txt`).
+    pub show_readme: Option<String>,
+    /// `dir-listing.show-header`: a file shown above the listing
+    /// (`enable` is `HEADER.txt`).
+    pub show_header: Option<String>,
+    /// `dir-listing.set-footer`: the text at the foot of listings.
+    pub set_footer: Option<String>,
+    /// `dir-listing.encode-readme` (default enable): the readme is shown
+    /// as text, HTML-escaped, rather than as HTML.
+    pub encode_readme: bool,
+    /// `dir-listing.encode-header` (default enable).
+    pub encode_header: bool,
+    /// `dir-listing.auto-layout` (default enable): the built-in style and
+    /// sorting script when no external one is set.
+    pub auto_layout: bool,
+}
+
+impl Default for DirListing {
+    fn default() -> DirListing {
+        DirListing {
+            activate: false,
+            hide_dotfiles: true,
+            exclude: Vec::new(),
+            hide_readme_file: false,
+            hide_header_file: false,
+            encoding: None,
+            external_css: None,
+            external_js: None,
+            show_readme: None,
+            show_header: None,
+            set_footer: None,
+            encode_readme: true,
+            encode_header: true,
+            auto_layout: true,
+        }
+    }
+}
+
+/// mod_rewrite and mod_redirect: `url.rewrite-*`, `url.redirect*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rewrite {
+    /// `url.redirect`: regex => target with `$1` / `%1` substitutions.
+    pub redirect: Vec<(Pattern, String)>,
+    /// `url.redirect-code` (default 301).
+    pub redirect_code: u16,
+    /// `url.rewrite-once` / `url.rewrite`.
+    pub once: Vec<(Pattern, String)>,
+    /// `url.rewrite-repeat`.
+    pub repeat: Vec<(Pattern, String)>,
+    /// `url.rewrite-if-not-file`.
+    pub if_not_file: Vec<(Pattern, String)>,
+    /// `url.rewrite-repeat-if-not-file`: `url.rewrite-repeat` rules applied
+    /// only when the path is not a file.
+    pub repeat_if_not_file: Vec<(Pattern, String)>,
+}
+
+impl Default for Rewrite {
+    fn default() -> Rewrite {
+        Rewrite {
+            redirect: Vec::new(),
+            redirect_code: 301,
+            once: Vec::new(),
+            repeat: Vec::new(),
+            if_not_file: Vec::new(),
+            repeat_if_not_file: Vec::new(),
+        }
+    }
+}
+
+/// mod_access: `url.access-deny`, `url.access-allow`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Access {
+    /// `url.access-deny`: path suffixes answered with 403 (`""` denies all).
+    pub deny: Vec<String>,
+    /// `url.access-allow`: when set, only paths with one of these suffixes
+    /// are served; every other path is answered 403 (`url.access-deny` is
+    /// then not consulted, as in lighttpd).
+    pub allow: Vec<String>,
+}
+
+/// mod_setenv: `setenv.*`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SetEnv {
+    /// `setenv.add-response-header`.
+    pub add_response_header: Vec<(String, String)>,
+    /// `setenv.set-response-header`.
+    pub set_response_header: Vec<(String, String)>,
+    /// `setenv.add-request-header`: headers added to the request the
+    /// backends see (after one of the same name, joined with ", ").
+    pub add_request_header: Vec<(String, String)>,
+    /// `setenv.set-request-header`: headers set (replaced; an empty value
+    /// removes the header) in the request the backends see.
+    pub set_request_header: Vec<(String, String)>,
+    /// `setenv.add-environment`: variables added to the backends'
+    /// environment (after one of the same name, joined with ", ").
+    pub add_environment: Vec<(String, String)>,
+    /// `setenv.set-environment`: variables set in the backends' environment.
+    pub set_environment: Vec<(String, String)>,
+}
+
+/// mod_userdir: `userdir.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserDir {
+    /// `userdir.path`: the directory below a user's home served for
+    /// `/~user/` (unset: mod_userdir does nothing, as lighttpd).
+    pub path: Option<String>,
+    /// `userdir.basepath`: homes are `basepath/user` (or `basepath/u/user`
+    /// with `letterhomes`) instead of the password database's.
+    pub basepath: Option<String>,
+    /// `userdir.exclude-user`: users never served.
+    pub exclude_user: Vec<String>,
+    /// `userdir.include-user`: when set, only these users are served.
+    pub include_user: Option<Vec<String>>,
+    /// `userdir.letterhomes` (default disable).
+    pub letterhomes: bool,
+    /// `userdir.active` (default enable, as lighttpd).
+    pub active: bool,
+}
+
+impl Default for UserDir {
+    fn default() -> UserDir {
+        UserDir {
+            path: None,
+            basepath: None,
+            exclude_user: Vec::new(),
+            include_user: None,
+            letterhomes: false,
+            active: true,
+        }
+    }
+}
+
+/// mod_simple_vhost: `simple-vhost.*`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SimpleVhost {
+    /// `simple-vhost.server-root`.
+    pub server_root: Option<String>,
+    /// `simple-vhost.default-host`.
+    pub default_host: Option<String>,
+    /// `simple-vhost.document-root`.
+    pub document_root: Option<String>,
+}
+
+/// mod_status: `status.*`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Status {
+    /// `status.status-url`.
+    pub status_url: Option<String>,
+    /// `status.statistics-url`.
+    pub statistics_url: Option<String>,
+    /// `status.config-url`.
+    pub config_url: Option<String>,
+}
+
+/// mod_expire: `expire.*`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Expire {
+    /// `expire.url`: URL prefix => "access plus 1 hours" style rule.
+    pub url: Vec<(String, String)>,
+    /// `expire.mimetypes`: MIME type prefix => rule.
+    pub mimetypes: Vec<(String, String)>,
+}
+
+/// mod_staticfile and the ETag: `static-file.*`, `etag.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaticFile {
+    /// `static-file.exclude-extensions`: suffixes never served as static files.
+    pub exclude_extensions: Vec<String>,
+    /// `static-file.etags` (default enable).
+    pub etags: bool,
+    /// `etag.use-inode` (default enable).
+    pub use_inode: bool,
+    /// `etag.use-mtime` (default enable).
+    pub use_mtime: bool,
+    /// `etag.use-size` (default enable).
+    pub use_size: bool,
+}
+
+impl Default for StaticFile {
+    fn default() -> StaticFile {
+        StaticFile {
+            exclude_extensions: Vec::new(),
+            etags: true,
+            use_inode: true,
+            use_mtime: true,
+            use_size: true,
+        }
+    }
+}
+
+/// mod_auth: `auth.*`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Auth {
+    /// `auth.backend`: `plain`, `htpasswd` or `htdigest` (default unset:
+    /// a rule that needs a password answers 500, as lighttpd).
+    pub backend: Option<String>,
+    /// `auth.backend.plain.userfile`: `user:password` lines.
+    pub plain_userfile: Option<String>,
+    /// `auth.backend.plain.groupfile`: accepted and never read, as lighttpd
+    /// 1.4.69 (no file backend reports groups).
+    pub plain_groupfile: Option<String>,
+    /// `auth.backend.htpasswd.userfile`: `user:hash` lines.
+    pub htpasswd_userfile: Option<String>,
+    /// `auth.backend.htdigest.userfile`: `user:realm:HA1` lines.
+    pub htdigest_userfile: Option<String>,
+    /// `auth.require`: the array as written (checked at load); its parsed
+    /// rules are [`crate::config::Config::auth_rules`].
+    pub require: Option<Value>,
+    /// Which of [`crate::config::Config::auth_requires`] `auth_require` is.
+    pub scope: u32,
+    /// `auth.cache = ( "max-age" => "600" )`: seconds a right Basic
+    /// password is remembered (default unset: no cache).
+    pub cache_max_age: Option<i64>,
+    /// `auth.extern-authn` (default disable): a `REMOTE_USER` set before
+    /// mod_auth (by extforward's `remote_user`) that the rule allows lets
+    /// the request through.
+    pub extern_authn: bool,
+}
+
+/// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsSettings {
+    /// `ssl.engine` (default disable): TLS on the sockets of this scope.
+    pub engine: bool,
+    /// `ssl.cipher-list` (per socket).
+    pub cipher_list: Option<String>,
+    /// `ssl.openssl.ssl-conf-cmd` (per socket), in configuration order.
+    pub conf_cmd: Vec<(String, String)>,
+    /// `ssl.honor-cipher-order` (per socket).
+    pub honor_cipher_order: Option<bool>,
+    /// `ssl.stek-file`: session-ticket keys an outside job maintains (global).
+    pub stek_file: Option<String>,
+    /// `server.feature-flags` `"ssl.session-cache"`: a server-side session
+    /// cache beside tickets (default off).
+    pub session_cache: bool,
+    /// `ssl.refresh-certs` (lighttpd 1.4.78's option; glint's default:
+    /// enable): certificate and key files are read again when their mtime
+    /// changes, checked every 64 s, so that certbot's or dehydrated's
+    /// renewals need no hook (global).
+    pub refresh_certs: bool,
+}
+
+impl Default for TlsSettings {
+    fn default() -> TlsSettings {
+        TlsSettings {
+            engine: false,
+            cipher_list: None,
+            conf_cmd: Vec::new(),
+            honor_cipher_order: None,
+            stek_file: None,
+            session_cache: false,
+            refresh_certs: true,
+        }
+    }
+}
