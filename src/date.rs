@@ -1,7 +1,7 @@
 //! HTTP dates (RFC 9110 §5.6.7) on the `httpdate` crate: formatting
 //! IMF-fixdate and parsing the three forms a client may send, without
-//! allocating and refusing dates that do not exist ("31 Feb") or whose
-//! weekday is wrong. The broken-down time (`utc_parts`) stays here for the
+//! allocating and refusing dates that do not exist ("31 Feb"); a wrong
+//! weekday is let pass, as lighttpd lets it. The broken-down time (`utc_parts`) stays here for the
 //! access log's and the listing's formats, which are not HTTP dates.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -78,12 +78,34 @@ pub fn format_clf_date(unix: i64) -> String {
 
 /// Parses an HTTP date in IMF-fixdate, RFC 850 or asctime form (leading and
 /// trailing whitespace allowed); `None` for anything else, including dates
-/// that do not exist.
+/// that do not exist. The weekday is not checked, as lighttpd does not
+/// check it (its own tests send `Sun, 01 Jan <next year>`): `httpdate`
+/// refuses a wrong one, so a date it refuses is tried once more with each
+/// weekday in the IMF-fixdate and asctime forms (the day name is their
+/// first three letters), at most 7 more parses and only for a refused date.
 pub fn parse_http_date(s: &str) -> Option<i64> {
-    let at: SystemTime = s.parse::<HttpDate>().ok()?.into();
-    at.duration_since(UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_secs() as i64)
+    let to_unix = |d: HttpDate| {
+        SystemTime::from(d)
+            .duration_since(UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_secs() as i64)
+    };
+    if let Ok(d) = s.parse::<HttpDate>() {
+        return to_unix(d);
+    }
+    let t = s.trim();
+    if !(t.len() == HTTP_DATE_LEN || t.len() == 24) || !t.is_char_boundary(3) {
+        return None;
+    }
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    let mut buf = [0u8; HTTP_DATE_LEN];
+    let buf = &mut buf[..t.len()];
+    buf.copy_from_slice(t.as_bytes());
+    DAYS.iter().find_map(|day| {
+        buf[..3].copy_from_slice(day.as_bytes());
+        let d = std::str::from_utf8(buf).ok()?.parse::<HttpDate>().ok()?;
+        to_unix(d)
+    })
 }
 
 #[cfg(test)]
@@ -129,7 +151,21 @@ mod tests {
                 "Thu, 29 Feb 2023 00:00:00 GMT",
                 None,
             ),
-            ("the wrong weekday", "Mon, 06 Nov 1994 08:49:37 GMT", None),
+            (
+                "the wrong weekday, as lighttpd's tests send",
+                "Mon, 06 Nov 1994 08:49:37 GMT",
+                Some(784_111_777),
+            ),
+            (
+                "asctime, wrong weekday",
+                "Mon Nov  6 08:49:37 1994",
+                Some(784_111_777),
+            ),
+            (
+                "31 February whatever the weekday",
+                "Thu, 31 Feb 2024 08:49:37 GMT",
+                None,
+            ),
             ("day 32", "Wed, 32 Nov 1994 08:49:37 GMT", None),
             ("minute 60", "Sun, 06 Nov 1994 08:60:37 GMT", None),
             ("before the epoch", "Wed, 31 Dec 1969 23:59:59 GMT", None),
