@@ -133,7 +133,8 @@ impl Ctx {
     /// The ETag flags of static files are on (`static-file.etags`).
     pub fn etags(&self) -> bool {
         let s = &self.settings;
-        s.static_file_etags && (s.etag_use_inode || s.etag_use_mtime || s.etag_use_size)
+        s.static_file.etags
+            && (s.static_file.use_inode || s.static_file.use_mtime || s.static_file.use_size)
     }
 
     /// The body is XML by its `Content-Type` (`application/xml`,
