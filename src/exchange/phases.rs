@@ -182,8 +182,10 @@ fn route(
         docroot.as_deref(),
         registry,
     );
-    if let Some(once) = dav {
-        return once;
+    match dav {
+        Some(super::webdav::Taken::Reply) => return Once::Reply,
+        Some(super::webdav::Taken::Job(g)) => return Once::Gateway(g),
+        None => {}
     }
     let (found, indexed) = match index_phase(sv, info, req, carry, &settings, docroot.as_deref()) {
         Ok(v) => v,

@@ -8,13 +8,20 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::phases::Once;
 use super::physical;
 use super::{access_denied, auth, Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
 use crate::handler::webdav::{self, request::READ_HEADERS, Ctx, DavMethod, Start};
 use crate::msg::{Body, Method, OwnedHead, Request};
 use crate::upstream::{HttpBody, JobSpec, Protocol, Upload};
+
+/// How mod_webdav took a request.
+pub(super) enum Taken {
+    /// Answered, in [`Services::reply`].
+    Reply,
+    /// A job answers (a method with a body, or a long answer).
+    Job(Box<GwStart>),
+}
 
 /// What the request's scope and method come to: `None` when mod_webdav
 /// does not take it (not active here, not one of its methods).
@@ -27,13 +34,13 @@ pub(super) fn take(
     settings: &Rc<Settings>,
     docroot: Option<&str>,
     registry: &Registry,
-) -> Option<Once> {
+) -> Option<Taken> {
     if !settings.webdav.activate {
         return None;
     }
     if req.method_str == "OPTIONS" {
         options(sv, settings);
-        return Some(Once::Reply);
+        return Some(Taken::Reply);
     }
     let method = DavMethod::of(req.method_str)?;
     let docroot = docroot?;
@@ -46,18 +53,18 @@ pub(super) fn take(
         Ok(cx) => cx,
         Err(status) => {
             sv.reply.error(status);
-            return Some(Once::Reply);
+            return Some(Taken::Reply);
         }
     };
     if matches!(method, DavMethod::Copy | DavMethod::Move)
         && destination_refused(sv, info, req, settings, carry, &cx)
     {
-        return Some(Once::Reply);
+        return Some(Taken::Reply);
     }
     match webdav::start(cx) {
         Start::Answer(a) => {
             a.write_reply(&mut sv.reply);
-            Some(Once::Reply)
+            Some(Taken::Reply)
         }
         Start::Work(work) => Some(start_job(sv, info, req, carry, settings, work, registry)),
     }
@@ -166,10 +173,10 @@ fn start_job(
     settings: &Rc<Settings>,
     work: Box<dyn crate::msg::local::LocalWork>,
     registry: &Registry,
-) -> Once {
+) -> Taken {
     let Some(route) = sv.upstream.local_route else {
         sv.reply.error(500);
-        return Once::Reply;
+        return Taken::Reply;
     };
     let body = match req.body {
         Body::None => HttpBody::Length(0),
@@ -195,7 +202,7 @@ fn start_job(
         .upstream
         .start(spec, info.ex, sv.clock.mono_secs, registry)
     {
-        Ok(job) => Once::Gateway(Box::new(GwStart {
+        Ok(job) => Taken::Job(Box::new(GwStart {
             job,
             authorizer: false,
             settings: Rc::clone(settings),
@@ -208,7 +215,7 @@ fn start_job(
         })),
         Err(status) => {
             sv.reply.error(status);
-            Once::Reply
+            Taken::Reply
         }
     }
 }

@@ -222,6 +222,40 @@ impl Gateways {
         self.first_send(bkey, now, registry)
     }
 
+    /// Starts job `key`'s local work under host `h` (under its cap).
+    pub(super) fn start_local(
+        &mut self,
+        key: usize,
+        h: usize,
+        now: u64,
+        registry: &Registry,
+    ) -> Result<(), u16> {
+        let Some(work) = self.jobs.get_mut(key).and_then(|j| j.local.take()) else {
+            return Err(500);
+        };
+        let link = match super::local::LocalLink::new(work) {
+            Ok(l) => l,
+            Err(e) => {
+                log::error!("local job: cannot make its pipe: {e}");
+                return Err(500);
+            }
+        };
+        let b = BackendConn::new(
+            Link::Local(Box::new(link)),
+            Use::Busy { job: key },
+            h,
+            Protocol::Cgi,
+        );
+        let Some(bkey) = self.insert_conn(registry, b, now) else {
+            return Err(500);
+        };
+        self.hosts[h].active += 1;
+        if let Some(j) = self.jobs.get_mut(key) {
+            j.backend = Some(bkey);
+        }
+        self.first_send(bkey, now, registry)
+    }
+
     /// Sends what the request has ready on its new (or reused) connection;
     /// a failure here is the job's (retried, or its status returned).
     pub(super) fn first_send(

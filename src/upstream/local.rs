@@ -6,15 +6,14 @@
 //!
 //! There is no socket: a pipe of its own wakes the loop when the answer
 //! is ready (one byte), so the answer is read from the event loop as a
-//! backend's is, never from inside the client's read.
+//! backend's is, never from inside the client's read. (Its route is made
+//! in `routes.rs`, its backend connection in `dispatch.rs`.)
 
 use std::io::{self, Read, Write};
 
 use mio::unix::pipe::{self, Receiver, Sender};
 use mio::{Interest, Registry, Token};
 
-use super::backend::{BackendConn, Link, Use};
-use super::{config, Gateways, Host, Protocol, Route};
 use crate::msg::local::LocalWork;
 
 /// Most local jobs at once; more wait in the queue. Each holds a temporary
@@ -87,59 +86,5 @@ impl LocalLink {
 
     pub(super) fn register(&mut self, r: &Registry, t: Token) -> io::Result<()> {
         r.register(&mut self.wake_rx, t, Interest::READABLE)
-    }
-}
-
-impl Gateways {
-    /// The route of local jobs and its one host (whose cap bounds how
-    /// many run at once).
-    pub(super) fn add_local_route(&mut self) {
-        let mut spec = config::cgi_host(LOCAL_MAX_JOBS as u32);
-        spec.label = "local".into();
-        self.hosts.push(Host::new(spec));
-        self.local_route = Some(self.routes.len());
-        self.routes.push(Route {
-            pattern: String::new(),
-            extension: false,
-            protocol: Protocol::Cgi,
-            authorizer: false,
-            hosts: vec![self.hosts.len() - 1],
-            scope: 0,
-            next: 0,
-        });
-    }
-
-    /// Starts job `key`'s local work under host `h` (under its cap).
-    pub(super) fn start_local(
-        &mut self,
-        key: usize,
-        h: usize,
-        now: u64,
-        registry: &Registry,
-    ) -> Result<(), u16> {
-        let Some(work) = self.jobs.get_mut(key).and_then(|j| j.local.take()) else {
-            return Err(500);
-        };
-        let link = match LocalLink::new(work) {
-            Ok(l) => l,
-            Err(e) => {
-                log::error!("local job: cannot make its pipe: {e}");
-                return Err(500);
-            }
-        };
-        let b = BackendConn::new(
-            Link::Local(Box::new(link)),
-            Use::Busy { job: key },
-            h,
-            Protocol::Cgi,
-        );
-        let Some(bkey) = self.insert_conn(registry, b, now) else {
-            return Err(500);
-        };
-        self.hosts[h].active += 1;
-        if let Some(j) = self.jobs.get_mut(key) {
-            j.backend = Some(bkey);
-        }
-        self.first_send(bkey, now, registry)
     }
 }

@@ -117,6 +117,24 @@ impl Gateways {
         }
     }
 
+    /// The route of local jobs and its one host (whose cap bounds how
+    /// many run at once).
+    pub(super) fn add_local_route(&mut self) {
+        let mut spec = config::cgi_host(super::local::LOCAL_MAX_JOBS as u32);
+        spec.label = "local".into();
+        self.hosts.push(Host::new(spec));
+        self.local_route = Some(self.routes.len());
+        self.routes.push(Route {
+            pattern: String::new(),
+            extension: false,
+            protocol: Protocol::Cgi,
+            authorizer: false,
+            hosts: vec![self.hosts.len() - 1],
+            scope: 0,
+            next: 0,
+        });
+    }
+
     /// The route of CGI requests and its one host.
     fn add_cgi_route(&mut self, c: &Config) {
         // One host for every CGI program: its cap is the number of

@@ -5,9 +5,10 @@
 
 use std::io;
 
+use super::common::{collect, db_answer, drain, log_body, no_db, precondition, redirect_to_dir};
 use super::out::{self, Answer, XML_DECL};
 use super::request::Ctx;
-use super::store::{DbError, LockRow};
+use super::store::LockRow;
 use super::xml;
 use super::Start;
 use crate::msg::local::LocalWork;
@@ -16,12 +17,6 @@ use crate::msg::local::LocalWork;
 const MAX_TOKENS: usize = 16;
 /// A lock's time-out when the request asks none, and the most it may ask.
 const DEFAULT_TIMEOUT: i64 = 600;
-
-/// A database failure answers the request (logged).
-pub fn db_answer(e: DbError) -> Answer {
-    log::error!("(mod_webdav) sqlite: {}", e.msg);
-    Answer::error(e.status)
-}
 
 /// The locks in force for `uri`: on it (not depth infinity: those come
 /// next) and depth-infinity ones on it or a collection above it; with
@@ -219,14 +214,6 @@ pub fn lock_start(cx: Ctx) -> Start {
     }))
 }
 
-/// 405 where locks and properties need the database lighttpd was not given.
-pub fn no_db() -> Answer {
-    Answer::error(405).with(
-        "Allow",
-        b"GET, HEAD, PROPFIND, DELETE, MKCOL, PUT, MOVE, COPY",
-    )
-}
-
 fn refresh(cx: &Ctx) -> Answer {
     let h = cx.header("if").unwrap_or("");
     let b = h.as_bytes();
@@ -282,34 +269,6 @@ impl LocalWork for LockWork {
 
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         Ok(drain(&self.answer, &mut self.at, buf))
-    }
-}
-
-/// Keeps body bytes up to [`xml::MAX_BODY`]; past it, notes the overflow.
-pub fn collect(body: &mut Vec<u8>, too_big: &mut bool, data: &[u8]) {
-    if body.len() + data.len() > xml::MAX_BODY {
-        *too_big = true;
-        body.clear();
-    } else if !*too_big {
-        body.extend_from_slice(data);
-    }
-}
-
-/// Copies the next bytes of `all` from `*at` into `buf`.
-pub fn drain(all: &[u8], at: &mut usize, buf: &mut [u8]) -> usize {
-    let n = buf.len().min(all.len() - *at);
-    buf[..n].copy_from_slice(&all[*at..*at + n]);
-    *at += n;
-    n
-}
-
-/// Logs an XML request body (`webdav.log-xml`).
-pub fn log_body(cx: &Ctx, body: &[u8]) {
-    if cx.settings.webdav.log_xml {
-        log::error!(
-            "(mod_webdav) XML-request-body: {}",
-            String::from_utf8_lossy(body)
-        );
     }
 }
 
@@ -408,9 +367,9 @@ fn no_conflict(cx: &Ctx, l: &LockRow) -> Result<(), Answer> {
 fn target(cx: &Ctx) -> Result<(bool, std::fs::Metadata), Answer> {
     use std::os::unix::fs::OpenOptionsExt;
     if let Ok(m) = std::fs::symlink_metadata(&cx.path) {
-        super::props::precondition(cx, Some(&m))?;
+        precondition(cx, Some(&m))?;
         if m.is_dir() && !cx.path.ends_with('/') {
-            return Err(super::methods::redirect_to_dir(cx));
+            return Err(redirect_to_dir(cx));
         }
         if !m.is_dir() && cx.path.ends_with('/') {
             return Err(Answer::error(403));

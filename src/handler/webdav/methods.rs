@@ -1,9 +1,9 @@
 //! MKCOL, DELETE, COPY and MOVE: answered at once (no body is allowed).
 
+use super::common::{db_answer, precondition, redirect_to_dir};
 use super::fsops::{self, Flags, Place};
-use super::locks::{db_answer, has_lock};
+use super::locks::has_lock;
 use super::out::{self, Answer};
-use super::props::precondition;
 use super::request::{Ctx, DavMethod};
 
 /// Longest file system path (Linux's PATH_MAX).
@@ -14,15 +14,6 @@ fn here(cx: &Ctx) -> Place {
         rel: cx.rel.clone(),
         path: cx.path.clone(),
     }
-}
-
-/// 308 to the directory's URL with its slash (relative, as glint's other
-/// directory redirects).
-pub fn redirect_to_dir(cx: &Ctx) -> Answer {
-    let mut loc = String::new();
-    out::push_rel_uri(&cx.rel, &mut loc);
-    loc.push('/');
-    Answer::error(308).with("Location", loc.as_bytes())
 }
 
 pub fn mkcol(cx: &Ctx) -> Answer {

@@ -19,6 +19,7 @@
 //! UNLOCK), [`props`] (PROPFIND), [`proppatch`], [`fsops`] (recursive delete,
 //! copy and move), [`methods`] (MKCOL, DELETE, COPY, MOVE), [`put`].
 
+pub mod common;
 pub mod fsops;
 pub mod locks;
 pub mod methods;

@@ -3,9 +3,11 @@
 
 use std::io;
 
-use super::locks::{self, collect, drain, log_body};
+use super::common::{
+    collect, content_location, db_answer, drain, log_body, no_db, not_found_or_forbidden,
+    precondition,
+};
 use super::out::{self, Answer};
-use super::props::{content_location, not_found_or_forbidden, precondition};
 use super::request::Ctx;
 use super::xml::{self, Elem};
 use super::Start;
@@ -26,7 +28,7 @@ const PROTECTED: &[&str] = &[
 /// PROPPATCH: needs the database; the body is collected, then applied.
 pub fn proppatch_start(cx: Ctx) -> Start {
     if cx.store.is_none() {
-        return Start::Answer(locks::no_db());
+        return Start::Answer(no_db());
     }
     if cx.body_len == Some(0) {
         return Start::Answer(Answer::error(400));
@@ -101,10 +103,10 @@ fn proppatch(cx: &mut Ctx, body: &[u8]) -> Answer {
         return Answer::error(422);
     }
     let Some(st) = cx.store.clone() else {
-        return locks::no_db();
+        return no_db();
     };
     if let Err(e) = st.begin_immediate() {
-        return locks::db_answer(e);
+        return db_answer(e);
     }
     let (failed, errors) = apply_updates(cx, &st, &root);
     let done = if errors.is_empty() && failed.is_none() {
@@ -114,7 +116,7 @@ fn proppatch(cx: &mut Ctx, body: &[u8]) -> Answer {
     };
     if let Some(e) = failed.or(done.err()) {
         let _ = st.rollback();
-        return locks::db_answer(e);
+        return db_answer(e);
     }
     let mut a = if errors.is_empty() {
         let mini_redir = cx

@@ -5,7 +5,8 @@ use std::fs::Metadata;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 
-use super::locks::{self, active_locks, collect, drain, log_body};
+use super::common::{collect, content_location, drain, log_body, not_found_or_forbidden};
+use super::locks::{self, active_locks};
 use super::out::{self, Answer, XML_DECL};
 use super::request::Ctx;
 use super::xml::{self, Elem};
@@ -29,41 +30,6 @@ const LIVE: &[&str] = &[
 ];
 
 const SUPPORTEDLOCK: &str = "<D:supportedlock><D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry><D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry></D:supportedlock>";
-
-/// `If-Match`, `If-None-Match`, `If-Unmodified-Since` against the
-/// resource's metadata (`None`: it does not exist): `Err` is 412.
-pub fn precondition(cx: &Ctx, meta: Option<&Metadata>) -> Result<(), Answer> {
-    let tag = meta.and_then(|m| crate::handler::static_file::etag_of(m, &cx.settings));
-    let fail = Err(Answer::error(412));
-    if cx.etags() {
-        if let Some(im) = cx.header("if-match") {
-            if !tag_in(im, tag.as_deref(), false) {
-                return fail;
-            }
-        }
-        if let Some(inm) = cx.header("if-none-match") {
-            if tag_in(inm, tag.as_deref(), true) {
-                return fail;
-            }
-        }
-    }
-    if let Some(ius) = cx.header("if-unmodified-since") {
-        let Some(m) = meta else { return fail };
-        match crate::date::parse_http_date(ius) {
-            Some(t) if m.mtime() <= t => {}
-            _ => return fail,
-        }
-    }
-    Ok(())
-}
-
-/// Whether an `If-Match`/`If-None-Match` list names `tag` (`*`: any).
-fn tag_in(list: &str, tag: Option<&str>, weak: bool) -> bool {
-    let Some(tag) = tag else { return false };
-    list.split(',')
-        .map(str::trim)
-        .any(|t| t == "*" || t == tag || (weak && t.strip_prefix("W/") == Some(tag)))
-}
 
 /// What a PROPFIND asks for.
 #[derive(Default)]
@@ -271,21 +237,6 @@ impl Propfind {
             walk.resource(cx, &rel, &path, &meta, true);
         }
         Ok(walk)
-    }
-}
-
-/// `Content-Location` for a directory named without its slash.
-pub(super) fn content_location(rel: &str) -> Vec<u8> {
-    let mut s = String::new();
-    out::push_rel_uri(rel, &mut s);
-    s.into_bytes()
-}
-
-pub(super) fn not_found_or_forbidden(e: &io::Error) -> u16 {
-    if e.kind() == io::ErrorKind::NotFound {
-        404
-    } else {
-        403
     }
 }
 

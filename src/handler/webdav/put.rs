@@ -13,10 +13,9 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
 use nix::libc;
 
+use super::common::{drain, precondition};
 use super::fsops::{full_or_forbidden, temp_name};
-use super::locks::drain;
 use super::out::Answer;
-use super::props::precondition;
 use super::request::Ctx;
 use super::Start;
 use crate::msg::local::LocalWork;
