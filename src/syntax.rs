@@ -133,6 +133,9 @@ pub const PATH_KEEP_ESCAPES: Unescaped = Unescaped::new(b"/", KeptEscapes::All);
 /// lighttpd's `ENCODING_REL_URI` for a decoded path in a Location:
 /// unreserved, `/!()*`, an encoded slash kept.
 pub const REL_URI: Unescaped = Unescaped::new(b"/!()*", KeptEscapes::Slash);
+/// `ENCODING_REL_URI` for a path whose every `%` is a byte of a name
+/// (WebDAV's hrefs): unreserved and `/!()*`, nothing kept.
+pub const REL_URI_NAME: Unescaped = Unescaped::new(b"/!()*", KeptEscapes::None);
 /// A path segment's pchar (RFC 3986 3.3) but `%`: a file name as a
 /// relative link in a directory listing.
 pub const SEGMENT: Unescaped = Unescaped::new(b"!$&'()*+,;=:@", KeptEscapes::None);

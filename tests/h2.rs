@@ -9,7 +9,7 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -951,7 +951,7 @@ mod attacks {
         );
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/h2client.py");
         // The backend answers after 2 s; the shutdown comes meanwhile.
-        let client = Command::new("python3")
+        let mut client = Command::new("python3")
             .arg(script)
             .arg(s.port.to_string())
             .args(["goaway", "/scgi/slow?2", "10"])
@@ -959,15 +959,18 @@ mod attacks {
             .stderr(Stdio::piped())
             .spawn()
             .expect("python3");
-        std::thread::sleep(Duration::from_millis(700));
+        // The shutdown comes once the request is on its way (the client
+        // says "sent"; Python's start-up takes a second on a loaded machine).
+        let mut err = BufReader::new(client.stderr.take().expect("stderr"));
+        let mut said = String::new();
+        while err.read_line(&mut said).map(|n| n > 0).unwrap_or(false) && !said.contains("sent") {}
+        std::thread::sleep(Duration::from_millis(300));
         s.signal(SIGINT);
         let o: Output = client.wait_with_output().expect("client");
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
         let out = text(&o.stdout);
-        assert!(
-            out.contains("goaway.code=NO_ERROR"),
-            "{out}\n{}",
-            text(&o.stderr)
-        );
+        assert!(out.contains("goaway.code=NO_ERROR"), "{out}\n{said}{rest}");
         assert!(out.contains("goaway_before_end=true"), "{out}");
         assert!(
             out.contains("status=200") && out.contains("ended=true"),

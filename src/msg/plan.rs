@@ -101,6 +101,14 @@ pub fn framing(proto: Proto, head_only: bool, shape: Shape) -> Framing {
     }
 }
 
+/// The head of an answer on an HTTP/2 or HTTP/3 stream: the
+/// `content-length` it carries and whether it ends the stream (nothing
+/// follows it: HEAD, or no body by its status).
+pub fn stream_head(head_only: bool, shape: Shape) -> (Option<u64>, bool) {
+    let f = framing(Proto::Streams, head_only, shape);
+    (f.length(), head_only || f == Framing::None)
+}
+
 /// What of the request's body the client has yet to send when the
 /// connection's fate is decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -193,6 +193,8 @@ impl Output {
                                 self.chunks.pop_front();
                             }
                         }
+                        // A signal before any byte went: write again.
+                        Err(Errno::EINTR) => {}
                         Err(e) => return classify(e),
                     }
                 }
@@ -214,6 +216,7 @@ impl Output {
                                 self.chunks.pop_front();
                             }
                         }
+                        Err(Errno::EINTR) => {}
                         Err(e) => return classify(e),
                     }
                 }
@@ -310,10 +313,11 @@ fn tls_error(e: crate::tls::TlsError) -> WriteError {
     }
 }
 
-/// Collapses a write error into the three cases that matter.
+/// Collapses a write error into the three cases that matter. EINTR is not
+/// one of them: the callers write again at once.
 fn classify(e: Errno) -> Result<WriteOutcome, WriteError> {
     match e {
-        Errno::EAGAIN | Errno::EINTR => Ok(WriteOutcome::Blocked),
+        Errno::EAGAIN => Ok(WriteOutcome::Blocked),
         Errno::EPIPE | Errno::ECONNRESET | Errno::ENOTCONN | Errno::ESHUTDOWN => {
             Err(WriteError::PeerGone)
         }

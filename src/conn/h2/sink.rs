@@ -14,6 +14,7 @@ use crate::conn::encoded::Encoded;
 use crate::conn::gateway::Sent;
 use crate::date::HTTP_DATE_LEN;
 use crate::exchange::error_run_status;
+use crate::msg::plan::{self, Shape};
 use crate::msg::{AnswerHead, Reply, Rerun, Sink};
 use crate::proto::h2::conn::{Connection as Core, SendError};
 
@@ -42,7 +43,8 @@ pub fn send_reply(
         Err(SendError::Stale) => {
             fields.start(&r.settings, date);
             fields.lines(&r.fields);
-            fields.finish(&r.settings, r.content_length);
+            let (length, _) = plan::stream_head(r.head_only || task.head_only, Shape::of_reply(r));
+            fields.finish(&r.settings, length);
             let generation = core.encoder_generation();
             let sent = core.send_headers(stream, r.status, fields.iter(), !has_body);
             if sent.is_ok() && core.encoder_generation() == generation {
@@ -180,12 +182,8 @@ impl Sink for StreamSink<'_> {
             remaining,
         };
         // HEAD keeps the length a GET would have; the body ends with the head.
-        let end = head.bodiless || g.start.head_only;
-        let length = if head.bodiless {
-            None
-        } else {
-            head.content_length
-        };
+        let shape = Shape::of_answer(head.bodiless, head.content_length);
+        let (length, end) = plan::stream_head(g.start.head_only, shape);
         self.send_head(status, head.headers, length, end);
     }
 
@@ -221,8 +219,8 @@ impl Sink for StreamSink<'_> {
             remaining: Some(0),
         };
         g.body_sent = len;
-        let head_only = g.start.head_only;
-        self.send_head(head.status, head.headers, Some(len), head_only || len == 0);
+        let (length, end) = plan::stream_head(g.start.head_only, Shape::Sized(len));
+        self.send_head(head.status, head.headers, length, end || len == 0);
         if !self.task.ended {
             self.task.push_file(file, 0, len);
             self.core.set_ready(self.stream, true);

@@ -6,6 +6,7 @@
 use crate::conn::encoded::Encoded;
 use crate::conn::h2::fields::FieldBuf;
 use crate::conn::h2::stream::Task;
+use crate::msg::plan::{self, Shape};
 use crate::msg::Reply;
 use crate::proto::h3::{frame, qpack};
 
@@ -51,7 +52,8 @@ pub fn send_reply(
     let has_body = !r.head_only && !task.head_only && !r.pieces().is_empty();
     fields.start(&r.settings, date);
     fields.lines(&r.fields);
-    fields.finish(&r.settings, r.content_length);
+    let (length, _) = plan::stream_head(r.head_only || task.head_only, Shape::of_reply(r));
+    fields.finish(&r.settings, length);
     let n = encode_head(r.status, fields, section, out);
     task.head_sent = true;
     task.complete = true;

@@ -16,6 +16,7 @@ use crate::conn::h2::fields::FieldBuf;
 use crate::conn::h2::stream::{Task, Use};
 use crate::conn::h2::STREAM_HIGH_WATER;
 use crate::exchange::{self, error_run_status};
+use crate::msg::plan::{self, Shape};
 use crate::msg::{AnswerHead, Request, Rerun, Sink};
 use crate::upstream::JobId;
 
@@ -85,12 +86,8 @@ impl Sink for StreamSink<'_> {
             chunked: false,
             remaining,
         };
-        let end = head.bodiless || g.start.head_only;
-        let length = if head.bodiless {
-            None
-        } else {
-            head.content_length
-        };
+        let shape = Shape::of_answer(head.bodiless, head.content_length);
+        let (length, end) = plan::stream_head(g.start.head_only, shape);
         self.send_head(status, head.headers, length, end);
     }
 
@@ -124,8 +121,8 @@ impl Sink for StreamSink<'_> {
             remaining: Some(0),
         };
         g.body_sent = len;
-        let head_only = g.start.head_only;
-        self.send_head(head.status, head.headers, Some(len), head_only || len == 0);
+        let (length, end) = plan::stream_head(g.start.head_only, Shape::Sized(len));
+        self.send_head(head.status, head.headers, length, end || len == 0);
         self.task.push_file(file, 0, len);
     }
 

@@ -120,21 +120,7 @@ pub fn cgi_head(status: u16, headers: &[(String, Vec<u8>)]) -> Vec<u8> {
 /// Appends `s` as lighttpd's `ENCODING_REL_URI` writes a path: bytes
 /// outside `A-Za-z0-9 - . _ ~ ! ( ) * /` as `%XX`.
 pub fn push_rel_uri(s: &str, out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in s.as_bytes() {
-        let keep = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'-' | b'.' | b'_' | b'~' | b'!' | b'(' | b')' | b'*' | b'/'
-            );
-        if keep {
-            out.push(b as char);
-        } else {
-            out.push('%');
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 15) as usize] as char);
-        }
-    }
+    crate::syntax::percent_encode(s.as_bytes(), &crate::syntax::REL_URI_NAME, out);
 }
 
 /// `<D:href>…</D:href>\n`.
