@@ -316,7 +316,13 @@ $HTTP["url"] =^ "/app" { url.access-deny = ( "" ) }
 status.status-url = "/server-status"
 $HTTP["url"] =^ "/server-status" { url.access-deny = ( "" ) }
 "#,
-        requests: &[("/server-status", forbidden)],
+        requests: &[
+            ("/server-status", forbidden),
+            ("/server-status?auto", forbidden),
+            ("/server-status?json", forbidden),
+            ("/server-status?jsonp=f", forbidden),
+            ("/server-status/", forbidden),
+        ],
         glint_refuses: None,
         in_lighttpd: true,
         php: false,
@@ -427,8 +433,14 @@ auth.require = ( "/server-status" => ( "method" => "basic", "realm" => "r", "req
 "#,
         requests: &[
             ("/server-status", unauthorized),
+            ("/server-status?auto", unauthorized),
+            ("/server-status?json", unauthorized),
             (
                 "/server-status\nAuthorization: Basic YWxpY2U6d3Jvbmc=",
+                unauthorized,
+            ),
+            (
+                "/server-status?auto\nAuthorization: Basic YWxpY2U6d3Jvbmc=",
                 unauthorized,
             ),
         ],

@@ -178,6 +178,9 @@ pub struct Status {
     pub statistics_url: Option<String>,
     /// `status.config-url`.
     pub config_url: Option<String>,
+    /// `status.enable-sort` set to disable: the connection table's
+    /// headers do not sort it.
+    pub no_sort: bool,
 }
 
 /// mod_expire: `expire.*`.

@@ -115,10 +115,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "static-file.disable-pathinfo",
         "glint never serves a static file for a path with more after its name",
     ),
-    (
-        "status.enable-sort",
-        "a script on the status page that sorts its table",
-    ),
     ("simple-vhost.debug", "log verbosity only"),
     ("proxy.debug", "log verbosity only"),
     ("dir-listing.cache", "listings are built for each request"),

@@ -97,7 +97,7 @@ impl Connection {
             Some(mut e) => {
                 // Logged when its body is out, with the bytes sent; the
                 // answer is complete when the compressor is done.
-                e.log = exchange::defer_reply(sv, req, &a, head);
+                e.log = exchange::defer_reply(sv, info, req, &a, head);
                 self.encoded = Some(e);
             }
             None => {

@@ -510,6 +510,8 @@ impl Connection {
                     self.readable = false;
                 }
                 input.filled(n);
+                cx.sv.stats.bytes_in += n as u64;
+                cx.sv.board.read(self.id.slot, n, cx.sv.clock.mono_secs);
                 if !heading {
                     self.last_active = cx.sv.clock.mono_secs;
                 }

@@ -83,6 +83,10 @@ impl Connection {
             }
         }
         input.filled(n);
+        if n > 0 {
+            cx.sv.stats.bytes_in += n as u64;
+            cx.sv.board.read(self.id.slot, n, cx.sv.clock.mono_secs);
+        }
         n > 0
     }
 
@@ -163,6 +167,10 @@ impl Connection {
         if n > 0 {
             cx.sv.stats.bytes_out += n;
             self.last_active = cx.sv.clock.mono_secs;
+        }
+        let drained = matches!(result, Ok(WriteOutcome::Done)) && self.out.is_empty();
+        if n > 0 || drained {
+            cx.sv.board.wrote(self.id.slot, n, drained);
         }
         match result {
             Ok(WriteOutcome::Done) => Flushed::Done,

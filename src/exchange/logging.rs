@@ -53,12 +53,13 @@ pub struct DeferredLog {
 /// access log to write it to (else it is counted now and `None` comes back).
 pub fn defer_reply(
     sv: &mut Services,
+    info: &ConnInfo,
     req: &Request<'_, '_>,
     a: &Answer,
     head_bytes: u64,
 ) -> Option<DeferredLog> {
     if a.reply.settings.accesslog_filename.is_none() {
-        sv.stats.requests += 1;
+        counted(sv, info, a.reply.status, req.major);
         return None;
     }
     Some(DeferredLog {
@@ -101,7 +102,7 @@ pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16
         sv.files.clear();
     }
     if gw.settings.accesslog_filename.is_none() {
-        sv.stats.requests += 1;
+        counted(sv, info, status, gw.head.major());
         return;
     }
     let mut headers = Vec::new();
@@ -145,7 +146,11 @@ fn log_access(
     head_bytes: u64,
     remote_user: Option<&str>,
 ) {
-    sv.stats.requests += 1;
+    let major = match req {
+        Some(r) => r.major,
+        None => protocol_of(info),
+    };
+    counted(sv, info, status, major);
     let Some(name) = &settings.accesslog_filename else {
         return;
     };
@@ -166,4 +171,23 @@ fn log_access(
         remote_user,
     };
     sv.logs.log(name, format, &e);
+}
+
+/// An answer is complete: counted, and its row on the status page's
+/// connection table says so.
+fn counted(sv: &mut Services, info: &ConnInfo, status: u16, major: u8) {
+    sv.stats.answered(status, major);
+    sv.board.end(info.ex.slot, info.ex.stream);
+}
+
+/// The HTTP major version of a connection's exchanges, for a request
+/// that could not be parsed.
+fn protocol_of(info: &ConnInfo) -> u8 {
+    if info.ex.slot >= crate::msg::H3_SLOT_BASE {
+        3
+    } else if info.ex.stream != 0 {
+        2
+    } else {
+        1
+    }
 }

@@ -38,7 +38,8 @@ use crate::clock::Clock;
 use crate::config::{Config, RequestFacts, Settings};
 use crate::handler::{deflate, static_file};
 use crate::msg::{ExchangeId, Method, OwnedHead, Reply, Request};
-use crate::stats::Stats;
+use crate::stats::board::Board;
+use crate::stats::{Recent, Stats};
 use crate::upstream::{Gateways, JobId};
 
 pub use access::access_denied;
@@ -60,6 +61,10 @@ pub struct Services {
     /// Files opened in the last second.
     pub files: static_file::FileCache,
     pub stats: Stats,
+    /// The connection table of the status page.
+    pub board: Board,
+    /// The last seconds' requests and bytes, for the status page's averages.
+    pub recent: Recent,
     pub scratch: Scratch,
     /// Port of each listener (0 for unix sockets), for the access log.
     pub ports: Vec<u16>,
@@ -106,6 +111,8 @@ impl Services {
             upstream,
             files: Default::default(),
             stats: Stats::default(),
+            board: Board::default(),
+            recent: Recent::default(),
             scratch: Scratch::default(),
             ports: Vec::new(),
             bound_ips: Vec::new(),
@@ -351,6 +358,11 @@ pub fn respond(
         carry.auth_type = Some("SSL_CLIENT_VERIFY");
     }
     set_host(sv, req, &carry);
+    let (slot, stream) = (info.ex.slot, info.ex.stream);
+    let now = sv.clock.mono_secs;
+    sv.board
+        .begin(slot, stream, now, &sv.scratch.host, req.target);
+    sv.scratch.fs_path.clear();
     if let Err(why) = forward::apply(sv, info, req, &mut carry) {
         log::warn!(
             "(mod_extforward) bad Forwarded header from {:?}: {why}; answering 400",
@@ -362,6 +374,11 @@ pub fn respond(
         return Outcome::Reply(Answer::taken(sv));
     }
     let mut outcome = respond_with(sv, info, req, carry, registry);
+    let len = match &outcome {
+        Outcome::Reply(a) => a.reply.body_len(),
+        Outcome::Gateway(_) => 0,
+    };
+    sv.board.answered_by(slot, stream, &sv.scratch.fs_path, len);
     if let (Outcome::Reply(a), Some(_), true) = (&mut outcome, &info.tls, req.major < 3) {
         if let Some(v) = sv.alt_svc.get(info.listener).and_then(Option::as_deref) {
             a.reply.header("alt-svc", v.as_bytes());

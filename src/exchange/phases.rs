@@ -143,14 +143,15 @@ fn auth_refused(
 /// mod_status: true when the path is its page and it answered.
 fn status_page_answered(sv: &mut Services, query: &str) -> bool {
     let stats = sv.stats_now();
-    status_page::serve(
-        &sv.scratch.path,
-        query,
-        &mut sv.reply,
-        &stats,
-        &sv.clock,
-        &sv.config,
-    )
+    let view = status_page::View {
+        stats: &stats,
+        recent: &sv.recent,
+        board: &sv.board,
+        clock: &sv.clock,
+        config: &sv.config,
+        host: &sv.scratch.host,
+    };
+    status_page::serve(&sv.scratch.path, query, &mut sv.reply, &view)
 }
 
 /// The handler phases: gateways by prefix or extension, the index file

@@ -15,4 +15,4 @@ pub mod status;
 
 pub use reply::{Piece, Reply};
 pub use request::{Body, HttpError, Method, OwnedHead, Request, MAX_HEADERS};
-pub use sink::{AnswerHead, ExchangeId, Rerun, Sink};
+pub use sink::{AnswerHead, ExchangeId, Rerun, Sink, H3_SLOT_BASE};

@@ -227,6 +227,11 @@ impl OwnedHead {
     }
 
     /// How the body is framed.
+    /// The request's HTTP major version.
+    pub fn major(&self) -> u8 {
+        self.major
+    }
+
     pub fn body(&self) -> Body {
         self.body
     }

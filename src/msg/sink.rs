@@ -17,6 +17,9 @@ pub struct ExchangeId {
     pub stream: u32,
 }
 
+/// Slots at or past this name HTTP/3 connections (beside the TCP ones).
+pub const H3_SLOT_BASE: usize = 1 << 28;
+
 impl ExchangeId {
     /// The same connection's exchange on `stream`.
     pub fn on_stream(self, stream: u32) -> ExchangeId {

@@ -248,6 +248,7 @@ impl Server {
         let want_writes = match drive {
             Drive::Closed => {
                 self.conns.remove(key);
+                self.sv.board.close(key);
                 return true;
             }
             Drive::Again { writes } => {
@@ -276,6 +277,7 @@ impl Server {
                 };
                 conn.close(&mut cx);
                 self.conns.remove(key);
+                self.sv.board.close(key);
                 return true;
             }
             conn.registered = true;
@@ -341,6 +343,8 @@ impl Server {
         let budget = queued.map_or(ACCEPT_BATCH, |n| n.min(ACCEPT_BATCH));
         for _ in 0..budget {
             if self.at_limit() {
+                // Counted once each time the limit stops accepting (metrics).
+                self.sv.stats.conn_limit_reached += u64::from(!self.sv.accept_paused);
                 self.sv.accept_paused = true;
                 return;
             }
@@ -427,6 +431,9 @@ impl Server {
             stream: 0,
         };
         let mut conn = Connection::new(stream, i, peer, id, self.sv.clock.mono_secs, tls);
+        // The status page's connection table (a row per slot, reused).
+        let now = self.sv.clock.mono_secs;
+        self.sv.board.open(key, peer.map(|a| a.ip()), now);
         // extforward.hap-PROXY: a trusted forwarder's connection
         // starts with a PROXY header (the socket's own peer decides).
         if self.sv.config.extforward_anywhere
@@ -498,6 +505,7 @@ impl Server {
                 Drive::Closed
             });
             self.conns.try_remove(key);
+            self.sv.board.close(key);
         }
         if !idle.is_empty() {
             log::debug!(
@@ -511,6 +519,7 @@ impl Server {
     /// Once a second: time-outs, log flushing. Returns true when a connection closed.
     fn tick(&mut self) -> bool {
         let now = self.sv.clock.mono_secs;
+        self.sv.recent.tick(&self.sv.stats);
         let news = self.sv.upstream.on_tick(now, self.poll.registry());
         let mut any_closed = self.deliver(news);
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();

@@ -150,6 +150,7 @@ impl Server {
             .map(|(k, _)| *k)
         {
             self.conns.remove(k);
+            self.sv.board.close(k);
         }
         self.upgrade.idle_seen = idle;
     }

@@ -432,6 +432,7 @@ impl Server {
             .collect();
         for k in idle {
             self.conns.remove(k);
+            self.sv.board.close(k);
         }
         // HTTP/2 connections say GOAWAY and finish the streams they have.
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();

@@ -256,6 +256,9 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
             put(k, v);
         }
     }
+    if s.status.no_sort {
+        put("status.enable-sort", bool_value(false));
+    }
     if let Some(v) = &s.scgi_server {
         put("scgi.server", v.clone());
     }

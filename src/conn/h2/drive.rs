@@ -42,6 +42,7 @@ impl Connection {
         self.h2 = Some(Box::new(Session::new(core, now)));
         cx.sv.stats.h2_connections += 1;
         cx.sv.stats.h2_open += 1;
+        cx.sv.board.h2(self.id.slot);
         if !self.nodelay {
             // Frames of many streams interleave: none may wait for an ACK.
             self.stream.set_nodelay();

@@ -54,7 +54,7 @@ use session::Session;
 /// Exchange ids of HTTP/3 streams have slots from here on (TCP
 /// connections' slots stay far below it: a slab of at most
 /// `server.max-connections` times two).
-pub const SLOT_BASE: usize = 1 << 28;
+pub const SLOT_BASE: usize = crate::msg::H3_SLOT_BASE;
 
 /// A handshake not done after this many seconds is dropped: TLS over TCP
 /// has the same bound (`conn`'s handshake time-out, 10 s).
