@@ -205,10 +205,7 @@ fn each_conf_d_file_loads_or_is_refused_at_its_line() {
             "conf.d/ssi.conf",
             Refused("ssi.conf:8:21: module mod_ssi is not provided by glint"),
         ),
-        (
-            "conf.d/status.conf",
-            Loads(&["option status.enable-sort ignored"]),
-        ),
+        ("conf.d/status.conf", Loads(&[])),
         ("conf.d/userdir.conf", Loads(&[])),
         ("conf.d/webdav.conf", Loads(&[])),
         ("vhosts.d/vhosts.template", Loads(&[])),

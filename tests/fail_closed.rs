@@ -328,6 +328,38 @@ $HTTP["url"] =^ "/server-status" { url.access-deny = ( "" ) }
         php: false,
     },
     Row {
+        name: "a deny guards glint's metrics page",
+        files: &[],
+        conf: r#"server.modules = ( "mod_access", "mod_status" )
+glint.metrics-url = "/metrics"
+$HTTP["remoteip"] == "127.0.0.1" { $HTTP["url"] =^ "/metrics" { url.access-deny = ( "" ) } }
+"#,
+        requests: &[("/metrics", forbidden), ("/metrics?x", forbidden)],
+        glint_refuses: None,
+        in_lighttpd: false,
+        php: false,
+    },
+    Row {
+        name: "auth.require on glint's metrics page",
+        files: &[],
+        conf: r#"server.modules = ( "mod_auth", "mod_authn_file", "mod_status" )
+glint.metrics-url = "/metrics"
+auth.backend = "plain"
+auth.backend.plain.userfile = "{dir}/users"
+auth.require = ( "/metrics" => ( "method" => "basic", "realm" => "r", "require" => "valid-user" ) )
+"#,
+        requests: &[
+            ("/metrics", unauthorized),
+            (
+                "/metrics\nAuthorization: Basic YWxpY2U6d3Jvbmc=",
+                unauthorized,
+            ),
+        ],
+        glint_refuses: None,
+        in_lighttpd: false,
+        php: false,
+    },
+    Row {
         name: "a deny guards directory listings",
         files: &[("list/PROTECTED-CONTENT.txt", "x")],
         conf: r#"server.modules = ( "mod_access", "mod_dirlisting" )

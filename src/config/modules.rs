@@ -181,6 +181,9 @@ pub struct Status {
     /// `status.enable-sort` set to disable: the connection table's
     /// headers do not sort it.
     pub no_sort: bool,
+    /// glint's `glint.metrics-url`: the counters in the Prometheus text
+    /// format (docs/mod_status.md).
+    pub metrics_url: Option<String>,
 }
 
 /// mod_expire: `expire.*`.

@@ -29,6 +29,18 @@ pub struct Encoded {
     pub log: Option<DeferredLog>,
 }
 
+/// What compression saved is counted when the answer's encoder goes,
+/// whichever protocol carried it (HTTP/1, a stream of HTTP/2 or HTTP/3).
+impl Drop for Encoded {
+    fn drop(&mut self) {
+        let saved = self
+            .filter
+            .bytes_in()
+            .saturating_sub(self.filter.bytes_out());
+        crate::stats::COMPRESS_SAVED.fetch_add(saved, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 impl Encoded {
     fn new(enc: Encoder, spec: &DeflateSpec, chunked: bool) -> Encoded {
         let mut slice = match spec.work_block_bytes() {

@@ -113,7 +113,19 @@ impl Connection {
     /// longer counts against the share of slots handshakes may hold.
     pub(super) fn end_handshake(&mut self, cx: &mut Ctx<'_>) {
         if std::mem::take(&mut self.in_handshake) {
-            cx.sv.stats.tls_handshaking = cx.sv.stats.tls_handshaking.saturating_sub(1);
+            let st = &mut cx.sv.stats;
+            st.tls_handshaking = st.tls_handshaking.saturating_sub(1);
+            // Done (its facts are known), or given up as the connection closes.
+            let resumed = self
+                .tls
+                .as_deref()
+                .and_then(TlsConn::info)
+                .map(|i| i.resumed);
+            match (self.tls_facts.is_some(), resumed) {
+                (true, Some(true)) => st.tls_resumed += 1,
+                (true, _) => st.tls_full += 1,
+                (false, _) => st.tls_failed += 1,
+            }
         }
     }
 

@@ -146,6 +146,31 @@ impl Services {
         }
     }
 
+    /// Each backend's figures, for the metrics.
+    pub fn backend_figures(&self) -> crate::handler::status_page::metrics::Backends {
+        let up = &self.upstream;
+        let now = self.clock.mono_secs;
+        let mut hosts = Vec::new();
+        for route in &up.routes {
+            for &h in &route.hosts {
+                let Some(h) = up.hosts.get(h) else { continue };
+                hosts.push(crate::handler::status_page::metrics::Backend {
+                    name: format!("{}", h.spec.addr),
+                    route: route.pattern.clone(),
+                    requests: h.requests,
+                    failures: h.failures,
+                    timeouts: h.timeouts,
+                    connections: h.active as u64,
+                    disabled: h.disabled_until > now,
+                });
+            }
+        }
+        crate::handler::status_page::metrics::Backends {
+            hosts,
+            queued: up.queued() as u64,
+        }
+    }
+
     /// The counters with the backends' added, for the status page.
     pub fn stats_now(&self) -> Stats {
         let acme = &crate::stats::ACME;
@@ -156,6 +181,7 @@ impl Services {
             acme_obtained: load(&acme.obtained),
             acme_failures: load(&acme.failures),
             acme_certs_at_risk: load(&acme.certs_at_risk),
+            compress_saved: load(&crate::stats::COMPRESS_SAVED),
             ..self.stats
         }
     }

@@ -143,7 +143,13 @@ fn auth_refused(
 /// mod_status: true when the path is its page and it answered.
 fn status_page_answered(sv: &mut Services, query: &str) -> bool {
     let stats = sv.stats_now();
+    let backends = if sv.reply.settings.status.metrics_url.as_deref() == Some(&sv.scratch.path) {
+        sv.backend_figures()
+    } else {
+        Default::default()
+    };
     let view = status_page::View {
+        backends: &backends,
         stats: &stats,
         recent: &sv.recent,
         board: &sv.board,

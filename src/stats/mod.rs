@@ -56,6 +56,8 @@ pub struct Stats {
     pub tls_failed: u64,
     /// Times accepting paused at `server.max-connections`.
     pub conn_limit_reached: u64,
+    /// Bytes compression left out of answers compressed as they were sent.
+    pub compress_saved: u64,
 }
 
 impl Stats {
@@ -117,6 +119,11 @@ pub struct AcmeCounters {
     /// their renewal fails: non-zero means someone should look.
     pub certs_at_risk: AtomicU64,
 }
+
+/// Bytes compression left out of answers compressed as they were sent
+/// (added to as each answer's encoder ends; one thread adds, the status
+/// page reads).
+pub static COMPRESS_SAVED: AtomicU64 = AtomicU64::new(0);
 
 pub static ACME: AcmeCounters = AcmeCounters {
     obtained: AtomicU64::new(0),

@@ -265,6 +265,13 @@ impl Gateways {
         registry: &Registry,
     ) -> Result<(), u16> {
         let job = self.conns.get(bkey).and_then(BackendConn::job);
+        if let Some(h) = self
+            .conns
+            .get(bkey)
+            .and_then(|b| self.hosts.get_mut(b.host))
+        {
+            h.requests += 1;
+        }
         let sent = self.send_request(bkey, now).map(|()| false);
         self.after_progress(bkey, sent, None, now, registry);
         let Some(ex) = job.and_then(|k| self.jobs.get(k)).map(|j| j.ex) else {

@@ -431,4 +431,9 @@ impl Gateways {
     pub fn holds_answers(&self) -> bool {
         !self.held_now.is_empty() || !self.held_due.is_empty()
     }
+
+    /// Requests waiting for a free backend now.
+    pub fn queued(&self) -> usize {
+        self.waiting.len()
+    }
 }

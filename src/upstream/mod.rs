@@ -161,6 +161,11 @@ pub struct Host {
     pub limit: usize,
     /// The backend is not asked FCGI_GET_VALUES before this second.
     probe_at: u64,
+    /// Requests sent to it, times it failed (and was disabled), requests
+    /// that timed out on it, since start (the metrics).
+    pub requests: u64,
+    pub failures: u64,
+    pub timeouts: u64,
 }
 
 /// Keep-conn for one FastCGI backend. A kept connection holds one of the
@@ -197,6 +202,9 @@ impl Host {
             spec,
             active: 0,
             disabled_until: 0,
+            requests: 0,
+            failures: 0,
+            timeouts: 0,
             child: None,
             respawn_at: None,
             retired: false,
@@ -224,6 +232,7 @@ impl Host {
     /// answered 503 at once, instead of trying the same one again without
     /// end.
     fn disable(&mut self, now: u64) {
+        self.failures += 1;
         self.disabled_until = now + self.spec.disable_time.max(1);
     }
 }

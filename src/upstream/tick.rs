@@ -95,6 +95,7 @@ impl Gateways {
         for (bkey, job, what) in expired {
             if let Some(b) = self.remove_conn(bkey) {
                 let h = &mut self.hosts[b.host];
+                h.timeouts += 1;
                 log::error!(
                     "backend {} ({}): {what} time-out",
                     h.spec.label,

@@ -251,6 +251,7 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         ("status.status-url", &s.status.status_url),
         ("status.statistics-url", &s.status.statistics_url),
         ("status.config-url", &s.status.config_url),
+        ("glint.metrics-url", &s.status.metrics_url),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);

@@ -265,6 +265,7 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
         "status.statistics-url" => s.status.statistics_url = Some(string(v)?),
         "status.config-url" => s.status.config_url = Some(string(v)?),
         "status.enable-sort" => s.status.no_sort = !boolean(v)?,
+        "glint.metrics-url" => s.status.metrics_url = Some(string(v)?),
         "scgi.server" => s.scgi_server = Some(array(v)?),
         "fastcgi.server" => s.fastcgi_server = Some(array(v)?),
         "scgi.protocol" => match v {

@@ -118,6 +118,11 @@ fn figures(b: &mut String, v: &View<'_>) {
          <tr><th colspan=\"2\">average (5s sliding average)</th></tr>\n\
          <tr><td>Requests</td><td class=\"string\">{}req/s</td></tr>\n\
          <tr><td>Traffic</td><td class=\"string\">{}byte/s</td></tr>\n\
+         <tr><th colspan=\"2\">connections (since start)</th></tr>\n\
+         <tr><td>Accepted</td><td class=\"string\">{}</td></tr>\n\
+         <tr><td>TLS</td><td class=\"string\">{}</td></tr>\n\
+         <tr><td>HTTP/2 (streams)</td><td class=\"string\">{} ({})</td></tr>\n\
+         <tr><td>HTTP/3 (streams)</td><td class=\"string\">{} ({})</td></tr>\n\
          </table>\n",
         html_escape(v.host),
         scaled(req, 1000.0),
@@ -126,6 +131,12 @@ fn figures(b: &mut String, v: &View<'_>) {
         scaled(per(bytes), 1024.0),
         scaled(req5, 1000.0),
         scaled(bytes5, 1024.0),
+        v.stats.connections,
+        v.stats.tls_connections,
+        v.stats.h2_connections,
+        v.stats.h2_streams,
+        v.stats.h3_connections,
+        v.stats.h3_streams,
     );
 }
 

@@ -4,6 +4,7 @@
 //! and glint's `glint.metrics-url` (the Prometheus text format).
 
 mod html;
+pub mod metrics;
 mod text;
 
 use crate::clock::Clock;
@@ -22,6 +23,8 @@ pub struct View<'a> {
     pub clock: &'a Clock,
     pub config: &'a Config,
     pub host: &'a str,
+    /// The backends' figures (for the metrics only).
+    pub backends: &'a metrics::Backends,
 }
 
 impl View<'_> {
@@ -66,6 +69,10 @@ pub fn serve(path: &str, query: &str, r: &mut Reply, v: &View<'_>) -> bool {
     }
     if is(&s.statistics_url) {
         send(r, b"text/plain; charset=utf-8", &text::statistics(v));
+        return true;
+    }
+    if is(&s.metrics_url) {
+        send(r, metrics::CONTENT_TYPE, &metrics::render(v));
         return true;
     }
     if is(&s.config_url) {
