@@ -237,6 +237,43 @@ fn simple_vhost_maps_hosts_to_directories() {
     }
 }
 
+/// Neither the host's directory nor the default host's exists: the
+/// document root stays `server.document-root`, as lighttpd keeps it (Debian's
+/// 10-simple-vhost.conf on a machine without /srv/www.example.com). Runs
+/// against lighttpd too (`GLINT_BLACKBOX_SERVER=lighttpd`).
+#[test]
+fn simple_vhost_without_any_directory_keeps_the_document_root() {
+    let d = Docroot::new();
+    d.file("index.html", b"plain\n");
+    let vhosts = d.base.join("vhosts");
+    std::fs::create_dir_all(vhosts.join("one.test/htdocs")).unwrap();
+    std::fs::write(vhosts.join("one.test/htdocs/index.html"), b"one\n").unwrap();
+    let conf = format!(
+        "server.document-root = \"{}\"\n\
+         server.bind = \"127.0.0.1\"\nserver.port = {{port}}\n{{errorlog}}\n\
+         server.modules += (\"mod_simple_vhost\", \"mod_indexfile\", \"mod_staticfile\")\n\
+         index-file.names = (\"index.html\")\n\
+         simple-vhost.server-root = \"{}\"\n\
+         simple-vhost.document-root = \"htdocs\"\n\
+         simple-vhost.default-host = \"www.example.com\"\n",
+        d.root.display(),
+        vhosts.display()
+    );
+    let s = Server::start_config(&conf);
+    for (host, status, want) in [
+        ("one.test", 200, "one\n"),
+        ("unknown.test", 200, "plain\n"),
+        ("www.example.com", 200, "plain\n"),
+    ] {
+        let r = fetch(
+            &s,
+            format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(r.status, status, "Host: {host}");
+        assert_eq!(String::from_utf8_lossy(&r.body), want, "Host: {host}");
+    }
+}
+
 #[test]
 fn access_log_lines_in_lighttpd_format() {
     let d = Docroot::new();

@@ -557,7 +557,9 @@ fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
         }
     }
     let plain = || s.docroot_str().map(Cow::Borrowed);
-    let Some(server_root) = s.simple_vhost.server_root.as_deref() else {
+    // An empty server root leaves the module off, as lighttpd has it.
+    let Some(server_root) = s.simple_vhost.server_root.as_deref().filter(|r| !r.is_empty())
+    else {
         return plain();
     };
     let sub = s.simple_vhost.document_root.as_deref().unwrap_or("");
@@ -567,21 +569,28 @@ fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
         p.push('/');
         p.push_str(h);
         if !sub.is_empty() {
-            p.push('/');
+            if !p.ends_with('/') {
+                p.push('/');
+            }
             p.push_str(sub.trim_matches('/'));
         }
         p
     };
+    let is_dir = |p: &str| std::fs::metadata(p).is_ok_and(|m| m.is_dir());
     // The host was validated by the parser: no '/', no "..", no control characters.
     if !name.is_empty() && !name.starts_with('.') {
         let p = build(name);
-        if std::fs::metadata(&p).is_ok_and(|m| m.is_dir()) {
+        if is_dir(&p) {
             return Some(Cow::Owned(p));
         }
     }
-    match s.simple_vhost.default_host.as_deref() {
-        Some(d) => Some(Cow::Owned(build(d))),
-        None => plain(),
+    // The default host's directory (the server root's own without one),
+    // and when that is missing too, `server.document-root` stays.
+    let p = build(s.simple_vhost.default_host.as_deref().unwrap_or(""));
+    if is_dir(&p) {
+        Some(Cow::Owned(p))
+    } else {
+        plain()
     }
 }
 
