@@ -37,7 +37,7 @@ pub use error::ConfigError;
 pub use gateway::{Balance, GatewaySettings};
 pub use listen::{listen_from_settings, parse_socket, Listen, ListenAddr};
 pub use modules::{
-    Access, Auth, DirListing, Expire, Rewrite, SetEnv, SimpleVhost, StaticFile, Status,
+    Access, Auth, DirListing, Expire, Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status,
     TlsSettings, UserDir,
 };
 pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};

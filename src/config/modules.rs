@@ -169,6 +169,37 @@ pub struct SimpleVhost {
     pub document_root: Option<String>,
 }
 
+/// mod_ssi: `ssi.*`, with lighttpd 1.4.69's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ssi {
+    /// `ssi.extension`: suffixes of the files parsed for directives
+    /// (none: the module is off).
+    pub extension: Vec<String>,
+    /// `ssi.content-type` (unset or blank: `text/html`).
+    pub content_type: Option<String>,
+    /// `ssi.conditional-requests`: ETag and Last-Modified from the newest
+    /// of the page and its includes, and 304 answers (default disable).
+    pub conditional_requests: bool,
+    /// `ssi.exec`: `<!--#exec cmd=... -->` runs (lighttpd 1.4.69's default:
+    /// enable).
+    pub exec: bool,
+    /// `ssi.recursion-max`: how deep `#include virtual` pages are parsed
+    /// in turn (default 0: included as they are).
+    pub recursion_max: u16,
+}
+
+impl Default for Ssi {
+    fn default() -> Ssi {
+        Ssi {
+            extension: Vec::new(),
+            content_type: None,
+            conditional_requests: false,
+            exec: true,
+            recursion_max: 0,
+        }
+    }
+}
+
 /// mod_status: `status.*`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Status {

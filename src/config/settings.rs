@@ -6,7 +6,7 @@
 //! parent's settings with the block's assignments applied.
 
 use super::modules::{
-    Access, Auth, DirListing, Expire, Rewrite, SetEnv, SimpleVhost, StaticFile, Status,
+    Access, Auth, DirListing, Expire, Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status,
     TlsSettings, UserDir,
 };
 use super::value::Value;
@@ -170,6 +170,8 @@ pub struct Settings {
     pub rewrite: Rewrite,
     /// mod_simple_vhost: `simple-vhost.*`.
     pub simple_vhost: SimpleVhost,
+    /// mod_ssi: `ssi.*`.
+    pub ssi: Ssi,
     /// `server.username`.
     pub username: Option<String>,
     /// `server.groupname`.
@@ -354,6 +356,7 @@ impl Default for Settings {
             expire: Default::default(),
             rewrite: Default::default(),
             simple_vhost: Default::default(),
+            ssi: Default::default(),
             username: None,
             groupname: None,
             chroot: None,

@@ -277,7 +277,7 @@ pub(super) fn carried_vars(env: &mut Env, settings: &Settings, carry: &Carry) {
 /// The variables the server sets after the request's: mod_setenv's, an
 /// authorizer's, who mod_auth let in, the scheme and TLS, and the status
 /// an error handler replaces.
-fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInfo) {
+pub(super) fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInfo) {
     carried_vars(env, settings, carry);
     // The scheme, and on TLS lighttpd's `HTTPS` and `SSL_*` variables:
     // names `environment` never makes and client headers cannot (theirs

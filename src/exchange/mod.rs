@@ -25,6 +25,7 @@ pub mod physical;
 mod proxy;
 mod rerun;
 pub mod rewrite;
+mod ssi;
 mod webdav;
 
 use std::borrow::Cow;
@@ -558,7 +559,11 @@ fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
     }
     let plain = || s.docroot_str().map(Cow::Borrowed);
     // An empty server root leaves the module off, as lighttpd has it.
-    let Some(server_root) = s.simple_vhost.server_root.as_deref().filter(|r| !r.is_empty())
+    let Some(server_root) = s
+        .simple_vhost
+        .server_root
+        .as_deref()
+        .filter(|r| !r.is_empty())
     else {
         return plain();
     };

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use mio::Registry;
 
 use super::physical::{self, Physical};
-use super::{access_denied, auth, cgi, document_root, gateway, rewrite, split_uri};
+use super::{access_denied, auth, cgi, document_root, gateway, rewrite, split_uri, ssi};
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::{Resolved, Settings};
 use crate::handler::{static_file, status_page};
@@ -222,6 +222,7 @@ fn route(
         path: &path,
         query,
         ph: ph.as_ref(),
+        docroot: docroot.as_deref(),
         route: found,
     };
     let once = handle(sv, info, req, carry, &at, &settings, registry);
@@ -303,6 +304,7 @@ struct At<'p> {
     query: &'p str,
     /// Where it is on the file system, when there is a docroot.
     ph: Option<&'p Physical<'p>>,
+    docroot: Option<&'p str>,
     /// The gateway route that takes it, and where its script name ends.
     route: Option<(usize, usize)>,
 }
@@ -348,6 +350,7 @@ fn handle(
                 Err(status) => job_refused(sv, status),
             }
         }
+        (None, None) if ssi_answered(sv, info, req, carry, at, settings) => Once::Reply,
         (None, None) if static_file::excluded(at.path, settings) => {
             // mod_staticfile declines; no other handler: 403, as lighttpd.
             log::debug!("{}: not sent, static-file.exclude-extensions", at.path);
@@ -356,6 +359,34 @@ fn handle(
         }
         (None, None) => serve_static(sv, info, req, carry, at),
     }
+}
+
+/// mod_ssi: true when it answered with the page.
+fn ssi_answered(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &Carry,
+    at: &At<'_>,
+    settings: &Settings,
+) -> bool {
+    let (Some(ph), Some(docroot)) = (at.ph, at.docroot) else {
+        return false;
+    };
+    let mut target = at.raw_path.to_string();
+    if !at.query.is_empty() {
+        target.push('?');
+        target.push_str(at.query);
+    }
+    let here = ssi::Here {
+        path: at.path,
+        target: &target,
+        query: at.query,
+        ph,
+        docroot,
+        info,
+    };
+    ssi::answered(sv, &here, req, settings, carry)
 }
 
 /// A job that did not start: its status answers (413 closes the connection).

@@ -6,6 +6,7 @@ pub mod deflate;
 pub mod dirlisting;
 pub mod expire;
 pub mod mime;
+pub mod ssi;
 pub mod static_file;
 pub mod status_page;
 pub mod webdav;

@@ -216,6 +216,13 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     ] {
         put(k, pairs_value(p));
     }
+    put("ssi.extension", list_value(&s.ssi.extension));
+    put(
+        "ssi.conditional-requests",
+        bool_value(s.ssi.conditional_requests),
+    );
+    put("ssi.exec", bool_value(s.ssi.exec));
+    put("ssi.recursion-max", int(u64::from(s.ssi.recursion_max)));
     put("url.redirect", pairs_value(&s.rewrite.redirect));
     put("url.redirect-code", int(u64::from(s.rewrite.redirect_code)));
     for (k, p) in [
@@ -229,6 +236,7 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         ("simple-vhost.server-root", &s.simple_vhost.server_root),
         ("simple-vhost.default-host", &s.simple_vhost.default_host),
         ("simple-vhost.document-root", &s.simple_vhost.document_root),
+        ("ssi.content-type", &s.ssi.content_type),
         ("server.username", &s.username),
         ("server.groupname", &s.groupname),
         ("server.chroot", &s.chroot),

@@ -50,6 +50,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_cgi",
     "mod_openssl",
     "mod_webdav",
+    "mod_ssi",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -254,6 +255,11 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
         "simple-vhost.server-root" => s.simple_vhost.server_root = Some(string(v)?),
         "simple-vhost.default-host" => s.simple_vhost.default_host = Some(string(v)?),
         "simple-vhost.document-root" => s.simple_vhost.document_root = Some(string(v)?),
+        "ssi.extension" => s.ssi.extension = list(v)?,
+        "ssi.content-type" => s.ssi.content_type = nonblank(v)?,
+        "ssi.conditional-requests" => s.ssi.conditional_requests = boolean(v)?,
+        "ssi.exec" => s.ssi.exec = boolean(v)?,
+        "ssi.recursion-max" => s.ssi.recursion_max = uint16(v)?,
         "server.username" => s.username = Some(string(v)?),
         "server.groupname" => s.groupname = Some(string(v)?),
         "server.chroot" => s.chroot = Some(string(v)?),
