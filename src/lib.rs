@@ -64,6 +64,7 @@ pub mod errorlog;
 pub mod forwarded;
 pub mod hash;
 pub mod httpup;
+pub mod magnet;
 pub mod path;
 pub mod signals;
 pub mod sockopt;

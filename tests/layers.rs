@@ -40,6 +40,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("forwarded", 1),
     ("hash", 1),
     ("httpup", 1),
+    ("magnet", 1),
     ("path", 1),
     ("signals", 1),
     ("sockopt", 1),

@@ -1,0 +1,165 @@
+//! What a script sees of its request and changes in it: a copy made before
+//! the run, read back after it. The Lua side reaches it as the state's app
+//! data while the script runs (see `prims`).
+
+/// The point of the request a script runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stage {
+    /// `magnet.attract-raw-url-to`.
+    #[default]
+    RawUrl,
+    /// `magnet.attract-physical-path-to`.
+    Physical,
+    /// `magnet.attract-response-start-to`.
+    ResponseStart,
+}
+
+/// The keys of `lighty.r.req_attr` (lighttpd 1.4.69's), in index order.
+pub const ATTRS: &[&str] = &[
+    "physical.path",
+    "physical.rel-path",
+    "physical.doc-root",
+    "physical.basedir",
+    "uri.path",
+    "uri.path-raw",
+    "uri.scheme",
+    "uri.authority",
+    "uri.query",
+    "request.method",
+    "request.uri",
+    "request.orig-uri",
+    "request.path-info",
+    "request.remote-addr",
+    "request.remote-port",
+    "request.server-addr",
+    "request.server-port",
+    "request.protocol",
+    "request.server-name",
+    "request.stage",
+];
+
+/// Index of each key in [`ATTRS`].
+pub mod attr {
+    pub const PHYSICAL_PATH: usize = 0;
+    pub const PHYSICAL_REL_PATH: usize = 1;
+    pub const PHYSICAL_DOC_ROOT: usize = 2;
+    pub const PHYSICAL_BASEDIR: usize = 3;
+    pub const URI_PATH: usize = 4;
+    pub const URI_PATH_RAW: usize = 5;
+    pub const URI_SCHEME: usize = 6;
+    pub const URI_AUTHORITY: usize = 7;
+    pub const URI_QUERY: usize = 8;
+    pub const REQUEST_METHOD: usize = 9;
+    pub const REQUEST_URI: usize = 10;
+    pub const REQUEST_ORIG_URI: usize = 11;
+    pub const REQUEST_PATH_INFO: usize = 12;
+    pub const REMOTE_ADDR: usize = 13;
+    pub const REMOTE_PORT: usize = 14;
+    pub const SERVER_ADDR: usize = 15;
+    pub const SERVER_PORT: usize = 16;
+    pub const PROTOCOL: usize = 17;
+    pub const SERVER_NAME: usize = 18;
+    pub const STAGE: usize = 19;
+}
+
+/// The index of a `req_attr` key (`request.remote-ip` is `remote-addr`).
+pub fn attr_id(key: &str) -> Option<usize> {
+    if key == "request.remote-ip" {
+        return Some(attr::REMOTE_ADDR);
+    }
+    ATTRS.iter().position(|k| *k == key)
+}
+
+/// One piece of a body a script set: bytes, or (part of) a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Mem(Vec<u8>),
+    File {
+        path: String,
+        offset: u64,
+        /// `None`: to the end of the file.
+        len: Option<u64>,
+    },
+}
+
+/// One request as a script sees it.
+#[derive(Debug, Default)]
+pub struct Ctx {
+    pub stage: Stage,
+    /// The request's headers, in order.
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub headers_changed: bool,
+    /// `req_attr`'s values by [`ATTRS`] index (`None`: nil).
+    pub attrs: Vec<Option<String>>,
+    /// Bit `1 << i` for each attribute the script set.
+    pub changed: u32,
+    /// `req_env`: the request's environment for backends.
+    pub env: Vec<(String, String)>,
+    pub env_changed: bool,
+    /// The response's headers (at response start, those it has; before,
+    /// those a script set for the answer to come).
+    pub resp_headers: Vec<(String, String)>,
+    pub resp_changed: bool,
+    /// The response body a script set or added to.
+    pub body: Vec<Part>,
+    pub body_set: bool,
+    /// The response body as it is when it is known (response start).
+    pub body_known: Option<Vec<u8>>,
+    /// The response status (0 before one is decided).
+    pub status: u16,
+    /// The client offers to keep the connection open.
+    pub keep_alive: bool,
+}
+
+impl Ctx {
+    /// A context for `stage`, every attribute nil.
+    pub fn new(stage: Stage) -> Ctx {
+        Ctx {
+            stage,
+            attrs: vec![None; ATTRS.len()],
+            ..Ctx::default()
+        }
+    }
+
+    /// The attribute `id` (empty when nil).
+    pub fn attr(&self, id: usize) -> &str {
+        self.attrs.get(id).and_then(|a| a.as_deref()).unwrap_or("")
+    }
+
+    pub fn set_attr(&mut self, id: usize, v: impl Into<String>) {
+        if let Some(a) = self.attrs.get_mut(id) {
+            *a = Some(v.into());
+        }
+    }
+
+    /// The script set attribute `id`.
+    pub fn was_changed(&self, id: usize) -> bool {
+        self.changed & (1 << id) != 0
+    }
+
+    /// The first request header named `name`, with later ones of the
+    /// same name joined by ", ".
+    pub fn header(&self, name: &str) -> Option<Vec<u8>> {
+        let mut out: Option<Vec<u8>> = None;
+        for (k, v) in &self.headers {
+            if k.eq_ignore_ascii_case(name) {
+                match out.as_mut() {
+                    Some(o) => {
+                        o.extend_from_slice(b", ");
+                        o.extend_from_slice(v);
+                    }
+                    None => out = Some(v.clone()),
+                }
+            }
+        }
+        out
+    }
+
+    /// The response header named `name`.
+    pub fn resp_header(&self, name: &str) -> Option<&str> {
+        self.resp_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}

@@ -1,0 +1,122 @@
+-- glint's mod_magnet: the `lighty` table a script sees, built once per
+-- Lua state on the primitives P (Rust functions reading and changing the
+-- request being run) and the helpers C (lighty.c). Returns the function
+-- that runs a script and the one that clears what a run left behind.
+local P, C = ...
+local setmetatable, rawget, rawset, next, type, error, pairs =
+  setmetatable, rawget, rawset, next, type, error, pairs
+local tointeger = math.tointeger
+
+local function readonly() error("table is read-only", 2) end
+
+local function proxy(get, set, all)
+  return setmetatable({}, {
+    __index = function(_, k) return get(k) end,
+    __newindex = function(_, k, v) set(k, v) end,
+    __pairs = function() return next, all(), nil end,
+    __metatable = false,
+  })
+end
+
+local resp_body = setmetatable({}, {
+  __index = function(_, k)
+    if k == "set" then return P.rb_set
+    elseif k == "add" then return P.rb_add
+    elseif k == "get" then return P.rb_get()
+    elseif k == "len" then return P.rb_len()
+    elseif k == "bytes_in" or k == "bytes_out" then return 0
+    end
+    error("r.resp_body invalid method or param", 2)
+  end,
+  __newindex = readonly,
+  __metatable = false,
+})
+
+local req_body = setmetatable({}, {
+  __index = function(_, k)
+    if k == "bytes_in" or k == "bytes_out" or k == "len" then return 0 end
+    if k == "get" then return nil end
+    error("r.req_body: not provided by glint", 2)
+  end,
+  __newindex = readonly,
+  __metatable = false,
+})
+
+local r = setmetatable({
+  req_header = proxy(P.rh_get, P.rh_set, P.rh_pairs),
+  req_attr = proxy(P.ra_get, P.ra_set, P.ra_pairs),
+  req_item = proxy(P.ri_get, P.ri_set, function() return {} end),
+  req_env = proxy(P.re_get, P.re_set, P.re_pairs),
+  resp_header = proxy(P.sh_get, P.sh_set, P.sh_pairs),
+  resp_body = resp_body,
+  req_body = req_body,
+}, { __newindex = readonly, __metatable = false })
+
+local stats = {}
+local plugin_stats = setmetatable({}, {
+  __index = function(_, k) return stats[k] or 0 end,
+  __newindex = function(_, k, v) stats[k] = tointeger(v) or 0 end,
+  __pairs = function() return next, stats, nil end,
+  __metatable = false,
+})
+
+local server = setmetatable({
+  stats = plugin_stats,
+  plugin_stats = plugin_stats,
+  irequests = function() return function() return nil end end,
+}, { __newindex = readonly, __metatable = false })
+
+setmetatable(C, { __newindex = readonly, __metatable = false })
+
+-- lighty.header and lighty.content (the older interface) live in a
+-- scratch table, emptied after each run.
+local result = {}
+local lighty = setmetatable({
+  r = r, c = C, server = server,
+  request = r.req_header, env = r.req_attr, req_env = r.req_env,
+  status = plugin_stats,
+  RESTART_REQUEST = 99,
+  stat = C.stat,
+}, {
+  __index = function(_, k)
+    local v = rawget(result, k)
+    if v == nil and (k == "header" or k == "content") then
+      v = {}
+      rawset(result, k, v)
+    end
+    return v
+  end,
+  __newindex = function(_, k, v) rawset(result, k, v) end,
+  __metatable = false,
+})
+
+print = P.print
+
+local function run(fn, env)
+  rawset(env, "lighty", lighty)
+  local rv = fn()
+  local n = rv == nil and 0 or tointeger(rv)
+  if n == nil then
+    return rv
+  end
+  local h = rawget(result, "header")
+  if type(h) == "table" then
+    for k, v in pairs(h) do
+      if (type(k) == "string") and (type(v) == "string" or type(v) == "number") then
+        P.sh_set(k, v)
+      end
+    end
+  end
+  local content = rawget(result, "content")
+  if n >= 200 and type(content) == "table" then
+    P.rb_content(content)
+  end
+  return n
+end
+
+local function clear(env)
+  for k in next, env do rawset(env, k, nil) end
+  for k in next, result do rawset(result, k, nil) end
+end
+
+return run, clear
