@@ -318,3 +318,24 @@ impl Default for TlsSettings {
         }
     }
 }
+
+/// mod_magnet: `magnet.*`, the Lua scripts run at three points of a request.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Magnet {
+    /// `magnet.attract-raw-url-to`: run once the URL is parsed and rewritten.
+    pub raw_url: Vec<String>,
+    /// `magnet.attract-physical-path-to`: run once the file system path is known.
+    pub physical_path: Vec<String>,
+    /// `magnet.attract-response-start-to`: run when the response head is ready.
+    pub response_start: Vec<String>,
+    /// `magnet.cache-timeout` (seconds; lighttpd before 1.4.69): accepted;
+    /// a script is checked for changes on every run whatever it says.
+    pub cache_timeout: Option<u32>,
+}
+
+impl Magnet {
+    /// No script at any point: the request never touches Lua.
+    pub fn is_empty(&self) -> bool {
+        self.raw_url.is_empty() && self.physical_path.is_empty() && self.response_start.is_empty()
+    }
+}

@@ -6,8 +6,8 @@
 //! parent's settings with the block's assignments applied.
 
 use super::modules::{
-    Access, Auth, DirListing, Expire, Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status,
-    TlsSettings, UserDir,
+    Access, Auth, DirListing, Expire, Magnet, Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile,
+    Status, TlsSettings, UserDir,
 };
 use super::value::Value;
 use crate::compress::DeflateSpec;
@@ -166,6 +166,8 @@ pub struct Settings {
     pub setenv: SetEnv,
     /// mod_expire: `expire.*`.
     pub expire: Expire,
+    /// mod_magnet: `magnet.*`.
+    pub magnet: Magnet,
     /// mod_rewrite and mod_redirect: `url.rewrite-*`, `url.redirect*`.
     pub rewrite: Rewrite,
     /// mod_simple_vhost: `simple-vhost.*`.
@@ -354,6 +356,7 @@ impl Default for Settings {
             h2c: true,
             setenv: Default::default(),
             expire: Default::default(),
+            magnet: Default::default(),
             rewrite: Default::default(),
             simple_vhost: Default::default(),
             ssi: Default::default(),

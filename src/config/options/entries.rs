@@ -223,6 +223,15 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     );
     put("ssi.exec", bool_value(s.ssi.exec));
     put("ssi.recursion-max", int(u64::from(s.ssi.recursion_max)));
+    for (k, l) in [
+        ("magnet.attract-raw-url-to", &s.magnet.raw_url),
+        ("magnet.attract-physical-path-to", &s.magnet.physical_path),
+        ("magnet.attract-response-start-to", &s.magnet.response_start),
+    ] {
+        if !l.is_empty() {
+            put(k, list_value(l));
+        }
+    }
     put("url.redirect", pairs_value(&s.rewrite.redirect));
     put("url.redirect-code", int(u64::from(s.rewrite.redirect_code)));
     for (k, p) in [

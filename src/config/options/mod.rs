@@ -51,6 +51,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_openssl",
     "mod_webdav",
     "mod_ssi",
+    "mod_magnet",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -244,6 +245,10 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
         "setenv.set-response-header" => s.setenv.set_response_header = pairs(v)?,
         "expire.url" => s.expire.url = pairs(v)?,
         "expire.mimetypes" => s.expire.mimetypes = pairs(v)?,
+        "magnet.attract-raw-url-to" => s.magnet.raw_url = list(v)?,
+        "magnet.attract-physical-path-to" => s.magnet.physical_path = list(v)?,
+        "magnet.attract-response-start-to" => s.magnet.response_start = list(v)?,
+        "magnet.cache-timeout" => s.magnet.cache_timeout = Some(uint32(v)?),
         "url.redirect" => s.rewrite.redirect = regex_pairs(v)?,
         "url.redirect-code" => s.rewrite.redirect_code = uint16(v)?,
         "url.rewrite-once" | "url.rewrite" | "url.rewrite-final" => {
