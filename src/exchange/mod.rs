@@ -20,6 +20,7 @@ mod endpoint;
 mod forward;
 mod gateway;
 mod logging;
+mod magnet;
 mod phases;
 pub mod physical;
 mod proxy;
@@ -100,6 +101,8 @@ pub struct Services {
     pub alt_svc: Vec<Option<String>>,
     /// mod_webdav's databases, opened at start.
     pub webdav: crate::handler::webdav::Stores,
+    /// mod_magnet's scripts, each loaded when first run.
+    pub magnet: crate::magnet::Magnet,
 }
 
 impl Services {
@@ -127,6 +130,7 @@ impl Services {
             auth: AuthState::default(),
             alt_svc: Vec::new(),
             webdav: Default::default(),
+            magnet: Default::default(),
         }
     }
 
@@ -344,6 +348,8 @@ pub struct Carry {
     /// The Host a trusted forwarder named (`Forwarded: host=` with
     /// `extforward.params` `host`), for conditionals and virtual hosts.
     pub host: Option<String>,
+    /// mod_magnet's state across runs.
+    pub magnet: magnet::MagnetCarry,
 }
 
 /// An error answer replaced by `server.error-handler` or
@@ -455,8 +461,15 @@ pub(crate) fn respond_with(
     let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
     loop {
         let once = respond_once(sv, info, req, &mut carry, target.as_deref(), registry);
-        if let Once::Gateway(g) = once {
-            return Outcome::Gateway(g);
+        match once {
+            Once::Gateway(g) => return Outcome::Gateway(g),
+            Once::Again(head) => {
+                // mod_magnet changed the request: the phases again on it.
+                let mut hs = Vec::new();
+                let next = head.view(&mut hs);
+                return respond_with(sv, info, &next, carry, registry);
+            }
+            Once::Reply => {}
         }
         let settings = Rc::clone(&sv.reply.settings);
         let status = sv.reply.status;
@@ -465,6 +478,8 @@ pub(crate) fn respond_with(
             log::debug!("status {status}: running error handler {}", next.target);
             target = Some(next.target.clone());
             carry.error = Some(next);
+            carry.magnet.raw_done = false;
+            carry.magnet.no_rewrite = false;
             continue;
         }
         if let Some(run) = carry.error.as_ref() {
@@ -479,6 +494,9 @@ pub(crate) fn respond_with(
             if let Some(info) = carry.authentication_info.as_deref() {
                 sv.reply.header("Authentication-Info", info.as_bytes());
             }
+        }
+        if !sv.reply.settings.magnet.is_empty() || !carry.magnet.resp_headers.is_empty() {
+            magnet::response_start(sv, info, req, &mut carry);
         }
         if sv.reply.settings.deflate.enabled() && !sv.reply.encoding_decided {
             let load = sv

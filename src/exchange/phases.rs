@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use mio::Registry;
 
+use super::magnet::Turn;
 use super::physical::{self, Physical};
 use super::{access_denied, auth, cgi, document_root, gateway, rewrite, split_uri, ssi};
 use super::{Carry, ConnInfo, GwStart, Services};
@@ -20,6 +21,8 @@ pub(super) enum Once {
     /// glint's own, in [`Services::reply`].
     Reply,
     Gateway(Box<GwStart>),
+    /// mod_magnet changed the request: run the phases on this one.
+    Again(Box<crate::msg::OwnedHead>),
 }
 
 /// One run of the phases for `target` (the client's when `None`).
@@ -35,7 +38,8 @@ pub(super) fn respond_once(
     if acme_http01_answered(sv, req, first) {
         return Once::Reply;
     }
-    let (uri, resolved, path_ok) = rewrite::resolve_and_rewrite(sv, info, req, first);
+    let rewrite = !carry.magnet.no_rewrite;
+    let (uri, resolved, path_ok) = rewrite::resolve_and_rewrite(sv, info, req, first, rewrite);
     let settings = Rc::clone(&resolved.settings);
     let (raw_path, query) = split_uri(&uri);
     sv.reply
@@ -45,6 +49,14 @@ pub(super) fn respond_once(
         // lighttpd keeps it.
         if run.generic {
             sv.reply.status_override = Some(run.status);
+        }
+    }
+    let raw_scripts = !settings.magnet.raw_url.is_empty() && !carry.magnet.raw_done;
+    if raw_scripts && path_ok && uri != "*" && req.method != Method::Unknown {
+        match super::magnet::raw_url(sv, info, req, carry, &settings, &uri) {
+            Turn::GoOn => {}
+            Turn::Answered => return Once::Reply,
+            Turn::Again(head) => return Once::Again(head),
         }
     }
     if req.method == Method::Unknown {
@@ -217,11 +229,29 @@ fn route(
         }
         None => None,
     };
+    let moved = match (&ph, docroot.as_deref()) {
+        (Some(p), Some(root)) if !settings.magnet.physical_path.is_empty() => {
+            let here = (path.as_str(), root, p);
+            match super::magnet::physical(sv, info, req, carry, &settings, (raw_path, query), here)
+            {
+                Ok(m) => Some(m),
+                Err(turn) => {
+                    give_back(sv, indexed, path);
+                    return match turn {
+                        Turn::Again(head) => Once::Again(head),
+                        _ => Once::Reply,
+                    };
+                }
+            }
+        }
+        _ => None,
+    };
+    let (moved_path, moved_ph) = moved.map_or((None, None), |m| (m.path, m.ph));
     let at = At {
         raw_path,
-        path: &path,
+        path: moved_path.as_deref().unwrap_or(&path),
         query,
-        ph: ph.as_ref(),
+        ph: moved_ph.as_ref().or(ph.as_ref()),
         docroot: docroot.as_deref(),
         route: found,
     };

@@ -13,8 +13,8 @@ use crate::msg::Request;
 use crate::path::{normalize, normalize_target};
 
 /// Normalises the path of `first` (into `sv.scratch.path`), resolves the
-/// request's settings, and applies `url.rewrite-once`, `-repeat` and
-/// `-if-not-file`, resolving again after each rewrite. Returns the URI in
+/// request's settings, and (when `rewrite`) applies `url.rewrite-once`,
+/// `-repeat` and `-if-not-file`, resolving again after each rewrite. Returns the URI in
 /// force (borrowed when nothing rewrote it), its settings, and whether its
 /// path is valid.
 pub fn resolve_and_rewrite<'a>(
@@ -22,11 +22,13 @@ pub fn resolve_and_rewrite<'a>(
     info: &ConnInfo,
     req: &Request<'_, '_>,
     first: &'a str,
+    rewrite: bool,
 ) -> (Cow<'a, str>, Resolved, bool) {
     // Rules match the target in lighttpd's normal form (`%3a` is `%3A`):
     // the one the client sent when it is in that form already.
     let mut rewritten: Option<String> = normalize_target(first);
-    let mut rewrites = 0;
+    // (A target mod_magnet made is not rewritten again.)
+    let mut rewrites = if rewrite { 0 } else { MAX_REWRITES };
     loop {
         let uri = rewritten.as_deref().unwrap_or(first);
         let (path, query) = super::split_uri(uri);

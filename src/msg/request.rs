@@ -215,6 +215,39 @@ impl OwnedHead {
         h
     }
 
+    /// `first` with another target and other headers (mod_magnet's
+    /// changes): the same method, version and body; the Host from the
+    /// headers when a valid one is there, else `first`'s.
+    pub fn changed(
+        first: &Request<'_, '_>,
+        target: &str,
+        headers: &[(String, Vec<u8>)],
+    ) -> OwnedHead {
+        let mut h = OwnedHead {
+            method: first.method,
+            minor: first.minor,
+            major: first.major,
+            body: first.body,
+            keep_alive: first.keep_alive,
+            ..OwnedHead::default()
+        };
+        h.request_line = h.put(first.request_line);
+        h.method_str = h.put(first.method_str.as_bytes());
+        h.target = h.put(target.as_bytes());
+        let host = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+            .map(|(_, v)| v.as_slice())
+            .filter(|v| crate::syntax::valid_host(v))
+            .unwrap_or(first.host);
+        h.host = h.put(host);
+        h.headers = headers
+            .iter()
+            .map(|(n, v)| (h.put(n.as_bytes()), h.put(v)))
+            .collect();
+        h
+    }
+
     fn put(&mut self, b: &[u8]) -> std::ops::Range<usize> {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(b);

@@ -1,0 +1,371 @@
+//! mod_magnet's three points in the phases: after the URL is parsed and
+//! rewritten (`magnet.attract-raw-url-to`), once the file system path is
+//! known (`-physical-path-to`), and when glint's own answer is ready
+//! (`-response-start-to`). Each hands the scripts a copy of the request
+//! ([`Ctx`]) and reads back what they changed: a status answers at once;
+//! changed headers, path or query run the phases again on a request made
+//! of them (without the scripts and rewrites that already ran);
+//! `lighty.RESTART_REQUEST` runs the request again from the start.
+
+use std::rc::Rc;
+
+use super::physical::Physical;
+use super::{endpoint, Carry, ConnInfo, Services};
+use crate::config::Settings;
+use crate::magnet::{attr, Ctx, Part, Stage, Verdict, MAX_RESTARTS};
+use crate::msg::{OwnedHead, Request};
+
+/// What the scripts of a stage before the response came to.
+pub(super) enum Turn {
+    GoOn,
+    /// The answer is in `sv.reply`.
+    Answered,
+    /// Run the phases again on this request.
+    Again(Box<OwnedHead>),
+}
+
+/// What mod_magnet carries from one run of the phases to the next.
+#[derive(Debug, Default, Clone)]
+pub struct MagnetCarry {
+    /// The raw-url scripts ran for this request already (a run made of
+    /// their changes does not run them again).
+    pub raw_done: bool,
+    /// The target is the scripts': not rewritten again.
+    pub no_rewrite: bool,
+    /// Times a script restarted the request.
+    pub restarts: u8,
+    /// Response headers the scripts set before the response.
+    pub resp_headers: Vec<(String, String)>,
+}
+
+/// The request as the scripts of `stage` see it; `uri` is the target in
+/// force (after rewrites), `query` its query.
+fn ctx_for(
+    sv: &Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &Carry,
+    stage: Stage,
+    (uri, query): (&str, &str),
+) -> Ctx {
+    let mut c = Ctx::new(stage);
+    c.headers = req
+        .headers
+        .iter()
+        .map(|h| (h.name.to_string(), h.value.to_vec()))
+        .collect();
+    c.env = carry
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+        .collect();
+    c.keep_alive = req.keep_alive;
+    let orig = carry
+        .orig_line
+        .as_deref()
+        .and_then(|l| l.split(|&b| b == b' ').nth(1))
+        .map_or_else(
+            || req.target.to_string(),
+            |t| String::from_utf8_lossy(t).into_owned(),
+        );
+    let (port, addr) = endpoint::server_end(sv, info);
+    let host = &sv.scratch.host;
+    for (id, v) in [
+        (attr::URI_PATH, sv.scratch.path.clone()),
+        (attr::URI_PATH_RAW, super::split_uri(uri).0.to_string()),
+        (attr::URI_SCHEME, info.scheme().to_string()),
+        (attr::URI_AUTHORITY, host.clone()),
+        (attr::URI_QUERY, query.to_string()),
+        (attr::REQUEST_METHOD, req.method_str.to_string()),
+        (attr::REQUEST_URI, uri.to_string()),
+        (attr::REQUEST_ORIG_URI, orig),
+        (attr::REQUEST_PATH_INFO, String::new()),
+        (
+            attr::REMOTE_ADDR,
+            info.peer.map(|p| p.to_string()).unwrap_or_default(),
+        ),
+        (attr::REMOTE_PORT, info.peer_port.to_string()),
+        (
+            attr::SERVER_ADDR,
+            addr.map(|a| a.to_string()).unwrap_or_default(),
+        ),
+        (attr::SERVER_PORT, port.to_string()),
+        (attr::PROTOCOL, req.protocol().to_string()),
+        (
+            attr::SERVER_NAME,
+            super::host_without_port(host).to_string(),
+        ),
+        (attr::STAGE, "handle-req".to_string()),
+    ] {
+        c.set_attr(id, v);
+    }
+    c
+}
+
+/// `magnet.attract-raw-url-to`, for the target `uri` once rewritten.
+pub(super) fn raw_url(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    settings: &Settings,
+    uri: &str,
+) -> Turn {
+    let (_, query) = super::split_uri(uri);
+    let mut ctx = ctx_for(sv, info, req, carry, Stage::RawUrl, (uri, query));
+    let v = sv.magnet.run(&settings.magnet.raw_url, &mut ctx);
+    match settle(sv, req, carry, &ctx, v) {
+        Some(turn) => turn,
+        None => changed_request(req, carry, &ctx, uri),
+    }
+}
+
+/// After a stage's scripts: what every verdict but "go on" means, and
+/// the environment and response headers they set. `None`: go on.
+fn settle(
+    sv: &mut Services,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    ctx: &Ctx,
+    v: Verdict,
+) -> Option<Turn> {
+    if ctx.env_changed {
+        carry.vars = ctx
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+            .collect();
+    }
+    if ctx.resp_changed {
+        carry.magnet.resp_headers = ctx.resp_headers.clone();
+    }
+    match v {
+        Verdict::GoOn => None,
+        Verdict::Failed => {
+            sv.reply.error(500);
+            Some(Turn::Answered)
+        }
+        Verdict::Status(s) => {
+            answer(sv, s, ctx);
+            Some(Turn::Answered)
+        }
+        Verdict::Restart => Some(restart(sv, req, carry, ctx)),
+    }
+}
+
+/// `lighty.RESTART_REQUEST`: the request again from the start, with the
+/// target (`request.uri`) and headers the scripts left; past
+/// [`MAX_RESTARTS`], 500.
+fn restart(sv: &mut Services, req: &Request<'_, '_>, carry: &mut Carry, ctx: &Ctx) -> Turn {
+    carry.magnet.restarts += 1;
+    if carry.magnet.restarts >= MAX_RESTARTS {
+        log::error!(
+            "(mod_magnet) too many request restarts (infinite loop?) for {}",
+            req.target
+        );
+        sv.reply.error(500);
+        return Turn::Answered;
+    }
+    let target = ctx.attr(attr::REQUEST_URI);
+    if !target.starts_with('/') || target.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        log::error!(
+            "(mod_magnet) request.uri {target:?} to restart with is not a path; answering 400"
+        );
+        sv.reply.error(400);
+        return Turn::Answered;
+    }
+    carry.magnet.raw_done = false;
+    carry.magnet.no_rewrite = false;
+    carry
+        .orig_line
+        .get_or_insert_with(|| req.request_line.to_vec());
+    Turn::Again(Box::new(OwnedHead::changed(req, target, &ctx.headers)))
+}
+
+/// The request made of what the raw-url scripts changed (headers, path,
+/// query, authority), when they changed any of it.
+fn changed_request(req: &Request<'_, '_>, carry: &mut Carry, ctx: &Ctx, uri: &str) -> Turn {
+    let path_or_query = ctx.was_changed(attr::URI_PATH) || ctx.was_changed(attr::URI_QUERY);
+    let authority = ctx.was_changed(attr::URI_AUTHORITY);
+    if !(ctx.headers_changed || path_or_query || authority) {
+        return Turn::GoOn;
+    }
+    let target = if path_or_query {
+        let mut t = String::new();
+        crate::syntax::percent_encode(ctx.attr(attr::URI_PATH).as_bytes(), &PATH, &mut t);
+        let q = ctx.attr(attr::URI_QUERY);
+        if !q.is_empty() {
+            t.push('?');
+            t.push_str(q);
+        }
+        t
+    } else {
+        uri.to_string()
+    };
+    if !target.starts_with('/') {
+        return Turn::GoOn;
+    }
+    if authority && crate::syntax::valid_host(ctx.attr(attr::URI_AUTHORITY).as_bytes()) {
+        carry.host = Some(ctx.attr(attr::URI_AUTHORITY).to_string());
+    }
+    carry.magnet.raw_done = true;
+    carry.magnet.no_rewrite = true;
+    carry
+        .orig_line
+        .get_or_insert_with(|| req.request_line.to_vec());
+    Turn::Again(Box::new(OwnedHead::changed(req, &target, &ctx.headers)))
+}
+
+/// A decoded path as a target: unreserved characters and `/` as they are.
+const PATH: crate::syntax::Unescaped =
+    crate::syntax::Unescaped::new(b"/!$&'()*+,;=:@", crate::syntax::KeptEscapes::None);
+
+/// Where the physical-path scripts left the file.
+pub(super) struct Moved {
+    /// The URL path, when they changed `uri.path`.
+    pub path: Option<String>,
+    /// The file, when they changed `physical.path`.
+    pub ph: Option<Physical<'static>>,
+}
+
+/// `magnet.attract-physical-path-to`, for URL path `path` at `ph`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn physical(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    settings: &Settings,
+    (uri, query): (&str, &str),
+    (path, docroot, ph): (&str, &str, &Physical<'_>),
+) -> Result<Moved, Turn> {
+    let mut ctx = ctx_for(sv, info, req, carry, Stage::Physical, (uri, query));
+    ctx.set_attr(attr::URI_PATH, path);
+    ctx.set_attr(attr::PHYSICAL_PATH, ph.join());
+    ctx.set_attr(attr::PHYSICAL_REL_PATH, path);
+    ctx.set_attr(attr::PHYSICAL_DOC_ROOT, docroot);
+    ctx.set_attr(attr::PHYSICAL_BASEDIR, ph.base.to_string());
+    let v = sv.magnet.run(&settings.magnet.physical_path, &mut ctx);
+    if let Some(turn) = settle(sv, req, carry, &ctx, v) {
+        return Err(turn);
+    }
+    let moved_path = ctx
+        .was_changed(attr::URI_PATH)
+        .then(|| ctx.attr(attr::URI_PATH).to_string())
+        .filter(|p| p.starts_with('/'));
+    let ph = ctx.was_changed(attr::PHYSICAL_PATH).then(|| {
+        let p = ctx.attr(attr::PHYSICAL_PATH);
+        let root = ctx.attr(attr::PHYSICAL_DOC_ROOT).trim_end_matches('/');
+        match p.strip_prefix(root) {
+            Some(rel) if !root.is_empty() && rel.starts_with('/') => Physical {
+                base: root.to_string().into(),
+                rel: rel.to_string().into(),
+            },
+            _ => Physical {
+                base: "/".into(),
+                rel: p.to_string().into(),
+            },
+        }
+    });
+    Ok(Moved {
+        path: moved_path,
+        ph,
+    })
+}
+
+/// `magnet.attract-response-start-to`, on glint's own answer in
+/// `sv.reply`, with the response headers earlier scripts set.
+pub(super) fn response_start(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+) {
+    for (k, v) in std::mem::take(&mut carry.magnet.resp_headers) {
+        sv.reply.remove_field(&k);
+        sv.reply.header(&k, v.as_bytes());
+    }
+    let settings = Rc::clone(&sv.reply.settings);
+    if settings.magnet.response_start.is_empty() {
+        return;
+    }
+    let uri = req.target;
+    let mut ctx = ctx_for(
+        sv,
+        info,
+        req,
+        carry,
+        Stage::ResponseStart,
+        (uri, super::split_uri(uri).1),
+    );
+    ctx.status = sv.reply.status;
+    ctx.resp_headers = fields(&sv.reply.fields);
+    ctx.body_known = sv.reply.body_bytes_in_memory();
+    let v = sv.magnet.run(&settings.magnet.response_start, &mut ctx);
+    if ctx.resp_changed {
+        sv.reply.fields.clear();
+        for (k, v) in &ctx.resp_headers {
+            sv.reply.header(k, v.as_bytes());
+        }
+    }
+    if let Verdict::Status(s) = v {
+        sv.reply.status = s;
+    }
+    if ctx.body_set {
+        set_body(sv, &ctx.body);
+    }
+}
+
+/// `Name: value\r\n` lines as pairs.
+fn fields(raw: &[u8]) -> Vec<(String, String)> {
+    String::from_utf8_lossy(raw)
+        .split("\r\n")
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The scripts' answer: `status`, the headers they set, their body; an
+/// error status without a body gets glint's error page alone (the
+/// headers set go with the body, as lighttpd has it).
+fn answer(sv: &mut Services, status: u16, ctx: &Ctx) {
+    sv.reply.clear_answer();
+    if status >= 400 && (!ctx.body_set || ctx.body.is_empty()) {
+        sv.reply.error(status);
+        return;
+    }
+    sv.reply.start(status);
+    for (k, v) in &ctx.resp_headers {
+        sv.reply.header(k, v.as_bytes());
+    }
+    set_body(sv, &ctx.body);
+}
+
+/// Replaces the reply's body with `parts` (a file that cannot be opened
+/// ends the body there, as lighttpd).
+fn set_body(sv: &mut Services, parts: &[Part]) {
+    let r = &mut sv.reply;
+    r.replace_body(b"");
+    r.encode = None;
+    let mut total = 0u64;
+    for p in parts {
+        match p {
+            Part::Mem(b) => {
+                r.push_mem(b);
+                total += b.len() as u64;
+            }
+            Part::File { path, offset, len } => {
+                let opened = std::fs::File::open(path).and_then(|f| Ok((f.metadata()?.len(), f)));
+                let Ok((size, f)) = opened else {
+                    log::error!("(mod_magnet) error opening file '{path}'");
+                    break;
+                };
+                let off = (*offset).min(size);
+                let n = len.map_or(size - off, |l| l.min(size - off));
+                r.push_file(Rc::new(f), off, n);
+                total += n;
+            }
+        }
+    }
+    r.end_head(Some(total));
+}
