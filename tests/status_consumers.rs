@@ -304,6 +304,11 @@ fn chromium_renders_the_page_of_a_server_under_load() {
             "--disable-gpu",
             "--disable-dev-shm-usage",
             "--no-first-run",
+            // No calls home: on a closed network they are refused and
+            // slow the start.
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
             "--hide-scrollbars",
             "--window-size=1200,1100",
             "--dump-dom",
