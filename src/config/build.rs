@@ -44,6 +44,31 @@ pub(super) fn server_tables(
     (scgi_servers, fastcgi_servers, proxy_servers)
 }
 
+/// The distinct `sockproxy.server` and `wstunnel.server` values of the
+/// global scope and of every block, each once, the global's first.
+pub(super) fn tunnel_tables(global: &Settings, assigns: &[Vec<Assign>]) -> (Servers, Servers) {
+    let mut sock = vec![global.tunnel.sockproxy_server.clone()];
+    let mut ws = vec![global.tunnel.wstunnel_server.clone()];
+    for a in assigns.iter().flatten() {
+        let mut t = super::tunnel::TunnelSettings::default();
+        let (list, v) = match a.key.as_str() {
+            "sockproxy.server" => {
+                let _ = t.apply(&a.key, &a.value);
+                (&mut sock, t.sockproxy_server)
+            }
+            "wstunnel.server" => {
+                let _ = t.apply(&a.key, &a.value);
+                (&mut ws, t.wstunnel_server)
+            }
+            _ => continue,
+        };
+        if !list.contains(&v) {
+            list.push(v);
+        }
+    }
+    (sock, ws)
+}
+
 /// The distinct `auth.require` tables: the global scope's first, then each
 /// block's, parsed once.
 pub(super) fn auth_tables(

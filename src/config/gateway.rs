@@ -37,6 +37,10 @@ pub struct GatewaySettings {
     pub fastcgi_balance: Balance,
     pub scgi_balance: Balance,
     pub proxy_balance: Balance,
+    /// `sockproxy.balance`.
+    pub sockproxy_balance: Balance,
+    /// `wstunnel.balance`.
+    pub wstunnel_balance: Balance,
     /// `scgi.protocol = "uwsgi"`.
     pub scgi_uwsgi: bool,
 }
@@ -49,6 +53,8 @@ impl GatewaySettings {
             "fastcgi.balance" => self.fastcgi_balance = balance,
             "scgi.balance" => self.scgi_balance = balance,
             "proxy.balance" => self.proxy_balance = balance,
+            "sockproxy.balance" => self.sockproxy_balance = balance,
+            "wstunnel.balance" => self.wstunnel_balance = balance,
             "scgi.protocol" => self.scgi_uwsgi = value == Some("uwsgi"),
             _ => {}
         }

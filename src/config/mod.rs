@@ -27,6 +27,7 @@ mod parser;
 mod pattern;
 mod settings;
 mod support;
+pub mod tunnel;
 mod value;
 pub mod webdav;
 
@@ -127,6 +128,10 @@ pub struct Config {
     pub proxy_servers: Vec<Option<Value>>,
     /// `cgi.assign` is set in some scope: CGI programs may run.
     pub cgi_used: bool,
+    /// The same for `sockproxy.server` ([`tunnel::TunnelSettings::sockproxy_scope`]).
+    pub sockproxy_servers: Vec<Option<Value>>,
+    /// The same for `wstunnel.server` ([`tunnel::TunnelSettings::wstunnel_scope`]).
+    pub wstunnel_servers: Vec<Option<Value>>,
 }
 
 /// One option a conditional block sets (already checked to apply cleanly).
@@ -186,6 +191,7 @@ impl Config {
             }
         };
         settings.proxy_scope = 0;
+        reset_tunnel_scopes(&mut settings);
         Config {
             extforward_anywhere: settings.extforward.is_some(),
             auth_requires,
@@ -193,6 +199,8 @@ impl Config {
             fastcgi_servers: vec![settings.fastcgi_server.clone()],
             proxy_servers: vec![settings.proxy_server.clone()],
             cgi_used: !settings.cgi.assign.is_empty(),
+            sockproxy_servers: vec![settings.tunnel.sockproxy_server.clone()],
+            wstunnel_servers: vec![settings.tunnel.wstunnel_server.clone()],
             global: Rc::new(settings),
             listeners,
             warnings,
@@ -261,6 +269,8 @@ impl Config {
                 .flatten()
                 .any(|a| a.key == "extforward.forwarder");
         global.proxy_scope = 0;
+        let (sockproxy_servers, wstunnel_servers) = build::tunnel_tables(&global, &assigns);
+        reset_tunnel_scopes(&mut global);
         let cgi_used = !global.cgi.assign.is_empty()
             || assigns.iter().flatten().any(|a| a.key == "cgi.assign");
         Ok(Config {
@@ -276,6 +286,8 @@ impl Config {
             fastcgi_servers,
             proxy_servers,
             cgi_used,
+            sockproxy_servers,
+            wstunnel_servers,
         })
     }
 
@@ -329,8 +341,34 @@ impl Config {
             headers: &[],
         };
         let mut ids = Vec::new();
-        walk_sockets(&self.chains, &facts, spec, &mut ids);
+        walk_sockets(&self.chains, &facts, spec, &mut ids, false);
         self.merged(&ids)
+    }
+
+    /// The settings of a connection before its first byte is read (those
+    /// mod_sockproxy reads): the blocks on `$SERVER["socket"]` and
+    /// `$HTTP["remote-ip"]` applied, as lighttpd evaluates them at accept;
+    /// a chain stops at its first condition on anything else.
+    pub fn connection_settings(&self, i: usize, remote_ip: Option<IpAddr>) -> Rc<Settings> {
+        let spec = self.listeners.get(i).map_or("", |l| l.spec.as_str());
+        let facts = RequestFacts {
+            listener: i,
+            remote_ip,
+            scheme: "",
+            method: "",
+            host: "",
+            url: "",
+            query: "",
+            headers: &[],
+        };
+        let mut ids = Vec::new();
+        walk_sockets(&self.chains, &facts, spec, &mut ids, true);
+        self.merged(&ids)
+    }
+
+    /// Some scope sets `sockproxy.server`.
+    pub fn sockproxy_used(&self) -> bool {
+        self.sockproxy_servers.iter().any(Option::is_some)
     }
 
     /// For listener `i`, the `$HTTP["host"] ==` and `=~` blocks (at the top
@@ -413,6 +451,13 @@ impl Config {
             .unwrap_or(0) as u32;
         options::finish(&mut s);
         s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
+        let sock = scope_of(&self.sockproxy_servers, &s.tunnel.sockproxy_server);
+        let ws = scope_of(&self.wstunnel_servers, &s.tunnel.wstunnel_server);
+        if (sock, ws) != (s.tunnel.sockproxy_scope, s.tunnel.wstunnel_scope) {
+            let t = Rc::make_mut(&mut s.tunnel);
+            t.sockproxy_scope = sock;
+            t.wstunnel_scope = ws;
+        }
         let s = Rc::new(s);
         self.cache.borrow_mut().insert(ids.to_vec(), Rc::clone(&s));
         s
@@ -499,13 +544,24 @@ impl Config {
     }
 }
 
-/// Like [`walk`], for the blocks that test only `$SERVER["socket"]`: a
-/// chain stops at its first condition on anything else.
+/// The global scope's tunnel tables are the first of each.
+fn reset_tunnel_scopes(s: &mut Settings) {
+    if s.tunnel.sockproxy_scope != 0 || s.tunnel.wstunnel_scope != 0 {
+        let t = Rc::make_mut(&mut s.tunnel);
+        t.sockproxy_scope = 0;
+        t.wstunnel_scope = 0;
+    }
+}
+
+/// Like [`walk`], for the blocks that test only `$SERVER["socket"]` (and
+/// with `remote`, `$HTTP["remote-ip"]`): a chain stops at its first
+/// condition on anything else.
 fn walk_sockets(
     chains: &[Vec<CondBlock>],
     facts: &RequestFacts<'_>,
     spec: &str,
     ids: &mut Vec<u32>,
+    remote: bool,
 ) {
     let mut captures = Vec::new();
     for chain in chains {
@@ -513,11 +569,14 @@ fn walk_sockets(
             let hit = match &b.cond {
                 None => true,
                 Some(c) if c.field == cond::Field::Socket => c.matches(facts, spec, &mut captures),
+                Some(c) if remote && c.field == cond::Field::RemoteIp => {
+                    c.matches(facts, spec, &mut captures)
+                }
                 Some(_) => break,
             };
             if hit {
                 ids.push(b.id);
-                walk_sockets(&b.children, facts, spec, ids);
+                walk_sockets(&b.children, facts, spec, ids, remote);
                 break;
             }
         }

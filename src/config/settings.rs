@@ -251,6 +251,9 @@ pub struct Settings {
     pub webdav: Rc<super::webdav::WebdavSettings>,
     /// `*.balance` and `scgi.protocol`.
     pub gateway: super::gateway::GatewaySettings,
+    /// mod_sockproxy's and mod_wstunnel's options (shared: most scopes
+    /// never change them).
+    pub tunnel: Rc<super::tunnel::TunnelSettings>,
     /// `document_root` as UTF-8, set beside it by
     /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
     pub document_root_utf8: Option<String>,
@@ -392,6 +395,7 @@ impl Default for Settings {
             acme: Rc::default(),
             webdav: Rc::default(),
             gateway: Default::default(),
+            tunnel: Rc::default(),
             stamp: Stamp::default(),
             document_root_utf8: None,
         }

@@ -41,7 +41,17 @@ impl Connection {
                 };
                 self.h1.hand_body(to);
                 self.prepare_output(cx.pool);
+                let ws = cx
+                    .sv
+                    .upstream
+                    .routes
+                    .get(start.route)
+                    .is_some_and(|r| r.protocol == crate::upstream::Protocol::WsTunnel);
                 self.gw = Some(Box::new(GwSide::new(*start)));
+                if ws {
+                    // mod_wstunnel: the 101, and a WebSocket from here on.
+                    self.start_ws(cx);
+                }
                 if to == BodyTo::Consumer && self.h1.awaits_continue() {
                     // The client waits for a go-ahead before the body (curl
                     // does for uploads over 1 MB): the backend takes it as

@@ -74,6 +74,10 @@ impl Connection {
             }
             return Drive::Wait { writes: false };
         }
+        if self.ws_tick(cx) {
+            // A ping or a close to write now.
+            return self.drive(cx);
+        }
         let Some(limit) = self.idle_limit(cx) else {
             // Waiting on the backend, whose time-outs apply: the client is
             // idle through no fault of its own.

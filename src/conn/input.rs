@@ -98,6 +98,9 @@ impl Connection {
         let Some(job) = self.gw.as_ref().map(|g| g.start.job) else {
             return 0;
         };
+        if self.gw.as_ref().is_some_and(|g| g.ws.is_some()) {
+            return self.feed_ws(bytes, cx);
+        }
         let up = &mut cx.sv.upstream;
         if !up.takes_body(job) {
             return 0;

@@ -17,7 +17,9 @@ pub mod h3;
 mod idle;
 mod input;
 mod proxy;
+mod sockproxy;
 mod transport;
+mod wstunnel;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -156,6 +158,8 @@ pub struct Connection {
     in_handshake: bool,
     /// The HTTP/2 session, in [`Mode::Http2`].
     h2: Option<Box<h2::Session>>,
+    /// mod_sockproxy may take the connection: decided on its first drive.
+    sockproxy_due: bool,
 }
 
 impl Connection {
@@ -200,6 +204,7 @@ impl Connection {
             tls_facts: None,
             born: now,
             h2: None,
+            sockproxy_due: false,
         }
     }
 
@@ -283,6 +288,9 @@ impl Connection {
     /// Makes whatever progress the readiness allows, and says what the
     /// connection waits for then.
     pub fn drive(&mut self, cx: &mut Ctx<'_>) -> Drive {
+        if std::mem::take(&mut self.sockproxy_due) {
+            self.start_sockproxy(cx);
+        }
         match self.mode {
             Mode::Http1 => {
                 self.drive_h1(cx);

@@ -354,7 +354,9 @@ fn authorizer_request(protocol: Protocol, env: &Env) -> Result<Vec<u8>, u16> {
             }
         }
         // (No authorizer speaks these.)
-        Protocol::Http | Protocol::Cgi => return Err(500),
+        Protocol::Http | Protocol::Cgi | Protocol::SockProxy | Protocol::WsTunnel => {
+            return Err(500)
+        }
     }
     Ok(request)
 }

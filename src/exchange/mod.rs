@@ -26,8 +26,10 @@ pub mod physical;
 mod proxy;
 mod rerun;
 pub mod rewrite;
+pub mod sockproxy;
 mod ssi;
 mod webdav;
+mod wstunnel;
 
 use std::borrow::Cow;
 use std::net::IpAddr;

@@ -185,6 +185,15 @@ fn route(
     registry: &Registry,
 ) -> Once {
     let settings = Rc::clone(&sv.reply.settings);
+    // mod_wstunnel takes a WebSocket handshake for its routes first.
+    match super::wstunnel::take(sv, info, req, &settings, carry, registry) {
+        Some(Ok(g)) => return Once::Gateway(g),
+        Some(Err(status)) => {
+            sv.reply.error(status);
+            return Once::Reply;
+        }
+        None => {}
+    }
     // (An authorizer's docroot is copied: `carry` changes below.)
     let docroot = match carry.docroot.as_deref() {
         // (Owned: `carry` goes on to a CGI or gateway job.)

@@ -447,6 +447,12 @@ impl Server {
         {
             conn.expect_proxy_header();
         }
+        // mod_sockproxy: a backend is connected as the client is accepted
+        // (a protocol whose server speaks first waits for nothing else).
+        let sockproxy = self.sv.config.sockproxy_used();
+        if sockproxy {
+            conn.expect_sockproxy();
+        }
         entry.insert(conn);
         // TCP_DEFER_ACCEPT means the request is usually here already:
         // answer it now, and register with epoll only if the
@@ -455,7 +461,7 @@ impl Server {
         // not there yet: a read now would only say EAGAIN (one wasted
         // system call per connection), so the connection waits for epoll
         // (registered for reading, which reports bytes that came meanwhile).
-        let d = if deferred {
+        let d = if deferred || sockproxy {
             with_conn!(self, key, |conn, cx| conn.drive(&mut cx))
         } else {
             Some(Drive::Wait { writes: false })

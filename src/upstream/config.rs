@@ -18,9 +18,20 @@ pub enum Protocol {
     /// A CGI program glint runs for the request (`cgi.assign`, mod_cgi):
     /// the body on its stdin, its answer on its stdout.
     Cgi,
+    /// A whole client connection's bytes, both ways, unchanged
+    /// (`sockproxy.server`, mod_sockproxy).
+    SockProxy,
+    /// A WebSocket's messages as bytes, both ways (`wstunnel.server`,
+    /// mod_wstunnel): the client's side decodes and encodes the frames.
+    WsTunnel,
 }
 
 impl Protocol {
+    /// A byte tunnel from the start: no request head, no answer head.
+    pub fn is_raw(self) -> bool {
+        matches!(self, Protocol::SockProxy | Protocol::WsTunnel)
+    }
+
     /// What an `scgi.server` backend speaks for a request with settings `s`:
     /// `scgi.protocol` may be set globally or in a conditional block, so
     /// one backend list can serve both (the value was checked at load).
@@ -98,6 +109,11 @@ pub struct HostSpec {
     /// the Host `proxy.replace-http-host` sends.
     pub http_label: String,
 }
+
+/// Most connections glint opens to one tunnel backend at once by default
+/// (`max-connections` sets another): each is a client's for as long as it
+/// stays, so the gateways' 16 would leave the 17th client waiting.
+pub const RAW_MAX_CONNS: usize = 4096;
 
 /// One mapping from a URL prefix or an extension to backends.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,11 +202,22 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
             set_option(&mut spec, label, protocol, k, v)?;
         }
     }
+    if protocol.is_raw() {
+        // No script to look for on a tunnel's way (lighttpd clears it too).
+        spec.check_local = false;
+    }
     place.hosts(&spec)
 }
 
 /// A host of `scgi.server` / `fastcgi.server` before its options.
 fn default_spec(label: &str, protocol: Protocol) -> HostSpec {
+    // A tunnel lasts as long as its client: no read or write time-out by
+    // default (lighttpd's 0), and a cap high enough that clients do not
+    // queue behind long-lived tunnels.
+    let (timeout, max_conns) = match protocol.is_raw() {
+        true => (u64::MAX, RAW_MAX_CONNS),
+        false => (60, 16),
+    };
     HostSpec {
         label: label.to_string(),
         protocol,
@@ -202,11 +229,11 @@ fn default_spec(label: &str, protocol: Protocol) -> HostSpec {
         fix_root_scriptname: false,
         broken_scriptfilename: false,
         listen_backlog: 1024,
-        max_conns: 16,
+        max_conns,
         disable_time: 1,
         connect_timeout: 8,
-        write_timeout: 60,
-        read_timeout: 60,
+        write_timeout: timeout,
+        read_timeout: timeout,
         x_sendfile: false,
         x_sendfile_docroot: Vec::new(),
         authorizer: false,
@@ -234,6 +261,8 @@ fn set_option(
         "max-connections" => spec.max_conns = number(v, k)?.clamp(1, 65_536) as usize,
         "disable-time" => spec.disable_time = number(v, k)?,
         "connect-timeout" => spec.connect_timeout = number(v, k)?.max(1),
+        // (A tunnel's 0 is lighttpd's: none.)
+        "write-timeout" | "read-timeout" if protocol.is_raw() && number(v, k)? == 0 => {}
         "write-timeout" => spec.write_timeout = number(v, k)?.max(1),
         "read-timeout" => spec.read_timeout = number(v, k)?.max(1),
         // `allow-x-send-file` is the option's older name.

@@ -182,6 +182,11 @@ impl Gateways {
         })
     }
 
+    /// How many more bytes the job's window takes from the client now.
+    pub fn room(&self, id: JobId) -> usize {
+        self.job(id).map_or(0, |j| j.upload.room())
+    }
+
     /// The client's side is a tunnel (after a 101): its bytes go to the
     /// backend as they come, and its close is passed on, not an abort.
     pub fn in_tunnel(&self, id: JobId) -> bool {
@@ -345,6 +350,14 @@ impl Gateways {
         // A tunnel ends with its backend's end: the client is not read any more.
         j.upload.end_tunnel();
         match j.answer {
+            // A tunnel whose backend closed before it sent a byte: its end.
+            Answer::Nothing if j.protocol.is_raw() => {
+                j.answer = Answer::Done;
+                match sink {
+                    Some(s) => s.end(),
+                    None => self.outbox.push(News::Ended(j.ex)),
+                }
+            }
             Answer::Nothing => {
                 log::error!("backend answered without a complete header block");
                 self.fail_job(key, 502, sink);

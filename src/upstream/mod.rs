@@ -261,6 +261,8 @@ pub fn balance_of(s: &Settings, protocol: Protocol) -> Balance {
         Protocol::FastCgi => s.gateway.fastcgi_balance,
         Protocol::Scgi | Protocol::Uwsgi => s.gateway.scgi_balance,
         Protocol::Http => s.gateway.proxy_balance,
+        Protocol::SockProxy => s.gateway.sockproxy_balance,
+        Protocol::WsTunnel => s.gateway.wstunnel_balance,
         Protocol::Cgi => Balance::LeastBusy,
     }
 }
@@ -333,6 +335,10 @@ pub struct Gateways {
     fastcgi_tables: Vec<Vec<usize>>,
     /// The same for `proxy.server`.
     proxy_tables: Vec<Vec<usize>>,
+    /// The same for `sockproxy.server` and `wstunnel.server` (looked up on
+    /// their own: a connection, a WebSocket request).
+    sockproxy_tables: Vec<Vec<usize>>,
+    wstunnel_tables: Vec<Vec<usize>>,
     /// The route of CGI requests (`cgi.assign`), when some scope sets it.
     pub cgi_route: Option<usize>,
     /// The route of local jobs (mod_webdav's bodies and long answers).

@@ -31,6 +31,18 @@ impl Gateways {
                 "proxy.server",
                 "proxy.balance",
             ),
+            (
+                &c.sockproxy_servers,
+                Protocol::SockProxy,
+                "sockproxy.server",
+                "sockproxy.balance",
+            ),
+            (
+                &c.wstunnel_servers,
+                Protocol::WsTunnel,
+                "wstunnel.server",
+                "wstunnel.balance",
+            ),
         ] {
             // Said once here; requests read it quietly from their settings.
             super::check_balance(&c.global, balance_key);
@@ -38,6 +50,8 @@ impl Gateways {
             match p {
                 Protocol::FastCgi => g.fastcgi_tables = tables,
                 Protocol::Http => g.proxy_tables = tables,
+                Protocol::SockProxy => g.sockproxy_tables = tables,
+                Protocol::WsTunnel => g.wstunnel_tables = tables,
                 _ => g.scgi_tables = tables,
             }
         }
@@ -170,6 +184,10 @@ impl Gateways {
             Protocol::Http => config::parse_proxy_servers(v)?,
             _ => config::parse_servers(v, p)?,
         };
+        if p.is_raw() && specs.iter().flat_map(|r| &r.hosts).any(|h| h.authorizer) {
+            // A tunnel has no request to authorize.
+            return Err("must not define any hosts with \"mode\" = \"authorizer\"".into());
+        }
         for r in specs {
             // Authorizers and responders under one pattern are two
             // routes: the authorizer's is looked up first.
@@ -219,6 +237,24 @@ impl Gateways {
     /// The authorizer route that guards a path under settings `s`, if any.
     pub fn authorizer_for(&self, s: &Settings, path: &str) -> Option<(usize, usize)> {
         self.find_route(s, path, true)
+    }
+
+    /// The `sockproxy.server` route of a connection whose settings are `s`:
+    /// its patterns are matched against "/", as lighttpd does (`""` and
+    /// `"/"` take every connection).
+    pub fn sockproxy_route(&self, s: &Settings) -> Option<usize> {
+        let table = self
+            .sockproxy_tables
+            .get(s.tunnel.sockproxy_scope as usize)?;
+        self.match_route(table.iter().copied(), "/", false)
+            .map(|(i, _)| i)
+    }
+
+    /// The `wstunnel.server` route for a path under settings `s`.
+    pub fn wstunnel_route(&self, s: &Settings, path: &str) -> Option<usize> {
+        let table = self.wstunnel_tables.get(s.tunnel.wstunnel_scope as usize)?;
+        self.match_route(table.iter().copied(), path, false)
+            .map(|(i, _)| i)
     }
 
     /// Looks in the SCGI routes of the scope of `s`, then in its FastCGI ones.

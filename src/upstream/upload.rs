@@ -155,6 +155,17 @@ impl Upload {
         u
     }
 
+    /// A tunnel from the first byte (`sockproxy.server`, `wstunnel.server`):
+    /// the client's bytes go to the backend as they come, until it closes.
+    /// Until the backend took some of them glint holds them all, so a
+    /// backend that refuses the connection can be replaced by another.
+    pub fn raw(protocol: Protocol) -> Upload {
+        let mut u = Upload::empty(protocol);
+        u.tunnel = true;
+        u.tunneled = true;
+        u
+    }
+
     /// Encodes the head: everything before the body.
     fn start(&mut self, content_length: u64, env: Env) {
         let mut out = Vec::with_capacity(env.as_bytes().len() + 128);
@@ -172,8 +183,9 @@ impl Upload {
                 self.cgi_env = Some(env);
                 self.content_length = content_length;
             }
-            // (An HTTP request's head is built by the caller: `Upload::http`.)
-            Protocol::Http => {}
+            // (An HTTP request's head is built by the caller: `Upload::http`;
+            // a tunnel has none.)
+            Protocol::Http | Protocol::SockProxy | Protocol::WsTunnel => {}
         }
         self.head_len = out.len();
         self.buf = out;
@@ -182,9 +194,12 @@ impl Upload {
     /// Appends body bytes in the protocol's framing.
     fn frame(&mut self, data: &[u8]) {
         match self.protocol {
-            Protocol::Scgi | Protocol::Uwsgi | Protocol::Http | Protocol::Cgi => {
-                self.buf.extend_from_slice(data)
-            }
+            Protocol::Scgi
+            | Protocol::Uwsgi
+            | Protocol::Http
+            | Protocol::Cgi
+            | Protocol::SockProxy
+            | Protocol::WsTunnel => self.buf.extend_from_slice(data),
             Protocol::FastCgi => fastcgi::stdin(data, &mut self.buf),
         }
     }
@@ -192,14 +207,24 @@ impl Upload {
     /// Appends what ends the body.
     fn end_body(&mut self) {
         match self.protocol {
-            Protocol::Scgi | Protocol::Uwsgi | Protocol::Http | Protocol::Cgi => {}
+            Protocol::Scgi
+            | Protocol::Uwsgi
+            | Protocol::Http
+            | Protocol::Cgi
+            | Protocol::SockProxy
+            | Protocol::WsTunnel => {}
             Protocol::FastCgi => fastcgi::end_stdin(&mut self.buf),
         }
     }
 
     fn encoded_len(&self, n: usize) -> usize {
         match self.protocol {
-            Protocol::Scgi | Protocol::Uwsgi | Protocol::Http | Protocol::Cgi => n,
+            Protocol::Scgi
+            | Protocol::Uwsgi
+            | Protocol::Http
+            | Protocol::Cgi
+            | Protocol::SockProxy
+            | Protocol::WsTunnel => n,
             Protocol::FastCgi => n + fastcgi::stdin_overhead(n),
         }
     }

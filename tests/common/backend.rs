@@ -70,3 +70,78 @@ pub fn python(args: &[&str]) -> Backend {
     cmd.args(args);
     start_ready(cmd, &format!("python3 {args:?}"))
 }
+
+/// A plain TCP echo server on 127.0.0.1 port 0, in threads of the test:
+/// each connection gets `greeting` first (a server that speaks first),
+/// then every byte back as it comes; at the client's end of stream it
+/// writes `bye\n` and closes. Counts the connections it took. Stops
+/// accepting on drop.
+pub struct TcpEcho {
+    pub port: u16,
+    pub accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TcpEcho {
+    pub fn start(greeting: &str) -> TcpEcho {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind echo");
+        let port = listener.local_addr().expect("addr").port();
+        listener.set_nonblocking(true).expect("nonblocking");
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (stop2, accepted2) = (Arc::clone(&stop), Arc::clone(&accepted));
+        let greeting = greeting.as_bytes().to_vec();
+        std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        accepted2.fetch_add(1, Ordering::Relaxed);
+                        let g = greeting.clone();
+                        std::thread::spawn(move || echo_conn(s, &g));
+                    }
+                    // Nothing to wait on but the stop flag: poll it.
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                }
+            }
+        });
+        TcpEcho {
+            port,
+            accepted,
+            stop,
+        }
+    }
+
+    pub fn connections(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for TcpEcho {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn echo_conn(mut s: std::net::TcpStream, greeting: &[u8]) {
+    use std::io::{Read, Write};
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+    if !greeting.is_empty() && s.write_all(greeting).is_err() {
+        return;
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if s.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+    let _ = s.write_all(b"bye\n");
+}

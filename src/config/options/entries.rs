@@ -88,6 +88,7 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
         put(k, v.clone());
     }
     s.acme.entries(&mut put);
+    s.tunnel.entries(&mut put);
     out
 }
 

@@ -52,6 +52,8 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_webdav",
     "mod_ssi",
     "mod_magnet",
+    "mod_sockproxy",
+    "mod_wstunnel",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -64,6 +66,9 @@ pub const KEPT_OPTIONS: &[&str] = &[
     "fastcgi.debug",
     "fastcgi.map-extensions",
     "proxy.map-extensions",
+    "sockproxy.balance",
+    "wstunnel.balance",
+    "wstunnel.map-extensions",
 ];
 
 /// Options that only mean something in the global scope; in a conditional
@@ -454,6 +459,11 @@ fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>,
             keep_raw(s, k, v)
         }
         k if k.starts_with("glint.acme.") => Rc::make_mut(&mut s.acme).set(k, v)?,
+        k if k.starts_with("sockproxy.") || k.starts_with("wstunnel.") => {
+            if !Rc::make_mut(&mut s.tunnel).apply(k, v)? {
+                return Ok(None);
+            }
+        }
         k if crate::compress::spec::KEYS.contains(&k) => {
             let warning = Rc::make_mut(&mut s.deflate).set(k, &deflate_value(v))?;
             match s.deflate_options.iter_mut().find(|(rk, _)| rk == k) {

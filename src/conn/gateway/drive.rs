@@ -118,7 +118,16 @@ impl Connection {
             return;
         };
         let info = gw.start.info.clone();
-        exchange::log_gateway(cx.sv, &info, &gw.start, gw.status, gw.body_sent);
+        // (A mod_sockproxy connection has no request to log.)
+        let sockproxy = cx
+            .sv
+            .upstream
+            .routes
+            .get(gw.start.route)
+            .is_some_and(|r| r.protocol == crate::upstream::Protocol::SockProxy);
+        if !sockproxy {
+            exchange::log_gateway(cx.sv, &info, &gw.start, gw.status, gw.body_sent);
+        }
         cx.sv.upstream.finish(gw.start.job);
         let offer = self.offer(cx.sv);
         let more = self.input.as_ref().is_some_and(|i| !i.is_empty());

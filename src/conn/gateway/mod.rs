@@ -56,6 +56,8 @@ pub struct GwSide {
     pub resume: bool,
     /// The compressed body broke off: it must not end as if complete.
     pub cut: bool,
+    /// mod_wstunnel: the WebSocket the tunnel's bytes are framed in.
+    pub ws: Option<Box<super::wstunnel::WsSide>>,
 }
 
 impl GwSide {
@@ -71,6 +73,7 @@ impl GwSide {
             fed: 0,
             resume: false,
             cut: false,
+            ws: None,
         }
     }
 
@@ -292,6 +295,10 @@ impl Sink for ClientSink<'_> {
 
     fn data(&mut self, bytes: &[u8]) {
         let g = &mut self.gw;
+        if let Some(ws) = g.ws.as_deref_mut() {
+            g.body_sent += bytes.len() as u64;
+            return ws.send_data(bytes, &mut self.out.mem);
+        }
         let Sent::Body { remaining, .. } = &mut g.sent else {
             return;
         };
@@ -339,6 +346,10 @@ impl Sink for ClientSink<'_> {
     fn end(&mut self) {
         let g = &mut self.gw;
         g.done = true;
+        if let Some(ws) = g.ws.as_deref_mut() {
+            // The backend is done: the WebSocket closes ("going away").
+            return ws.send_close(1001, &mut self.out.mem);
+        }
         if g.rerun.is_some() {
             // Nothing was written: the connection runs the request again.
             return;
@@ -375,6 +386,9 @@ impl Sink for ClientSink<'_> {
     fn fail(&mut self, status: u16) {
         let g = &mut self.gw;
         g.end_failed();
+        if let Some(ws) = g.ws.as_deref_mut() {
+            ws.send_close(1001, &mut self.out.mem);
+        }
         if g.head_sent() {
             // The head promised a body that will not come: the client must see the cut.
             self.h1.cut();

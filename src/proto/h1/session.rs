@@ -503,6 +503,17 @@ impl Session {
     /// is still being written (pipelining), and a body left is dropped.
     /// `more_input`: bytes are buffered behind the request.
     pub fn complete(&mut self, offer: Offer, more_input: bool) {
+        if self.write == Write::Tunnel {
+            // The tunnel's backend is done: what it sent goes out, then the
+            // connection closes (after reading what the client still sends,
+            // so that its close does not reset the last bytes).
+            let open = self.read != Read::Closed;
+            self.write = Write::Closing { linger: open };
+            if open {
+                self.read = Read::Drop { left: None };
+            }
+            return;
+        }
         if self.write != Write::Answer {
             return;
         }

@@ -246,6 +246,8 @@ impl BackendConn {
     /// The backend closed its side: whether its answer was complete.
     fn at_end(&self) -> Result<bool, Failure> {
         match (self.protocol, self.progress) {
+            // A tunnel's end is the end of its bytes, whenever it comes.
+            (Protocol::SockProxy | Protocol::WsTunnel, _) => Ok(true),
             (_, Progress::Silent) => Err(Failure::Retry(
                 "closed the connection without an answer".into(),
             )),

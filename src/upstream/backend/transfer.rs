@@ -240,6 +240,12 @@ fn pass_on(
                 }
             }
         }
+        Protocol::SockProxy | Protocol::WsTunnel => {
+            // The bytes as they came: the client's side frames them, if at all.
+            job.answer = Answer::Streaming;
+            sink.data(data);
+            Ok(false)
+        }
         Protocol::FastCgi => {
             b.records.extend_from_slice(data);
             let (stdout, ended) = fastcgi_stdout(&mut b.records).map_err(Failure::Broken)?;

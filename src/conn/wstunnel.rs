@@ -1,0 +1,265 @@
+//! The client's side of a mod_wstunnel exchange on HTTP/1.1 (see
+//! [`crate::exchange`]'s `wstunnel`): the 101 that opens the WebSocket,
+//! the client's frames decoded into bytes for the backend (pings answered,
+//! a close answered and the tunnel ended, a broken frame failing the
+//! connection with 1002), the backend's bytes framed as text or binary
+//! messages, and `wstunnel.ping-interval`'s pings.
+
+use super::gateway::ClientSink;
+use super::{Connection, Ctx};
+use crate::msg::{AnswerHead, Sink};
+use crate::proto::ws::{self, Control, Op};
+
+/// The WebSocket state of a tunnel.
+#[derive(Debug)]
+pub struct WsSide {
+    decoder: ws::Decoder,
+    /// The backend's bytes go out in binary frames (else text).
+    binary: bool,
+    /// The end of a backend read that splits a UTF-8 character, kept for
+    /// the next text frame.
+    partial: Vec<u8>,
+    /// A Close frame went to the client: nothing more goes to it.
+    pub closed: bool,
+    /// `wstunnel.ping-interval`, and the second the next ping is due.
+    ping_every: u64,
+    ping_at: u64,
+    /// Decoded message bytes, reused.
+    scratch: Vec<u8>,
+}
+
+impl WsSide {
+    /// The backend's bytes as one message frame.
+    pub fn send_data(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        if self.closed {
+            return;
+        }
+        if self.binary {
+            return ws::encode(Op::Binary, bytes, out);
+        }
+        // A text frame ends on a whole character; the rest waits.
+        let mut all = std::mem::take(&mut self.partial);
+        all.extend_from_slice(bytes);
+        let whole = ws::utf8_whole(&all);
+        if whole > 0 {
+            ws::encode(Op::Text, &all[..whole], out);
+        }
+        self.partial = all.split_off(whole);
+    }
+
+    /// A Close frame with `code`, once.
+    pub fn send_close(&mut self, code: u16, out: &mut Vec<u8>) {
+        if !std::mem::replace(&mut self.closed, true) {
+            ws::encode_close(code, out);
+        }
+    }
+}
+
+/// The 101's fields for request head `key`, `protocols` (the client's
+/// `Sec-WebSocket-Protocol`) and `wstunnel.frame-type`: lighttpd's, with
+/// `binary` (or `base64`) named when the client offered it; and whether
+/// the frames are binary.
+fn switch_fields(
+    key: &[u8],
+    protocols: Option<&[u8]>,
+    binary: bool,
+) -> (Vec<(String, Vec<u8>)>, bool) {
+    let offered = |p: &str| protocols.is_some_and(|v| crate::httpup::has_token(v, p));
+    let binary = binary || offered("binary");
+    let mut fields = vec![
+        ("Upgrade".to_string(), b"websocket".to_vec()),
+        ("Connection".to_string(), b"upgrade".to_vec()),
+        (
+            "Sec-WebSocket-Accept".to_string(),
+            ws::accept_key(key).into_bytes(),
+        ),
+    ];
+    if binary {
+        fields.push(("Sec-WebSocket-Protocol".into(), b"binary".to_vec()));
+    } else if offered("base64") {
+        fields.push(("Sec-WebSocket-Protocol".into(), b"base64".to_vec()));
+    }
+    (fields, binary)
+}
+
+impl Connection {
+    /// A wstunnel job started: the 101 goes out and the connection is a
+    /// WebSocket from here on.
+    pub(super) fn start_ws(&mut self, cx: &mut Ctx<'_>) {
+        let Some(gw) = self.gw.as_deref() else {
+            return;
+        };
+        let t = &gw.start.settings.tunnel;
+        let (every, binary) = (u64::from(t.ws_ping_interval), t.ws_binary);
+        let mut hs = Vec::new();
+        let req = gw.start.head.view(&mut hs);
+        let key = req.header("sec-websocket-key").unwrap_or_default();
+        let (fields, binary) = switch_fields(key, req.header("sec-websocket-protocol"), binary);
+        self.with_sink_and(cx, |sink, _, _, _, _| {
+            sink.head(&AnswerHead {
+                status: 101,
+                headers: &fields,
+                content_length: None,
+                bodiless: false,
+                upgrade: true,
+            })
+        });
+        let now = cx.sv.clock.mono_secs;
+        if let Some(gw) = self.gw.as_deref_mut() {
+            gw.ws = Some(Box::new(WsSide {
+                decoder: ws::Decoder::default(),
+                binary,
+                partial: Vec::new(),
+                closed: false,
+                ping_every: every,
+                ping_at: now + every,
+                scratch: Vec::new(),
+            }));
+        }
+    }
+
+    /// The client's bytes on a WebSocket: decoded as far as the backend's
+    /// window has room, the messages' bytes to the backend, a control
+    /// frame acted on. Returns how many bytes were used.
+    pub(super) fn feed_ws(&mut self, bytes: &[u8], cx: &mut Ctx<'_>) -> usize {
+        let Some(gw) = self.gw.as_deref_mut() else {
+            return 0;
+        };
+        let job = gw.start.job;
+        let Some(ws) = gw.ws.as_deref_mut() else {
+            return 0;
+        };
+        if ws.closed {
+            return bytes.len();
+        }
+        // A message's bytes are never more than its frames': what fits
+        // the window decodes into what the window takes.
+        let room = cx.sv.upstream.room(job);
+        let input = &bytes[..bytes.len().min(room)];
+        let mut data = std::mem::take(&mut ws.scratch);
+        data.clear();
+        let decoded = ws.decoder.feed(input, &mut data);
+        let (used, control) = match decoded {
+            Ok(d) => d,
+            Err(v) => {
+                log::debug!(
+                    "WebSocket from {:?}: {}; closing with {}",
+                    self.peer,
+                    v.why,
+                    v.code
+                );
+                ws.send_close(v.code, &mut self.out.mem);
+                self.end_ws(cx);
+                return bytes.len();
+            }
+        };
+        let now = cx.sv.clock.mono_secs;
+        let fed = match data.is_empty() {
+            true => Ok((0, false)),
+            false => cx.sv.upstream.feed(job, &data, now, cx.registry),
+        };
+        if let Some(ws) = self.gw.as_deref_mut().and_then(|g| g.ws.as_deref_mut()) {
+            ws.scratch = data;
+        }
+        if fed.is_err() {
+            self.ws_close(1001, cx);
+            return bytes.len();
+        }
+        self.h1.body_taken(used, false);
+        match control {
+            Some(Control::Ping(p)) => ws::encode(Op::Pong, &p, &mut self.out.mem),
+            Some(Control::Close(code)) => {
+                // §5.5.1: the close answered with the client's code.
+                self.ws_close(code.unwrap_or(1000), cx);
+            }
+            Some(Control::Pong) | None => {}
+        }
+        used
+    }
+
+    /// Sends a Close frame (unless one went) and ends the tunnel: the
+    /// backend connection goes, and the connection closes once the frame
+    /// is out.
+    fn ws_close(&mut self, code: u16, cx: &mut Ctx<'_>) {
+        if let Some(ws) = self.gw.as_deref_mut().and_then(|g| g.ws.as_deref_mut()) {
+            ws.send_close(code, &mut self.out.mem);
+        }
+        self.end_ws(cx);
+    }
+
+    fn end_ws(&mut self, cx: &mut Ctx<'_>) {
+        self.with_sink_and(cx, |sink: &mut ClientSink<'_>, _, _, _, _| sink.end());
+    }
+
+    /// Once a second: a ping when `wstunnel.ping-interval` says one is due,
+    /// or a Close (1001) for a client silent for `server.max-read-idle`,
+    /// as lighttpd sends. True when a frame was queued.
+    pub(super) fn ws_tick(&mut self, cx: &mut Ctx<'_>) -> bool {
+        let now = cx.sv.clock.mono_secs;
+        let idle = u64::from(cx.sv.config.global.max_read_idle);
+        let silent = now.saturating_sub(self.last_active) >= idle;
+        let Some(ws) = self.gw.as_deref_mut().and_then(|g| g.ws.as_deref_mut()) else {
+            return false;
+        };
+        if ws.closed {
+            return false;
+        }
+        if silent {
+            log::debug!(
+                "WebSocket from {:?} silent for {idle} s; closing",
+                self.peer
+            );
+            self.ws_close(1001, cx);
+            return true;
+        }
+        if ws.ping_every > 0 && now >= ws.ping_at {
+            ws.ping_at = now + ws.ping_every;
+            ws::encode(Op::Ping, b"ping", &mut self.out.mem);
+            return true;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_101_names_binary_when_configured_or_offered() {
+        let key = b"dGhlIHNhbXBsZSBub25jZQ==";
+        let (f, binary) = switch_fields(key, None, false);
+        assert!(!binary);
+        assert!(f.contains(&(
+            "Sec-WebSocket-Accept".into(),
+            b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=".to_vec()
+        )));
+        assert!(!f.iter().any(|(k, _)| k == "Sec-WebSocket-Protocol"));
+        let (f, binary) = switch_fields(key, Some(b"chat, binary"), false);
+        assert!(binary);
+        assert!(f.contains(&("Sec-WebSocket-Protocol".into(), b"binary".to_vec())));
+        let (_, binary) = switch_fields(key, None, true);
+        assert!(binary);
+    }
+
+    #[test]
+    fn text_frames_carry_whole_characters() {
+        let mut w = WsSide {
+            decoder: ws::Decoder::default(),
+            binary: false,
+            partial: Vec::new(),
+            closed: false,
+            ping_every: 0,
+            ping_at: 0,
+            scratch: Vec::new(),
+        };
+        let euro = "a€".as_bytes();
+        let mut out = Vec::new();
+        w.send_data(&euro[..2], &mut out);
+        w.send_data(&euro[2..], &mut out);
+        assert_eq!(out, [0x81, 1, b'a', 0x81, 3, 0xe2, 0x82, 0xac]);
+        w.send_close(1000, &mut out);
+        w.send_data(b"late", &mut out);
+        assert_eq!(out.len(), 8 + 4, "nothing after the close");
+    }
+}
