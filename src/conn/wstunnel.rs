@@ -5,55 +5,11 @@
 //! connection with 1002), the backend's bytes framed as text or binary
 //! messages, and `wstunnel.ping-interval`'s pings.
 
+use super::gateway::ws::WsSide;
 use super::gateway::ClientSink;
 use super::{Connection, Ctx};
 use crate::msg::{AnswerHead, Sink};
 use crate::proto::ws::{self, Control, Op};
-
-/// The WebSocket state of a tunnel.
-#[derive(Debug)]
-pub struct WsSide {
-    decoder: ws::Decoder,
-    /// The backend's bytes go out in binary frames (else text).
-    binary: bool,
-    /// The end of a backend read that splits a UTF-8 character, kept for
-    /// the next text frame.
-    partial: Vec<u8>,
-    /// A Close frame went to the client: nothing more goes to it.
-    pub closed: bool,
-    /// `wstunnel.ping-interval`, and the second the next ping is due.
-    ping_every: u64,
-    ping_at: u64,
-    /// Decoded message bytes, reused.
-    scratch: Vec<u8>,
-}
-
-impl WsSide {
-    /// The backend's bytes as one message frame.
-    pub fn send_data(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
-        if self.closed {
-            return;
-        }
-        if self.binary {
-            return ws::encode(Op::Binary, bytes, out);
-        }
-        // A text frame ends on a whole character; the rest waits.
-        let mut all = std::mem::take(&mut self.partial);
-        all.extend_from_slice(bytes);
-        let whole = ws::utf8_whole(&all);
-        if whole > 0 {
-            ws::encode(Op::Text, &all[..whole], out);
-        }
-        self.partial = all.split_off(whole);
-    }
-
-    /// A Close frame with `code`, once.
-    pub fn send_close(&mut self, code: u16, out: &mut Vec<u8>) {
-        if !std::mem::replace(&mut self.closed, true) {
-            ws::encode_close(code, out);
-        }
-    }
-}
 
 /// The 101's fields for request head `key`, `protocols` (the client's
 /// `Sec-WebSocket-Protocol`) and `wstunnel.frame-type`: lighttpd's, with
@@ -106,15 +62,7 @@ impl Connection {
         });
         let now = cx.sv.clock.mono_secs;
         if let Some(gw) = self.gw.as_deref_mut() {
-            gw.ws = Some(Box::new(WsSide {
-                decoder: ws::Decoder::default(),
-                binary,
-                partial: Vec::new(),
-                closed: false,
-                ping_every: every,
-                ping_at: now + every,
-                scratch: Vec::new(),
-            }));
+            gw.ws = Some(Box::new(WsSide::new(binary, every, now)));
         }
     }
 
@@ -240,26 +188,5 @@ mod tests {
         assert!(f.contains(&("Sec-WebSocket-Protocol".into(), b"binary".to_vec())));
         let (_, binary) = switch_fields(key, None, true);
         assert!(binary);
-    }
-
-    #[test]
-    fn text_frames_carry_whole_characters() {
-        let mut w = WsSide {
-            decoder: ws::Decoder::default(),
-            binary: false,
-            partial: Vec::new(),
-            closed: false,
-            ping_every: 0,
-            ping_at: 0,
-            scratch: Vec::new(),
-        };
-        let euro = "a€".as_bytes();
-        let mut out = Vec::new();
-        w.send_data(&euro[..2], &mut out);
-        w.send_data(&euro[2..], &mut out);
-        assert_eq!(out, [0x81, 1, b'a', 0x81, 3, 0xe2, 0x82, 0xac]);
-        w.send_close(1000, &mut out);
-        w.send_data(b"late", &mut out);
-        assert_eq!(out.len(), 8 + 4, "nothing after the close");
     }
 }

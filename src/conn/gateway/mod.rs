@@ -7,6 +7,7 @@ use std::fs::File;
 use std::rc::Rc;
 
 mod drive;
+pub mod ws;
 
 use super::encoded::{self, AnswerPlan, Encoded};
 use crate::exchange::{error_run_status, GwStart};
@@ -57,7 +58,7 @@ pub struct GwSide {
     /// The compressed body broke off: it must not end as if complete.
     pub cut: bool,
     /// mod_wstunnel: the WebSocket the tunnel's bytes are framed in.
-    pub ws: Option<Box<super::wstunnel::WsSide>>,
+    pub ws: Option<Box<ws::WsSide>>,
 }
 
 impl GwSide {
