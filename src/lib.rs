@@ -16,8 +16,9 @@
 //! 4. [`exchange`]: one request: settings, rewrite, redirect, access, index files, error handlers, access log.
 //! 5. [`handler`] (static files, listings, the status page) and [`upstream`]
 //!    (SCGI, uwsgi and FastCGI backends: pool, queue, codecs, processes).
-//! 6. [`proto`] (HTTP/1.x request parsing and response encoding) and
-//!    [`accesslog`].
+//! 6. [`proto`] (HTTP/1.x request parsing and response encoding, WebSocket
+//!    frames), [`accesslog`] and [`rrdtool`] (mod_rrdtool's counters and
+//!    its `rrdtool -` process).
 //! 7. [`msg`] (requests, replies, the upstream sink, statuses, ranges),
 //!    [`output`] (the write queue and its one writer), [`net`] (sockets),
 //!    [`acme`] (glint's ACME client: its thread, the storage directory,
@@ -47,6 +48,7 @@ pub mod upstream;
 
 pub mod accesslog;
 pub mod proto;
+pub mod rrdtool;
 
 pub mod acme;
 pub mod msg;

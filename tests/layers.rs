@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("upstream", 5),
     ("proto", 4),
     ("accesslog", 4),
+    ("rrdtool", 4),
     ("acme", 3),
     ("msg", 3),
     ("net", 3),

@@ -366,6 +366,32 @@ impl Config {
         self.merged(&ids)
     }
 
+    /// Every `rrdtool.db-name` some scope sets, the global scope's first,
+    /// each once.
+    pub fn rrdtool_dbs(&self) -> Vec<String> {
+        let mut dbs: Vec<String> = self.global.rrdtool_db.iter().cloned().collect();
+        for v in self.block_values("rrdtool.db-name") {
+            if let Some(d) = v.as_str().filter(|d| !d.trim().is_empty()) {
+                if !dbs.iter().any(|x| x == d) {
+                    dbs.push(d.to_string());
+                }
+            }
+        }
+        dbs
+    }
+
+    /// `rrdtool.binary` (global).
+    pub fn rrdtool_binary(&self) -> Option<&str> {
+        let v = self
+            .global
+            .raw
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "rrdtool.binary");
+        v.and_then(|(_, v)| v.as_str())
+            .filter(|b| !b.trim().is_empty())
+    }
+
     /// Some scope sets `sockproxy.server`.
     pub fn sockproxy_used(&self) -> bool {
         self.sockproxy_servers.iter().any(Option::is_some)

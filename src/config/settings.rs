@@ -254,6 +254,9 @@ pub struct Settings {
     /// mod_sockproxy's and mod_wstunnel's options (shared: most scopes
     /// never change them).
     pub tunnel: Rc<super::tunnel::TunnelSettings>,
+    /// `rrdtool.db-name`: the round-robin database this scope's requests
+    /// are counted in (mod_rrdtool; none by default).
+    pub rrdtool_db: Option<String>,
     /// `document_root` as UTF-8, set beside it by
     /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
     pub document_root_utf8: Option<String>,
@@ -396,6 +399,7 @@ impl Default for Settings {
             webdav: Rc::default(),
             gateway: Default::default(),
             tunnel: Rc::default(),
+            rrdtool_db: None,
             stamp: Stamp::default(),
             document_root_utf8: None,
         }

@@ -122,7 +122,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "gzip.",
         "not an option of lighttpd's own: it reads gzip.* only as keys of deflate.params, which glint honours",
     ),
-    ("rrdtool.", "traffic graphs only"),
     ("ssl.dh-file", "glint offers no finite-field DHE: TLS 1.2 uses ECDHE, TLS 1.3 its own groups"),
     ("ssl.ec-curve", "rustls negotiates X25519, P-256 or P-384 (set ssl.openssl.ssl-conf-cmd \"Groups\" to choose)"),
     ("ssl.empty-fragments", "a TLS 1.0 workaround; glint speaks TLS 1.2 and 1.3 only"),

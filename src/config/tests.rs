@@ -352,8 +352,8 @@ fn warnings_table() {
         ),
         (
             "ignored option in a block",
-            "$HTTP[\"host\"] == \"a\" {\n rrdtool.db-name = \"x\" }",
-            &["t.conf:2: option rrdtool.db-name ignored: traffic graphs only"],
+            "$HTTP[\"host\"] == \"a\" {\n server.core-files = \"enable\" }",
+            &["t.conf:2: option server.core-files ignored: process setting with no effect on what is served"],
         ),
         (
             "mod_compress's name for a mod_deflate option",
@@ -599,8 +599,8 @@ fn errors_table() {
         // line that asked for it.
         (
             "a module glint does not provide, named on its own line",
-            "server.modules = (\n  \"mod_access\",\n  \"mod_rrdtool\",\n)",
-            "t.conf:3:3: module mod_rrdtool is not provided by glint",
+            "server.modules = (\n  \"mod_access\",\n  \"mod_evasive\",\n)",
+            "t.conf:3:3: module mod_evasive is not provided by glint",
         ),
         (
             "a typo in a module name",

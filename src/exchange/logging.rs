@@ -60,6 +60,8 @@ pub fn defer_reply(
 ) -> Option<DeferredLog> {
     if a.reply.settings.accesslog_filename.is_none() {
         counted(sv, info, a.reply.status, req.major);
+        let (bytes_in, bytes_out) = (request_bytes(req), head_bytes + a.reply.body_len());
+        rrd_count(sv, &a.reply.settings, bytes_in, bytes_out);
         return None;
     }
     Some(DeferredLog {
@@ -101,12 +103,13 @@ pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16
         // before it may answer a GET.
         sv.files.clear();
     }
-    if gw.settings.accesslog_filename.is_none() {
-        counted(sv, info, status, gw.head.major());
-        return;
-    }
     let mut headers = Vec::new();
     let req = gw.head.view(&mut headers);
+    if gw.settings.accesslog_filename.is_none() {
+        counted(sv, info, status, gw.head.major());
+        rrd_count(sv, &gw.settings, request_bytes(&req), body);
+        return;
+    }
     let shown = Request {
         request_line: gw.carry.orig_line.as_deref().unwrap_or(req.request_line),
         ..req
@@ -151,6 +154,8 @@ fn log_access(
         None => protocol_of(info),
     };
     counted(sv, info, status, major);
+    let bytes_in = req.map_or(raw_line.len() as u64, request_bytes);
+    rrd_count(sv, settings, bytes_in, head_bytes + body_len);
     let Some(name) = &settings.accesslog_filename else {
         return;
     };
@@ -190,4 +195,22 @@ fn protocol_of(info: &ConnInfo) -> u8 {
     } else {
         1
     }
+}
+
+/// mod_rrdtool: a request done, counted in the database of its scope
+/// (`bytes_in`: its head and announced body; `bytes_out`: the answer's bytes).
+fn rrd_count(sv: &mut Services, settings: &Settings, bytes_in: u64, bytes_out: u64) {
+    if let (Some(rrd), Some(db)) = (sv.rrd.as_mut(), settings.rrdtool_db.as_deref()) {
+        rrd.account(db, bytes_in, bytes_out);
+    }
+}
+
+/// The bytes of a request as the client sent them: its head, and its body
+/// when it announced a length.
+fn request_bytes(req: &Request<'_, '_>) -> u64 {
+    let body = match req.body {
+        crate::msg::Body::Length(n) => n,
+        _ => 0,
+    };
+    req.head_len as u64 + body
 }

@@ -105,6 +105,8 @@ pub struct Services {
     pub webdav: crate::handler::webdav::Stores,
     /// mod_magnet's scripts, each loaded when first run.
     pub magnet: crate::magnet::Magnet,
+    /// mod_rrdtool: its counters and process, when a scope names a database.
+    pub rrd: Option<crate::rrdtool::RrdTool>,
 }
 
 impl Services {
@@ -133,6 +135,7 @@ impl Services {
             alt_svc: Vec::new(),
             webdav: Default::default(),
             magnet: Default::default(),
+            rrd: None,
         }
     }
 

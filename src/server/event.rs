@@ -170,6 +170,10 @@ impl Server {
             }
         }
         self.sv.logs.flush();
+        // mod_rrdtool: what was counted since the last minute.
+        if let Some(r) = self.sv.rrd.as_mut() {
+            r.stop();
+        }
         Ok(())
     }
 
@@ -553,6 +557,9 @@ impl Server {
             crate::handler::static_file::etag_of(meta, &global)
         });
         self.sv.auth.on_tick(self.sv.clock.unix);
+        if let Some(r) = self.sv.rrd.as_mut() {
+            r.on_tick(self.sv.clock.unix);
+        }
         any_closed
     }
 }

@@ -157,7 +157,15 @@ impl Server {
         let dav_names = config.webdav_db_names();
         let webdav = crate::handler::webdav::Stores::open(dav_names.iter().map(String::as_str))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        // mod_rrdtool's process, started now (lighttpd refuses to start
+        // when it cannot run it).
+        let mut rrd = crate::rrdtool::RrdTool::new(config.rrdtool_binary(), &config.rrdtool_dbs());
+        if let Some(r) = rrd.as_mut() {
+            r.start()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        }
         let mut sv = Services::new(config, gateways);
+        sv.rrd = rrd;
         sv.auth = auth;
         sv.webdav = webdav;
         sv.ports = ports;

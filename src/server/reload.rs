@@ -87,6 +87,7 @@ impl Server {
         self.max_connections = config.global.max_connections.max(1) as usize;
         self.sv.auth.reconfigure(&config);
         self.sv.webdav.open_missing(&config.webdav_db_names());
+        self.reload_rrdtool(&config);
         self.sv.config = config;
         self.sv.deflate.set_cache_dirs(&cache_dirs);
         if let Err(e) = self.open_logs() {
@@ -202,5 +203,27 @@ impl Server {
             }
         }
         (ports, bound_ips)
+    }
+
+    /// mod_rrdtool under a new configuration: the databases it names (the
+    /// counts of those it keeps go on), the process started when it is the
+    /// first to name one, stopped (with a last update) when it names none.
+    fn reload_rrdtool(&mut self, config: &crate::config::Config) {
+        let dbs = config.rrdtool_dbs();
+        match (self.sv.rrd.as_mut(), dbs.is_empty()) {
+            (Some(r), false) => r.set_dbs(&dbs),
+            (Some(r), true) => {
+                r.stop();
+                self.sv.rrd = None;
+            }
+            (None, false) => {
+                let mut r = crate::rrdtool::RrdTool::new(config.rrdtool_binary(), &dbs);
+                if let Some(Err(e)) = r.as_mut().map(crate::rrdtool::RrdTool::start) {
+                    log::error!("graceful restart: {e}");
+                }
+                self.sv.rrd = r;
+            }
+            (None, true) => {}
+        }
     }
 }

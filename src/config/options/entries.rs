@@ -89,6 +89,9 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     }
     s.acme.entries(&mut put);
     s.tunnel.entries(&mut put);
+    if let Some(d) = &s.rrdtool_db {
+        put("rrdtool.db-name", Value::Str(d.clone()));
+    }
     out
 }
 

@@ -54,6 +54,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_magnet",
     "mod_sockproxy",
     "mod_wstunnel",
+    "mod_rrdtool",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -68,6 +69,7 @@ pub const KEPT_OPTIONS: &[&str] = &[
     "proxy.map-extensions",
     "sockproxy.balance",
     "wstunnel.balance",
+    "rrdtool.binary",
     "wstunnel.map-extensions",
 ];
 
@@ -87,6 +89,7 @@ pub const GLOBAL_ONLY: &[&str] = &[
     "server.max-worker",
     "server.graceful-shutdown-timeout",
     "server.systemd-socket-activation",
+    "rrdtool.binary",
     "ssl.refresh-certs",
     "glint.acme.activate",
     "glint.acme.directory",
@@ -226,6 +229,8 @@ fn apply_server(
         "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
         "server.defer-accept" => s.defer_accept = boolean(v)?,
         "glint.h3" => s.h3 = boolean(v)?,
+        // (Blank: no database, as lighttpd takes it.)
+        "rrdtool.db-name" => s.rrdtool_db = Some(string(v)?).filter(|d| !d.trim().is_empty()),
         _ => return Ok(None),
     }
     Ok(Some(Applied::Known))
