@@ -268,3 +268,51 @@ fn the_backend_closing_closes_the_websocket() {
     let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
     assert!(c.read_to_end(&mut rest).is_ok(), "not closed");
 }
+
+/// From the attacker's side: pings sent without reading a pong are not
+/// answered into memory without bound; glint stops reading the client
+/// until it reads, and then answers every one.
+#[test]
+fn a_ping_flood_that_reads_nothing_is_held_off() {
+    if server_kind() == Kind::Lighttpd {
+        // (lighttpd queues every pong in memory.)
+        return;
+    }
+    let echo = TcpEcho::start("");
+    let d = Docroot::new();
+    let s = start(&d, "", echo.port);
+    let (head, c) = open_ws(s.port, "/ws/x", None);
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let before = s.rss_kb();
+    let n = 200_000;
+    let mut ping = vec![0x89, 0x80 | 125, 1, 2, 3, 4];
+    ping.extend_from_slice(&[0u8; 125]);
+    let mut w = c.try_clone().expect("clone");
+    let writer = std::thread::spawn(move || {
+        for _ in 0..n {
+            if w.write_all(&ping).is_err() {
+                return false;
+            }
+        }
+        true
+    });
+    // 26 MB of pings sent (as far as glint takes them), none of their
+    // pongs read yet: what the sockets' buffers do not hold, glint would.
+    std::thread::sleep(Duration::from_secs(3));
+    let grown = s.rss_kb().saturating_sub(before);
+    assert!(grown < 4 * 1024, "glint grew by {grown} KiB");
+    // Reading now, every pong comes.
+    let mut r = c;
+    let _ = r.set_read_timeout(Some(Duration::from_secs(10)));
+    let want = n * (2 + 125);
+    let mut got = 0;
+    let mut buf = vec![0u8; 64 * 1024];
+    while got < want {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => got += k,
+        }
+    }
+    assert!(writer.join().expect("writer"), "the writes failed");
+    assert_eq!(got, want, "every pong");
+}

@@ -80,6 +80,12 @@ impl Connection {
         if ws.closed {
             return bytes.len();
         }
+        if self.out.pending_mem() >= super::gateway::CLIENT_HIGH_WATER {
+            // A client that sends pings (or anything answered) and does
+            // not read the answers is read no further until it does: its
+            // pongs cannot pile up in memory.
+            return 0;
+        }
         // A message's bytes are never more than its frames': what fits
         // the window decodes into what the window takes.
         let room = cx.sv.upstream.room(job);
