@@ -331,6 +331,18 @@ fn an_unread_chunked_body_closes_and_a_tunnel_passes_bytes() {
     assert_eq!(s.write_state(), Write::Tunnel);
     assert_eq!(feed(&mut s, b"frame", offer()), Got::Body(5));
     assert_eq!(s.peer_closed(), Eof::Tunnel);
+    // The backend's end ends the connection once its last bytes are out.
+    s.complete(offer(), false);
+    assert_eq!(s.written(0), Next::Close);
+
+    // With the client still sending, after reading (and dropping) what it
+    // sends for a while: its close must not reset the last bytes.
+    let mut s = Session::new();
+    s.plan(Shape::Tunnel, false, offer());
+    s.complete(offer(), false);
+    assert_eq!(s.write_state(), Write::Closing { linger: true });
+    assert_eq!(feed(&mut s, b"late", offer()), Got::Drop(4));
+    assert_eq!(s.written(0), Next::Linger);
 }
 
 #[test]
