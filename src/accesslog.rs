@@ -118,30 +118,67 @@ pub struct Entry<'a> {
     pub elapsed_us: u64,
     /// The user mod_auth let in (`%u`), if any.
     pub remote_user: Option<&'a str>,
+    /// `accesslog.escaping`.
+    pub escaping: Escaping,
 }
 
-fn push_escaped(out: &mut Vec<u8>, v: &[u8]) {
+/// `accesslog.escaping`: how bytes a client chose are written, as
+/// lighttpd 1.4.69 writes them: `"` and `\\` with a backslash, the
+/// whitespace controls as `\\t`, `\\n`, ..., other bytes outside printable
+/// ASCII as `\\xHH` ("default") or, in JSON strings, controls as `\\u00HH`
+/// and bytes from 0x7f up as they are ("json").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Escaping {
+    #[default]
+    Default,
+    Json,
+}
+
+fn push_escaped(out: &mut Vec<u8>, v: &[u8], esc: Escaping) {
     for &b in v {
-        if b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b) {
-            out.extend_from_slice(b"\\x");
-            out.extend_from_slice(&crate::syntax::hex_pair(b, crate::syntax::HEX_LOWER));
-        } else {
+        let plain = match esc {
+            Escaping::Default => (0x20..0x7f).contains(&b),
+            Escaping::Json => b >= 0x20,
+        };
+        if plain && b != b'"' && b != b'\\' {
             out.push(b);
+            continue;
+        }
+        let short = match b {
+            0x07 => b'a',
+            0x08 => b'b',
+            b'\t' => b't',
+            b'\n' => b'n',
+            0x0b => b'v',
+            0x0c => b'f',
+            b'\r' => b'r',
+            b'"' | b'\\' => b,
+            _ => 0,
+        };
+        if short != 0 {
+            out.extend_from_slice(&[b'\\', short]);
+        } else {
+            out.extend_from_slice(match esc {
+                Escaping::Default => b"\\x",
+                Escaping::Json => b"\\u00",
+            });
+            out.extend_from_slice(&crate::syntax::hex_pair(b, crate::syntax::HEX_UPPER));
         }
     }
 }
 
-fn push_or_dash(out: &mut Vec<u8>, v: &[u8]) {
+fn push_or_dash(out: &mut Vec<u8>, v: &[u8], esc: Escaping) {
     if v.is_empty() {
         out.push(b'-');
     } else {
-        push_escaped(out, v);
+        push_escaped(out, v, esc);
     }
 }
 
 impl Format {
     /// Appends one line for `e` to `out`.
     pub fn write(&self, e: &Entry<'_>, out: &mut Vec<u8>) {
+        let esc = e.escaping;
         for p in &self.0 {
             match p {
                 Piece::Lit(s) => out.extend_from_slice(s.as_bytes()),
@@ -152,13 +189,13 @@ impl Format {
                     None => out.push(b'-'),
                 },
                 Piece::RemoteUser => match e.remote_user {
-                    Some(u) if !u.is_empty() => push_escaped(out, u.as_bytes()),
+                    Some(u) if !u.is_empty() => push_escaped(out, u.as_bytes(), esc),
                     _ => out.push(b'-'),
                 },
                 Piece::Time => out.extend_from_slice(e.time.as_bytes()),
                 Piece::RequestLine => match e.request {
-                    Some(r) => push_escaped(out, r.request_line),
-                    None => push_escaped(out, e.raw_line),
+                    Some(r) => push_escaped(out, r.request_line, esc),
+                    None => push_escaped(out, e.raw_line, esc),
                 },
                 Piece::Status => {
                     let _ = write!(out, "{}", e.status);
@@ -174,23 +211,28 @@ impl Format {
                     let _ = write!(out, "{}", e.body_bytes + e.head_bytes);
                 }
                 Piece::ReqHeader(h) => {
-                    push_or_dash(out, e.request.and_then(|r| r.header(h)).unwrap_or(b""))
+                    push_or_dash(out, e.request.and_then(|r| r.header(h)).unwrap_or(b""), esc)
                 }
                 Piece::Method => push_or_dash(
                     out,
                     e.request.map(|r| r.method_str.as_bytes()).unwrap_or(b""),
+                    esc,
                 ),
-                Piece::UrlPath => {
-                    push_or_dash(out, e.request.map(|r| r.path().as_bytes()).unwrap_or(b""))
-                }
-                Piece::Query => {
-                    push_or_dash(out, e.request.map(|r| r.query().as_bytes()).unwrap_or(b""))
-                }
+                Piece::UrlPath => push_or_dash(
+                    out,
+                    e.request.map(|r| r.path().as_bytes()).unwrap_or(b""),
+                    esc,
+                ),
+                Piece::Query => push_or_dash(
+                    out,
+                    e.request.map(|r| r.query().as_bytes()).unwrap_or(b""),
+                    esc,
+                ),
                 Piece::Protocol => out.extend_from_slice(match e.request {
                     Some(r) => r.protocol().as_bytes(),
                     None => b"-",
                 }),
-                Piece::Host => push_or_dash(out, e.request.map(|r| r.host).unwrap_or(b"")),
+                Piece::Host => push_or_dash(out, e.request.map(|r| r.host).unwrap_or(b""), esc),
                 Piece::ServerPort => {
                     let _ = write!(out, "{}", e.server_port);
                 }
@@ -275,6 +317,10 @@ pub struct AccessLogs {
     formats: HashMap<String, Format>,
     /// Names that failed to open: logged once, not retried until reopen.
     failed: Vec<String>,
+    /// The system log (`accesslog.use-syslog`), once a line went there.
+    syslog: Option<crate::syslog::Syslog>,
+    /// A line for the system log, reused.
+    line: Vec<u8>,
 }
 
 impl AccessLogs {
@@ -314,6 +360,34 @@ impl AccessLogs {
         }
     }
 
+    /// Sends one line for `e` in `format` to the system log at `level`
+    /// (`accesslog.use-syslog`); the first opens the log under `facility`.
+    pub fn log_syslog(&mut self, facility: u8, level: u8, format: &str, e: &Entry<'_>) {
+        if self.syslog.is_none() {
+            match crate::syslog::Syslog::open(facility) {
+                Ok(s) => self.syslog = Some(s),
+                Err(err) => {
+                    if !self.failed.iter().any(|f| f.is_empty()) {
+                        log::error!("cannot open the system log for the access log: {err}");
+                        // (The empty name stands for the system log.)
+                        self.failed.push(String::new());
+                    }
+                    return;
+                }
+            }
+        }
+        if !self.formats.contains_key(format) {
+            self.formats
+                .insert(format.to_string(), Format::parse(format));
+        }
+        let (Some(s), Some(fmt)) = (self.syslog.as_ref(), self.formats.get(format)) else {
+            return;
+        };
+        self.line.clear();
+        fmt.write(e, &mut self.line);
+        s.send(level, &self.line);
+    }
+
     /// Writes every buffer out (each tick, and at exit).
     pub fn flush(&mut self) {
         for (name, d) in self.dests.iter_mut() {
@@ -338,6 +412,17 @@ mod tests {
     use crate::proto::h1::parse;
 
     #[test]
+    fn escaping_default_and_json() {
+        let raw = b"a\"b\\c\td\x01\xe9";
+        let mut d = Vec::new();
+        push_escaped(&mut d, raw, Escaping::Default);
+        assert_eq!(d, b"a\\\"b\\\\c\\td\\x01\\xE9");
+        let mut j = Vec::new();
+        push_escaped(&mut j, raw, Escaping::Json);
+        assert_eq!(j, b"a\\\"b\\\\c\\td\\u0001\xe9");
+    }
+
+    #[test]
     fn default_format_line() {
         let buf =
             b"GET /index.html?x=1 HTTP/1.1\r\nHost: example.org\r\nUser-Agent: ab \"q\"\r\n\r\n";
@@ -354,12 +439,13 @@ mod tests {
             server_port: 80,
             elapsed_us: 12,
             remote_user: Some("alice"),
+            escaping: Escaping::Default,
         };
         let mut out = Vec::new();
         Format::parse(crate::config::DEFAULT_ACCESSLOG_FORMAT).write(&e, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "127.0.0.1 example.org alice [06/Nov/1994:08:49:37 +0000] \"GET /index.html?x=1 HTTP/1.1\" 200 469 \"-\" \"ab \\x22q\\x22\"\n"
+            "127.0.0.1 example.org alice [06/Nov/1994:08:49:37 +0000] \"GET /index.html?x=1 HTTP/1.1\" 200 469 \"-\" \"ab \\\"q\\\"\"\n"
         );
     }
 
@@ -380,6 +466,7 @@ mod tests {
             server_port: 80,
             elapsed_us: 7,
             remote_user: None,
+            escaping: Escaping::Default,
         };
         let mut out = Vec::new();
         f.write(&e, &mut out);

@@ -20,6 +20,7 @@ use log::{Log, Metadata, Record};
 enum Sink {
     Stderr,
     File { path: PathBuf, file: File },
+    Syslog(crate::syslog::Syslog),
 }
 
 static SINK: Mutex<Sink> = Mutex::new(Sink::Stderr);
@@ -47,22 +48,28 @@ impl Log for ErrorLog {
             log::Level::Warn => "warning: ",
             _ => "",
         };
+        let Ok(mut sink) = SINK.lock() else {
+            return;
+        };
+        if let Sink::Syslog(s) = &*sink {
+            // syslog stamps the time itself.
+            let msg = format!("({module}) {level}{}", record.args());
+            return s.send(crate::syslog::LOG_ERR, msg.as_bytes());
+        }
         let line = format!(
             "{}: ({module}) {level}{}\n",
             local_timestamp(),
             record.args()
         );
-        write_line(line.as_bytes());
+        write_line(&mut sink, line.as_bytes());
     }
 
     fn flush(&self) {}
 }
 
-fn write_line(line: &[u8]) {
-    let Ok(mut sink) = SINK.lock() else {
-        return;
-    };
-    match &mut *sink {
+fn write_line(sink: &mut Sink, line: &[u8]) {
+    match sink {
+        Sink::Syslog(_) => {}
         Sink::Stderr => {
             let _ = io::stderr().write_all(line);
         }
@@ -97,6 +104,16 @@ pub fn open_file(path: &Path) -> io::Result<()> {
             path: path.to_path_buf(),
             file,
         };
+    }
+    Ok(())
+}
+
+/// Sends the log to the system log from now on
+/// (`server.errorlog-use-syslog`), under `facility`.
+pub fn open_syslog(facility: u8) -> io::Result<()> {
+    let s = crate::syslog::Syslog::open(facility)?;
+    if let Ok(mut sink) = SINK.lock() {
+        *sink = Sink::Syslog(s);
     }
     Ok(())
 }

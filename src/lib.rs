@@ -34,7 +34,8 @@
 //!    options), [`forwarded`] (mod_extforward, the PROXY protocol) and
 //!    [`sockopt`] (the TCP options nix has no wrapper for).
 //! 9. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
-//!    hex, percent-encoding, the Host check), once.
+//!    hex, percent-encoding, the Host check), once; and [`syslog`], the
+//!    system log's socket (the error log and the access log use it).
 pub mod service;
 
 pub mod server;
@@ -72,4 +73,5 @@ pub mod signals;
 pub mod sockopt;
 pub mod stats;
 pub mod syntax;
+pub mod syslog;
 pub mod tls;

@@ -291,9 +291,25 @@ fn reloader(cli: Cli, base: Option<PathBuf>, started: Rc<Settings>) -> Reloader 
     })
 }
 
+/// `server.syslog-facility` as a number (default `daemon`).
+fn syslog_facility(s: &Settings) -> Result<u8, String> {
+    let name = s.syslog_facility.as_deref().unwrap_or("daemon");
+    glint::syslog::facility(name)
+        .ok_or_else(|| format!("server.syslog-facility {name}: no such facility"))
+}
+
 /// `server.errorlog`: a file, opened now (before privileges are dropped)
 /// when `switch`, else only checked (`-tt`). Pipes are not supported.
 fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
+    if s.errorlog_use_syslog {
+        // `server.errorlog-use-syslog` wins over `server.errorlog`, as in lighttpd.
+        if !switch {
+            return Ok(());
+        }
+        let facility = syslog_facility(s)?;
+        return glint::errorlog::open_syslog(facility)
+            .map_err(|e| format!("server.errorlog-use-syslog: {e}"));
+    }
     let Some(name) = s.errorlog.as_deref().filter(|n| !n.is_empty()) else {
         return Ok(());
     };

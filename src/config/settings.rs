@@ -126,6 +126,18 @@ pub struct Settings {
     pub accesslog_filename: Option<String>,
     /// `accesslog.format` (default lighttpd's `%h %V %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`).
     pub accesslog_format: Option<String>,
+    /// `accesslog.escaping`: "json" writes client bytes as JSON string
+    /// escapes; anything else is lighttpd's default `\\xHH` form.
+    pub accesslog_escaping_json: bool,
+    /// `accesslog.use-syslog` (default disable): lines go to the system
+    /// log instead of `accesslog.filename`.
+    pub accesslog_use_syslog: bool,
+    /// `accesslog.syslog-level` (default 6, info): their severity.
+    pub accesslog_syslog_level: u8,
+    /// `server.errorlog-use-syslog` (default disable; global).
+    pub errorlog_use_syslog: bool,
+    /// `server.syslog-facility` (default `daemon`; global).
+    pub syslog_facility: Option<String>,
     /// mod_access: `url.access-deny`, `url.access-allow`.
     pub access: Access,
     /// `server.force-lowercase-filenames` (default disable): file system
@@ -140,6 +152,13 @@ pub struct Settings {
     pub use_ipv6: bool,
     /// `server.set-v6only` (default enable): IPv6 listeners take IPv6 only.
     pub set_v6only: bool,
+    /// `server.v4mapped` (default unset): when set, IPv6 listeners take
+    /// IPv4 clients as mapped addresses (enable) or not (disable), over
+    /// `server.set-v6only`.
+    pub v4mapped: Option<bool>,
+    /// `server.feature-flags` `"server.absolute-dir-redirect"` (default
+    /// disable): a directory's redirect names scheme and host too.
+    pub absolute_dir_redirect: bool,
     /// `server.socket-perms`: octal mode of unix socket listeners (e.g. "0660").
     pub socket_perms: Option<u32>,
     /// `server.defer-accept` (default disable, as lighttpd): TCP_DEFER_ACCEPT
@@ -347,6 +366,11 @@ impl Default for Settings {
             static_file: Default::default(),
             accesslog_filename: None,
             accesslog_format: None,
+            accesslog_escaping_json: false,
+            accesslog_use_syslog: false,
+            accesslog_syslog_level: 6,
+            errorlog_use_syslog: false,
+            syslog_facility: None,
             access: Default::default(),
             force_lowercase_filenames: false,
             error_handler: None,
@@ -355,6 +379,8 @@ impl Default for Settings {
             set_v6only: true,
             socket_perms: None,
             defer_accept: false,
+            v4mapped: None,
+            absolute_dir_redirect: false,
             tls: Default::default(),
             h3: DEFAULT_H3,
             ssl: crate::tls::ScopeOptions::default(),

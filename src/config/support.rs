@@ -80,10 +80,6 @@ pub const IGNORED: &[(&str, &str)] = &[
         "timestamp precision of mod_status figures",
     ),
     (
-        "server.syslog-facility",
-        "only used with syslog, which glint refuses when enabled",
-    ),
-    (
         "server.stream-request-body",
         "glint streams request bodies to backends with bounded buffers",
     ),
@@ -116,6 +112,10 @@ pub const IGNORED: &[(&str, &str)] = &[
         "glint never serves a static file for a path with more after its name",
     ),
     ("simple-vhost.debug", "log verbosity only"),
+    (
+        "server.reject-expect-100-with-417",
+        "lighttpd 1.4.69 reads it and ignores it too: Expect: 100-continue is answered as RFC 9110 says",
+    ),
     ("proxy.debug", "log verbosity only"),
     ("dir-listing.cache", "listings are built for each request"),
     (
@@ -136,16 +136,10 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
     ("ssl.use-sslv3", Default::Bool(false)),
     ("ssl.use-compression", Default::Bool(false)),
     ("server.protocol-http11", Default::Bool(true)),
-    ("server.reject-expect-100-with-417", Default::Bool(false)),
-    ("server.errorlog-use-syslog", Default::Bool(false)),
-    ("accesslog.use-syslog", Default::Bool(false)),
-    ("accesslog.escaping", Default::Str("default")),
     ("mimetype.use-xattr", Default::Bool(false)),
     ("server.error-intercept", Default::Bool(false)),
     ("server.kbytes-per-second", Default::Int(0)),
     ("connection.kbytes-per-second", Default::Int(0)),
-    ("server.v4mapped", Default::Bool(false)),
-    ("server.absolute-dir-redirect", Default::Bool(false)),
     ("maxminddb.activate", Default::Bool(false)),
 ];
 
@@ -153,7 +147,6 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
 enum Default {
     Bool(bool),
     Int(i64),
-    Str(&'static str),
 }
 
 impl Default {
@@ -167,7 +160,6 @@ impl Default {
             }
             (Default::Int(n), Value::Int(i)) => i == n,
             (Default::Int(n), Value::Str(s)) => s.parse::<i64>().ok() == Some(*n),
-            (Default::Str(d), Value::Str(s)) => s == d,
             _ => false,
         }
     }
@@ -210,6 +202,7 @@ const FEATURE_FLAGS: &[&str] = &[
     "server.h2-discard-backend-1xx",
     "server.h2proto",
     "server.h2c",
+    "server.absolute-dir-redirect",
     "server.pcre_jit",
     "ssl.session-cache",
     "auth.http-goaway-invalid-creds",
@@ -334,19 +327,12 @@ const LIGHTTPD_NAMESPACES: &[(&str, &str)] = &[
 /// the module that reads it (from the `config_plugin_keys_t` tables of
 /// its sources).
 const LIGHTTPD_OPTIONS: &[(&str, &str)] = &[
-    ("accesslog.escaping", "mod_accesslog"),
-    ("accesslog.syslog-level", "mod_accesslog"),
-    ("accesslog.use-syslog", "mod_accesslog"),
     ("connection.kbytes-per-second", "core"),
     ("mimetype.use-xattr", "core"),
     ("mimetype.xattr-name", "core"),
-    ("server.absolute-dir-redirect", "core"),
-    ("server.errorlog-use-syslog", "core"),
     ("server.error-intercept", "core"),
     ("server.kbytes-per-second", "core"),
     ("server.protocol-http11", "core"),
-    ("server.reject-expect-100-with-417", "core"),
-    ("server.v4mapped", "core"),
 ];
 
 #[cfg(test)]

@@ -1439,7 +1439,8 @@ const LIGHTTPD_1_4_69_OPTIONS: &[&str] = &[
     "scgi.map-extensions",
     "scgi.protocol",
     "scgi.server",
-    "server.absolute-dir-redirect",
+    // (Not "server.absolute-dir-redirect": lighttpd 1.4.69 reads it only
+    // as a key of server.feature-flags, and warns of it as unknown here.)
     "server.bind",
     "server.breakagelog",
     "server.bsd-accept-filter",

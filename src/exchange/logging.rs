@@ -58,7 +58,7 @@ pub fn defer_reply(
     a: &Answer,
     head_bytes: u64,
 ) -> Option<DeferredLog> {
-    if a.reply.settings.accesslog_filename.is_none() {
+    if !logs_access(&a.reply.settings) {
         counted(sv, info, a.reply.status, req.major);
         let (bytes_in, bytes_out) = (request_bytes(req), head_bytes + a.reply.body_len());
         rrd_count(sv, &a.reply.settings, bytes_in, bytes_out);
@@ -105,7 +105,7 @@ pub fn log_gateway(sv: &mut Services, info: &ConnInfo, gw: &GwStart, status: u16
     }
     let mut headers = Vec::new();
     let req = gw.head.view(&mut headers);
-    if gw.settings.accesslog_filename.is_none() {
+    if !logs_access(&gw.settings) {
         counted(sv, info, status, gw.head.major());
         rrd_count(sv, &gw.settings, request_bytes(&req), body);
         return;
@@ -156,9 +156,9 @@ fn log_access(
     counted(sv, info, status, major);
     let bytes_in = req.map_or(raw_line.len() as u64, request_bytes);
     rrd_count(sv, settings, bytes_in, head_bytes + body_len);
-    let Some(name) = &settings.accesslog_filename else {
+    if !logs_access(settings) {
         return;
-    };
+    }
     let format = settings
         .accesslog_format
         .as_deref()
@@ -174,8 +174,28 @@ fn log_access(
         server_port: sv.ports.get(info.listener).copied().unwrap_or(0),
         elapsed_us: 0,
         remote_user,
+        escaping: if settings.accesslog_escaping_json {
+            crate::accesslog::Escaping::Json
+        } else {
+            crate::accesslog::Escaping::Default
+        },
     };
-    sv.logs.log(name, format, &e);
+    if settings.accesslog_use_syslog {
+        let facility = settings
+            .syslog_facility
+            .as_deref()
+            .and_then(crate::syslog::facility)
+            .unwrap_or(3);
+        sv.logs
+            .log_syslog(facility, settings.accesslog_syslog_level, format, &e);
+    } else if let Some(name) = &settings.accesslog_filename {
+        sv.logs.log(name, format, &e);
+    }
+}
+
+/// Is there an access log for this scope (a file, a pipe or the system log)?
+fn logs_access(s: &Settings) -> bool {
+    s.accesslog_filename.is_some() || s.accesslog_use_syslog
 }
 
 /// An answer is complete: counted, and its row on the status page's

@@ -164,7 +164,9 @@ pub(super) fn bind_listener(l: &Listen, s: &crate::config::Settings) -> io::Resu
             )?;
             setsockopt(&fd, sockopt::ReuseAddr, &true)?;
             if addr.is_ipv6() {
-                setsockopt(&fd, sockopt::Ipv6V6Only, &s.set_v6only)?;
+                // `server.v4mapped`, when set, decides over `server.set-v6only`.
+                let v6only = s.v4mapped.map_or(s.set_v6only, |mapped| !mapped);
+                setsockopt(&fd, sockopt::Ipv6V6Only, &v6only)?;
             }
             bind(fd.as_raw_fd(), &SockaddrStorage::from(addr))
                 .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("{addr}: {e}")))?;

@@ -202,6 +202,9 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("server.listen-backlog", int(u64::from(s.listen_backlog)));
     put("server.use-ipv6", bool_value(s.use_ipv6));
     put("server.set-v6only", bool_value(s.set_v6only));
+    if let Some(m) = s.v4mapped {
+        put("server.v4mapped", bool_value(m));
+    }
     if let Some(m) = s.socket_perms {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }

@@ -209,6 +209,11 @@ fn apply_server(
         "etag.use-size" => s.static_file.use_size = boolean(v)?,
         "accesslog.filename" => s.accesslog_filename = Some(string(v)?),
         "accesslog.format" => s.accesslog_format = Some(string(v)?),
+        "accesslog.escaping" => s.accesslog_escaping_json = string(v)? == "json",
+        "accesslog.use-syslog" => s.accesslog_use_syslog = boolean(v)?,
+        "accesslog.syslog-level" => s.accesslog_syslog_level = integer(v, 7)? as u8,
+        "server.errorlog-use-syslog" => s.errorlog_use_syslog = boolean(v)?,
+        "server.syslog-facility" => s.syslog_facility = Some(string(v)?),
         "url.access-deny" => s.access.deny = list(v)?,
         "url.access-allow" => s.access.allow = list(v)?,
         "server.force-lowercase-filenames" => s.force_lowercase_filenames = boolean(v)?,
@@ -226,6 +231,7 @@ fn apply_server(
         "server.h2c" => s.h2c = boolean(v)?,
         "server.use-ipv6" => s.use_ipv6 = boolean(v)?,
         "server.set-v6only" => s.set_v6only = boolean(v)?,
+        "server.v4mapped" => s.v4mapped = Some(boolean(v)?),
         "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
         "server.defer-accept" => s.defer_accept = boolean(v)?,
         "glint.h3" => s.h3 = boolean(v)?,
@@ -249,6 +255,8 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
             if let Some(on) = feature_flag(v, "server.h2c")? {
                 s.h2c = on;
             }
+            s.absolute_dir_redirect =
+                feature_flag(v, "server.absolute-dir-redirect")?.unwrap_or(false);
             keep_raw(s, key, v);
         }
         "setenv.add-response-header" => s.setenv.add_response_header = pairs(v)?,

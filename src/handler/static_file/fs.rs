@@ -70,6 +70,13 @@ fn open_error_status(e: &io::Error) -> u16 {
 /// encoded from the decoded path: `/~test%20ä_` goes to `/~test%20%C3%A4_/`.
 pub(super) fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Reply) {
     let mut loc = Vec::with_capacity(req.path.len() * 3 + req.query.len() + 4);
+    // The feature flag `server.absolute-dir-redirect`: scheme and host
+    // first (a request without a Host gets the relative form).
+    if r.settings.absolute_dir_redirect && !req.host.is_empty() {
+        loc.extend_from_slice(req.scheme.as_bytes());
+        loc.extend_from_slice(b"://");
+        loc.extend_from_slice(req.host);
+    }
     // lighttpd's ENCODING_REL_URI: an encoded slash, which the decoded
     // path keeps as `%2F`, stays one.
     syntax::percent_encode(req.path.as_bytes(), &syntax::REL_URI, &mut loc);
