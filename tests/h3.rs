@@ -198,8 +198,13 @@ fn aioquic_get_head_range_post_big_and_100_streams() {
 }
 
 #[test]
-fn alt_svc_announces_the_endpoint_over_tcp_tls_only() {
-    let h = start("");
+fn alt_svc_announces_the_endpoint_over_tcp_tls_only_for_files_and_backends() {
+    let app = python(&[backends_dir().join("http_app.py").to_str().expect("path")]);
+    let h = start(&format!(
+        "server.modules += ( \"mod_proxy\" )\n$HTTP[\"url\"] =~ \"^/name\" {{\n  \
+         proxy.server = ( \"\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {} ) ) )\n}}\n",
+        app.port
+    ));
     let curl = |args: &[&str]| {
         let o = Command::new("curl")
             .args(["-sS", "-o", "/dev/null", "-D", "-"])
@@ -218,6 +223,34 @@ fn alt_svc_announces_the_endpoint_over_tcp_tls_only() {
     ]);
     let want = format!("alt-svc: h3=\":{}\"; ma=86400", h.port);
     assert!(tls.contains(&want), "HTTPS answer: {tls}");
+    // A backend's answer (the CGI) says it too, once.
+    let cgi = curl(&[
+        "--cacert",
+        &ca.display().to_string(),
+        "--resolve",
+        &format!("localhost:{}:127.0.0.1", h.port),
+        &format!("https://localhost:{}/echo.py", h.port),
+    ]);
+    assert!(cgi.starts_with("http/2 200"), "{cgi}");
+    assert_eq!(
+        cgi.matches(&want).count(),
+        1,
+        "CGI answer over HTTPS: {cgi}"
+    );
+    // And a proxied one.
+    let proxied = curl(&[
+        "--cacert",
+        &ca.display().to_string(),
+        "--resolve",
+        &format!("localhost:{}:127.0.0.1", h.port),
+        &format!("https://localhost:{}/name", h.port),
+    ]);
+    assert!(proxied.contains("x-backend: app"), "{proxied}");
+    assert_eq!(
+        proxied.matches(&want).count(),
+        1,
+        "proxied answer: {proxied}"
+    );
     let plain = curl(&[&format!("http://127.0.0.1:{}/index.html", h.s.port)]);
     assert!(plain.starts_with("http/1.1 200"), "{plain}");
     assert!(

@@ -100,7 +100,7 @@ pub struct Services {
     pub auth: AuthState,
     /// Per listener: the `Alt-Svc` value announcing its HTTP/3 endpoint
     /// (`glint.h3`), added to the answers given over TLS on it.
-    pub alt_svc: Vec<Option<String>>,
+    pub alt_svc: Vec<Option<Rc<str>>>,
     /// mod_webdav's databases, opened at start.
     pub webdav: crate::handler::webdav::Stores,
     /// mod_magnet's scripts, each loaded when first run.
@@ -417,9 +417,14 @@ pub fn respond(
         Outcome::Gateway(_) => 0,
     };
     sv.board.answered_by(slot, stream, &sv.scratch.fs_path, len);
-    if let (Outcome::Reply(a), Some(_), true) = (&mut outcome, &info.tls, req.major < 3) {
-        if let Some(v) = sv.alt_svc.get(info.listener).and_then(Option::as_deref) {
-            a.reply.header("alt-svc", v.as_bytes());
+    // HTTP/3 beside this TLS socket: every answer over TCP says so,
+    // glint's own and a backend's.
+    if let (Some(_), true) = (&info.tls, req.major < 3) {
+        if let Some(v) = sv.alt_svc.get(info.listener).and_then(Option::as_ref) {
+            match &mut outcome {
+                Outcome::Reply(a) => a.reply.header("alt-svc", v.as_bytes()),
+                Outcome::Gateway(g) => sv.upstream.set_alt_svc(g.job, Rc::clone(v)),
+            }
         }
     }
     outcome

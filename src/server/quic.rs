@@ -71,7 +71,7 @@ impl Server {
         self.sv.alt_svc = (0..self.listeners.len())
             .map(|i| {
                 quic.port_of(i)
-                    .map(|p| format!("h3=\":{p}\"; ma={ALT_SVC_MAX_AGE}"))
+                    .map(|p| format!("h3=\":{p}\"; ma={ALT_SVC_MAX_AGE}").into())
             })
             .collect();
         self.quic = quic;

@@ -184,9 +184,10 @@ fn start_answer(
         *dechunk = Some(chunked::Decoder::default());
     }
     job.answer = Answer::Streaming;
+    let headers = job.with_alt_svc(&head.headers);
     sink.head(&AnswerHead {
         status: head.status,
-        headers: &head.headers,
+        headers: &headers,
         content_length: head.content_length.filter(|_| !upgrade),
         bodiless,
         upgrade,
@@ -276,9 +277,10 @@ fn send_file_instead(
             return sink.fail(404);
         }
     };
+    let headers = job.with_alt_svc(&head.headers);
     let h = AnswerHead {
         status: head.status,
-        headers: &head.headers,
+        headers: &headers,
         content_length: Some(len),
         bodiless: false,
         upgrade: false,

@@ -98,6 +98,31 @@ pub struct Job {
     /// kept one was found closed).
     pub(super) fresh_conn: bool,
     pub(super) answer: Answer,
+    /// The `Alt-Svc` value its answer carries (HTTP/3 offered beside the
+    /// TLS socket the request came on), unless the backend sent its own.
+    pub(super) alt_svc: Option<Rc<str>>,
+}
+
+impl Job {
+    /// `headers` with the job's `Alt-Svc` added, when it has one and the
+    /// backend did not send one.
+    pub(super) fn with_alt_svc<'h>(
+        &self,
+        headers: &'h [(String, Vec<u8>)],
+    ) -> std::borrow::Cow<'h, [(String, Vec<u8>)]> {
+        match &self.alt_svc {
+            Some(v)
+                if !headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("alt-svc")) =>
+            {
+                let mut h = headers.to_vec();
+                h.push(("Alt-Svc".to_string(), v.as_bytes().to_vec()));
+                std::borrow::Cow::Owned(h)
+            }
+            _ => std::borrow::Cow::Borrowed(headers),
+        }
+    }
 }
 
 /// How long a CGI head is held for its length once the program's output
@@ -151,6 +176,7 @@ impl Gateways {
             attempts: 0,
             fresh_conn: false,
             answer: Answer::Nothing,
+            alt_svc: None,
         });
         if !collecting {
             let sent = self.dispatch(key, now, registry);
@@ -163,6 +189,13 @@ impl Gateways {
             }
         }
         Ok(JobId { key, gen })
+    }
+
+    /// The answer of job `id` announces HTTP/3 with `Alt-Svc: value`.
+    pub fn set_alt_svc(&mut self, id: JobId, value: Rc<str>) {
+        if let Some(j) = self.job_mut(id) {
+            j.alt_svc = Some(value);
+        }
     }
 
     fn job(&self, id: JobId) -> Option<&Job> {

@@ -133,9 +133,10 @@ fn start_answer(
         // The client's bytes go to the backend from now on.
         job.upload.start_tunnel();
     }
+    let headers = job.with_alt_svc(pairs);
     sink.head(&AnswerHead {
         status: head.status,
-        headers: pairs,
+        headers: &headers,
         content_length,
         bodiless,
         upgrade,
