@@ -10,6 +10,13 @@ is contacted.
 
     python3 benches/magnet.py [--rounds N] [--quick]
 
+A second part (glint only: lighttpd runs a script without a bound, so a
+runaway script stops it for good) shows what a runaway script costs the
+other connections: wrk -c10 on /index.html, alone and while a client asks
+again and again for a URL whose script never ends (each such request is
+stopped after its slice and answered 500); wrk's latency percentiles of the
+two runs side by side.
+
 Server CPU per request: the server's user+system CPU (all its processes
 and threads, from /proc) during the run, divided by the requests completed.
 """
@@ -59,13 +66,20 @@ def conf(name: str, d: Path, docroot: Path, port: int, script: Path | None) -> s
     return "\n".join(lines) + "\n"
 
 
+# The same, and a URL whose script never returns.
+RUNAWAY_SCRIPT = SCRIPT + """if path == "/spin" then
+  while true do end
+end
+"""
+
+
 def make(name: str, variant: str, tmp: Path, docroot: Path, port: int, glint: Path) -> C.Server:
     d = tmp / f"{name}-{variant}"
     d.mkdir(parents=True, exist_ok=True)
     script = None
-    if variant == "script":
+    if variant in ("script", "runaway"):
         script = d / "trivial.lua"
-        script.write_text(SCRIPT)
+        script.write_text(RUNAWAY_SCRIPT if variant == "runaway" else SCRIPT)
     c = d / f"{name}.conf"
     c.write_text(conf(name, d, docroot, port, script))
     if name == "glint":
@@ -120,7 +134,54 @@ def run_rounds(args, tmp: Path, docroot: Path) -> dict:
     return results
 
 
-def report(args, results: dict) -> list[str]:
+def spinner(port: int, stop, got: list) -> None:
+    """Asks for /spin on one keep-alive connection until told to stop;
+    counts the statuses."""
+    import http.client
+    while not stop.is_set():
+        try:
+            c = http.client.HTTPConnection(C.HOST, port, timeout=10)
+            while not stop.is_set():
+                c.request("GET", "/spin")
+                r = c.getresponse()
+                r.read()
+                got.append(r.status)
+        except OSError:
+            got.append(0)
+
+
+def runaway(args, tmp: Path, docroot: Path) -> dict:
+    """wrk -c10 on /index.html with and without a runaway script running
+    beside it (glint only)."""
+    import threading
+    dur = 3 if args.quick else 8
+    wl = dict(id="wrk-c10", tool="wrk", path="/index.html", c=10, d=dur)
+    out = {}
+    port = C.free_port(23500)
+    srv = make("glint", "runaway", tmp / "runaway", docroot, port, Path(args.glint_bin))
+    if not srv.start():
+        print(f"glint/runaway: {srv.error}", file=sys.stderr)
+        return out
+    try:
+        for label in ("alone", "beside a runaway script"):
+            stop, got = threading.Event(), []
+            t = None
+            if label != "alone":
+                t = threading.Thread(target=spinner, args=(port, stop, got), daemon=True)
+                t.start()
+            r = C.run_load(wl, port, tmp)
+            stop.set()
+            if t:
+                t.join(15)
+            r["spin_answers"] = {str(s): got.count(s) for s in sorted(set(got))}
+            C.log(f"runaway {label}: {r['rps']:.0f} req/s, p99 {r.get('p99_ms')} ms, /spin {r['spin_answers']}")
+            out[label] = r
+    finally:
+        srv.stop()
+    return out
+
+
+def report(args, results: dict, spin: dict) -> list[str]:
     summary = {}
     for key, per in results.items():
         for wid, runs in per.items():
@@ -135,7 +196,7 @@ def report(args, results: dict) -> list[str]:
     cmd = "python3 benches/magnet.py " + " ".join(sys.argv[1:])
     out = {"date": stamp, "command": cmd, "versions": versions, "script": SCRIPT,
            "workloads": {w["id"]: w["title"] for w in workloads(args.quick)},
-           "summary": summary, "runs": results}
+           "summary": summary, "runs": results, "runaway": spin}
     C.RESULTS.mkdir(parents=True, exist_ok=True)
     (C.RESULTS / "magnet.json").write_text(json.dumps(out, indent=1, default=str))
     lines = [f"# mod_magnet ({stamp})", "",
@@ -160,6 +221,17 @@ def report(args, results: dict) -> list[str]:
             lines += ["", f"CPU per request with the script, glint/lighttpd: "
                           f"{g['cpu_us_per_req'] / l['cpu_us_per_req']:.2f}"]
         lines.append("")
+    if spin:
+        lines += ["## A runaway script beside other clients (glint)", "",
+                  "`wrk -t1 -c10 --latency /index.html`, alone and while one client asks for `/spin`, "
+                  "whose script loops forever, again and again (each such request is stopped "
+                  "after its slice and answered 500):", "",
+                  "| run | req/s | p99 latency ms | errors | /spin answers |", "|---|---:|---:|---:|---|"]
+        for label, r in spin.items():
+            p99 = r.get("p99_ms")
+            lines.append(f"| {label} | {r['rps']:.0f} | {p99 if p99 is not None else '-'} | "
+                         f"{r.get('failed', 0) + r.get('non2xx', 0)} | {r.get('spin_answers', {})} |")
+        lines.append("")
     (C.RESULTS / "magnet.md").write_text("\n".join(lines))
     return lines
 
@@ -176,7 +248,8 @@ def main() -> int:
     docroot = tmp / "www"
     C.make_docroot(docroot)
     results = run_rounds(args, tmp, docroot)
-    print("\n".join(report(args, results)))
+    spin = runaway(args, tmp, docroot)
+    print("\n".join(report(args, results, spin)))
     return 0
 
 
