@@ -162,14 +162,18 @@ impl Connection {
         }
     }
 
-    /// An idle HTTP/2 connection holds no input or output buffer.
+    /// An idle HTTP/2 connection holds no input or output buffer. The
+    /// output buffer stays while a stream is open: answers still to come
+    /// would take it again at once (and one that grew past the pool's
+    /// bound would be allocated anew each time).
     fn release_idle_buffers(&mut self, cx: &mut Ctx<'_>) {
         if self.input.as_ref().is_some_and(|i| i.is_empty()) {
             if let Some(b) = self.input.take() {
                 cx.pool.put_in(b);
             }
         }
-        if self.out.is_empty() && self.out.mem.capacity() > 0 {
+        let streams_open = self.h2.as_deref().is_some_and(|s| s.open() > 0);
+        if self.out.is_empty() && self.out.mem.capacity() > 0 && !streams_open {
             cx.pool.put_out(self.out.take_buffer());
         }
     }

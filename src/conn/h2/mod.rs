@@ -35,6 +35,7 @@ mod drive;
 pub(in crate::conn) mod fields;
 mod sink;
 pub(in crate::conn) mod stream;
+mod tasks;
 mod timeouts;
 mod upgrade;
 mod write;
@@ -45,11 +46,12 @@ use mio::Registry;
 
 use crate::exchange::{self, ConnInfo, Outcome, Services};
 use crate::msg::{Body, Request, MAX_HEADERS};
-use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead, StreamMap};
+use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead};
 use crate::stats::Stats;
 use fields::{FieldBuf, HeadCache};
 use sink::{send_reply, StreamSink};
 use stream::Task;
+use tasks::Tasks;
 
 /// Memory one stream's answer may have queued before its backend is asked
 /// to pause: 64 KiB, a stream window's worth (what the client takes
@@ -123,7 +125,7 @@ pub struct Session {
     /// The start of a frame that did not fit in one read (a frame may be
     /// 16,393 bytes, the input buffer holds 16,384).
     partial: Vec<u8>,
-    tasks: StreamMap<Task>,
+    tasks: Tasks,
     held: VecDeque<Held>,
     fields: FieldBuf,
     heads: HeadCache,
@@ -176,7 +178,7 @@ impl Session {
         Session {
             core,
             partial: Vec::new(),
-            tasks: StreamMap::default(),
+            tasks: Tasks::default(),
             held: VecDeque::new(),
             fields: FieldBuf::default(),
             heads: HeadCache::default(),
@@ -194,27 +196,13 @@ impl Session {
     }
 
     fn queued_mem(&self) -> usize {
-        self.tasks.values().map(|t| t.mem).sum()
+        self.tasks.mem()
     }
 
     /// Descriptors the queued file ranges hold (ranges of one cached file
-    /// share its descriptor).
+    /// share one).
     fn queued_files(&self) -> usize {
-        if self.tasks.values().map(|t| t.files).sum::<usize>() < MAX_QUEUED_FILES {
-            return 0;
-        }
-        let mut fds: Vec<*const std::fs::File> = self
-            .tasks
-            .values()
-            .flat_map(|t| t.pieces.iter())
-            .filter_map(|p| match p {
-                stream::Chunk::File { file, .. } => Some(std::rc::Rc::as_ptr(file)),
-                _ => None,
-            })
-            .collect();
-        fds.sort_unstable();
-        fds.dedup();
-        fds.len()
+        self.tasks.files()
     }
 
     /// The connection holds as much unsent as it may: new requests wait.
@@ -480,8 +468,7 @@ impl Session {
     fn drop_all(&mut self, sv: &mut Services) {
         let streams: Vec<u32> = self
             .tasks
-            .keys()
-            .copied()
+            .streams()
             .chain(self.held.iter().map(|h| h.stream))
             .collect();
         for s in streams {

@@ -24,6 +24,14 @@ use crate::stats::Stats;
 /// stream's frames sit ahead of a newly ready stream's for longer.
 pub const FILL_HIGH_WATER: u64 = 64 * 1024;
 
+/// What one fill may put in the output buffer: [`FILL_HIGH_WATER`], one
+/// more DATA frame of the default 16 KiB maximum with its header, and
+/// control frames. The buffer is given this much at the first DATA frame
+/// instead of doubling up to it, which copied what it held at each step
+/// (a sixth of the instructions per request of a batch of ten 25 KB
+/// answers over h2c, the buffer being given back between batches).
+const FILL_BUF: usize = FILL_HIGH_WATER as usize + 16 * 1024 + 9 + 4 * 1024;
+
 impl Session {
     /// Frames into `out` what can go: the core's own frames always, DATA up
     /// to [`FILL_HIGH_WATER`]. Streams whose backend paused and whose queue
@@ -78,18 +86,14 @@ impl Session {
             // HEADERS of these streams may still be in the core.
             return;
         }
-        let due: Vec<u32> = self
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.complete && !t.ended && t.pieces.is_empty())
-            .map(|(&s, _)| s)
-            .collect();
-        for s in due {
+        let due = self.tasks.take_due();
+        for &s in &due {
             if let Some(mut task) = self.tasks.remove(&s) {
                 self.end_stream(s, &mut task, out);
                 self.settle(s, task, stats);
             }
         }
+        self.tasks.reuse_due(due);
         self.control(out);
     }
 
@@ -126,6 +130,9 @@ impl Session {
         let n = window.min(left);
         let last = task.complete && !task.cut && only_one && n == left;
         let n = n as usize;
+        if out.mem.capacity() < FILL_BUF {
+            out.mem.reserve_exact(FILL_BUF - out.mem.len());
+        }
         // The header's place: filled once the payload is known to be there.
         let at = out.mem.len();
         out.mem.extend_from_slice(&[0; 9]);

@@ -1,0 +1,186 @@
+//! The table of a session's streams, with what all of them hold queued
+//! kept up to date as tasks go in and out of it.
+//!
+//! Every change to a task's queue is made while the task is out of the
+//! table (`remove`, change, `insert`), so the totals are settled at those
+//! two moments: what the connection holds (memory, distinct files) and
+//! which streams wait only for their END_STREAM are known without a walk
+//! over all streams. The client chooses how many streams are open; a walk
+//! per request or per write made each request's cost grow with them (100
+//! concurrent streams of a 25 KB file cost a quarter more instructions per
+//! request than 10 did, most of it summing and sorting the queues).
+
+use std::fs::File;
+
+use super::stream::{Chunk, Task};
+use crate::proto::h2::conn::StreamMap;
+
+/// The session's streams and their queues' totals.
+#[derive(Debug, Default)]
+pub struct Tasks {
+    map: StreamMap<Task>,
+    /// Memory bytes queued on the streams in `map`.
+    mem: usize,
+    /// Queued file pieces per file (by the address of its shared
+    /// descriptor): ranges of one cached file hold one descriptor. A
+    /// list: new requests wait once it holds `MAX_QUEUED_FILES`, so it
+    /// stays short, and a scan of it costs less than hashing.
+    files: Vec<(*const File, usize)>,
+    /// Streams that may wait only for their END_STREAM (see
+    /// [`Tasks::take_due`]); an entry may be stale or repeated.
+    due: Vec<u32>,
+}
+
+/// A task whose body is all out and whose END_STREAM (or reset) is due.
+fn is_due(t: &Task) -> bool {
+    t.complete && !t.ended && t.pieces.is_empty()
+}
+
+fn file_of(c: &Chunk) -> Option<*const File> {
+    match c {
+        Chunk::File { file, .. } => Some(std::rc::Rc::as_ptr(file)),
+        _ => None,
+    }
+}
+
+impl Tasks {
+    pub fn insert(&mut self, stream: u32, task: Task) {
+        self.mem += task.mem;
+        for f in task.pieces.iter().filter_map(file_of) {
+            match self.files.iter_mut().find(|(p, _)| *p == f) {
+                Some((_, n)) => *n += 1,
+                None => self.files.push((f, 1)),
+            }
+        }
+        if is_due(&task) {
+            self.due.push(stream);
+        }
+        if let Some(old) = self.map.insert(stream, task) {
+            // Never happens (a stream is inserted once at a time); keep
+            // the totals right if it did.
+            self.forget(&old);
+        }
+    }
+
+    pub fn remove(&mut self, stream: &u32) -> Option<Task> {
+        let task = self.map.remove(stream)?;
+        self.forget(&task);
+        Some(task)
+    }
+
+    fn forget(&mut self, task: &Task) {
+        self.mem = self.mem.saturating_sub(task.mem);
+        for f in task.pieces.iter().filter_map(file_of) {
+            if let Some(i) = self.files.iter().position(|(p, _)| *p == f) {
+                self.files[i].1 -= 1;
+                if self.files[i].1 == 0 {
+                    self.files.swap_remove(i);
+                }
+            }
+        }
+    }
+
+    /// A task in the table, for what does not change its queue (the
+    /// request body's state, time stamps).
+    pub fn get_mut(&mut self, stream: &u32) -> Option<&mut Task> {
+        self.map.get_mut(stream)
+    }
+
+    /// Every task, for what does not change its queue (time-outs).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&u32, &mut Task)> {
+        self.map.iter_mut()
+    }
+
+    pub fn streams(&self) -> impl Iterator<Item = u32> + '_ {
+        self.map.keys().copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Memory bytes queued on all streams in the table.
+    pub fn mem(&self) -> usize {
+        self.mem
+    }
+
+    /// Descriptors the queued file ranges hold.
+    pub fn files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Streams whose END_STREAM may be due, each once, in stream order;
+    /// the caller checks each again when it takes the task out.
+    pub fn take_due(&mut self) -> Vec<u32> {
+        let mut due = std::mem::take(&mut self.due);
+        due.sort_unstable();
+        due.dedup();
+        due.retain(|s| self.map.get(s).is_some_and(is_due));
+        due
+    }
+
+    /// Gives back the list [`Tasks::take_due`] returned, emptied, so that
+    /// its memory is reused.
+    pub fn reuse_due(&mut self, mut v: Vec<u32>) {
+        if self.due.is_empty() {
+            v.clear();
+            self.due = v;
+        }
+    }
+
+    /// Frees what an empty table still holds.
+    pub fn shrink_to_fit(&mut self) {
+        self.map.shrink_to_fit();
+        self.files = Vec::new();
+        self.due = Vec::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    fn task_with(mem: &[u8], files: &[&Rc<File>]) -> Task {
+        let mut t = Task::new(0, true, false);
+        t.push_mem(mem);
+        for f in files {
+            t.push_file(Rc::clone(f), 0, 10);
+        }
+        t
+    }
+
+    #[test]
+    fn totals_follow_tasks_in_and_out() {
+        let path = std::env::temp_dir().join(format!("glint-h2-tasks-{}", std::process::id()));
+        std::fs::write(&path, b"0123456789").expect("write");
+        let a = Rc::new(File::open(&path).expect("open"));
+        let b = Rc::new(File::open(&path).expect("open"));
+        let _ = std::fs::remove_file(&path);
+
+        let mut tasks = Tasks::default();
+        tasks.insert(1, task_with(b"hello", &[&a]));
+        tasks.insert(3, task_with(b"world!", &[&a, &b]));
+        assert_eq!(tasks.mem(), 11);
+        assert_eq!(tasks.files(), 2, "two descriptors, one of them queued twice");
+
+        // Out of the table, a task's queue changes without the table.
+        let mut t = tasks.remove(&3).expect("task 3");
+        assert_eq!((tasks.mem(), tasks.files()), (5, 1));
+        t.drop_pieces();
+        t.complete = true;
+        tasks.insert(3, t);
+        assert_eq!((tasks.mem(), tasks.files()), (5, 1));
+        assert_eq!(tasks.take_due(), [3], "complete with nothing queued");
+        assert!(tasks.take_due().is_empty(), "taken once");
+
+        assert!(tasks.remove(&1).is_some());
+        assert!(tasks.remove(&3).is_some());
+        assert_eq!((tasks.mem(), tasks.files(), tasks.len()), (0, 0, 0));
+        assert!(tasks.remove(&3).is_none());
+    }
+}
