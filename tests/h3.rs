@@ -371,3 +371,28 @@ fn sigint_says_goaway_and_finishes_the_answer_in_flight() {
             .expect("glint exited after the GOAWAY");
     assert!(exit.success(), "{exit:?}");
 }
+
+/// An HTTP/3 connection has its row in mod_status's connection table, as
+/// a TCP connection has: the page asked for over HTTP/3 lists its own
+/// request, and the scoreboard counts the connection.
+#[test]
+fn an_http3_connection_has_its_row_on_the_status_page() {
+    let h = start("server.modules += ( \"mod_status\" )\nstatus.status-url = \"/server-status\"\n");
+    let p = h.port;
+    let spec = format!(
+        r#"{{"port": {p}, "requests": [
+        {{"path": "/server-status?from=h3", "keep": 1000000}}]}}"#
+    );
+    let r = h3client(&spec);
+    let page = r.get("answers").at(0);
+    assert_eq!(page.get("status").num(), Some(200), "{page:?}");
+    let body = page.get("body").str();
+    assert!(
+        body.contains(">/server-status?from=h3<"),
+        "the asking HTTP/3 request is in the table: {body}"
+    );
+    assert!(
+        body.contains(">handle-req</td>"),
+        "its state while it is answered: {body}"
+    );
+}

@@ -255,3 +255,59 @@ fn averages_are_sane_in_the_first_second_and_follow_the_last_five() {
     // (The status requests asked meanwhile count too.)
     assert!((1..=100).contains(&avg), "{v}");
 }
+
+/// An HTTP/2 stream the client resets while its backend has not answered
+/// leaves the connection table at once, while the connection stays open:
+/// the table shows what is being answered, not what was given up.
+#[test]
+fn a_reset_http2_stream_leaves_the_connection_table() {
+    if server_kind() == Kind::Lighttpd {
+        // The scripted client speaks h2c with prior knowledge.
+        return;
+    }
+    let (d, s) = start(
+        "server.modules += ( \"mod_cgi\" )\n\
+         cgi.assign = ( \".sh\" => \"/bin/sh\" )\n",
+    );
+    d.file(
+        "slow.sh",
+        b"sleep 20\nprintf 'Content-Type: text/plain\\r\\n\\r\\nlate\\n'\n",
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/h2client.py");
+    let mut client = std::process::Command::new("timeout")
+        .args(["30", "python3"])
+        .arg(script)
+        .arg(s.port.to_string())
+        .args(["reset_after", "/slow.sh?held", "3", "5"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 (pip install h2)");
+    let listed = |s: &Server| {
+        String::from_utf8_lossy(&ok(s, "/server-status").body).contains("/slow.sh?held")
+    };
+    assert!(
+        wait_for(Duration::from_millis(2800), || listed(&s)),
+        "the waiting stream is in the table"
+    );
+    // The client says when it has reset the stream; its connection stays
+    // open 5 s more.
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+        client.stdout.take().expect("stdout"),
+    ));
+    let mut facts = Vec::new();
+    for l in lines.by_ref() {
+        let l = l.expect("h2client output");
+        let reset = l == "reset=1";
+        facts.push(l);
+        if reset {
+            break;
+        }
+    }
+    let gone = wait_for(Duration::from_secs(2), || !listed(&s));
+    facts.extend(lines.map_while(Result::ok));
+    let status = client.wait().expect("h2client");
+    let facts = facts.join("\n");
+    assert!(status.success(), "{facts}");
+    assert!(facts.contains("answered=false"), "{facts}");
+    assert!(gone, "the reset stream's row lingers: {facts}");
+}

@@ -132,27 +132,31 @@ impl Row {
 #[derive(Debug, Default)]
 pub struct Board {
     rows: Vec<Row>,
+    /// HTTP/3's connections, by slot less [`QUIC_SLOTS`].
+    quic: Vec<Row>,
 }
 
-/// Slots at or past this are not TCP connections (HTTP/3's exchanges,
-/// the `H3_SLOT_BASE` of `msg`): they have no row.
-const MAX_SLOT: usize = 1 << 28;
+/// Slots at or past this are QUIC connections (HTTP/3's, the
+/// `H3_SLOT_BASE` of `msg`), each multiplexed as an HTTP/2 connection.
+const QUIC_SLOTS: usize = 1 << 28;
 
 impl Board {
     /// A connection was accepted into `slot`.
     pub fn open(&mut self, slot: usize, peer: Option<IpAddr>, now: u64) {
-        if slot >= MAX_SLOT {
-            return;
+        let (rows, i) = if slot >= QUIC_SLOTS {
+            (&mut self.quic, slot - QUIC_SLOTS)
+        } else {
+            (&mut self.rows, slot)
+        };
+        if rows.len() <= i {
+            rows.resize_with(i + 1, Row::default);
         }
-        if self.rows.len() <= slot {
-            self.rows.resize_with(slot + 1, Row::default);
-        }
-        let r = &mut self.rows[slot];
+        let r = &mut rows[i];
         r.live = true;
         r.peer = peer;
         r.read = 0;
         r.written = 0;
-        r.h2 = false;
+        r.h2 = slot >= QUIC_SLOTS;
         r.req.state = State::ReqStart;
         r.req.since = now;
         r.req.host.clear();
@@ -165,13 +169,23 @@ impl Board {
 
     /// The connection in `slot` is gone.
     pub fn close(&mut self, slot: usize) {
-        if let Some(r) = self.rows.get_mut(slot) {
+        let r = if slot >= QUIC_SLOTS {
+            self.quic.get_mut(slot - QUIC_SLOTS)
+        } else {
+            self.rows.get_mut(slot)
+        };
+        if let Some(r) = r {
             r.live = false;
         }
     }
 
     fn row(&mut self, slot: usize) -> Option<&mut Row> {
-        self.rows.get_mut(slot).filter(|r| r.live)
+        let r = if slot >= QUIC_SLOTS {
+            self.quic.get_mut(slot - QUIC_SLOTS)
+        } else {
+            self.rows.get_mut(slot)
+        };
+        r.filter(|r| r.live)
     }
 
     /// `n` bytes came from the client: an idle connection is reading a
@@ -261,7 +275,7 @@ impl Board {
 
     /// The open connections' rows.
     pub fn rows(&self) -> impl Iterator<Item = &Row> {
-        self.rows.iter().filter(|r| r.live)
+        self.rows.iter().chain(&self.quic).filter(|r| r.live)
     }
 }
 
@@ -312,8 +326,15 @@ mod tests {
         b.end(0, 1);
         b.end(0, 3);
         assert!(b.rows().next().unwrap().streams.is_empty());
-        // Slots of HTTP/3 exchanges have no row.
-        b.open(MAX_SLOT, None, 0);
+        // An HTTP/3 connection's row: multiplexed, its streams as HTTP/2's.
+        b.open(QUIC_SLOTS + 2, None, 0);
+        assert_eq!(b.rows().count(), 2);
+        b.begin(QUIC_SLOTS + 2, 1, 1, "h", "/three");
+        let r = b.rows().nth(1).unwrap();
+        assert_eq!((r.state(), r.streams.len()), (State::Write, 1));
+        b.end(QUIC_SLOTS + 2, 1);
+        assert_eq!(b.rows().nth(1).unwrap().state(), State::KeepAlive);
+        b.close(QUIC_SLOTS + 2);
         assert_eq!(b.rows().count(), 1);
     }
 }

@@ -32,6 +32,9 @@ modes:
                           closes (a graceful shutdown sends GOAWAY)
   post PATH SIZE          POST SIZE bytes (content-length) as windows
                           allow; status, body md5, and how it ended
+  reset_after PATH DELAY HOLD
+                          GET PATH; after DELAY s, RST_STREAM(CANCEL) on
+                          it; the connection stays open HOLD s more
   whole CELL...           each CELL (METHOD:PATH:SIZE:length|stream) on a
                           connection of its own, all at once: the body
                           sent as windows allow (with a content-length or
@@ -481,6 +484,19 @@ def whole(port, cells):
     out({"cell": {str(i): r or {"status": None} for i, r in enumerate(results)}})
 
 
+def reset_after(port, path, delay, hold):
+    c = Client(port)
+    c.send(c.request(1, path))
+    got = []
+    for kind, flags, stream, payload in c.frames(time.time() + delay):
+        got.append(kind)
+    c.send(frame(RST, 0, 1, struct.pack(">I", 8)))
+    print("reset=1", flush=True)
+    for kind, flags, stream, payload in c.frames(time.time() + hold):
+        got.append(kind)
+    out({"answered": HEADERS in got, "closed": c.closed})
+
+
 def main():
     port, mode, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     modes = {
@@ -498,6 +514,7 @@ def main():
         "goaway": lambda: goaway(port, args[0], float(args[1])),
         "post": lambda: post(port, args[0], int(args[1])),
         "whole": lambda: whole(port, args),
+        "reset_after": lambda: reset_after(port, args[0], float(args[1]), float(args[2])),
     }
     modes[mode]()
 

@@ -3,7 +3,8 @@
 Reads a JSON spec from argv[1]:
   {"port": N, "host": "127.0.0.1", "sni": "localhost",
    "requests": [{"method": "GET", "path": "/", "headers": [[n, v]...],
-                 "body_hex": "..." or "body_len": N}],
+                 "body_hex": "..." or "body_len": N,
+                 "keep": bytes of the body to report (4096)}],
    "sigint_pid": P (optional: SIGINT once the first answer's head came),
    "new_after_goaway": true (optional: one more request after GOAWAY),
    "timeout": seconds}
@@ -115,8 +116,9 @@ class Client(QuicConnectionProtocol):
             elif isinstance(ev, DataReceived):
                 a["_hash"].update(ev.data)
                 a["body_len"] += len(ev.data)
-                if len(a["_body"]) < 4096:
-                    a["_body"] += ev.data[: 4096 - len(a["_body"])]
+                keep = a["_keep"]
+                if len(a["_body"]) < keep:
+                    a["_body"] += ev.data[: keep - len(a["_body"])]
             if getattr(ev, "stream_ended", False):
                 w = self.waiters.get(ev.stream_id)
                 if w and not w.done():
@@ -145,6 +147,7 @@ class Client(QuicConnectionProtocol):
             "body_len": 0,
             "_hash": hashlib.sha256(),
             "_body": b"",
+            "_keep": req.get("keep", 4096),
             "reset": None,
         }
         self.waiters[sid] = asyncio.get_running_loop().create_future()
@@ -200,6 +203,7 @@ async def run(spec):
             a = client.answers[s]
             a["sha256"] = a.pop("_hash").hexdigest()
             a["body"] = a.pop("_body").decode("latin-1")
+            a.pop("_keep", None)
             out["answers"].append(a)
         out["goaway"] = client.h3.goaway
         out["close"] = client.closed

@@ -298,6 +298,8 @@ impl Session {
                 Event::Reset { stream, code, .. } => {
                     log::debug!("HTTP/2 stream {stream} reset: {code:?}");
                     self.drop_stream(stream, io.sv);
+                    // Its row on the status page goes with it, answered or not.
+                    io.sv.board.end(io.info.ex.slot, stream);
                 }
                 Event::Rejected { stream, why } => {
                     log::debug!("HTTP/2 stream {stream} refused: {why}");

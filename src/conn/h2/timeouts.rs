@@ -57,6 +57,7 @@ impl Session {
             log::debug!("HTTP/2 stream {s} of {:?} timed out", io.info.peer);
             self.core.reset_stream(s, ErrorCode::CANCEL);
             self.drop_stream(s, io.sv);
+            io.sv.board.end(io.info.ex.slot, s);
         }
         // A body dropped after its answer, whose client stopped sending:
         // the client's read time-out, as for a body a backend waits for.

@@ -228,6 +228,7 @@ impl Quic {
             c.s.drop_all(&mut io);
             e.handles.remove(&ch);
             self.conns.remove(key);
+            cx.sv.board.close(super::SLOT_BASE + key);
         }
     }
 }

@@ -270,6 +270,9 @@ impl Quic {
                 });
                 self.eps[ep].handles.insert(ch, key);
                 cx.sv.stats.h3_connections += 1;
+                cx.sv
+                    .board
+                    .open(SLOT_BASE + key, Some(peer.ip()), cx.sv.clock.mono_secs);
                 if !self.dirty.contains(&key) {
                     self.dirty.push(key);
                 }
