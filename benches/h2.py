@@ -9,6 +9,10 @@ server CPU per request from the schedstat of every thread of the server's
 process group.
 
     python3 benches/h2.py [--rounds N] [--n 100000] [--servers glint,lighttpd,nginx,h2o]
+                          [--glint-bin-b PATH]
+
+`--glint-bin-b` adds a second glint binary (server `glint-b`, measured in
+the same rounds as the others) for an A/B of a change.
 
 Workloads: `h2load -n N -c 10 -m 10` and `-m 100` on /index.html and
 /test.jpg, over TLS (one ECDSA P-256 certificate for every server, TLS 1.3
@@ -94,14 +98,15 @@ http2-idle-timeout: {cmp.KEEPALIVE_IDLE_S}
     return tls + base
 
 
-def make_server(name: str, tmp: Path, docroot: Path, port: int, tls_port: int, certs: Path, glint_bin):
-    if name == "glint":
-        binary = tmp / "glint"
+def make_server(name: str, tmp: Path, docroot: Path, port: int, tls_port: int, certs: Path, glint_bin,
+                glint_bin_b=None):
+    if name in ("glint", "glint-b"):
+        binary = tmp / name
         import shutil
-        shutil.copy2(cmp.glint_binary(glint_bin), binary)
-        conf = tmp / "glint.conf"
-        conf.write_text(conf_lighttpd(tmp, docroot, port, tls_port, certs, "glint-error"))
-        return cmp.Server(name, [str(binary), "-D", "-f", str(conf)], port, tmp / "glint-error.log", tmp)
+        shutil.copy2(cmp.glint_binary(glint_bin_b if name == "glint-b" else glint_bin), binary)
+        conf = tmp / f"{name}.conf"
+        conf.write_text(conf_lighttpd(tmp, docroot, port, tls_port, certs, f"{name}-error"))
+        return cmp.Server(name, [str(binary), "-D", "-f", str(conf)], port, tmp / f"{name}-error.log", tmp)
     if name == "lighttpd":
         conf = tmp / "lighttpd.conf"
         conf.write_text(conf_lighttpd(tmp, docroot, port, tls_port, certs, "lighttpd-error"))
@@ -301,7 +306,7 @@ def render(raw: dict) -> str:
                 cells.append(c)
             best = ""
             if key == "cpu_us_per_req" and vals.get("glint"):
-                peers = [v for s, v in vals.items() if s != "glint" and v]
+                peers = [v for s, v in vals.items() if not s.startswith("glint") and v]
                 if peers:
                     best = f"{vals['glint'] / min(peers):.2f}×"
             lines.append(f"| {wl} | {label} | " + " | ".join(cells) + f" | {best} |")
@@ -337,9 +342,13 @@ def main() -> int:
     ap.add_argument("--idle", type=int, default=1000, help="idle HTTP/2 connections for the memory rows")
     ap.add_argument("--servers", default=",".join(SERVERS))
     ap.add_argument("--glint-bin")
+    ap.add_argument("--glint-bin-b", metavar="PATH",
+                    help="a second glint binary, measured as server glint-b in the same rounds")
     ap.add_argument("--out", default=str(cmp.RESULTS / "h2-latest"))
     args = ap.parse_args()
     servers = [s for s in args.servers.split(",") if s in SERVERS]
+    if args.glint_bin_b:
+        servers.insert(servers.index("glint") + 1 if "glint" in servers else 0, "glint-b")
     for tool in ("h2load", "openssl", "taskset"):
         if not cmp.shutil.which(tool):
             print(f"missing {tool} (apt-get install nghttp2-client openssl util-linux)")
@@ -358,7 +367,8 @@ def main() -> int:
     raw = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cmp.cpu_model(),
            "command": "python3 benches/h2.py " + " ".join(sys.argv[1:]), "servers": servers,
            "workloads": [w["key"] for w in wls], "runs": {}, "memory": {}, "errors": [],
-           "versions": {s: cmp.server_version(s, argparse.Namespace(glint_bin=args.glint_bin)) for s in servers}}
+           "versions": {s: cmp.server_version("glint" if s == "glint-b" else s, argparse.Namespace(
+               glint_bin=args.glint_bin_b if s == "glint-b" else args.glint_bin)) for s in servers}}
     raw["versions"]["h2load"] = cmp.tool_version(["h2load", "--version"])
     live = {}
     port = 28400
@@ -370,7 +380,7 @@ def main() -> int:
             p = cmp.free_port(port)
             tp = cmp.free_port(p + 1)
             port = tp + 1
-            srv = make_server(s, d, docroot, p, tp, certs, args.glint_bin)
+            srv = make_server(s, d, docroot, p, tp, certs, args.glint_bin, args.glint_bin_b)
             if srv.start():
                 live[s] = (srv, tp)
             else:
@@ -411,7 +421,7 @@ def main() -> int:
                 p = cmp.free_port(port)
                 tp = cmp.free_port(p + 1)
                 port = tp + 1
-                srv = make_server(s, d, docroot, p, tp, certs, args.glint_bin)
+                srv = make_server(s, d, docroot, p, tp, certs, args.glint_bin, args.glint_bin_b)
                 if not srv.start():
                     raw["errors"].append(f"{s} (memory): {srv.error}")
                     continue
