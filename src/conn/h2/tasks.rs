@@ -166,7 +166,11 @@ mod tests {
         tasks.insert(1, task_with(b"hello", &[&a]));
         tasks.insert(3, task_with(b"world!", &[&a, &b]));
         assert_eq!(tasks.mem(), 11);
-        assert_eq!(tasks.files(), 2, "two descriptors, one of them queued twice");
+        assert_eq!(
+            tasks.files(),
+            2,
+            "two descriptors, one of them queued twice"
+        );
 
         // Out of the table, a task's queue changes without the table.
         let mut t = tasks.remove(&3).expect("task 3");

@@ -26,7 +26,8 @@ pub const FILL_HIGH_WATER: u64 = 64 * 1024;
 
 /// What one fill may put in the output buffer: [`FILL_HIGH_WATER`], one
 /// more DATA frame of the default 16 KiB maximum with its header, and
-/// control frames. The buffer is given this much at the first DATA frame
+/// control frames. The buffer is given this much once a DATA frame does
+/// not fit in it (small answers never need more than a pooled buffer)
 /// instead of doubling up to it, which copied what it held at each step
 /// (a sixth of the instructions per request of a batch of ten 25 KB
 /// answers over h2c, the buffer being given back between batches).
@@ -130,8 +131,9 @@ impl Session {
         let n = window.min(left);
         let last = task.complete && !task.cut && only_one && n == left;
         let n = n as usize;
-        if out.mem.capacity() < FILL_BUF {
-            out.mem.reserve_exact(FILL_BUF - out.mem.len());
+        if out.mem.capacity() - out.mem.len() < n + 9 {
+            out.mem
+                .reserve_exact((n + 9).max(FILL_BUF.saturating_sub(out.mem.len())));
         }
         // The header's place: filled once the payload is known to be there.
         let at = out.mem.len();
