@@ -366,6 +366,19 @@ impl Config {
         self.merged(&ids)
     }
 
+    /// Some scope has mod_status's page or glint's metrics: the table of
+    /// open connections is kept (otherwise each connection would carry a
+    /// row, and each request copy its host and URI into it, for nothing).
+    pub fn shows_connections(&self) -> bool {
+        self.global.status.status_url.is_some()
+            || self.global.status.metrics_url.is_some()
+            || self
+                .block_values("status.status-url")
+                .chain(self.block_values("glint.metrics-url"))
+                .next()
+                .is_some()
+    }
+
     /// Every `rrdtool.db-name` some scope sets, the global scope's first,
     /// each once.
     pub fn rrdtool_dbs(&self) -> Vec<String> {

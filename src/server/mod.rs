@@ -171,6 +171,7 @@ impl Server {
         sv.ports = ports;
         sv.bound_ips = bound_ips;
         sv.deflate.set_cache_dirs(&cache_dirs);
+        sv.board.keep(sv.config.shows_connections());
         let mut server = Server {
             poll,
             listeners,

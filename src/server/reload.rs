@@ -88,6 +88,7 @@ impl Server {
         self.sv.auth.reconfigure(&config);
         self.sv.webdav.open_missing(&config.webdav_db_names());
         self.reload_rrdtool(&config);
+        self.sv.board.keep(config.shows_connections());
         self.sv.config = config;
         self.sv.deflate.set_cache_dirs(&cache_dirs);
         if let Err(e) = self.open_logs() {

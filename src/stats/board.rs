@@ -131,6 +131,8 @@ impl Row {
 /// The rows of every open connection, by slot.
 #[derive(Debug, Default)]
 pub struct Board {
+    /// Rows are kept (see [`Board::keep`]).
+    on: bool,
     rows: Vec<Row>,
     /// HTTP/3's connections, by slot less [`QUIC_SLOTS`].
     quic: Vec<Row>,
@@ -141,8 +143,22 @@ pub struct Board {
 const QUIC_SLOTS: usize = 1 << 28;
 
 impl Board {
+    /// Whether rows are kept: only while something shows them (mod_status's
+    /// page, glint's metrics). Turned off, every row goes; turned on, the
+    /// connections accepted from then on have rows.
+    pub fn keep(&mut self, on: bool) {
+        self.on = on;
+        if !on {
+            self.rows = Vec::new();
+            self.quic = Vec::new();
+        }
+    }
+
     /// A connection was accepted into `slot`.
     pub fn open(&mut self, slot: usize, peer: Option<IpAddr>, now: u64) {
+        if !self.on {
+            return;
+        }
         let (rows, i) = if slot >= QUIC_SLOTS {
             (&mut self.quic, slot - QUIC_SLOTS)
         } else {
@@ -292,6 +308,7 @@ mod tests {
     #[test]
     fn a_request_goes_from_read_to_keep_alive() {
         let mut b = Board::default();
+        b.keep(true);
         b.open(3, None, 10);
         assert_eq!(b.rows().count(), 1);
         b.read(3, 80, 11);
@@ -314,6 +331,7 @@ mod tests {
     #[test]
     fn http2_streams_have_rows_of_their_own() {
         let mut b = Board::default();
+        b.keep(true);
         b.open(0, None, 0);
         b.h2(0);
         assert_eq!(b.rows().next().unwrap().state(), State::KeepAlive);
@@ -336,5 +354,18 @@ mod tests {
         assert_eq!(b.rows().nth(1).unwrap().state(), State::KeepAlive);
         b.close(QUIC_SLOTS + 2);
         assert_eq!(b.rows().count(), 1);
+    }
+
+    #[test]
+    fn nothing_is_kept_unless_asked() {
+        let mut b = Board::default();
+        b.open(1, None, 0);
+        b.begin(1, 0, 0, "h", "/a");
+        assert_eq!(b.rows().count(), 0);
+        b.keep(true);
+        b.open(1, None, 0);
+        assert_eq!(b.rows().count(), 1);
+        b.keep(false);
+        assert_eq!(b.rows().count(), 0);
     }
 }
