@@ -412,14 +412,9 @@ fn ssi_answered(
     let (Some(ph), Some(docroot)) = (at.ph, at.docroot) else {
         return false;
     };
-    let mut target = at.raw_path.to_string();
-    if !at.query.is_empty() {
-        target.push('?');
-        target.push_str(at.query);
-    }
     let here = ssi::Here {
         path: at.path,
-        target: &target,
+        raw_path: at.raw_path,
         query: at.query,
         ph,
         docroot,

@@ -15,8 +15,8 @@ use crate::msg::Request;
 pub(super) struct Here<'a> {
     /// The decoded URL path.
     pub path: &'a str,
-    /// The request target after rewrites, query included.
-    pub target: &'a str,
+    /// The request's path after rewrites, not decoded.
+    pub raw_path: &'a str,
     pub query: &'a str,
     pub ph: &'a Physical<'a>,
     /// The document root (an alias may have put the file elsewhere).
@@ -49,6 +49,14 @@ pub(super) fn answered(
     if !plain_file.is_ok_and(|m| m.is_file()) {
         return false;
     }
+    // The target after rewrites, query included, for the page's
+    // variables: built only for a page mod_ssi takes (every request passes
+    // here).
+    let mut target = here.raw_path.to_string();
+    if !here.query.is_empty() {
+        target.push('?');
+        target.push_str(here.query);
+    }
     let env = variables(sv, here, req, settings, carry);
     let allowed = |p: &str| !access_denied(p, settings);
     let page = ssi::Page {
@@ -59,7 +67,7 @@ pub(super) fn answered(
         docroot: here.docroot,
         scheme: here.info.scheme(),
         authority: std::str::from_utf8(req.host).unwrap_or(""),
-        target_path: here.target,
+        target_path: &target,
         query: here.query,
         env,
         now: sv.clock.unix,
