@@ -39,67 +39,69 @@ pub struct MagnetCarry {
 }
 
 /// The request as the scripts of `stage` see it; `uri` is the target in
-/// force (after rewrites), `query` its query.
+/// force (after rewrites), `query` its query. Written into the context
+/// mod_magnet keeps between requests (given back with [`done`]), reusing
+/// its buffers.
 fn ctx_for(
-    sv: &Services,
+    sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
     carry: &Carry,
     stage: Stage,
     (uri, query): (&str, &str),
 ) -> Ctx {
-    let mut c = Ctx::new(stage);
-    c.headers = req
-        .headers
-        .iter()
-        .map(|h| (h.name.to_string(), h.value.to_vec()))
-        .collect();
-    c.env = carry
-        .vars
-        .iter()
-        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
-        .collect();
+    use std::fmt::Write as _;
+    let mut c = sv.magnet.take_ctx();
+    c.reset(stage);
+    c.headers.extend(
+        req.headers
+            .iter()
+            .map(|h| (h.name.to_string(), h.value.to_vec())),
+    );
+    c.env.extend(
+        carry
+            .vars
+            .iter()
+            .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned())),
+    );
     c.keep_alive = req.keep_alive;
     let orig = carry
         .orig_line
         .as_deref()
-        .and_then(|l| l.split(|&b| b == b' ').nth(1))
-        .map_or_else(
-            || req.target.to_string(),
-            |t| String::from_utf8_lossy(t).into_owned(),
-        );
+        .and_then(|l| l.split(|&b| b == b' ').nth(1));
+    match orig {
+        Some(t) => c.set_attr(attr::REQUEST_ORIG_URI, &String::from_utf8_lossy(t)),
+        None => c.set_attr(attr::REQUEST_ORIG_URI, req.target),
+    }
     let (port, addr) = endpoint::server_end(sv, info);
     let host = &sv.scratch.host;
-    for (id, v) in [
-        (attr::URI_PATH, sv.scratch.path.clone()),
-        (attr::URI_PATH_RAW, super::split_uri(uri).0.to_string()),
-        (attr::URI_SCHEME, info.scheme().to_string()),
-        (attr::URI_AUTHORITY, host.clone()),
-        (attr::URI_QUERY, query.to_string()),
-        (attr::REQUEST_METHOD, req.method_str.to_string()),
-        (attr::REQUEST_URI, uri.to_string()),
-        (attr::REQUEST_ORIG_URI, orig),
-        (attr::REQUEST_PATH_INFO, String::new()),
-        (
-            attr::REMOTE_ADDR,
-            info.peer.map(|p| p.to_string()).unwrap_or_default(),
-        ),
-        (attr::REMOTE_PORT, info.peer_port.to_string()),
-        (
-            attr::SERVER_ADDR,
-            addr.map(|a| a.to_string()).unwrap_or_default(),
-        ),
-        (attr::SERVER_PORT, port.to_string()),
-        (attr::PROTOCOL, req.protocol().to_string()),
-        (
-            attr::SERVER_NAME,
-            super::host_without_port(host).to_string(),
-        ),
-        (attr::STAGE, "handle-req".to_string()),
-    ] {
-        c.set_attr(id, v);
+    c.set_attr(attr::URI_PATH, &sv.scratch.path);
+    c.set_attr(attr::URI_PATH_RAW, super::split_uri(uri).0);
+    c.set_attr(attr::URI_SCHEME, info.scheme());
+    c.set_attr(attr::URI_AUTHORITY, host);
+    c.set_attr(attr::URI_QUERY, query);
+    c.set_attr(attr::REQUEST_METHOD, req.method_str);
+    c.set_attr(attr::REQUEST_URI, uri);
+    c.set_attr(attr::REQUEST_PATH_INFO, "");
+    let b = c.attr_buf(attr::REMOTE_ADDR);
+    if let Some(p) = info.peer {
+        let _ = write!(b, "{p}");
     }
+    let _ = write!(c.attr_buf(attr::REMOTE_PORT), "{}", info.peer_port);
+    let b = c.attr_buf(attr::SERVER_ADDR);
+    if let Some(a) = addr {
+        let _ = write!(b, "{a}");
+    }
+    let _ = write!(c.attr_buf(attr::SERVER_PORT), "{port}");
+    c.set_attr(attr::PROTOCOL, req.protocol());
+    c.set_attr(attr::SERVER_NAME, super::host_without_port(host));
+    c.set_attr(attr::STAGE, "handle-req");
     c
+}
+
+/// Gives the context back to mod_magnet for the next request.
+fn done(sv: &mut Services, ctx: Ctx) {
+    sv.magnet.put_ctx(ctx);
 }
 
 /// `magnet.attract-raw-url-to`, for the target `uri` once rewritten.
@@ -114,10 +116,12 @@ pub(super) fn raw_url(
     let (_, query) = super::split_uri(uri);
     let mut ctx = ctx_for(sv, info, req, carry, Stage::RawUrl, (uri, query));
     let v = sv.magnet.run(&settings.magnet.raw_url, &mut ctx);
-    match settle(sv, req, carry, &ctx, v) {
+    let turn = match settle(sv, req, carry, &ctx, v) {
         Some(turn) => turn,
         None => changed_request(req, carry, &ctx, uri),
-    }
+    };
+    done(sv, ctx);
+    turn
 }
 
 /// After a stage's scripts: what every verdict but "go on" means, and
@@ -241,12 +245,13 @@ pub(super) fn physical(
 ) -> Result<Moved, Turn> {
     let mut ctx = ctx_for(sv, info, req, carry, Stage::Physical, (uri, query));
     ctx.set_attr(attr::URI_PATH, path);
-    ctx.set_attr(attr::PHYSICAL_PATH, ph.join());
+    ctx.set_attr(attr::PHYSICAL_PATH, &ph.join());
     ctx.set_attr(attr::PHYSICAL_REL_PATH, path);
     ctx.set_attr(attr::PHYSICAL_DOC_ROOT, docroot);
-    ctx.set_attr(attr::PHYSICAL_BASEDIR, ph.base.to_string());
+    ctx.set_attr(attr::PHYSICAL_BASEDIR, &ph.base);
     let v = sv.magnet.run(&settings.magnet.physical_path, &mut ctx);
     if let Some(turn) = settle(sv, req, carry, &ctx, v) {
+        done(sv, ctx);
         return Err(turn);
     }
     let moved_path = ctx
@@ -267,6 +272,7 @@ pub(super) fn physical(
             },
         }
     });
+    done(sv, ctx);
     Ok(Moved {
         path: moved_path,
         ph,
@@ -314,6 +320,7 @@ pub(super) fn response_start(
     if ctx.body_set {
         set_body(sv, &ctx.body);
     }
+    done(sv, ctx);
 }
 
 /// `Name: value\r\n` lines as pairs.

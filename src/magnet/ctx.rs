@@ -89,8 +89,12 @@ pub struct Ctx {
     /// The request's headers, in order.
     pub headers: Vec<(String, Vec<u8>)>,
     pub headers_changed: bool,
-    /// `req_attr`'s values by [`ATTRS`] index (`None`: nil).
-    pub attrs: Vec<Option<String>>,
+    /// `req_attr`'s values by [`ATTRS`] index, each meaningful only
+    /// while its bit is in `present` (nil otherwise): the strings keep
+    /// their buffers from one request to the next (see [`Ctx::reset`]).
+    attrs: Vec<String>,
+    /// Bit `1 << i` for each attribute that is not nil.
+    present: u32,
     /// Bit `1 << i` for each attribute the script set.
     pub changed: u32,
     /// `req_env`: the request's environment for backends.
@@ -114,22 +118,58 @@ pub struct Ctx {
 impl Ctx {
     /// A context for `stage`, every attribute nil.
     pub fn new(stage: Stage) -> Ctx {
-        Ctx {
-            stage,
-            attrs: vec![None; ATTRS.len()],
-            ..Ctx::default()
-        }
+        let mut c = Ctx::default();
+        c.reset(stage);
+        c
+    }
+
+    /// Made a context for `stage` again, every attribute nil, keeping the
+    /// buffers of the last request: a script on every request then costs
+    /// no allocation for what it may read.
+    pub fn reset(&mut self, stage: Stage) {
+        self.stage = stage;
+        self.headers.clear();
+        self.headers_changed = false;
+        self.attrs.resize_with(ATTRS.len(), String::new);
+        self.present = 0;
+        self.changed = 0;
+        self.env.clear();
+        self.env_changed = false;
+        self.resp_headers.clear();
+        self.resp_changed = false;
+        self.body.clear();
+        self.body_set = false;
+        self.body_known = None;
+        self.status = 0;
+        self.keep_alive = false;
     }
 
     /// The attribute `id` (empty when nil).
     pub fn attr(&self, id: usize) -> &str {
-        self.attrs.get(id).and_then(|a| a.as_deref()).unwrap_or("")
+        self.attr_opt(id).unwrap_or("")
     }
 
-    pub fn set_attr(&mut self, id: usize, v: impl Into<String>) {
-        if let Some(a) = self.attrs.get_mut(id) {
-            *a = Some(v.into());
+    /// The attribute `id`, `None` when nil.
+    pub fn attr_opt(&self, id: usize) -> Option<&str> {
+        if self.present & (1 << id) == 0 {
+            return None;
         }
+        self.attrs.get(id).map(String::as_str)
+    }
+
+    pub fn set_attr(&mut self, id: usize, v: &str) {
+        self.attr_buf(id).push_str(v);
+    }
+
+    /// Attribute `id` set to empty (not nil), for the caller to write into.
+    pub fn attr_buf(&mut self, id: usize) -> &mut String {
+        if id >= self.attrs.len() {
+            self.attrs.resize_with(id + 1, String::new);
+        }
+        self.present |= 1 << id;
+        let a = &mut self.attrs[id];
+        a.clear();
+        a
     }
 
     /// The script set attribute `id`.

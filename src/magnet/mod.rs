@@ -62,9 +62,22 @@ struct Script {
 #[derive(Default)]
 pub struct Magnet {
     scripts: HashMap<String, Script>,
+    /// The context of the last run, its buffers kept for the next.
+    spare: Option<Ctx>,
 }
 
 impl Magnet {
+    /// A context to fill for a run (the last one's buffers, when there is
+    /// one).
+    pub fn take_ctx(&mut self) -> Ctx {
+        self.spare.take().unwrap_or_default()
+    }
+
+    /// Keeps `ctx`'s buffers for the next run.
+    pub fn put_ctx(&mut self, ctx: Ctx) {
+        self.spare = Some(ctx);
+    }
+
     /// Runs `files` in order on `ctx` while each says go on.
     pub fn run(&mut self, files: &[String], ctx: &mut Ctx) -> Verdict {
         for f in files {

@@ -124,7 +124,10 @@ fn attributes(lua: &Lua, t: &Table) -> Result<()> {
         let Some(id) = attr_id(&k) else {
             return Ok(None);
         };
-        with_ctx(lua, |c| Ok(c.attrs.get(id).cloned().flatten()))
+        with_ctx(lua, |c| match c.attr_opt(id) {
+            Some(v) => lua.create_string(v).map(Some),
+            None => Ok(None),
+        })
     })?;
     set_fn(lua, t, "ra_set", |lua, (k, v): (String, Value)| {
         let id = attr_id(&k)
@@ -149,29 +152,30 @@ fn attributes(lua: &Lua, t: &Table) -> Result<()> {
                     let uri = c.attr(attr::REQUEST_URI);
                     let q = uri.find('?').map_or("", |i| &uri[i..]);
                     let t = format!("{v}{q}");
-                    c.set_attr(attr::REQUEST_URI, t);
+                    c.set_attr(attr::REQUEST_URI, &t);
                     c.changed |= 1 << attr::REQUEST_URI;
                 }
                 "request.uri" => {
                     let p = v.split('?').next().unwrap_or("").to_string();
-                    c.set_attr(attr::URI_PATH_RAW, p);
+                    c.set_attr(attr::URI_PATH_RAW, &p);
                 }
                 _ => {}
             }
-            c.set_attr(id, v);
+            c.set_attr(id, &v);
             c.changed |= 1 << id;
             Ok(())
         })
     })?;
     set_fn(lua, t, "ra_pairs", |lua, ()| {
-        let all = with_ctx(lua, |c| Ok(c.attrs.clone()))?;
-        let out = lua.create_table()?;
-        for (k, v) in ATTRS.iter().zip(all) {
-            if let Some(v) = v {
-                out.raw_set(*k, v)?;
+        with_ctx(lua, |c| {
+            let out = lua.create_table()?;
+            for (id, k) in ATTRS.iter().enumerate() {
+                if let Some(v) = c.attr_opt(id) {
+                    out.raw_set(*k, v)?;
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     })
 }
 
