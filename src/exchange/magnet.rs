@@ -50,7 +50,6 @@ fn ctx_for(
     stage: Stage,
     (uri, query): (&str, &str),
 ) -> Ctx {
-    use std::fmt::Write as _;
     let mut c = sv.magnet.take_ctx();
     c.reset(stage);
     c.headers.extend(
@@ -83,20 +82,36 @@ fn ctx_for(
     c.set_attr(attr::REQUEST_METHOD, req.method_str);
     c.set_attr(attr::REQUEST_URI, uri);
     c.set_attr(attr::REQUEST_PATH_INFO, "");
-    let b = c.attr_buf(attr::REMOTE_ADDR);
-    if let Some(p) = info.peer {
-        let _ = write!(b, "{p}");
-    }
-    let _ = write!(c.attr_buf(attr::REMOTE_PORT), "{}", info.peer_port);
-    let b = c.attr_buf(attr::SERVER_ADDR);
-    if let Some(a) = addr {
-        let _ = write!(b, "{a}");
-    }
-    let _ = write!(c.attr_buf(attr::SERVER_PORT), "{port}");
+    let mut n = itoa::Buffer::new();
+    push_ip(c.attr_buf(attr::REMOTE_ADDR), info.peer);
+    c.set_attr(attr::REMOTE_PORT, n.format(info.peer_port));
+    push_ip(c.attr_buf(attr::SERVER_ADDR), addr);
+    c.set_attr(attr::SERVER_PORT, n.format(port));
     c.set_attr(attr::PROTOCOL, req.protocol());
     c.set_attr(attr::SERVER_NAME, super::host_without_port(host));
     c.set_attr(attr::STAGE, "handle-req");
     c
+}
+
+/// `ip` in its usual text form onto `out` (nothing when there is none);
+/// IPv4, every request's case, without the formatting machinery.
+fn push_ip(out: &mut String, ip: Option<std::net::IpAddr>) {
+    use std::fmt::Write as _;
+    match ip {
+        Some(std::net::IpAddr::V4(v4)) => {
+            let mut n = itoa::Buffer::new();
+            for (i, o) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push('.');
+                }
+                out.push_str(n.format(o));
+            }
+        }
+        Some(v6) => {
+            let _ = write!(out, "{v6}");
+        }
+        None => {}
+    }
 }
 
 /// Gives the context back to mod_magnet for the next request.
@@ -375,4 +390,28 @@ fn set_body(sv: &mut Services, parts: &[Part]) {
         }
     }
     r.end_head(Some(total));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_ip;
+
+    #[test]
+    fn addresses_as_text() {
+        for ip in [
+            "127.0.0.1",
+            "0.0.0.0",
+            "255.10.0.99",
+            "::1",
+            "2001:db8::8:1",
+        ] {
+            let mut s = String::from("stale");
+            s.clear();
+            push_ip(&mut s, ip.parse().ok());
+            assert_eq!(s, ip);
+        }
+        let mut s = String::new();
+        push_ip(&mut s, None);
+        assert_eq!(s, "");
+    }
 }
