@@ -52,11 +52,7 @@ fn ctx_for(
 ) -> Ctx {
     let mut c = sv.magnet.take_ctx();
     c.reset(stage);
-    c.headers.extend(
-        req.headers
-            .iter()
-            .map(|h| (h.name.to_string(), h.value.to_vec())),
-    );
+    c.set_headers(req.headers.iter().map(|h| (h.name, h.value)));
     c.env.extend(
         carry
             .vars

@@ -88,6 +88,8 @@ pub struct Ctx {
     pub stage: Stage,
     /// The request's headers, in order.
     pub headers: Vec<(String, Vec<u8>)>,
+    /// Buffers of earlier requests' headers, for the next request's.
+    spare_headers: Vec<(String, Vec<u8>)>,
     pub headers_changed: bool,
     /// `req_attr`'s values by [`ATTRS`] index, each meaningful only
     /// while its bit is in `present` (nil otherwise): the strings keep
@@ -128,7 +130,12 @@ impl Ctx {
     /// no allocation for what it may read.
     pub fn reset(&mut self, stage: Stage) {
         self.stage = stage;
-        self.headers.clear();
+        // Header buffers go back to the spares, at most 64 of them.
+        while let Some(h) = self.headers.pop() {
+            if self.spare_headers.len() < 64 {
+                self.spare_headers.push(h);
+            }
+        }
         self.headers_changed = false;
         self.attrs.resize_with(ATTRS.len(), String::new);
         self.present = 0;
@@ -142,6 +149,23 @@ impl Ctx {
         self.body_known = None;
         self.status = 0;
         self.keep_alive = false;
+    }
+
+    /// The request's headers, written into the buffers of the last
+    /// request's where there are some.
+    pub fn set_headers<'a>(&mut self, fields: impl Iterator<Item = (&'a str, &'a [u8])>) {
+        for (name, value) in fields {
+            match self.spare_headers.pop() {
+                Some((mut k, mut v)) => {
+                    k.clear();
+                    k.push_str(name);
+                    v.clear();
+                    v.extend_from_slice(value);
+                    self.headers.push((k, v));
+                }
+                None => self.headers.push((name.to_string(), value.to_vec())),
+            }
+        }
     }
 
     /// The attribute `id` (empty when nil).

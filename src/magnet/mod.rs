@@ -106,8 +106,12 @@ impl Magnet {
         if let Some(c) = script.lua.remove_app_data::<Ctx>() {
             *ctx = c;
         }
-        if let Err(e) = script.clear.call::<()>(script.env.clone()) {
-            log::error!("{file}: clearing after the run: {e}");
+        // A run that failed left its globals behind (one that returned
+        // cleared them itself: one call into Lua per run, not two).
+        if rv.is_err() {
+            if let Err(e) = script.clear.call::<()>(script.env.clone()) {
+                log::error!("{file}: clearing after the run: {e}");
+            }
         }
         match rv {
             Err(e) => {

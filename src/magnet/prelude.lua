@@ -92,11 +92,19 @@ local lighty = setmetatable({
 
 print = P.print
 
+local function clear(env)
+  for k in next, env do rawset(env, k, nil) end
+  for k in next, result do rawset(result, k, nil) end
+end
+
+-- Runs the script and clears what it left behind; when the script fails,
+-- the caller clears (the error unwinds past this function).
 local function run(fn, env)
   rawset(env, "lighty", lighty)
   local rv = fn()
   local n = rv == nil and 0 or tointeger(rv)
   if n == nil then
+    clear(env)
     return rv
   end
   local h = rawget(result, "header")
@@ -111,12 +119,8 @@ local function run(fn, env)
   if n >= 200 and type(content) == "table" then
     P.rb_content(content)
   end
+  clear(env)
   return n
-end
-
-local function clear(env)
-  for k in next, env do rawset(env, k, nil) end
-  for k in next, result do rawset(result, k, nil) end
 end
 
 return run, clear
