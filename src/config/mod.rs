@@ -329,20 +329,7 @@ impl Config {
     /// `server.use-ipv6`, `server.set-v6only`, `server.socket-perms`) come
     /// from here; a block on anything else is a request's business.
     pub fn socket_settings(&self, i: usize) -> Rc<Settings> {
-        let spec = self.listeners.get(i).map_or("", |l| l.spec.as_str());
-        let facts = RequestFacts {
-            listener: i,
-            remote_ip: None,
-            scheme: "",
-            method: "",
-            host: "",
-            url: "",
-            query: "",
-            headers: &[],
-        };
-        let mut ids = Vec::new();
-        walk_sockets(&self.chains, &facts, spec, &mut ids, false);
-        self.merged(&ids)
+        self.settings_before_request(i, None, false)
     }
 
     /// The settings of a connection before its first byte is read (those
@@ -350,6 +337,17 @@ impl Config {
     /// `$HTTP["remote-ip"]` applied, as lighttpd evaluates them at accept;
     /// a chain stops at its first condition on anything else.
     pub fn connection_settings(&self, i: usize, remote_ip: Option<IpAddr>) -> Rc<Settings> {
+        self.settings_before_request(i, remote_ip, true)
+    }
+
+    /// The blocks of listener `i` that apply before a request exists;
+    /// `remote_ip`: also those on `$HTTP["remote-ip"]`.
+    fn settings_before_request(
+        &self,
+        i: usize,
+        remote_ip: Option<IpAddr>,
+        with_remote: bool,
+    ) -> Rc<Settings> {
         let spec = self.listeners.get(i).map_or("", |l| l.spec.as_str());
         let facts = RequestFacts {
             listener: i,
@@ -362,7 +360,7 @@ impl Config {
             headers: &[],
         };
         let mut ids = Vec::new();
-        walk_sockets(&self.chains, &facts, spec, &mut ids, true);
+        walk_sockets(&self.chains, &facts, spec, &mut ids, with_remote);
         self.merged(&ids)
     }
 

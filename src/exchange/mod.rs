@@ -323,6 +323,32 @@ pub struct GwStart {
     pub info: ConnInfo,
 }
 
+impl GwStart {
+    /// The exchange of a request that a backend answers whole (not an
+    /// authorizer's, not a HEAD's own framing): WebDAV's lock-free jobs,
+    /// the WebSocket tunnel.
+    pub(crate) fn whole(
+        job: JobId,
+        settings: &Rc<Settings>,
+        req: &Request<'_, '_>,
+        carry: &mut Carry,
+        route: usize,
+        info: &ConnInfo,
+    ) -> Box<GwStart> {
+        Box::new(GwStart {
+            job,
+            authorizer: false,
+            settings: Rc::clone(settings),
+            head_only: false,
+            minor: req.minor,
+            head: OwnedHead::of(req),
+            carry: std::mem::take(carry),
+            route,
+            info: info.clone(),
+        })
+    }
+}
+
 /// What one client request carries from one run through the phases to
 /// the next, when glint runs it again itself.
 #[derive(Debug, Default, Clone)]

@@ -12,7 +12,7 @@ use super::physical;
 use super::{access_denied, auth, Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
 use crate::handler::webdav::{self, request::READ_HEADERS, Ctx, DavMethod, Start};
-use crate::msg::{Body, Method, OwnedHead, Request};
+use crate::msg::{Body, Method, Request};
 use crate::upstream::{HttpBody, JobSpec, Protocol, Upload};
 
 /// How mod_webdav took a request.
@@ -202,17 +202,7 @@ fn start_job(
         .upstream
         .start(spec, info.ex, sv.clock.mono_secs, registry)
     {
-        Ok(job) => Taken::Job(Box::new(GwStart {
-            job,
-            authorizer: false,
-            settings: Rc::clone(settings),
-            head_only: false,
-            minor: req.minor,
-            head: OwnedHead::of(req),
-            carry: std::mem::take(carry),
-            route,
-            info: info.clone(),
-        })),
+        Ok(job) => Taken::Job(GwStart::whole(job, settings, req, carry, route, info)),
         Err(status) => {
             sv.reply.error(status);
             Taken::Reply

@@ -19,7 +19,7 @@ use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::Settings;
 use crate::hash::fnv1a;
 use crate::httpup::has_token;
-use crate::msg::{Method, OwnedHead, Request};
+use crate::msg::{Method, Request};
 use crate::upstream::{JobSpec, Protocol, Upload};
 
 /// A WebSocket request on a `wstunnel.server` route: `Err(status)` when it
@@ -141,15 +141,5 @@ fn start(
     };
     let now = sv.clock.mono_secs;
     let job = sv.upstream.start(spec, info.ex, now, registry)?;
-    Ok(Box::new(GwStart {
-        job,
-        authorizer: false,
-        settings: Rc::clone(settings),
-        head_only: false,
-        minor: req.minor,
-        head: OwnedHead::of(req),
-        carry: std::mem::take(carry),
-        route,
-        info: info.clone(),
-    }))
+    Ok(GwStart::whole(job, settings, req, carry, route, info))
 }
