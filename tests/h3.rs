@@ -395,4 +395,17 @@ fn an_http3_connection_has_its_row_on_the_status_page() {
         body.contains(">handle-req</td>"),
         "its state while it is answered: {body}"
     );
+    // The connection's own row: writing (a stream is open), with the bytes
+    // its datagrams brought (the handshake alone is over a kilobyte).
+    let counted = body.split("<tr>").any(|row| {
+        let cells: Vec<&str> = row
+            .split("</td>")
+            .filter_map(|c| c.rsplit('>').next())
+            .collect();
+        cells.len() > 3 && cells[3] == "write" && cells[1].parse::<u64>().unwrap_or(0) > 1000
+    });
+    assert!(
+        counted,
+        "the QUIC connection's bytes are in its row: {body}"
+    );
 }

@@ -154,6 +154,20 @@ impl Board {
         }
     }
 
+    /// Rows are kept (something shows them).
+    pub fn is_kept(&self) -> bool {
+        self.on
+    }
+
+    /// A connection's byte totals as they stand (HTTP/3: the UDP payload
+    /// of its datagrams, from QUIC's own count).
+    pub fn totals(&mut self, slot: usize, read: u64, written: u64) {
+        if let Some(r) = self.row(slot) {
+            r.read = read;
+            r.written = written;
+        }
+    }
+
     /// A connection was accepted into `slot`.
     pub fn open(&mut self, slot: usize, peer: Option<IpAddr>, now: u64) {
         if !self.on {

@@ -194,6 +194,8 @@ impl Quic {
         };
         let e = &mut self.eps[c.ep];
         let mut io = Io::new(cx, key, c.gen);
+        // What came in so far shows in the status page asked for now.
+        count_bytes(&c.conn, &mut io, key);
         // Bounded: each round handles what the last one produced.
         for _ in 0..8 {
             let mut any = false;
@@ -223,6 +225,7 @@ impl Quic {
             }
         }
         c.timer = c.conn.poll_timeout();
+        count_bytes(&c.conn, &mut io, key);
         if c.conn.is_drained() {
             let ch = c.ch;
             c.s.drop_all(&mut io);
@@ -230,5 +233,16 @@ impl Quic {
             self.conns.remove(key);
             cx.sv.board.close(super::SLOT_BASE + key);
         }
+    }
+}
+
+/// The connection's byte totals into its row on the status page (only
+/// while something shows the table).
+fn count_bytes(conn: &quinn_proto::Connection, io: &mut Io<'_>, key: usize) {
+    if io.sv.board.is_kept() {
+        let st = conn.stats();
+        io.sv
+            .board
+            .totals(super::SLOT_BASE + key, st.udp_rx.bytes, st.udp_tx.bytes);
     }
 }
