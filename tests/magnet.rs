@@ -457,4 +457,13 @@ fn a_changed_script_is_loaded_again_and_options_follow_conditionals() {
     .expect("v2");
     let r = b.ask(&get_req("/dyn", &[]), &[]);
     assert_eq!((r.status, show(&r.body).as_str()), (201, "two, changed\n"));
+    // Replaced as editors save: a new file renamed over the old one.
+    let tmp = b.dir.join("scripts/dyn.lua.new");
+    std::fs::write(&tmp, "lighty.r.resp_body.set(\"three\\n\")\nreturn 202\n").expect("v3");
+    std::fs::rename(&tmp, &script).expect("rename");
+    let r = b.ask(&get_req("/dyn", &[]), &[]);
+    assert_eq!((r.status, show(&r.body).as_str()), (202, "three\n"));
+    // And changed again in place after that.
+    std::fs::write(&script, "return 204\n").expect("v4");
+    assert_eq!(b.ask(&get_req("/dyn", &[]), &[]).status, 204);
 }

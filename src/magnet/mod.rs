@@ -47,6 +47,12 @@ pub enum Verdict {
 
 /// One script file's compiled state.
 struct Script {
+    /// The inotify watch on the file while it is the one loaded: until it
+    /// reports a change, the file is not looked at again.
+    watch: Option<nix::sys::inotify::WatchDescriptor>,
+    /// A change was reported (or there is no watch): stat the file before
+    /// the next run.
+    stale: bool,
     lua: Lua,
     func: Function,
     env: Table,
@@ -62,6 +68,9 @@ struct Script {
 #[derive(Default)]
 pub struct Magnet {
     scripts: HashMap<String, Script>,
+    /// Watches the loaded scripts (see [`Magnet::watcher`]); without it
+    /// every run stats its file.
+    inotify: Option<nix::sys::inotify::Inotify>,
     /// The context of the last run, its buffers kept for the next.
     spare: Option<Ctx>,
 }
@@ -122,8 +131,75 @@ impl Magnet {
         }
     }
 
-    /// The script of `file`, loaded (again, when the file changed).
+    /// The descriptor to watch for changes to the scripts, made on first
+    /// use: the server's loop registers it and calls
+    /// [`Magnet::files_changed`] when it is readable, before the requests
+    /// of that turn. None when the system has no inotify to give.
+    /// Returns the descriptor when it was made by this call (to be
+    /// registered), None when it already was or cannot be.
+    pub fn watcher(&mut self) -> Option<std::os::fd::RawFd> {
+        use nix::sys::inotify::{InitFlags, Inotify};
+        use std::os::fd::{AsFd, AsRawFd};
+        if self.inotify.is_some() {
+            return None;
+        }
+        match Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC) {
+            Ok(i) => {
+                let fd = i.as_fd().as_raw_fd();
+                self.inotify = Some(i);
+                Some(fd)
+            }
+            Err(e) => {
+                log::warn!("mod_magnet: no inotify ({e}); scripts are checked on every run");
+                None
+            }
+        }
+    }
+
+    /// Drops the watcher (a worker process just forked shares its parent's,
+    /// whose events only one of them would read): every script is checked
+    /// on its next run until [`Magnet::watcher`] makes a new one.
+    pub fn forget_watcher(&mut self) {
+        self.inotify = None;
+        for s in self.scripts.values_mut() {
+            s.watch = None;
+            s.stale = true;
+        }
+    }
+
+    /// The watcher is readable: the scripts it reports are looked at
+    /// again before their next run.
+    pub fn files_changed(&mut self) {
+        let Some(ino) = &self.inotify else { return };
+        let mut any = false;
+        while let Ok(events) = ino.read_events() {
+            if events.is_empty() {
+                break;
+            }
+            for ev in events {
+                for s in self.scripts.values_mut() {
+                    if s.watch == Some(ev.wd) {
+                        s.stale = true;
+                        any = true;
+                    }
+                }
+            }
+        }
+        if any {
+            log::debug!("mod_magnet: a script changed on disk");
+        }
+    }
+
+    /// The script of `file`, loaded (again, when the file changed). The
+    /// file is stat'ed only when its watch reported a change (or it has
+    /// none): a script on every request costs no system call.
     fn script(&mut self, file: &str) -> Result<&mut Script, String> {
+        if self.scripts.get(file).is_some_and(|s| !s.stale) {
+            return self
+                .scripts
+                .get_mut(file)
+                .ok_or_else(|| "script vanished".to_string());
+        }
         let meta = std::fs::metadata(file).map_err(|e| e.to_string())?;
         let (mtime, size) = (meta.modified().ok(), meta.len());
         let fresh = self
@@ -132,11 +208,46 @@ impl Magnet {
             .is_some_and(|s| s.mtime == mtime && s.size == size);
         if !fresh {
             let s = load(file, mtime, size).map_err(|e| e.to_string())?;
-            self.scripts.insert(file.to_string(), s);
+            if let Some(old) = self.scripts.insert(file.to_string(), s) {
+                self.unwatch(old.watch);
+            }
+        }
+        // Watch the file as it is now (a new inode after an editor's
+        // rename), before it can change again.
+        let watch = self.watch(file);
+        let s = self
+            .scripts
+            .get_mut(file)
+            .ok_or_else(|| "script vanished".to_string())?;
+        if s.watch != watch {
+            let old = s.watch.take();
+            s.watch = watch;
+            s.stale = watch.is_none();
+            self.unwatch(old);
+        } else {
+            s.stale = watch.is_none();
         }
         self.scripts
             .get_mut(file)
             .ok_or_else(|| "script vanished".to_string())
+    }
+
+    fn watch(&self, file: &str) -> Option<nix::sys::inotify::WatchDescriptor> {
+        use nix::sys::inotify::AddWatchFlags as F;
+        let ino = self.inotify.as_ref()?;
+        let what =
+            F::IN_MODIFY | F::IN_ATTRIB | F::IN_CLOSE_WRITE | F::IN_MOVE_SELF | F::IN_DELETE_SELF;
+        ino.add_watch(file, what).ok()
+    }
+
+    fn unwatch(&self, wd: Option<nix::sys::inotify::WatchDescriptor>) {
+        // The same inode may be watched for a newer load: inotify gives
+        // one descriptor per inode, so only drop it when no script has it.
+        if let (Some(ino), Some(wd)) = (&self.inotify, wd) {
+            if !self.scripts.values().any(|s| s.watch == Some(wd)) {
+                let _ = ino.rm_watch(wd);
+            }
+        }
     }
 }
 
@@ -199,6 +310,8 @@ fn load(file: &str, mtime: Option<SystemTime>, size: u64) -> mlua::Result<Script
     )?;
     lua.set_memory_limit(MEMORY_LIMIT)?;
     Ok(Script {
+        watch: None,
+        stale: true,
         lua,
         func,
         env,

@@ -11,7 +11,7 @@ use nix::errno::Errno;
 
 use super::listen::Listener;
 use super::quic::QUIC_TOKEN_BASE;
-use super::{Server, LISTENER_BASE, SIGNAL, WAKER};
+use super::{Server, LISTENER_BASE, SCRIPTS, SIGNAL, WAKER};
 use crate::conn::h3::SLOT_BASE as H3_SLOT_BASE;
 use crate::conn::{Connection, Ctx, Drive};
 use crate::msg::ExchangeId;
@@ -113,6 +113,11 @@ impl Server {
             // SIGUSR1 is logged to the new file and served by the new
             // configuration.
             self.apply_signals();
+            // Also before the events: a script changed on disk runs anew
+            // for the requests of this turn.
+            if events.iter().any(|e| e.token() == SCRIPTS) {
+                self.sv.magnet.files_changed();
+            }
             let lingering_before = self.sv.lingering;
             let mut closed_any = false;
             self.accept_backlog();
@@ -122,6 +127,8 @@ impl Server {
                     self.accept_all(t - LISTENER_BASE);
                 } else if (QUIC_TOKEN_BASE..BACKEND_BASE).contains(&t) {
                     self.quic_call(|q, cx| q.on_readable(t - QUIC_TOKEN_BASE, cx));
+                } else if ev.token() == SCRIPTS {
+                    // Read before the events (above).
                 } else if ev.token() == SIGNAL {
                     self.drain_signal_wake();
                 } else if ev.token() == WAKER {

@@ -37,6 +37,8 @@ const LISTENER_BASE: usize = 1 << 30;
 const WAKER: Token = Token(LISTENER_BASE - 1);
 /// The socket the signal handlers write to.
 const SIGNAL: Token = Token(LISTENER_BASE - 2);
+/// mod_magnet's watch on its script files.
+const SCRIPTS: Token = Token(LISTENER_BASE - 3);
 
 /// Reads a new configuration for a graceful restart (SIGUSR1).
 pub type Reloader = Box<dyn FnMut() -> Result<Config, String>>;
@@ -195,7 +197,35 @@ impl Server {
             upgrade: handover::Upgrade::default(),
         };
         server.open_quic()?;
+        server.watch_scripts();
         Ok(server)
+    }
+
+    /// With mod_magnet loaded, its script files are watched from the loop
+    /// (a change is seen before the next request runs a script), so that a
+    /// run needs no `stat` of its file.
+    pub(super) fn watch_scripts(&mut self) {
+        if !self
+            .sv
+            .config
+            .global
+            .modules
+            .iter()
+            .any(|m| m == "mod_magnet")
+        {
+            return;
+        }
+        if let Some(fd) = self.sv.magnet.watcher() {
+            let r = self.poll.registry().register(
+                &mut mio::unix::SourceFd(&fd),
+                SCRIPTS,
+                Interest::READABLE,
+            );
+            if let Err(e) = r {
+                log::warn!("mod_magnet: script changes not watched ({e}); checked on every run");
+                self.sv.magnet.forget_watcher();
+            }
+        }
     }
 
     /// The bound addresses, as `ip:port` or a unix socket path, in listener order.
@@ -286,6 +316,9 @@ impl Server {
         if self.use_signals {
             self.signal_wake_up()?;
         }
+        // A watcher of its own (the parent's is shared across fork).
+        self.sv.magnet.forget_watcher();
+        self.watch_scripts();
         Ok(())
     }
 

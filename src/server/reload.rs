@@ -90,6 +90,7 @@ impl Server {
         self.reload_rrdtool(&config);
         self.sv.board.keep(config.shows_connections());
         self.sv.config = config;
+        self.watch_scripts();
         self.sv.deflate.set_cache_dirs(&cache_dirs);
         if let Err(e) = self.open_logs() {
             log::error!("graceful restart: {e}");
