@@ -12,6 +12,7 @@ use base64::Engine;
 use mlua::{Lua, MultiValue, Result, Table, Value};
 use sha2::Digest;
 
+use super::set_fn;
 use crate::syntax::{hex_value, percent_encode, push_hex, KeptEscapes, Unescaped, HEX_UPPER};
 
 type Bytes = Option<mlua::LuaString>;
@@ -22,22 +23,9 @@ fn b(s: &Bytes) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-fn put<A, R>(
-    lua: &Lua,
-    t: &Table,
-    name: &str,
-    f: impl Fn(&Lua, A) -> Result<R> + 'static,
-) -> Result<()>
-where
-    A: mlua::FromLuaMulti,
-    R: mlua::IntoLuaMulti,
-{
-    t.set(name, lua.create_function(f)?)
-}
-
 /// A byte-string transform: nil or "" give "" / the input back.
 fn put_map(lua: &Lua, t: &Table, name: &str, f: fn(&[u8]) -> Option<Vec<u8>>) -> Result<()> {
-    put(lua, t, name, move |lua, s: Bytes| {
+    set_fn(lua, t, name, move |lua, s: Bytes| {
         let input = b(&s);
         if input.is_empty() {
             return Ok(Some(lua.create_string("")?));
@@ -49,21 +37,21 @@ fn put_map(lua: &Lua, t: &Table, name: &str, f: fn(&[u8]) -> Option<Vec<u8>>) ->
 /// The `lighty.c` table.
 pub fn table(lua: &Lua) -> Result<Table> {
     let t = lua.create_table()?;
-    put(lua, &t, "stat", |lua, p: Bytes| stat(lua, &b(&p)))?;
-    put(lua, &t, "time", |_, ()| Ok(now().as_secs() as i64))?;
-    put(lua, &t, "hrtime", |_, ()| {
+    set_fn(lua, &t, "stat", |lua, p: Bytes| stat(lua, &b(&p)))?;
+    set_fn(lua, &t, "time", |_, ()| Ok(now().as_secs() as i64))?;
+    set_fn(lua, &t, "hrtime", |_, ()| {
         let n = now();
         Ok((n.as_secs() as i64, i64::from(n.subsec_nanos())))
     })?;
-    put(lua, &t, "rand", |_, ()| {
+    set_fn(lua, &t, "rand", |_, ()| {
         let mut x = [0u8; 4];
         getrandom::fill(&mut x).map_err(|e| mlua::Error::runtime(e.to_string()))?;
         Ok(i64::from(u32::from_ne_bytes(x) >> 1))
     })?;
-    put(lua, &t, "md", |_, (algo, msg): (String, Bytes)| {
+    set_fn(lua, &t, "md", |_, (algo, msg): (String, Bytes)| {
         Ok(md(&algo, &b(&msg)))
     })?;
-    put(
+    set_fn(
         lua,
         &t,
         "hmac",
@@ -71,11 +59,11 @@ pub fn table(lua: &Lua) -> Result<Table> {
             Ok(hmac(&algo, &b(&key), &b(&msg)).map(|d| hex_uc(&d)))
         },
     )?;
-    put(lua, &t, "digest_eq", |_, (a, c): (Bytes, Bytes)| {
+    set_fn(lua, &t, "digest_eq", |_, (a, c): (Bytes, Bytes)| {
         let (a, c) = (hex_dec(&b(&a)), hex_dec(&b(&c)));
         Ok(matches!((a, c), (Some(a), Some(c)) if a.len() == c.len() && ct_eq(&a, &c)))
     })?;
-    put(lua, &t, "secret_eq", |_, (a, c): (Bytes, Bytes)| {
+    set_fn(lua, &t, "secret_eq", |_, (a, c): (Bytes, Bytes)| {
         Ok(ct_eq(&b(&a), &b(&c)))
     })?;
     put_map(lua, &t, "b64enc", |s| {
@@ -102,17 +90,17 @@ pub fn table(lua: &Lua) -> Result<Table> {
     put_map(lua, &t, "bsenc", |s| Some(bsenc(s, false)))?;
     put_map(lua, &t, "bsenc_json", |s| Some(bsenc(s, true)))?;
     put_map(lua, &t, "bsdec", |s| Some(bsdec(s)))?;
-    put(lua, &t, "urldec_query", |lua, s: Bytes| {
+    set_fn(lua, &t, "urldec_query", |lua, s: Bytes| {
         urldec_query(lua, &b(&s))
     })?;
-    put(lua, &t, "urlenc_query", |_, t: Value| urlenc_query(t))?;
-    put(lua, &t, "cookie_tokens", |lua, s: Bytes| {
+    set_fn(lua, &t, "urlenc_query", |_, t: Value| urlenc_query(t))?;
+    set_fn(lua, &t, "cookie_tokens", |lua, s: Bytes| {
         cookie_tokens(lua, &b(&s))
     })?;
-    put(lua, &t, "header_tokens", |lua, s: Bytes| {
+    set_fn(lua, &t, "header_tokens", |lua, s: Bytes| {
         header_tokens(lua, &b(&s))
     })?;
-    put(lua, &t, "readdir", |lua, p: String| readdir(lua, &p))?;
+    set_fn(lua, &t, "readdir", |lua, p: String| readdir(lua, &p))?;
     Ok(t)
 }
 

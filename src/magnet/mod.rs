@@ -251,6 +251,21 @@ impl Magnet {
     }
 }
 
+/// `t[name]` = a Rust function (the helpers of `lighty.c` and the
+/// primitives behind `lighty.r`).
+fn set_fn<A, R>(
+    lua: &Lua,
+    t: &Table,
+    name: &str,
+    f: impl Fn(&Lua, A) -> mlua::Result<R> + 'static,
+) -> mlua::Result<()>
+where
+    A: mlua::FromLuaMulti,
+    R: mlua::IntoLuaMulti,
+{
+    t.set(name, lua.create_function(f)?)
+}
+
 /// What a script's return value asks for.
 fn verdict(file: &str, v: &Value, stage: Stage) -> Verdict {
     let n = match v {

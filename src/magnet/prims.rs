@@ -5,6 +5,7 @@
 use mlua::{Lua, MultiValue, Result, Table, Value};
 
 use super::ctx::{attr, attr_id, Ctx, Part, Stage, ATTRS};
+use super::set_fn;
 
 /// The running script's request (an error outside a run).
 fn with_ctx<R>(lua: &Lua, f: impl FnOnce(&mut Ctx) -> Result<R>) -> Result<R> {
@@ -53,19 +54,6 @@ fn framing(name: &str) -> bool {
     ["content-length", "transfer-encoding", "connection"]
         .iter()
         .any(|h| name.eq_ignore_ascii_case(h))
-}
-
-fn set_fn<A, R>(
-    lua: &Lua,
-    t: &Table,
-    name: &str,
-    f: impl Fn(&Lua, A) -> Result<R> + 'static,
-) -> Result<()>
-where
-    A: mlua::FromLuaMulti,
-    R: mlua::IntoLuaMulti,
-{
-    t.set(name, lua.create_function(f)?)
 }
 
 /// The table of primitives handed to the prelude.
