@@ -130,24 +130,15 @@ fn run(
     let cgi = &settings.cgi;
     let now = sv.clock.mono_secs;
     let framing = body_framing(req, settings)?;
-    let (server_port, server_addr) = server_end(sv, here.info);
-    let mut env = crate::upstream::cgi::environment(&crate::upstream::cgi::EnvInput {
-        req,
+    let at = ProgramAt {
         path: here.path,
         query: here.query,
+        docroot: here.docroot,
         script_name,
         path_info,
-        document_root: here.docroot,
-        script_filename_whole_path: false,
-        remote: here.info.peer,
-        remote_port: here.info.peer_port,
-        server_addr,
-        server_port,
-        server_name: host_name(req.host),
-        server_software: &settings.tag,
-        scgi: false,
-        authorizer: false,
-    });
+        info: here.info,
+    };
+    let mut env = request_env(sv, &at, req, settings);
     server_vars(&mut env, settings, carry, here.info);
     // `cgi.upgrade`: only an HTTP/1.1 request that asks may be upgraded;
     // otherwise the program does not see the wish (lighttpd removes it).
@@ -202,6 +193,44 @@ fn body_framing(req: &Request<'_, '_>, settings: &Settings) -> Result<BodyFramin
         Body::Chunked => BodyFraming::Chunked {
             limit: limit.min(crate::upstream::MAX_BODY),
         },
+    })
+}
+
+/// Where a program runs for a request: a CGI script, or the command of an
+/// SSI page's `#exec`.
+pub(super) struct ProgramAt<'a> {
+    pub path: &'a str,
+    pub query: &'a str,
+    pub docroot: &'a str,
+    pub script_name: &'a str,
+    pub path_info: &'a str,
+    pub info: &'a ConnInfo,
+}
+
+/// The request's CGI/1.1 variables for a program at `at`.
+pub(super) fn request_env(
+    sv: &Services,
+    at: &ProgramAt<'_>,
+    req: &Request<'_, '_>,
+    settings: &Settings,
+) -> Env {
+    let (server_port, server_addr) = server_end(sv, at.info);
+    crate::upstream::cgi::environment(&crate::upstream::cgi::EnvInput {
+        req,
+        path: at.path,
+        query: at.query,
+        script_name: at.script_name,
+        path_info: at.path_info,
+        document_root: at.docroot,
+        script_filename_whole_path: false,
+        remote: at.info.peer,
+        remote_port: at.info.peer_port,
+        server_addr,
+        server_port,
+        server_name: host_name(req.host),
+        server_software: &settings.tag,
+        scgi: false,
+        authorizer: false,
     })
 }
 

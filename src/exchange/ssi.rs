@@ -3,7 +3,6 @@
 //! before mod_staticfile, as lighttpd orders them), with the request's CGI
 //! variables and mod_access for what it includes.
 
-use super::endpoint::{host_name, server_end};
 use super::gateway::server_vars;
 use super::physical::Physical;
 use super::{access_denied, Carry, ConnInfo, Services};
@@ -88,24 +87,15 @@ fn variables(
     settings: &Settings,
     carry: &Carry,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let (server_port, server_addr) = server_end(sv, here.info);
-    let mut env = crate::upstream::cgi::environment(&crate::upstream::cgi::EnvInput {
-        req,
+    let at = super::cgi::ProgramAt {
         path: here.path,
         query: here.query,
+        docroot: here.docroot,
         script_name: here.path,
         path_info: "",
-        document_root: here.docroot,
-        script_filename_whole_path: false,
-        remote: here.info.peer,
-        remote_port: here.info.peer_port,
-        server_addr,
-        server_port,
-        server_name: host_name(req.host),
-        server_software: &settings.tag,
-        scgi: false,
-        authorizer: false,
-    });
+        info: here.info,
+    };
+    let mut env = super::cgi::request_env(sv, &at, req, settings);
     server_vars(&mut env, settings, carry, here.info);
     let length = match req.body {
         crate::msg::Body::Length(n) => n,
