@@ -793,28 +793,13 @@ impl Drop for Lighttpd {
     }
 }
 
-fn start_lighttpd(conf: &Path, port: u16, dir: &TempDir) -> Result<Lighttpd, String> {
-    let child = Command::new("lighttpd")
-        .arg("-D")
-        .arg("-f")
-        .arg(conf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start lighttpd: {e}"))?;
-    let mut l = Lighttpd(child);
-    let up = wait_for(TIMEOUT, || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-            || matches!(l.0.try_wait(), Ok(Some(_)))
-    });
-    if !up || matches!(l.0.try_wait(), Ok(Some(_))) {
-        return Err(format!(
-            "lighttpd did not start: {}",
+fn lighttpd_with_log(conf: &Path, port: u16, dir: &TempDir) -> Result<Lighttpd, String> {
+    start_lighttpd(conf, port).map(Lighttpd).map_err(|e| {
+        format!(
+            "{e}: {}",
             std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
-        ));
-    }
-    Ok(l)
+        )
+    })
 }
 
 /// The bytes of a row's request: `path` and header lines after it, one a
@@ -917,7 +902,7 @@ fn run_lighttpd(row: &Row, fails: &mut Vec<String>) {
     let port = free_port();
     let tlsport = free_port();
     let conf = write_row_conf(row, &d, &dir, port, tlsport, true);
-    let _l = match start_lighttpd(&conf, port, &dir) {
+    let _l = match lighttpd_with_log(&conf, port, &dir) {
         Ok(l) => l,
         Err(e) => return fails.push(format!("{}: {e}", row.name)),
     };

@@ -9,9 +9,8 @@
 
 mod common;
 
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -98,23 +97,9 @@ fn start(extra: &str, compare: bool) -> Both {
 
 /// lighttpd with `conf`, accepting on `port`.
 fn lighttpd_on(conf: &Path, port: u16) -> Child {
-    let mut child = Command::new("lighttpd")
-        .arg("-D")
-        .arg("-f")
-        .arg(conf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("lighttpd (apt-get install lighttpd lighttpd-modules-lua)");
-    let up = wait_for(TIMEOUT, || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok() || matches!(child.try_wait(), Ok(Some(_)))
-    });
-    assert!(
-        up && matches!(child.try_wait(), Ok(None)),
-        "lighttpd with mod_magnet did not start (lighttpd-modules-lua installed?)"
-    );
-    child
+    start_lighttpd(conf, port).unwrap_or_else(|e| {
+        panic!("{e} (lighttpd with mod_magnet: apt-get install lighttpd lighttpd-modules-lua)")
+    })
 }
 
 fn send(port: u16, request: &[u8]) -> Response {

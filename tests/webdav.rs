@@ -122,23 +122,8 @@ fn start_lighttpd(dir: TempDir, modules: &str, extra: &str) -> Dav {
 
 /// lighttpd with `conf`, accepting on `port`.
 fn lighttpd_on(conf: &Path, port: u16) -> Child {
-    let mut child = Command::new("lighttpd")
-        .arg("-D")
-        .arg("-f")
-        .arg(conf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("lighttpd (apt-get install lighttpd lighttpd-mod-webdav)");
-    let up = wait_for(TIMEOUT, || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok() || matches!(child.try_wait(), Ok(Some(_)))
-    });
-    assert!(
-        up && matches!(child.try_wait(), Ok(None)),
-        "lighttpd did not start"
-    );
-    child
+    common::start_lighttpd(conf, port)
+        .unwrap_or_else(|e| panic!("{e} (apt-get install lighttpd lighttpd-mod-webdav)"))
 }
 
 /// A request with a body (`Content-Length`), Host `test`, closing.

@@ -548,3 +548,27 @@ pub fn raise_own_nofile(want: u64) -> u64 {
         Err(_) => soft,
     }
 }
+
+/// lighttpd (Debian's) in the foreground with `conf`, once it accepts on
+/// `port`; Err with why when it cannot run or exits first (the caller kills
+/// the child it gets).
+pub fn start_lighttpd(conf: &Path, port: u16) -> Result<Child, String> {
+    let mut child = Command::new("lighttpd")
+        .arg("-D")
+        .arg("-f")
+        .arg(conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start lighttpd: {e}"))?;
+    let up = wait_for(TIMEOUT, || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok() || matches!(child.try_wait(), Ok(Some(_)))
+    });
+    if up && matches!(child.try_wait(), Ok(None)) {
+        return Ok(child);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err("lighttpd did not start".to_string())
+}
