@@ -107,6 +107,8 @@ pub struct Services {
     pub magnet: crate::magnet::Magnet,
     /// mod_rrdtool: its counters and process, when a scope names a database.
     pub rrd: Option<crate::rrdtool::RrdTool>,
+    /// `server.kbytes-per-second`: the bytes each limited scope sent this second.
+    pub scope_bytes: crate::output::throttle::ScopeCounts,
 }
 
 impl Services {
@@ -136,6 +138,7 @@ impl Services {
             webdav: Default::default(),
             magnet: Default::default(),
             rrd: None,
+            scope_bytes: Default::default(),
         }
     }
 
