@@ -501,7 +501,14 @@ pub(crate) fn respond_with(
     loop {
         let once = respond_once(sv, info, req, &mut carry, target.as_deref(), registry);
         match once {
-            Once::Gateway(g) => return Outcome::Gateway(g),
+            Once::Gateway(g) => {
+                if g.carry.error.is_some() {
+                    // An error handler's backend: its answer goes out as
+                    // it is (server.error-intercept acts once).
+                    sv.upstream.pass_errors(g.job);
+                }
+                return Outcome::Gateway(g);
+            }
             Once::Again(head) => {
                 // mod_magnet changed the request: the phases again on it.
                 let mut hs = Vec::new();
@@ -556,7 +563,7 @@ pub(crate) fn respond_with(
 /// have one for it and this is not already an error handler's run.
 /// `server.error-handler` takes every error (as a GET); the older
 /// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
-fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
+pub(crate) fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
     // Errors about the request itself (malformed, too large, an unknown
     // method or version) are answered as they are.
     // A 401 keeps its own page: its challenge must reach the client.

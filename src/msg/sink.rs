@@ -54,6 +54,13 @@ pub enum Rerun {
     Authorized(Vec<(String, Vec<u8>)>),
     /// A local redirect (RFC 3875 6.2.2) to this path and query.
     Redirect(String),
+    /// `server.error-intercept`: the backend answered this 4xx or 5xx
+    /// status; glint answers with its own error (page or handler) instead.
+    /// `challenge`: a 401's `WWW-Authenticate`, the one header kept.
+    Intercepted {
+        status: u16,
+        challenge: Option<Vec<u8>>,
+    },
 }
 
 /// The client's side of a gateway exchange, as the upstream sees it.

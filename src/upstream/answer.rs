@@ -93,6 +93,25 @@ fn take_head(
         sink.rerun(rerun);
         return Ok(None);
     }
+    if job.intercept && (400..=599).contains(&head.status) {
+        // server.error-intercept: glint's own error answer; the backend's
+        // head and body are dropped (its end still ends the exchange).
+        job.answer = Answer::Dropping;
+        head_buf.clear();
+        let challenge = (head.status == 401)
+            .then(|| {
+                head.headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
+                    .map(|(_, v)| v.clone())
+            })
+            .flatten();
+        sink.rerun(Rerun::Intercepted {
+            status: head.status,
+            challenge,
+        });
+        return Ok(None);
+    }
     if let Some(roots) = x_sendfile {
         if let Some(path) = take_x_sendfile(&mut head) {
             send_file_instead(job, &head, &path, roots, sink);
