@@ -130,6 +130,25 @@ fn intercepted_errors_get_the_errorfile_or_the_builtin_page() {
     let r = fetch(&s, &head("/wsgi/status?500", &[]));
     assert_eq!(r.status, 500);
     assert!(r.body.is_empty());
+    // Over HTTP/2 (prior knowledge, curl) alike.
+    let o = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "10",
+            "--http2-prior-knowledge",
+            "-w",
+            "\n%{http_code} %{http_version}",
+        ])
+        .arg(format!("http://127.0.0.1:{}/wsgi/status?500", s.port))
+        .output()
+        .expect("curl (apt-get install curl)");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "<p>our own 500 page</p>\n\n500 2",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // A CGI program's error too.
     let r = fetch(&s, &get("/gone.cgi", &[]));
     assert_eq!(r.status, 410);
@@ -233,6 +252,15 @@ fn the_error_handler_answers_an_intercepted_error() {
     assert!(t.contains("REQUEST_METHOD=GET"), "{t}");
     assert!(t.contains("SCRIPT_NAME=/handler.cgi"), "{t}");
     assert_eq!(r.header("X-Backend"), None);
+    // A backend's 400 is no verdict on the request's syntax: the handler too.
+    let r = fetch(&s, &get("/wsgi/status?400", &[]));
+    assert_eq!(r.status, 400);
+    assert!(text(&r).contains("REDIRECT_STATUS=400"), "{}", text(&r));
+    // A 401 keeps its challenge: the page, not the handler.
+    let r = fetch(&s, &get("/wsgi/status?401", &[]));
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("WWW-Authenticate"), Some("Basic realm=\"app\""));
+    assert!(builtin_page(&r, 401), "{}", text(&r));
 }
 
 /// `server.error-handler-404` takes an intercepted 404 (and 403); its

@@ -561,9 +561,7 @@ pub(crate) fn respond_with(
 
 /// The error handler to run for an answer with `status`, if the settings
 /// have one for it and this is not already an error handler's run.
-/// `server.error-handler` takes every error (as a GET); the older
-/// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
-pub(crate) fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
+fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
     // Errors about the request itself (malformed, too large, an unknown
     // method or version) are answered as they are.
     // A 401 keeps its own page: its challenge must reach the client.
@@ -573,6 +571,13 @@ pub(crate) fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Opt
     {
         return None;
     }
+    error_handler_of(s, status)
+}
+
+/// The error handler the settings name for `status`:
+/// `server.error-handler` takes every error (as a GET); the older
+/// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
+pub(crate) fn error_handler_of(s: &Settings, status: u16) -> Option<ErrorRun> {
     if let Some(h) = s.error_handler.as_deref() {
         return Some(ErrorRun {
             target: h.to_string(),

@@ -100,7 +100,13 @@ fn intercepted(
     registry: &Registry,
 ) -> Outcome {
     log::debug!("server.error-intercept: the backend's {status} is answered by glint");
-    if let Some(next) = super::error_handler_for(&settings, status, &carry) {
+    // Any error status of a backend may go to the handler (it is no
+    // verdict on the request's syntax), but a 401: its challenge must
+    // reach the client. (The handler's own backend is not intercepted.)
+    let handler = (status != 401)
+        .then(|| super::error_handler_of(&settings, status))
+        .flatten();
+    if let Some(next) = handler {
         carry.error = Some(next);
         carry.magnet.raw_done = false;
         carry.magnet.no_rewrite = false;
