@@ -70,6 +70,7 @@ fn a_connection_limit_slows_a_static_file() {
     let d = docroot();
     let s = Server::start_config(&conf(&d, "connection.kbytes-per-second = 50"));
     let want = body(SIZE);
+    let ticks = s.cpu_ticks();
     for (what, req) in [
         (
             "HTTP/1.1, Connection: close",
@@ -87,6 +88,14 @@ fn a_connection_limit_slows_a_static_file() {
         );
         assert!(took < Duration::from_secs(10), "{what}: too slow, {took:?}");
     }
+    // Held connections wait for the tick, not in a loop: about 10 s of
+    // downloads cost the server well under a second of CPU (ticks of 10 ms).
+    let used = s.cpu_ticks() - ticks;
+    eprintln!("server CPU for both downloads: {used} ticks");
+    assert!(
+        used < 50,
+        "the server spun while throttled: {used} ticks of CPU"
+    );
 }
 
 /// A limit set in a conditional block applies to its requests only: a
@@ -246,6 +255,7 @@ fn throttled_over_tls_and_http2() {
     );
     let s = Launch::new().config(&text).start();
     let want = body(SIZE);
+    let ticks = s.cpu_ticks();
     for proto in ["--http1.1", "--http2"] {
         let out = certs.join("got.bin");
         let t = Instant::now();
@@ -283,4 +293,9 @@ fn throttled_over_tls_and_http2() {
             "{proto}: too fast, {took:?}"
         );
     }
+    let used = s.cpu_ticks() - ticks;
+    assert!(
+        used < 50,
+        "the server spun while throttled: {used} ticks of CPU"
+    );
 }

@@ -441,6 +441,42 @@ mod tests {
         crate::sockopt::tcp_int(sock.as_fd(), nix::libc::TCP_CORK).is_some_and(|v| v != 0)
     }
 
+    /// A cap (a download limit) stops the writer at that many bytes,
+    /// within a memory chunk or a file, and the rest follows later.
+    #[test]
+    fn a_cap_stops_writing_and_the_rest_follows() {
+        let dir = std::env::temp_dir().join(format!("glint-output-c-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let file = Rc::new(File::open(&path).unwrap());
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut out = Output::default();
+        out.mem.extend_from_slice(b"head|");
+        out.push_file(file, 0, 10);
+        out.mem.extend_from_slice(b"|end");
+        assert_eq!(
+            out.write_to(a.as_fd(), false, 3).unwrap(),
+            WriteOutcome::Capped
+        );
+        assert_eq!(out.take_written(), 3);
+        assert_eq!(
+            out.write_to(a.as_fd(), false, 7).unwrap(),
+            WriteOutcome::Capped
+        );
+        assert_eq!(out.take_written(), 7);
+        assert_eq!(
+            out.write_to(a.as_fd(), false, 100).unwrap(),
+            WriteOutcome::Done
+        );
+        assert_eq!(out.take_written(), 9);
+        drop(a);
+        let mut got = String::new();
+        b.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "head|0123456789|end");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn truncated_file_is_an_error() {
         let dir = std::env::temp_dir().join(format!("glint-output-t-{}", std::process::id()));
