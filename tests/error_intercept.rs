@@ -280,3 +280,38 @@ fn the_error_handler_404_answers_an_intercepted_404() {
     assert_eq!(r.status, 500);
     assert!(builtin_page(&r, 500), "{}", text(&r));
 }
+
+/// mod_proxy's backend (tests/backends/http_app.py): its 5xx is replaced,
+/// the body it sent is read and dropped, and the kept backend connection
+/// answers the next request.
+#[test]
+fn a_proxied_error_is_intercepted() {
+    let st = setup();
+    let app = python(&[
+        backends_dir().join("http_app.py").to_str().expect("path"),
+        "0",
+        "app",
+        "5",
+    ]);
+    let extra = format!(
+        "server.modules += (\"mod_proxy\")\n\
+         proxy.server = ( \"/p/\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {} ) ) )\n\
+         proxy.header = ( \"map-urlpath\" => ( \"/p/\" => \"/\" ) )\n\
+         server.error-intercept = \"enable\"\n{}",
+        app.port,
+        prefix(&st.d.base)
+    );
+    let s = Server::start_config(&conf(&st, &extra));
+    let mut c = s.connect();
+    for (path, status, body) in [
+        ("/p/status?code=500", 500, "<p>our own 500 page</p>\n"),
+        ("/p/status?code=200", 200, "status 200"),
+        ("/p/status?code=404", 404, "<p>our own 404 page</p>\n"),
+    ] {
+        c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+            .expect("send");
+        let r = c.read_response(false).expect("answer");
+        assert_eq!((r.status, text(&r)), (status, body.to_string()), "{path}");
+        assert_eq!(r.header("X-Backend").is_some(), status == 200, "{path}");
+    }
+}

@@ -299,3 +299,33 @@ fn throttled_over_tls_and_http2() {
         "the server spun while throttled: {used} ticks of CPU"
     );
 }
+
+/// A backend's `X-LIGHTTPD-KBytes-per-second` lowers the limit for its
+/// answer; like every `X-LIGHTTPD-*` header it does not reach the client.
+#[test]
+fn a_backend_may_lower_the_limit_with_x_lighttpd_kbytes_per_second() {
+    let d = docroot();
+    let data = d.root.join("slow/big.bin");
+    d.file(
+        "lower.cgi",
+        format!(
+            "#!/bin/sh\nprintf 'Content-Type: application/octet-stream\\r\\nX-LIGHTTPD-KBytes-per-second: 50\\r\\nX-LIGHTTPD-Other: x\\r\\n\\r\\n'\nexec cat '{}'\n",
+            data.display()
+        )
+        .as_bytes(),
+    );
+    set_mode(&d.root.join("lower.cgi"), 0o755);
+    let s = Server::start_config(&conf(
+        &d,
+        "cgi.assign = (\".cgi\" => \"\")\nconnection.kbytes-per-second = 1000",
+    ));
+    let (r, took) = timed(
+        &s,
+        b"GET /lower.cgi HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_whole(&r, &body(SIZE), "lowered");
+    assert_eq!(r.header("X-LIGHTTPD-KBytes-per-second"), None);
+    assert_eq!(r.header("X-LIGHTTPD-Other"), None);
+    eprintln!("lowered to 50 KiB/s: {SIZE} bytes in {took:?}");
+    assert!(took >= Duration::from_millis(2900), "not lowered: {took:?}");
+}

@@ -45,6 +45,9 @@ pub struct AnswerHead<'a> {
     /// A 101 to an `Upgrade` request: after the head, bytes go both ways
     /// as they come (a tunnel) until either side closes.
     pub upgrade: bool,
+    /// The backend's `X-LIGHTTPD-KBytes-per-second`, in bytes: a lower
+    /// download limit for this answer's HTTP/1 connection.
+    pub rate_limit: Option<u64>,
 }
 
 /// Why glint runs a request again once its backend's answer is read.

@@ -53,6 +53,15 @@ impl Throttle {
         self.scope = s.scope_rate;
     }
 
+    /// A backend's `X-LIGHTTPD-KBytes-per-second` (in bytes): the
+    /// connection's limit for this answer, when lower than the one it has
+    /// (or it has none).
+    pub fn lower(&mut self, limit: u64) {
+        if limit > 0 && (self.rate == 0 || limit < self.rate) {
+            self.rate = limit;
+        }
+    }
+
     /// Held until the next tick.
     pub fn is_held(&self) -> bool {
         self.held
@@ -180,6 +189,23 @@ mod tests {
         c.configure(&settings(0, 2, 2));
         a.wrote(2048, &mut counts);
         assert_eq!(c.allowance(&counts), 2048);
+    }
+
+    #[test]
+    fn a_backend_may_only_lower_the_limit() {
+        let mut counts = ScopeCounts::default();
+        let mut t = Throttle::default();
+        t.configure(&settings(4, 0, 1));
+        t.lower(8 * 1024);
+        assert_eq!(t.allowance(&counts), 4096);
+        t.lower(1024);
+        assert_eq!(t.allowance(&counts), 1024);
+        // The next answer's settings apply anew.
+        t.configure(&Settings::default());
+        t.lower(2048);
+        assert_eq!(t.allowance(&counts), 2048);
+        t.wrote(2048, &mut counts);
+        assert_eq!(t.allowance(&counts), 0);
     }
 
     #[test]

@@ -93,23 +93,12 @@ fn take_head(
         sink.rerun(rerun);
         return Ok(None);
     }
-    if job.intercept && (400..=599).contains(&head.status) {
+    if intercepts(job, head.status) {
         // server.error-intercept: glint's own error answer; the backend's
         // head and body are dropped (its end still ends the exchange).
         job.answer = Answer::Dropping;
         head_buf.clear();
-        let challenge = (head.status == 401)
-            .then(|| {
-                head.headers
-                    .iter()
-                    .find(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
-                    .map(|(_, v)| v.clone())
-            })
-            .flatten();
-        sink.rerun(Rerun::Intercepted {
-            status: head.status,
-            challenge,
-        });
+        sink.rerun(intercepted(head.status, &head.headers));
         return Ok(None);
     }
     if let Some(roots) = x_sendfile {
@@ -133,6 +122,63 @@ fn take_head(
     head_buf.clear();
     Ok(Some(rest))
 }
+
+/// `server.error-intercept` takes an answer with `status` from `job`'s backend.
+pub(super) fn intercepts(job: &Job, status: u16) -> bool {
+    job.intercept && (400..=599).contains(&status)
+}
+
+/// The rerun that replaces an intercepted answer: its status, and a 401's
+/// challenge (the one header of the backend's kept, as lighttpd keeps it).
+pub(super) fn intercepted(status: u16, headers: &[(String, Vec<u8>)]) -> Rerun {
+    let challenge = (status == 401)
+        .then(|| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
+                .map(|(_, v)| v.clone())
+        })
+        .flatten();
+    Rerun::Intercepted { status, challenge }
+}
+
+/// The headers of a backend's answer as the client gets them, as
+/// lighttpd's `http_response_omit_header` has it: `X-Sendfile` and every
+/// `X-LIGHTTPD-*` header stay between the backend and glint; with them
+/// the limit `X-LIGHTTPD-KBytes-per-second` asks for, in bytes, if any.
+pub(super) fn client_headers(headers: &[(String, Vec<u8>)]) -> (Fields<'_>, Option<u64>) {
+    let internal = |k: &str| {
+        k.eq_ignore_ascii_case("x-sendfile")
+            || k.get(..11)
+                .is_some_and(|p| p.eq_ignore_ascii_case("x-lighttpd-"))
+    };
+    if !headers.iter().any(|(k, _)| internal(k)) {
+        return (std::borrow::Cow::Borrowed(headers), None);
+    }
+    let limit = headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("x-lighttpd-kbytes-per-second"))
+        .filter_map(|(_, v)| leading_number(v))
+        .filter(|&kb| kb > 0)
+        .map(|kb| kb.saturating_mul(1024))
+        .next_back();
+    let kept = headers
+        .iter()
+        .filter(|(k, _)| !internal(k))
+        .cloned()
+        .collect();
+    (std::borrow::Cow::Owned(kept), limit)
+}
+
+/// The decimal number a value starts with (as `strtol` reads it).
+fn leading_number(v: &[u8]) -> Option<u64> {
+    let v = v.trim_ascii_start();
+    let digits = v.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&v[..digits]).ok()?.parse().ok()
+}
+
+/// A backend's header lines, borrowed as they came or filtered.
+pub(super) type Fields<'a> = std::borrow::Cow<'a, [(String, Vec<u8>)]>;
 
 /// Most body bytes held with a CGI head before it streams anyway.
 const HOLD_MAX: usize = 64 * 1024;
@@ -203,13 +249,15 @@ fn start_answer(
         *dechunk = Some(chunked::Decoder::default());
     }
     job.answer = Answer::Streaming;
-    let headers = job.with_alt_svc(&head.headers);
+    let (kept, rate_limit) = client_headers(&head.headers);
+    let headers = job.with_alt_svc(&kept);
     sink.head(&AnswerHead {
         status: head.status,
         headers: &headers,
         content_length: head.content_length.filter(|_| !upgrade),
         bodiless,
         upgrade,
+        rate_limit,
     });
     Ok(())
 }
@@ -296,13 +344,15 @@ fn send_file_instead(
             return sink.fail(404);
         }
     };
-    let headers = job.with_alt_svc(&head.headers);
+    let (kept, rate_limit) = client_headers(&head.headers);
+    let headers = job.with_alt_svc(&kept);
     let h = AnswerHead {
         status: head.status,
         headers: &headers,
         content_length: Some(len),
         bodiless: false,
         upgrade: false,
+        rate_limit,
     };
     sink.file(&h, Rc::new(file), len);
 }
