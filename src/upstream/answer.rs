@@ -356,3 +356,54 @@ fn send_file_instead(
     };
     sink.file(&h, Rc::new(file), len);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(k: &str, v: &str) -> (String, Vec<u8>) {
+        (k.to_string(), v.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn internal_headers_stay_and_a_lower_limit_is_read() {
+        let plain = [h("Content-Type", "text/plain"), h("X-Lighttpd", "not ours")];
+        let (kept, limit) = client_headers(&plain);
+        assert!(matches!(kept, std::borrow::Cow::Borrowed(_)));
+        assert_eq!((kept.len(), limit), (2, None));
+        let mixed = [
+            h("Content-Type", "text/plain"),
+            h("X-Sendfile", "/etc/passwd"),
+            h("x-lighttpd-kbytes-per-second", " 64 kB"),
+            h("X-LIGHTTPD-whatever", "x"),
+        ];
+        let (kept, limit) = client_headers(&mixed);
+        assert_eq!(&*kept, &[h("Content-Type", "text/plain")]);
+        assert_eq!(limit, Some(64 * 1024));
+        // Not a number, or 0: no limit (and still not passed on).
+        for v in ["fast", "0", ""] {
+            let one = [h("X-LIGHTTPD-KBytes-per-second", v)];
+            let (kept, limit) = client_headers(&one);
+            assert_eq!((kept.len(), limit), (0, None), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn an_intercepted_401_keeps_its_challenge_alone() {
+        let hs = [h("WWW-Authenticate", "Basic realm=\"x\""), h("X-App", "1")];
+        assert_eq!(
+            intercepted(401, &hs),
+            Rerun::Intercepted {
+                status: 401,
+                challenge: Some(b"Basic realm=\"x\"".to_vec())
+            }
+        );
+        assert_eq!(
+            intercepted(403, &hs),
+            Rerun::Intercepted {
+                status: 403,
+                challenge: None
+            }
+        );
+    }
+}
