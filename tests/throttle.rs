@@ -329,3 +329,50 @@ fn a_backend_may_lower_the_limit_with_x_lighttpd_kbytes_per_second() {
     eprintln!("lowered to 50 KiB/s: {SIZE} bytes in {took:?}");
     assert!(took >= Duration::from_millis(2900), "not lowered: {took:?}");
 }
+
+/// `server.kbytes-per-second` in a `$SERVER["socket"]` block limits the
+/// connections of that socket together; the main socket is not slowed.
+#[test]
+fn a_socket_scope_limit_leaves_other_sockets_alone() {
+    let d = docroot();
+    let limited = free_port();
+    let s = Server::start_config(&conf(
+        &d,
+        &format!(
+            "$SERVER[\"socket\"] == \"127.0.0.1:{limited}\" {{ server.kbytes-per-second = 100 }}"
+        ),
+    ));
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], limited));
+    assert!(
+        wait_for(TIMEOUT, || std::net::TcpStream::connect(addr).is_ok()),
+        "the second socket does not accept"
+    );
+    let want = body(SIZE);
+    let t = Instant::now();
+    let slow: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Conn::open(addr).expect("connect");
+                c.send(b"GET /slow/big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                    .expect("send");
+                c.read_response_by(false, Instant::now() + Duration::from_secs(30))
+                    .expect("answer")
+            })
+        })
+        .collect();
+    let (r, took) = timed(
+        &s,
+        b"GET /fast/big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_whole(&r, &want, "main socket");
+    assert!(
+        took < Duration::from_secs(1),
+        "the main socket was slowed: {took:?}"
+    );
+    for c in slow {
+        assert_whole(&c.join().expect("client"), &want, "limited socket");
+    }
+    let took = t.elapsed();
+    eprintln!("2 x {SIZE} bytes on the limited socket in {took:?} (limit 100 KiB/s)");
+    assert!(took >= Duration::from_millis(2900), "not shared: {took:?}");
+}

@@ -60,7 +60,7 @@ impl Connection {
     /// lingering is over.
     pub fn on_tick(&mut self, cx: &mut Ctx<'_>) -> Drive {
         let age = cx.sv.clock.mono_secs.saturating_sub(self.born);
-        let resume = self.throttle.new_second(age);
+        let resume = cx.sv.scope_bytes.is_new_second() && self.throttle.new_second(age);
         match self.check_time(cx) {
             Drive::Closed => Drive::Closed,
             _ if resume => self.drive(cx),

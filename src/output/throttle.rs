@@ -15,18 +15,37 @@ use std::collections::HashMap;
 use crate::config::{ScopeRate, Settings};
 
 /// Bytes sent this second under each `server.kbytes-per-second`
-/// assignment, by [`ScopeRate::id`]; cleared by the tick.
+/// assignment, by [`ScopeRate::id`]; cleared by the tick of each new
+/// second of the monotonic clock.
 #[derive(Debug, Default)]
-pub struct ScopeCounts(HashMap<u64, u64>);
+pub struct ScopeCounts {
+    used: HashMap<u64, u64>,
+    /// The monotonic second of the last budget.
+    second: u64,
+    /// This tick began a new budget second.
+    fresh: bool,
+}
 
 impl ScopeCounts {
-    /// A new second: every scope may send its limit again.
-    pub fn new_second(&mut self) {
-        self.0.clear();
+    /// The tick at monotonic second `now`: a new budget for every scope
+    /// when the second is new. (The tick also comes when only the wall
+    /// clock's second changed: two budgets in one second would double
+    /// the limits.)
+    pub fn tick(&mut self, now: u64) {
+        self.fresh = now != self.second;
+        if self.fresh {
+            self.second = now;
+            self.used.clear();
+        }
+    }
+
+    /// This tick began a new budget second: connections get theirs too.
+    pub fn is_new_second(&self) -> bool {
+        self.fresh
     }
 
     fn used(&self, id: u64) -> u64 {
-        self.0.get(&id).copied().unwrap_or(0)
+        self.used.get(&id).copied().unwrap_or(0)
     }
 }
 
@@ -96,7 +115,7 @@ impl Throttle {
         self.this_second += n;
         self.total += n;
         if let Some(sc) = self.scope {
-            *counts.0.entry(sc.id).or_insert(0) += n;
+            *counts.used.entry(sc.id).or_insert(0) += n;
         }
     }
 
@@ -181,7 +200,8 @@ mod tests {
         assert_eq!(b.allowance(&counts), 548);
         b.wrote(548, &mut counts);
         assert_eq!(a.allowance(&counts), 0);
-        counts.new_second();
+        counts.tick(1);
+        assert!(counts.is_new_second());
         assert!(a.new_second(1));
         assert_eq!(a.allowance(&counts), 2048);
         // Another assignment (another line) of the same value counts apart.
@@ -206,6 +226,24 @@ mod tests {
         assert_eq!(t.allowance(&counts), 2048);
         t.wrote(2048, &mut counts);
         assert_eq!(t.allowance(&counts), 0);
+    }
+
+    #[test]
+    fn a_second_tick_in_the_same_second_gives_no_budget() {
+        let mut counts = ScopeCounts::default();
+        counts.tick(5);
+        assert!(counts.is_new_second());
+        let mut t = Throttle::default();
+        t.configure(&settings(0, 1, 3));
+        t.wrote(1024, &mut counts);
+        // The wall clock's second changed, the monotonic one did not.
+        counts.tick(5);
+        assert!(!counts.is_new_second());
+        assert_eq!(t.allowance(&counts), 0);
+        counts.tick(6);
+        assert_eq!(t.allowance(&counts), 0, "held until the connection's tick");
+        assert!(t.new_second(1));
+        assert_eq!(t.allowance(&counts), 1024);
     }
 
     #[test]
