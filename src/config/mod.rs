@@ -44,7 +44,9 @@ pub use modules::{
 pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
 pub use pattern::Pattern;
-pub use settings::{CgiLimits, CgiSettings, Origin, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT};
+pub use settings::{
+    CgiLimits, CgiSettings, Origin, ScopeRate, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT,
+};
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 

@@ -146,6 +146,17 @@ pub struct Settings {
     /// `server.error-handler`: a URL run instead of any error answer
     /// (4xx, 5xx) glint itself would give, as a GET; the status stays.
     pub error_handler: Option<String>,
+    /// `server.error-intercept` (default disable): a backend's 4xx or 5xx
+    /// answer is replaced by glint's own error answer for its status
+    /// (`server.errorfile-prefix`, `server.error-handler`).
+    pub error_intercept: bool,
+    /// `connection.kbytes-per-second` in bytes (default 0: no limit): what
+    /// one connection may be sent per second.
+    pub conn_bytes_per_second: u64,
+    /// `server.kbytes-per-second` (default unset: no limit): what all the
+    /// connections under the block that set it may be sent per second
+    /// together.
+    pub scope_rate: Option<ScopeRate>,
     /// `server.listen-backlog` (default 1024): `listen(2)` backlog of each listener.
     pub listen_backlog: u32,
     /// `server.use-ipv6` (default disable): `server.bind` unset listens on `[::]`.
@@ -281,6 +292,32 @@ pub struct Settings {
     pub document_root_utf8: Option<String>,
 }
 
+/// One assignment of `server.kbytes-per-second`: the connections whose
+/// settings come from it share one count of bytes per second (a nested
+/// block that does not set it again shares its parent's), as lighttpd
+/// keeps one counter per assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScopeRate {
+    /// The assignment's place (file and line): every scope merged from it
+    /// has the same.
+    pub id: u64,
+    /// The limit in bytes per second (`kbytes * 1024`, never 0).
+    pub bytes_per_second: u64,
+}
+
+impl ScopeRate {
+    /// The limit `kbytes` assigned at `origin` (None for 0: no limit).
+    pub fn assigned(kbytes: u16, origin: &Origin) -> Option<ScopeRate> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&origin.file, origin.line).hash(&mut h);
+        (kbytes > 0).then(|| ScopeRate {
+            id: h.finish(),
+            bytes_per_second: u64::from(kbytes) << 10,
+        })
+    }
+}
+
 /// mod_cgi's options of one scope.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CgiSettings {
@@ -374,6 +411,9 @@ impl Default for Settings {
             access: Default::default(),
             force_lowercase_filenames: false,
             error_handler: None,
+            error_intercept: false,
+            conn_bytes_per_second: 0,
+            scope_rate: None,
             listen_backlog: 1024,
             use_ipv6: false,
             set_v6only: true,

@@ -129,7 +129,7 @@ pub const IGNORED: &[(&str, &str)] = &[
 
 /// Options accepted only with the value that is both lighttpd's default
 /// and what glint does; any other value is refused like an option glint
-/// does not provide. Values compare as lighttpd's booleans and integers do.
+/// does not provide. Values compare as lighttpd's booleans do.
 const DEFAULT_ONLY: &[(&str, Default)] = &[
     // Protocols glint never speaks, at the value that turns them off.
     ("ssl.use-sslv2", Default::Bool(false)),
@@ -137,16 +137,12 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
     ("ssl.use-compression", Default::Bool(false)),
     ("server.protocol-http11", Default::Bool(true)),
     ("mimetype.use-xattr", Default::Bool(false)),
-    ("server.error-intercept", Default::Bool(false)),
-    ("server.kbytes-per-second", Default::Int(0)),
-    ("connection.kbytes-per-second", Default::Int(0)),
     ("maxminddb.activate", Default::Bool(false)),
 ];
 
 #[derive(Debug, Clone, Copy)]
 enum Default {
     Bool(bool),
-    Int(i64),
 }
 
 impl Default {
@@ -158,8 +154,6 @@ impl Default {
                 let off = s.eq_ignore_ascii_case("disable") || s.eq_ignore_ascii_case("false");
                 (*b && on) || (!*b && off)
             }
-            (Default::Int(n), Value::Int(i)) => i == n,
-            (Default::Int(n), Value::Str(s)) => s.parse::<i64>().ok() == Some(*n),
             _ => false,
         }
     }
@@ -327,11 +321,8 @@ const LIGHTTPD_NAMESPACES: &[(&str, &str)] = &[
 /// the module that reads it (from the `config_plugin_keys_t` tables of
 /// its sources).
 const LIGHTTPD_OPTIONS: &[(&str, &str)] = &[
-    ("connection.kbytes-per-second", "core"),
     ("mimetype.use-xattr", "core"),
     ("mimetype.xattr-name", "core"),
-    ("server.error-intercept", "core"),
-    ("server.kbytes-per-second", "core"),
     ("server.protocol-http11", "core"),
 ];
 
@@ -395,16 +386,10 @@ mod tests {
                 "debug ignored",
             ),
             (
-                "server.kbytes-per-second",
+                "ssl.use-sslv3",
                 Value::Int(0),
                 Support::DefaultValue,
-                "no limit is the default",
-            ),
-            (
-                "server.kbytes-per-second",
-                Value::Int(100),
-                Support::NotDefault("core"),
-                "a limit is refused",
+                "SSLv3 off is the default",
             ),
             (
                 "server.documnet-root",

@@ -653,11 +653,6 @@ fn errors_table() {
             "t.conf:2:2: extforward.forwarder: \"not an address\" is not an address, a network or \"all\"",
         ),
         (
-            "a bandwidth limit",
-            "connection.kbytes-per-second = 64",
-            "t.conf:1:1: option connection.kbytes-per-second = 64 is not provided by glint (only its default is)",
-        ),
-        (
             "a query rewrite in http-parseopts",
             "server.http-parseopts = ( \"url-query-20-plus\" => \"enable\" )",
             "t.conf:1:1: server.http-parseopts: \"url-query-20-plus\" => \"enable\" is not provided by glint",

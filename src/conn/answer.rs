@@ -41,6 +41,7 @@ impl Connection {
                 };
                 self.h1.hand_body(to);
                 self.prepare_output(cx.pool);
+                self.throttle.configure(&start.settings);
                 let ws = cx
                     .sv
                     .upstream
@@ -77,6 +78,7 @@ impl Connection {
         cx: &mut Ctx<'_>,
     ) {
         self.prepare_output(cx.pool);
+        self.throttle.configure(&a.reply.settings);
         let offer = self.offer(cx.sv);
         let mut plan = self
             .h1
@@ -135,6 +137,7 @@ impl Connection {
         // Whatever is left of the body has no taker now.
         self.h1.hand_body(BodyTo::Nobody);
         let r = exchange::error_reply(cx.sv, status);
+        self.throttle.configure(&r.settings);
         let offer = self.offer(cx.sv);
         let plan = self.h1.plan(Shape::of_reply(&r), true, offer);
         h1::write_reply(&mut self.out, &r, &cx.sv.clock.http_date, &plan, true);

@@ -37,6 +37,8 @@ impl Connection {
     /// The server shuts down gracefully: an HTTP/2 connection says GOAWAY
     /// and finishes its streams (an HTTP/1 one closes after its response).
     pub fn on_shutdown(&mut self, cx: &mut Ctx<'_>) -> Drive {
+        // The answers in flight go out unthrottled, as lighttpd lets them.
+        self.throttle.lift();
         if self.mode == Mode::Http2 {
             return self.h2_shutdown(cx);
         }
@@ -52,9 +54,22 @@ impl Connection {
         self.drive(cx)
     }
 
-    /// Called once a second: closes the connection when it has been idle
-    /// too long, or its lingering is over.
+    /// Called once a second (after the scopes' counts were cleared): a
+    /// connection held by a download limit goes on when the limit allows;
+    /// closes the connection when it has been idle too long, or its
+    /// lingering is over.
     pub fn on_tick(&mut self, cx: &mut Ctx<'_>) -> Drive {
+        let age = cx.sv.clock.mono_secs.saturating_sub(self.born);
+        let resume = cx.sv.scope_bytes.is_new_second() && self.throttle.new_second(age);
+        match self.check_time(cx) {
+            Drive::Closed => Drive::Closed,
+            _ if resume => self.drive(cx),
+            d => d,
+        }
+    }
+
+    /// The time-outs of [`Connection::on_tick`].
+    fn check_time(&mut self, cx: &mut Ctx<'_>) -> Drive {
         let g = &cx.sv.config.global;
         let now = cx.sv.clock.mono_secs;
         if self.handshake_overdue(now, g.max_read_idle as u64) {

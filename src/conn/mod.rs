@@ -31,6 +31,7 @@ use crate::exchange::{ConnInfo, Services};
 use crate::msg::ExchangeId;
 use crate::net::Stream;
 use crate::output::encode::Step;
+use crate::output::throttle::Throttle;
 use crate::output::Output;
 use crate::proto::h1::session::{self as h1, Next, Offer};
 use encoded::Encoded;
@@ -91,7 +92,8 @@ pub enum Drive {
 enum Flushed {
     /// Everything queued is written.
     Done,
-    /// The socket is full (or not yet known writable): wait for an event.
+    /// The socket is full (or not yet known writable): wait for an event;
+    /// or a download limit holds the connection until a tick.
     Blocked,
     /// The write failed and the connection is closed.
     Closed,
@@ -160,6 +162,8 @@ pub struct Connection {
     h2: Option<Box<h2::Session>>,
     /// mod_sockproxy may take the connection: decided on its first drive.
     sockproxy_due: bool,
+    /// `connection.kbytes-per-second`, `server.kbytes-per-second`.
+    throttle: Throttle,
 }
 
 impl Connection {
@@ -205,6 +209,7 @@ impl Connection {
             born: now,
             h2: None,
             sockproxy_due: false,
+            throttle: Throttle::default(),
         }
     }
 
@@ -478,7 +483,12 @@ impl Connection {
         if !self.writable {
             return Flushed::Blocked;
         }
-        if let Some(f) = self.flush_tls(cx) {
+        let max = self.throttle.allowance(&cx.sv.scope_bytes);
+        if max == 0 {
+            // The tick lifts the hold (see `output::throttle`).
+            return Flushed::Blocked;
+        }
+        if let Some(f) = self.flush_tls(max, cx) {
             return f;
         }
         // The answer is whole in the queue and the connection closes after
@@ -489,7 +499,7 @@ impl Connection {
             && self.encoded.is_none()
             && self.gw.is_none()
             && self.stream.is_tcp();
-        let result = self.out.write_to(self.stream.fd(), last);
+        let result = self.out.write_to(self.stream.fd(), last, max);
         self.after_flush(result, cx)
     }
 

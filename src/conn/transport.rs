@@ -130,9 +130,9 @@ impl Connection {
     }
 
     /// Writes the output queue through TLS.
-    pub(super) fn flush_tls(&mut self, cx: &mut Ctx<'_>) -> Option<Flushed> {
+    pub(super) fn flush_tls(&mut self, max: u64, cx: &mut Ctx<'_>) -> Option<Flushed> {
         let tls = self.tls.as_deref_mut()?;
-        let result = self.out.write_tls(tls, &mut self.stream);
+        let result = self.out.write_tls(tls, &mut self.stream, max);
         Some(self.after_flush(result, cx))
     }
 
@@ -176,6 +176,7 @@ impl Connection {
         cx: &mut Ctx<'_>,
     ) -> Flushed {
         let n = self.out.take_written();
+        self.throttle.wrote(n, &mut cx.sv.scope_bytes);
         if n > 0 {
             cx.sv.stats.bytes_out += n;
             self.last_active = cx.sv.clock.mono_secs;
@@ -186,6 +187,11 @@ impl Connection {
         }
         match result {
             Ok(WriteOutcome::Done) => Flushed::Done,
+            // Held by a download limit: the tick drives it on.
+            Ok(WriteOutcome::Capped) => {
+                self.throttle.hold();
+                Flushed::Blocked
+            }
             Ok(WriteOutcome::Blocked) => {
                 self.writable = false;
                 Flushed::Blocked

@@ -58,6 +58,7 @@ impl Connection {
                 content_length: None,
                 bodiless: false,
                 upgrade: true,
+                rate_limit: None,
             })
         });
         let now = cx.sv.clock.mono_secs;

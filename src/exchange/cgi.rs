@@ -129,6 +129,21 @@ fn run(
 ) -> Result<Box<GwStart>, u16> {
     let cgi = &settings.cgi;
     let now = sv.clock.mono_secs;
+    // `server.error-handler` runs as a GET without the body, as lighttpd
+    // runs it (HEAD stays HEAD).
+    let as_get;
+    let req = match carry.error.as_ref() {
+        Some(e) if e.generic && req.method != Method::Head => {
+            as_get = Request {
+                method: Method::Get,
+                method_str: "GET",
+                body: Body::None,
+                ..*req
+            };
+            &as_get
+        }
+        _ => req,
+    };
     let framing = body_framing(req, settings)?;
     let at = ProgramAt {
         path: here.path,

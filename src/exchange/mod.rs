@@ -107,6 +107,8 @@ pub struct Services {
     pub magnet: crate::magnet::Magnet,
     /// mod_rrdtool: its counters and process, when a scope names a database.
     pub rrd: Option<crate::rrdtool::RrdTool>,
+    /// `server.kbytes-per-second`: the bytes each limited scope sent this second.
+    pub scope_bytes: crate::output::throttle::ScopeCounts,
 }
 
 impl Services {
@@ -136,6 +138,7 @@ impl Services {
             webdav: Default::default(),
             magnet: Default::default(),
             rrd: None,
+            scope_bytes: Default::default(),
         }
     }
 
@@ -498,7 +501,14 @@ pub(crate) fn respond_with(
     loop {
         let once = respond_once(sv, info, req, &mut carry, target.as_deref(), registry);
         match once {
-            Once::Gateway(g) => return Outcome::Gateway(g),
+            Once::Gateway(g) => {
+                if g.carry.error.is_some() {
+                    // An error handler's backend: its answer goes out as
+                    // it is (server.error-intercept acts once).
+                    sv.upstream.pass_errors(g.job);
+                }
+                return Outcome::Gateway(g);
+            }
             Once::Again(head) => {
                 // mod_magnet changed the request: the phases again on it.
                 let mut hs = Vec::new();
@@ -551,8 +561,6 @@ pub(crate) fn respond_with(
 
 /// The error handler to run for an answer with `status`, if the settings
 /// have one for it and this is not already an error handler's run.
-/// `server.error-handler` takes every error (as a GET); the older
-/// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
 fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
     // Errors about the request itself (malformed, too large, an unknown
     // method or version) are answered as they are.
@@ -563,6 +571,13 @@ fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRu
     {
         return None;
     }
+    error_handler_of(s, status)
+}
+
+/// The error handler the settings name for `status`:
+/// `server.error-handler` takes every error (as a GET); the older
+/// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
+pub(crate) fn error_handler_of(s: &Settings, status: u16) -> Option<ErrorRun> {
     if let Some(h) = s.error_handler.as_deref() {
         return Some(ErrorRun {
             target: h.to_string(),

@@ -60,6 +60,10 @@ pub fn rerun(
             ..Answer::taken(sv)
         })
     };
+    if let Rerun::Intercepted { status, challenge } = why {
+        let error = (status, challenge);
+        return intercepted(sv, info, &first, carry, settings, error, registry);
+    }
     if carry.reruns > MAX_RERUNS {
         log::error!(
             "backend {label} ({addr}): {:?} ran {} times inside glint (a redirect loop?); answering 500",
@@ -80,6 +84,45 @@ pub fn rerun(
         }
         None => respond_with(sv, info, &first, carry, registry),
     }
+}
+
+/// `server.error-intercept`: the backend's error answer is replaced by
+/// glint's own for its status: the error handler's answer when one is set
+/// for it (`REDIRECT_STATUS` tells its backend the status), else the
+/// error page (`server.errorfile-prefix`), with a 401's challenge.
+fn intercepted(
+    sv: &mut Services,
+    info: &ConnInfo,
+    first: &Request<'_, '_>,
+    mut carry: Carry,
+    settings: Rc<crate::config::Settings>,
+    (status, challenge): (u16, Option<Vec<u8>>),
+    registry: &Registry,
+) -> Outcome {
+    log::debug!("server.error-intercept: the backend's {status} is answered by glint");
+    // Any error status of a backend may go to the handler (it is no
+    // verdict on the request's syntax), but a 401: its challenge must
+    // reach the client. (The handler's own backend is not intercepted.)
+    let handler = (status != 401)
+        .then(|| super::error_handler_of(&settings, status))
+        .flatten();
+    if let Some(next) = handler {
+        carry.error = Some(next);
+        carry.magnet.raw_done = false;
+        carry.magnet.no_rewrite = false;
+        return respond_with(sv, info, first, carry, registry);
+    }
+    sv.reply
+        .reset(settings, first.method == crate::msg::Method::Head);
+    match challenge.as_deref() {
+        Some(c) => sv.reply.error_with(status, &[("WWW-Authenticate", c)]),
+        None => sv.reply.error(status),
+    }
+    Outcome::Reply(Answer {
+        orig_line: carry.orig_line,
+        remote_user: carry.remote_user,
+        ..Answer::taken(sv)
+    })
 }
 
 /// What runs next, in `carry`: the request itself with an authorizer's
@@ -103,6 +146,8 @@ fn next_run(
             }
             Ok(None)
         }
+        // (Answered by `intercepted`.)
+        Rerun::Intercepted { status, .. } => Err(status),
         Rerun::Redirect(target) => {
             log::debug!("backend {label}: local redirect to {target}");
             if !target.starts_with('/') || target.bytes().any(|b| b <= b' ' || b == 0x7f) {

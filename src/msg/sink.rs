@@ -45,6 +45,9 @@ pub struct AnswerHead<'a> {
     /// A 101 to an `Upgrade` request: after the head, bytes go both ways
     /// as they come (a tunnel) until either side closes.
     pub upgrade: bool,
+    /// The backend's `X-LIGHTTPD-KBytes-per-second`, in bytes: a lower
+    /// download limit for this answer's HTTP/1 connection.
+    pub rate_limit: Option<u64>,
 }
 
 /// Why glint runs a request again once its backend's answer is read.
@@ -54,6 +57,13 @@ pub enum Rerun {
     Authorized(Vec<(String, Vec<u8>)>),
     /// A local redirect (RFC 3875 6.2.2) to this path and query.
     Redirect(String),
+    /// `server.error-intercept`: the backend answered this 4xx or 5xx
+    /// status; glint answers with its own error (page or handler) instead.
+    /// `challenge`: a 401's `WWW-Authenticate`, the one header kept.
+    Intercepted {
+        status: u16,
+        challenge: Option<Vec<u8>>,
+    },
 }
 
 /// The client's side of a gateway exchange, as the upstream sees it.

@@ -16,6 +16,7 @@
 //! into the queue (mod_deflate), free of any protocol's framing.
 
 pub mod encode;
+pub mod throttle;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -46,6 +47,8 @@ pub enum WriteOutcome {
     Done,
     /// The socket is full; wait for writability.
     Blocked,
+    /// `max` bytes were written with more queued (a download limit).
+    Capped,
 }
 
 /// Why writing stopped for good.
@@ -158,25 +161,32 @@ impl Output {
         std::mem::take(&mut self.mem)
     }
 
-    /// Writes as much as the socket takes. `last`: the caller closes (or
-    /// shuts the write side of) this TCP socket as soon as the queue is
-    /// written, in the same turn, and nothing more is appended to it; the
-    /// final bytes then wait for the FIN (see the module's words).
+    /// Writes as much as the socket takes, at most `max` bytes. `last`:
+    /// the caller closes (or shuts the write side of) this TCP socket as
+    /// soon as the queue is written, in the same turn, and nothing more is
+    /// appended to it; the final bytes then wait for the FIN (see the
+    /// module's words).
     pub fn write_to(
         &mut self,
         sock: BorrowedFd<'_>,
         last: bool,
+        max: u64,
     ) -> Result<WriteOutcome, WriteError> {
         self.seal();
         if last && !self.corked && self.pending_files() > 0 {
             self.corked = cork(sock);
         }
+        let stop = self.written.saturating_add(max);
         loop {
             let more_after = self.chunks.len() > 1 || (last && !self.corked);
+            let room = stop - self.written;
             let Some(front) = self.chunks.front_mut() else {
                 self.clear();
                 return Ok(WriteOutcome::Done);
             };
+            if room == 0 {
+                return Ok(WriteOutcome::Capped);
+            }
             match front {
                 Chunk::Mem { end } => {
                     let end = *end;
@@ -185,7 +195,11 @@ impl Output {
                     } else {
                         MsgFlags::MSG_NOSIGNAL
                     };
-                    match send(sock.as_raw_fd(), &self.mem[self.mem_pos..end], flags) {
+                    let to = end.min(
+                        self.mem_pos
+                            .saturating_add(usize::try_from(room).unwrap_or(usize::MAX)),
+                    );
+                    match send(sock.as_raw_fd(), &self.mem[self.mem_pos..to], flags) {
                         Ok(n) => {
                             self.mem_pos += n;
                             self.written += n as u64;
@@ -204,7 +218,7 @@ impl Output {
                     remaining,
                 } => {
                     let mut off = *offset as i64;
-                    let count = (*remaining).min(MAX_SENDFILE) as usize;
+                    let count = (*remaining).min(MAX_SENDFILE).min(room) as usize;
                     match nix::sys::sendfile::sendfile64(sock, file.as_fd(), Some(&mut off), count)
                     {
                         Ok(0) => return Err(WriteError::FileTruncated),
@@ -232,22 +246,32 @@ fn cork(sock: BorrowedFd<'_>) -> bool {
 }
 
 impl Output {
-    /// Writes as much as a TLS connection takes: memory and file chunks go
-    /// into it as plaintext (files read in record-sized pieces, never whole),
-    /// its records to `sock`.
+    /// Writes as much as a TLS connection takes, at most `max` bytes of
+    /// plaintext: memory and file chunks go into it as plaintext (files
+    /// read in record-sized pieces, never whole), its records to `sock`.
     pub fn write_tls<W: io::Write>(
         &mut self,
         tls: &mut crate::tls::TlsConn,
         sock: &mut W,
+        max: u64,
     ) -> Result<WriteOutcome, WriteError> {
         self.seal();
+        let stop = self.written.saturating_add(max);
         loop {
             let mut took = false;
             while let Some(front) = self.chunks.front_mut() {
+                let room = stop - self.written;
+                if room == 0 {
+                    break;
+                }
                 let n = match front {
                     Chunk::Mem { end } => {
                         let end = *end;
-                        let n = tls.write_plain(&self.mem[self.mem_pos..end]);
+                        let to = end.min(
+                            self.mem_pos
+                                .saturating_add(usize::try_from(room).unwrap_or(usize::MAX)),
+                        );
+                        let n = tls.write_plain(&self.mem[self.mem_pos..to]);
                         self.mem_pos += n;
                         if self.mem_pos == end {
                             self.chunks.pop_front();
@@ -260,7 +284,7 @@ impl Output {
                         remaining,
                     } => {
                         let n = tls
-                            .send_file(file, *offset, *remaining)
+                            .send_file(file, *offset, (*remaining).min(room))
                             .map_err(tls_error)?;
                         *offset += n;
                         *remaining -= n;
@@ -282,6 +306,8 @@ impl Output {
                     self.clear();
                     return Ok(WriteOutcome::Done);
                 }
+                // The records of what the limit let through are out.
+                Ok(true) if self.written == stop => return Ok(WriteOutcome::Capped),
                 // Records flushed: room for more plaintext.
                 Ok(true) if took => {}
                 // Nothing went in although the buffer is empty (no
@@ -348,7 +374,10 @@ mod tests {
         out.mem.extend_from_slice(b"|mid|");
         out.push_file(file, 7, 3);
         out.mem.extend_from_slice(b"|end");
-        assert_eq!(out.write_to(a.as_fd(), false).unwrap(), WriteOutcome::Done);
+        assert_eq!(
+            out.write_to(a.as_fd(), false, u64::MAX).unwrap(),
+            WriteOutcome::Done
+        );
         assert!(out.is_empty());
         assert_eq!(out.take_written(), 20);
         drop(a);
@@ -383,7 +412,7 @@ mod tests {
                 want.extend_from_slice(&body);
             }
             assert_eq!(
-                out.write_to(server.as_fd(), true).unwrap(),
+                out.write_to(server.as_fd(), true, u64::MAX).unwrap(),
                 WriteOutcome::Done
             );
             assert_eq!(corked(&server), with_file);
@@ -412,6 +441,42 @@ mod tests {
         crate::sockopt::tcp_int(sock.as_fd(), nix::libc::TCP_CORK).is_some_and(|v| v != 0)
     }
 
+    /// A cap (a download limit) stops the writer at that many bytes,
+    /// within a memory chunk or a file, and the rest follows later.
+    #[test]
+    fn a_cap_stops_writing_and_the_rest_follows() {
+        let dir = std::env::temp_dir().join(format!("glint-output-c-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let file = Rc::new(File::open(&path).unwrap());
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut out = Output::default();
+        out.mem.extend_from_slice(b"head|");
+        out.push_file(file, 0, 10);
+        out.mem.extend_from_slice(b"|end");
+        assert_eq!(
+            out.write_to(a.as_fd(), false, 3).unwrap(),
+            WriteOutcome::Capped
+        );
+        assert_eq!(out.take_written(), 3);
+        assert_eq!(
+            out.write_to(a.as_fd(), false, 7).unwrap(),
+            WriteOutcome::Capped
+        );
+        assert_eq!(out.take_written(), 7);
+        assert_eq!(
+            out.write_to(a.as_fd(), false, 100).unwrap(),
+            WriteOutcome::Done
+        );
+        assert_eq!(out.take_written(), 9);
+        drop(a);
+        let mut got = String::new();
+        b.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "head|0123456789|end");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn truncated_file_is_an_error() {
         let dir = std::env::temp_dir().join(format!("glint-output-t-{}", std::process::id()));
@@ -423,7 +488,7 @@ mod tests {
         let mut out = Output::default();
         out.push_file(file, 0, 100);
         assert!(matches!(
-            out.write_to(a.as_fd(), false),
+            out.write_to(a.as_fd(), false, u64::MAX),
             Err(WriteError::FileTruncated)
         ));
         std::fs::remove_dir_all(&dir).unwrap();

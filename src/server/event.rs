@@ -539,6 +539,8 @@ impl Server {
         self.sv.recent.tick(&self.sv.stats);
         let news = self.sv.upstream.on_tick(now, self.poll.registry());
         let mut any_closed = self.deliver(news);
+        // server.kbytes-per-second: a new second for every limited scope.
+        self.sv.scope_bytes.tick(now);
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
         let mut lingering = 0;
         for key in keys {

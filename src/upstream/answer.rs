@@ -93,6 +93,14 @@ fn take_head(
         sink.rerun(rerun);
         return Ok(None);
     }
+    if intercepts(job, head.status) {
+        // server.error-intercept: glint's own error answer; the backend's
+        // head and body are dropped (its end still ends the exchange).
+        job.answer = Answer::Dropping;
+        head_buf.clear();
+        sink.rerun(intercepted(head.status, &head.headers));
+        return Ok(None);
+    }
     if let Some(roots) = x_sendfile {
         if let Some(path) = take_x_sendfile(&mut head) {
             send_file_instead(job, &head, &path, roots, sink);
@@ -114,6 +122,63 @@ fn take_head(
     head_buf.clear();
     Ok(Some(rest))
 }
+
+/// `server.error-intercept` takes an answer with `status` from `job`'s backend.
+pub(super) fn intercepts(job: &Job, status: u16) -> bool {
+    job.intercept && (400..=599).contains(&status)
+}
+
+/// The rerun that replaces an intercepted answer: its status, and a 401's
+/// challenge (the one header of the backend's kept, as lighttpd keeps it).
+pub(super) fn intercepted(status: u16, headers: &[(String, Vec<u8>)]) -> Rerun {
+    let challenge = (status == 401)
+        .then(|| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
+                .map(|(_, v)| v.clone())
+        })
+        .flatten();
+    Rerun::Intercepted { status, challenge }
+}
+
+/// The headers of a backend's answer as the client gets them, as
+/// lighttpd's `http_response_omit_header` has it: `X-Sendfile` and every
+/// `X-LIGHTTPD-*` header stay between the backend and glint; with them
+/// the limit `X-LIGHTTPD-KBytes-per-second` asks for, in bytes, if any.
+pub(super) fn client_headers(headers: &[(String, Vec<u8>)]) -> (Fields<'_>, Option<u64>) {
+    let internal = |k: &str| {
+        k.eq_ignore_ascii_case("x-sendfile")
+            || k.get(..11)
+                .is_some_and(|p| p.eq_ignore_ascii_case("x-lighttpd-"))
+    };
+    if !headers.iter().any(|(k, _)| internal(k)) {
+        return (std::borrow::Cow::Borrowed(headers), None);
+    }
+    let limit = headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("x-lighttpd-kbytes-per-second"))
+        .filter_map(|(_, v)| leading_number(v))
+        .filter(|&kb| kb > 0)
+        .map(|kb| kb.saturating_mul(1024))
+        .next_back();
+    let kept = headers
+        .iter()
+        .filter(|(k, _)| !internal(k))
+        .cloned()
+        .collect();
+    (std::borrow::Cow::Owned(kept), limit)
+}
+
+/// The decimal number a value starts with (as `strtol` reads it).
+fn leading_number(v: &[u8]) -> Option<u64> {
+    let v = v.trim_ascii_start();
+    let digits = v.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&v[..digits]).ok()?.parse().ok()
+}
+
+/// A backend's header lines, borrowed as they came or filtered.
+pub(super) type Fields<'a> = std::borrow::Cow<'a, [(String, Vec<u8>)]>;
 
 /// Most body bytes held with a CGI head before it streams anyway.
 const HOLD_MAX: usize = 64 * 1024;
@@ -184,13 +249,15 @@ fn start_answer(
         *dechunk = Some(chunked::Decoder::default());
     }
     job.answer = Answer::Streaming;
-    let headers = job.with_alt_svc(&head.headers);
+    let (kept, rate_limit) = client_headers(&head.headers);
+    let headers = job.with_alt_svc(&kept);
     sink.head(&AnswerHead {
         status: head.status,
         headers: &headers,
         content_length: head.content_length.filter(|_| !upgrade),
         bodiless,
         upgrade,
+        rate_limit,
     });
     Ok(())
 }
@@ -277,13 +344,66 @@ fn send_file_instead(
             return sink.fail(404);
         }
     };
-    let headers = job.with_alt_svc(&head.headers);
+    let (kept, rate_limit) = client_headers(&head.headers);
+    let headers = job.with_alt_svc(&kept);
     let h = AnswerHead {
         status: head.status,
         headers: &headers,
         content_length: Some(len),
         bodiless: false,
         upgrade: false,
+        rate_limit,
     };
     sink.file(&h, Rc::new(file), len);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(k: &str, v: &str) -> (String, Vec<u8>) {
+        (k.to_string(), v.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn internal_headers_stay_and_a_lower_limit_is_read() {
+        let plain = [h("Content-Type", "text/plain"), h("X-Lighttpd", "not ours")];
+        let (kept, limit) = client_headers(&plain);
+        assert!(matches!(kept, std::borrow::Cow::Borrowed(_)));
+        assert_eq!((kept.len(), limit), (2, None));
+        let mixed = [
+            h("Content-Type", "text/plain"),
+            h("X-Sendfile", "/etc/passwd"),
+            h("x-lighttpd-kbytes-per-second", " 64 kB"),
+            h("X-LIGHTTPD-whatever", "x"),
+        ];
+        let (kept, limit) = client_headers(&mixed);
+        assert_eq!(&*kept, &[h("Content-Type", "text/plain")]);
+        assert_eq!(limit, Some(64 * 1024));
+        // Not a number, or 0: no limit (and still not passed on).
+        for v in ["fast", "0", ""] {
+            let one = [h("X-LIGHTTPD-KBytes-per-second", v)];
+            let (kept, limit) = client_headers(&one);
+            assert_eq!((kept.len(), limit), (0, None), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn an_intercepted_401_keeps_its_challenge_alone() {
+        let hs = [h("WWW-Authenticate", "Basic realm=\"x\""), h("X-App", "1")];
+        assert_eq!(
+            intercepted(401, &hs),
+            Rerun::Intercepted {
+                status: 401,
+                challenge: Some(b"Basic realm=\"x\"".to_vec())
+            }
+        );
+        assert_eq!(
+            intercepted(403, &hs),
+            Rerun::Intercepted {
+                status: 403,
+                challenge: None
+            }
+        );
+    }
 }

@@ -101,6 +101,9 @@ pub struct Job {
     /// The `Alt-Svc` value its answer carries (HTTP/3 offered beside the
     /// TLS socket the request came on), unless the backend sent its own.
     pub(super) alt_svc: Option<Rc<str>>,
+    /// `server.error-intercept`: a 4xx or 5xx answer is replaced by
+    /// glint's own (not for an authorizer, nor for an error handler's run).
+    pub(super) intercept: bool,
 }
 
 impl Job {
@@ -154,6 +157,7 @@ impl Gateways {
         self.next_gen += 1;
         let gen = self.next_gen;
         let collecting = spec.upload.collecting();
+        let intercept = spec.settings.error_intercept && !spec.authorizer;
         let key = self.jobs.insert(Job {
             gen,
             ex,
@@ -177,6 +181,7 @@ impl Gateways {
             fresh_conn: false,
             answer: Answer::Nothing,
             alt_svc: None,
+            intercept,
         });
         if !collecting {
             let sent = self.dispatch(key, now, registry);
@@ -189,6 +194,15 @@ impl Gateways {
             }
         }
         Ok(JobId { key, gen })
+    }
+
+    /// Job `id` runs for an error handler: its error answers go to the
+    /// client as they are (with the first error's status), as lighttpd
+    /// intercepts only once.
+    pub fn pass_errors(&mut self, id: JobId) {
+        if let Some(j) = self.job_mut(id) {
+            j.intercept = false;
+        }
     }
 
     /// The answer of job `id` announces HTTP/3 with `Alt-Svc: value`.

@@ -59,7 +59,27 @@ pub(super) fn deliver(
             None => return Ok(Step::More),
         }
     }
+    if job.answer == Answer::Dropping {
+        return pass_body(read, body, &mut Discard);
+    }
     pass_body(read, body, sink)
+}
+
+/// Where the body of an answer the client does not get goes (an
+/// intercepted error's): read to its end in its framing, so that the
+/// backend's connection may be kept.
+struct Discard;
+
+impl Sink for Discard {
+    fn has_room(&self) -> bool {
+        true
+    }
+    fn head(&mut self, _: &AnswerHead<'_>) {}
+    fn data(&mut self, _: &[u8]) {}
+    fn file(&mut self, _: &AnswerHead<'_>, _: std::rc::Rc<std::fs::File>, _: u64) {}
+    fn end(&mut self) {}
+    fn fail(&mut self, _: u16) {}
+    fn rerun(&mut self, _: crate::msg::Rerun) {}
 }
 
 /// Parses the answer's head in `head_buf` and passes it on once it is
@@ -128,18 +148,25 @@ fn start_answer(
         Framing::Chunked => Body::Chunked(Box::default()),
         Framing::UntilClose | Framing::Tunnel => Body::UntilClose,
     };
+    if !upgrade && super::answer::intercepts(job, head.status) {
+        // server.error-intercept: the body is read in its framing and dropped.
+        job.answer = Answer::Dropping;
+        return sink.rerun(super::answer::intercepted(head.status, pairs));
+    }
     job.answer = Answer::Streaming;
     if upgrade {
         // The client's bytes go to the backend from now on.
         job.upload.start_tunnel();
     }
-    let headers = job.with_alt_svc(pairs);
+    let (kept, rate_limit) = super::answer::client_headers(pairs);
+    let headers = job.with_alt_svc(&kept);
     sink.head(&AnswerHead {
         status: head.status,
         headers: &headers,
         content_length,
         bodiless,
         upgrade,
+        rate_limit,
     });
 }
 

@@ -7,6 +7,8 @@ runs it on Debian's python3, not on the interpreter that has flup.
   /big?N       N bytes (the 0..255 pattern), streamed, no Content-Length
   /missing     404 from the application
   /slow?S      sleeps S seconds, then the dump below
+  /status?N    status N with a body of its own, an X-Backend header and,
+               for 401, a WWW-Authenticate challenge
   anything     the CGI variables, the body's length and MD5, with Content-Length
 """
 import hashlib
@@ -25,6 +27,15 @@ def app(environ, start_response):
     if path == "/missing":
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"no such thing\n"]
+    if path == "/status":
+        code = int(environ.get("QUERY_STRING") or "500")
+        headers = [("Content-Type", "text/plain"), ("X-Backend", "yes")]
+        if code == 401:
+            headers.append(("WWW-Authenticate", 'Basic realm="app"'))
+        body = ("status %d from the app\n" % code).encode()
+        headers.append(("Content-Length", str(len(body))))
+        start_response("%d Whatever" % code, headers)
+        return [body]
     if path == "/slow":
         time.sleep(float(environ.get("QUERY_STRING") or "3"))
     n = int(environ.get("CONTENT_LENGTH") or 0)

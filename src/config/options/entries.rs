@@ -145,6 +145,14 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("server.h2c", bool_value(s.h2c));
     put("server.follow-symlink", bool_value(s.follow_symlink));
     put("server.range-requests", bool_value(s.range_requests));
+    put("server.error-intercept", bool_value(s.error_intercept));
+    put(
+        "connection.kbytes-per-second",
+        int(s.conn_bytes_per_second >> 10),
+    );
+    if let Some(r) = s.scope_rate {
+        put("server.kbytes-per-second", int(r.bytes_per_second >> 10));
+    }
     for (k, o) in [
         ("server.errorfile-prefix", &s.errorfile_prefix),
         ("server.error-handler-404", &s.error_handler_404),

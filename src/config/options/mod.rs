@@ -5,7 +5,7 @@ mod cgi;
 mod entries;
 mod values;
 
-use super::settings::{Origin, Settings};
+use super::settings::{Origin, ScopeRate, Settings};
 use super::value::Value;
 use crate::authn::require::{parse_backend, parse_require};
 use crate::forwarded::options::{parse_headers, parse_params, ExtForward, Trust};
@@ -218,6 +218,11 @@ fn apply_server(
         "url.access-allow" => s.access.allow = list(v)?,
         "server.force-lowercase-filenames" => s.force_lowercase_filenames = boolean(v)?,
         "server.error-handler" => s.error_handler = Some(string(v)?),
+        "server.error-intercept" => s.error_intercept = boolean(v)?,
+        "connection.kbytes-per-second" => {
+            s.conn_bytes_per_second = u64::from(uint16(v)?) << 10;
+        }
+        "server.kbytes-per-second" => s.scope_rate = ScopeRate::assigned(uint16(v)?, origin),
         "dir-listing.exclude" => s.dir_listing.exclude = regex_list(v)?,
         "dir-listing.hide-readme-file" => s.dir_listing.hide_readme_file = boolean(v)?,
         "dir-listing.hide-header-file" => s.dir_listing.hide_header_file = boolean(v)?,

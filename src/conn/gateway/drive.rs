@@ -214,6 +214,7 @@ impl Connection {
             offer,
             date: &cx.sv.clock.http_date,
             load,
+            throttle: &mut self.throttle,
         };
         f(&mut sink, &mut cx.sv.upstream, cx.registry, now, job);
     }

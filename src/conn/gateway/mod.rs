@@ -141,6 +141,8 @@ pub struct ClientSink<'a> {
     pub date: &'a [u8],
     /// The load average, when `deflate.max-loadavg` asks for it.
     pub load: f64,
+    /// The connection's download limits (a backend may lower them).
+    pub throttle: &'a mut crate::output::throttle::Throttle,
 }
 
 impl ClientSink<'_> {
@@ -243,6 +245,9 @@ impl Sink for ClientSink<'_> {
     }
 
     fn head(&mut self, head: &AnswerHead<'_>) {
+        if let Some(limit) = head.rate_limit {
+            self.throttle.lower(limit);
+        }
         if head.upgrade {
             return self.switch(head);
         }
@@ -330,6 +335,9 @@ impl Sink for ClientSink<'_> {
     }
 
     fn file(&mut self, head: &AnswerHead<'_>, file: Rc<File>, len: u64) {
+        if let Some(limit) = head.rate_limit {
+            self.throttle.lower(limit);
+        }
         let plan = self.plan(Shape::Sized(len));
         self.write_head(head.status, head.headers, &plan);
         let g = &mut self.gw;

@@ -38,6 +38,10 @@ impl Connection {
     pub(in crate::conn) fn enter_h2(&mut self, core: Option<Core>, cx: &mut Ctx<'_>) {
         let core = core.unwrap_or_else(|| Core::new(core_config(cx.sv)));
         let now = cx.sv.clock.mono_secs;
+        // As lighttpd: the limits of the connection's scope (its socket)
+        // apply to all its streams together.
+        let scope = cx.sv.config.connection_settings(self.listener, self.peer);
+        self.throttle.configure(&scope);
         self.mode = Mode::Http2;
         self.h2 = Some(Box::new(Session::new(core, now)));
         cx.sv.stats.h2_connections += 1;
