@@ -135,12 +135,9 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
     ("ssl.use-sslv2", Default::Bool(false)),
     ("ssl.use-sslv3", Default::Bool(false)),
     ("ssl.use-compression", Default::Bool(false)),
-    ("server.protocol-http11", Default::Bool(true)),
-    ("mimetype.use-xattr", Default::Bool(false)),
     ("server.error-intercept", Default::Bool(false)),
     ("server.kbytes-per-second", Default::Int(0)),
     ("connection.kbytes-per-second", Default::Int(0)),
-    ("maxminddb.activate", Default::Bool(false)),
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -328,11 +325,8 @@ const LIGHTTPD_NAMESPACES: &[(&str, &str)] = &[
 /// its sources).
 const LIGHTTPD_OPTIONS: &[(&str, &str)] = &[
     ("connection.kbytes-per-second", "core"),
-    ("mimetype.use-xattr", "core"),
-    ("mimetype.xattr-name", "core"),
     ("server.error-intercept", "core"),
     ("server.kbytes-per-second", "core"),
-    ("server.protocol-http11", "core"),
 ];
 
 #[cfg(test)]
@@ -411,12 +405,6 @@ mod tests {
                 s("/x"),
                 Support::Unknown,
                 "a typo is unknown to lighttpd too",
-            ),
-            (
-                "mimetype.use-xattr",
-                s("enable"),
-                Support::NotDefault("core"),
-                "xattr types refused",
             ),
         ];
         for (key, v, want, why) in cases {

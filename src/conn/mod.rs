@@ -160,6 +160,8 @@ pub struct Connection {
     h2: Option<Box<h2::Session>>,
     /// mod_sockproxy may take the connection: decided on its first drive.
     sockproxy_due: bool,
+    /// mod_maxminddb's answer for this connection's client.
+    geo: crate::exchange::GeoCache,
 }
 
 impl Connection {
@@ -205,6 +207,7 @@ impl Connection {
             born: now,
             h2: None,
             sockproxy_due: false,
+            geo: Default::default(),
         }
     }
 
@@ -256,6 +259,9 @@ impl Connection {
             }
             None => None,
         };
+        if !self.geo.is_kept() && sv.config.geo_used() {
+            self.geo = crate::exchange::GeoCache::new();
+        }
         ConnInfo {
             listener: self.listener,
             peer: self.peer,
@@ -266,6 +272,7 @@ impl Connection {
             local_ip,
             ex: self.id,
             tls: self.tls_facts.clone(),
+            geo: self.geo.clone(),
         }
     }
 

@@ -19,6 +19,7 @@ mod cgi;
 mod endpoint;
 mod forward;
 mod gateway;
+mod geo;
 mod logging;
 mod magnet;
 mod phases;
@@ -51,6 +52,8 @@ pub use auth::AuthState;
 pub use logging::{defer_reply, log_deferred, log_error, log_gateway, log_reply, DeferredLog};
 pub use rerun::{rerun, MAX_RERUNS};
 
+pub use forward::speaks_http11;
+pub use geo::GeoCache;
 use phases::{respond_once, Once};
 
 /// What the exchanges of every connection share: the configuration and
@@ -252,6 +255,8 @@ pub struct ConnInfo {
     /// The connection speaks TLS (`$HTTP["scheme"] == "https"`, `HTTPS=on`),
     /// with what its handshake came to.
     pub tls: Option<Rc<TlsFacts>>,
+    /// mod_maxminddb's last answer on this connection.
+    pub geo: GeoCache,
 }
 
 impl ConnInfo {
