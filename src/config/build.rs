@@ -284,5 +284,5 @@ pub(super) fn geo_databases(
         .filter_map(|(_, o, v)| Some((v.as_str()?, o)))
         .filter(|(p, _)| !p.trim().is_empty())
         .collect();
-    maxminddb::Databases::open(named.iter().map(|(p, o)| (*p, o)))
+    maxminddb::Databases::open(named.iter().map(|(p, o)| (*p, o.file.as_str(), o.line)))
 }

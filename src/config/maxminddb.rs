@@ -6,7 +6,6 @@
 use std::rc::Rc;
 
 use super::error::ConfigError;
-use super::settings::Origin;
 use super::value::Value;
 use crate::geo::{GeoDb, GeoVar};
 
@@ -98,19 +97,19 @@ pub struct Databases {
 }
 
 impl Databases {
-    /// Opens each distinct file of `named` (file, where it was set); the
-    /// first that fails is the configuration's error, at its line.
+    /// Opens each distinct file of `named` (file, and the configuration
+    /// file and line that set it); the first that fails is the
+    /// configuration's error, at its line.
     pub fn open<'a>(
-        named: impl IntoIterator<Item = (&'a str, &'a Origin)>,
+        named: impl IntoIterator<Item = (&'a str, &'a str, u32)>,
     ) -> Result<Databases, ConfigError> {
         let mut dbs = Databases::default();
-        for (path, origin) in named {
+        for (path, file, line) in named {
             if dbs.get(path).is_some() {
                 continue;
             }
-            let db = GeoDb::open(path).map_err(|e| {
-                ConfigError::at(&origin.file, origin.line, 0, format!("maxminddb.db: {e}"))
-            })?;
+            let db = GeoDb::open(path)
+                .map_err(|e| ConfigError::at(file, line, 0, format!("maxminddb.db: {e}")))?;
             dbs.open.push(Rc::new(db));
         }
         Ok(dbs)
