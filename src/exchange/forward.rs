@@ -68,8 +68,8 @@ pub(super) fn apply(
     Ok(())
 }
 
-/// Whether an HTTP/1.1 request is answered as one: not where its scope
-/// sets `server.protocol-http11 = "disable"`. The scope is the one
+/// Whether an HTTP/1 request may be answered as HTTP/1.1: not where its
+/// scope sets `server.protocol-http11 = "disable"`. The scope is the one
 /// lighttpd patches in before any module runs: the connection's own
 /// address (mod_extforward has not run), the Host and path as sent.
 pub fn speaks_http11(sv: &mut Services, info: &ConnInfo, req: &Request<'_, '_>) -> bool {
