@@ -11,7 +11,7 @@ mod common;
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 
 use common::*;
 
@@ -58,7 +58,8 @@ for k in sorted(os.environ):
         print(f"{k}={os.environ[k]}")
 "#;
 
-/// The configuration both servers read; `db` is the `maxminddb.db` line.
+/// The configuration both servers read; `db` is the `maxminddb.db` line
+/// (and what else is to follow it).
 fn conf_text(d: &str, port: u16, port6: u16, log: &str, db: &str) -> String {
     format!(
         r#"server.document-root = "{d}/www"
@@ -66,7 +67,7 @@ server.bind = "127.0.0.1"
 server.port = {port}
 server.errorlog = "{d}/{log}"
 $SERVER["socket"] == "[::1]:{port6}" {{ }}
-server.modules = ( "mod_extforward", "mod_setenv", "mod_cgi", "mod_ssi", "mod_maxminddb" )
+server.modules = ( "mod_extforward", "mod_setenv", "mod_cgi", "mod_fastcgi", "mod_ssi", "mod_maxminddb" )
 server.stat-cache-engine = "disable"
 cgi.assign = ( ".py" => "/usr/bin/python3" )
 ssi.extension = ( ".shtml" )
@@ -97,7 +98,7 @@ $HTTP["url"] =^ "/off/" {{ maxminddb.activate = "disable" }}
 
 /// glint and lighttpd on the same files, each on 127.0.0.1 and [::1].
 struct Both {
-    _dir: TempDir,
+    dir: TempDir,
     glint: Server,
     g6: u16,
     lighttpd: Child,
@@ -120,6 +121,11 @@ fn free_port6() -> u16 {
 }
 
 fn start() -> Both {
+    start_with("")
+}
+
+/// [`start`], with `extra` after the database's line (`{dir}`: the test's directory).
+fn start_with(extra: &str) -> Both {
     let dir = TempDir::new("geo");
     let d = dir.path().display().to_string();
     make_db(dir.path());
@@ -131,7 +137,10 @@ fn start() -> Both {
         "cc=<!--#echo var=\"GEOIP_COUNTRY_CODE\" --> city=<!--#echo var=\"GEOIP_CITY_NAME\" -->\n",
     )
     .expect("page.shtml");
-    let db = format!("maxminddb.db = \"{d}/geo.mmdb\"");
+    let db = format!(
+        "maxminddb.db = \"{d}/geo.mmdb\"\n{}",
+        extra.replace("{dir}", &d)
+    );
     let g6 = free_port6();
     let conf = dir.join("glint.conf");
     std::fs::write(&conf, conf_text(&d, 0, g6, "glint-error.log", &db)).expect("conf");
@@ -142,7 +151,7 @@ fn start() -> Both {
     let lighttpd = start_lighttpd(&lconf, l4)
         .unwrap_or_else(|e| panic!("{e} (apt-get install lighttpd lighttpd-mod-maxminddb)"));
     Both {
-        _dir: dir,
+        dir,
         glint,
         g6,
         lighttpd,
@@ -366,4 +375,47 @@ fn a_database_that_cannot_be_opened_stops_the_start_at_its_line() {
         said.contains("mod_maxminddb is not in server.modules"),
         "{said}"
     );
+}
+
+/// The `GEO*` lines of a backend's answer.
+fn geo_lines(body: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter(|l| l.starts_with("GEO"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_fastcgi_backend_gets_the_same_variables() {
+    let b = start_with(
+        "fastcgi.server = ( \"/fcgi\" => (( \"socket\" => \"{dir}/fcgi.sock\", \"check-local\" => \"disable\" )) )\n",
+    );
+    let sock = b.dir.join("fcgi.sock");
+    // (Killed on drop.)
+    let _flup = Backend::of(
+        Command::new("python3")
+            .arg(backends_dir().join("fcgi_app.py"))
+            .arg(&sock)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("python3 with flup (pip install flup)"),
+    );
+    let up = wait_for(TIMEOUT, || {
+        std::os::unix::net::UnixStream::connect(&sock).is_ok()
+    });
+    assert!(up, "flup did not listen on {}", sock.display());
+    let req = b"GET /fcgi/env HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let g = send(b.glint.addr(), req);
+    let l = send(([127, 0, 0, 1], b.l4).into(), req);
+    assert_eq!(
+        (g.status, l.status),
+        (200, 200),
+        "{}\n{}",
+        g.describe(),
+        l.describe()
+    );
+    let (gl, ll) = (geo_lines(&g.body), geo_lines(&l.body));
+    assert_eq!(gl, ll, "glint vs lighttpd");
+    assert!(gl.contains(&"GEOIP_COUNTRY_CODE=NZ".to_string()), "{gl:?}");
 }
