@@ -18,6 +18,11 @@ use common::*;
 /// Writes `geo.mmdb` into `dir` with mmdb-writer: 127.0.0.0/24 (a city
 /// record with every kind of value) and ::1 (another country).
 fn make_db(dir: &Path) {
+    make_db_as(&dir.join("geo.mmdb"), "NZ");
+}
+
+/// The database of [`make_db`] at `path`, 127.0.0.0/24 in country `cc`.
+fn make_db_as(path: &Path, cc: &str) {
     let script = r#"
 import sys
 from netaddr import IPSet
@@ -25,7 +30,7 @@ from mmdb_writer import MMDBWriter, MmdbU128, MmdbI32, MmdbU16, MmdbF32
 w = MMDBWriter(ip_version=6, ipv4_compatible=True, database_type="GeoIP2-City",
                languages=["en"], description="glint test")
 w.insert_network(IPSet(["127.0.0.0/24"]), {
-    "country": {"iso_code": "NZ", "names": {"en": "New Zealand", "de": "Neuseeland"}},
+    "country": {"iso_code": sys.argv[2], "names": {"en": "New Zealand", "de": "Neuseeland"}},
     "city": {"names": {"en": "Wellington"}},
     "location": {"latitude": -41.28664, "longitude": 174.77557,
                  "accuracy_radius": MmdbU16(50), "f32": MmdbF32(1.5)},
@@ -41,7 +46,8 @@ w.to_db_file(sys.argv[1])
     let out = Command::new("python3")
         .arg("-c")
         .arg(script)
-        .arg(dir.join("geo.mmdb"))
+        .arg(path)
+        .arg(cc)
         .output()
         .expect("python3");
     assert!(
@@ -418,4 +424,44 @@ fn a_fastcgi_backend_gets_the_same_variables() {
     let (gl, ll) = (geo_lines(&g.body), geo_lines(&l.body));
     assert_eq!(gl, ll, "glint vs lighttpd");
     assert!(gl.contains(&"GEOIP_COUNTRY_CODE=NZ".to_string()), "{gl:?}");
+}
+
+#[test]
+fn a_reload_maps_the_database_again() {
+    let b = start();
+    let cc = || {
+        let r = send(
+            b.glint.addr(),
+            b"GET /env.py HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        );
+        geo_lines(&r.body)
+            .into_iter()
+            .find_map(|l| l.strip_prefix("GEOIP_COUNTRY_CODE=").map(str::to_string))
+    };
+    assert_eq!(cc().as_deref(), Some("NZ"));
+    // A new database renamed over the old one (as geoipupdate does): the
+    // running server keeps the file it mapped until it is told.
+    let db = b.dir.join("geo.mmdb");
+    make_db_as(&b.dir.join("new.mmdb"), "AU");
+    std::fs::rename(b.dir.join("new.mmdb"), &db).expect("rename");
+    assert_eq!(cc().as_deref(), Some("NZ"), "before the reload");
+    b.glint.signal(SIGUSR1);
+    assert!(
+        wait_for(TIMEOUT, || cc().as_deref() == Some("AU")),
+        "the reload did not map the new file"
+    );
+    // A broken file at the next reload: refused, the running one stays.
+    let log = b.dir.join("glint-error.log");
+    std::fs::write(b.dir.join("junk.mmdb"), "junk").expect("junk");
+    std::fs::rename(b.dir.join("junk.mmdb"), &db).expect("rename");
+    b.glint.signal(SIGUSR1);
+    let refused = wait_for(TIMEOUT, || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("keeping the running configuration"))
+    });
+    assert!(
+        refused,
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert_eq!(cc().as_deref(), Some("AU"), "after the refused reload");
 }
