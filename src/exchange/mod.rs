@@ -29,6 +29,7 @@ mod rerun;
 pub mod rewrite;
 pub mod sockproxy;
 mod ssi;
+mod version;
 mod webdav;
 mod wstunnel;
 
@@ -52,9 +53,9 @@ pub use auth::AuthState;
 pub use logging::{defer_reply, log_deferred, log_error, log_gateway, log_reply, DeferredLog};
 pub use rerun::{rerun, MAX_RERUNS};
 
-pub use forward::speaks_http11;
 pub use geo::GeoCache;
 use phases::{respond_once, Once};
+pub use version::speaks_http11;
 
 /// What the exchanges of every connection share: the configuration and
 /// the caches, the backends, the logs and counters, and the one reply

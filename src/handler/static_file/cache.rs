@@ -198,11 +198,10 @@ impl OpenFile {
         now: u64,
     ) -> OpenFile {
         let len = meta.size();
-        let xattr = s
-            .use_xattr
+        // (Regular files only, as lighttpd.)
+        let xattr = (s.use_xattr && meta.is_file())
             .then(|| super::fs::xattr_type(&file, &s.xattr_name))
-            .flatten()
-            .filter(|_| meta.is_file());
+            .flatten();
         let (t, charset) = match &xattr {
             Some(t) => (t.as_str(), false),
             None => content_type(fs_path, s),
