@@ -4,7 +4,8 @@
 //!   HTTP/1.1 request's connection closes after it (a pipelined request
 //!   behind it is not answered), a CGI answer of unknown length is
 //!   delimited by the close, an HTTP/1.0 keep-alive stays, a scope that
-//!   enables it again speaks HTTP/1.1.
+//!   enables it again speaks HTTP/1.1; HTTP/2 (h2c upgrade or prior
+//!   knowledge) is not affected.
 //! - `mimetype.use-xattr`: a file's type from its `user.Content-Type`
 //!   attribute (set with the syscall on the temporary docroot, whose file
 //!   system must take user attributes), the name's type without one or
@@ -171,6 +172,22 @@ fn protocol_http11_disabled_answers_as_http10() {
         (r.version.as_str(), r.body.as_slice()),
         ("HTTP/1.0", &b"first\nsecond\n"[..])
     );
+    // HTTP/2, by an h2c upgrade of an HTTP/1.1 request or by prior
+    // knowledge, is not affected (curl, on both).
+    for port in [b.glint.port, b.lport] {
+        for how in ["--http2", "--http2-prior-knowledge"] {
+            let out = std::process::Command::new("curl")
+                .args(["-s", "-i", how])
+                .arg(format!("http://127.0.0.1:{port}/a.txt"))
+                .output()
+                .expect("curl (apt-get install curl)");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains("HTTP/2 200") && text.ends_with("file a\n"),
+                "{how} on port {port}:\n{text}"
+            );
+        }
+    }
     // A scope that enables HTTP/1.1 again: an HTTP/1.1 answer, kept open.
     let mut g = Conn::wrap(TcpStream::connect(b.glint.addr()).expect("connect"));
     let mut l = Conn::wrap(TcpStream::connect(b.laddr()).expect("connect"));
