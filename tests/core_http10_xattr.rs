@@ -44,7 +44,7 @@ fn start(dir: TempDir, conf: &str) -> Both {
         format!(
             "server.document-root = \"{d}/www\"\nserver.bind = \"127.0.0.1\"\n\
              server.port = {port}\nserver.errorlog = \"{d}/{log}\"\n{}",
-            conf.replace("{dir}", &d)
+            conf.replace("{dir}", &d).replace("{log}", log)
         )
     };
     let g = dir.join("glint.conf");
@@ -136,7 +136,8 @@ fn protocol_http11_disabled_answers_as_http10() {
     std::fs::write(dir.join("www/slow.py"), SLOW_PY).expect("slow.py");
     let b = start(
         dir,
-        "server.modules = ( \"mod_cgi\" )\ncgi.assign = ( \".py\" => \"/usr/bin/python3\" )\n\
+        "server.modules = ( \"mod_cgi\", \"mod_accesslog\" )\ncgi.assign = ( \".py\" => \"/usr/bin/python3\" )\n\
+         accesslog.filename = \"{dir}/{log}.access\"\naccesslog.format = \"%r %H %s\"\n\
          mimetype.assign = ( \".txt\" => \"text/plain\" )\n\
          server.stream-response-body = 2\nserver.protocol-http11 = \"disable\"\n\
          $HTTP[\"host\"] == \"modern\" { server.protocol-http11 = \"enable\" }\n",
@@ -188,6 +189,23 @@ fn protocol_http11_disabled_answers_as_http10() {
             );
         }
     }
+    // The access log's request line says HTTP/1.0, as lighttpd's.
+    let access = |name: &str| {
+        let p = b._dir.join(name);
+        let mut text = String::new();
+        wait_for(TIMEOUT, || {
+            text = std::fs::read_to_string(&p).unwrap_or_default();
+            text.contains("GET /slow.py")
+        });
+        text.lines()
+            .find(|l| l.starts_with("GET /slow.py"))
+            .map(str::to_string)
+    };
+    assert_eq!(access("glint.log.access"), access("lighttpd.log.access"));
+    assert_eq!(
+        access("glint.log.access").as_deref(),
+        Some("GET /slow.py HTTP/1.0 HTTP/1.0 200")
+    );
     // A scope that enables HTTP/1.1 again: an HTTP/1.1 answer, kept open.
     let mut g = Conn::wrap(TcpStream::connect(b.glint.addr()).expect("connect"));
     let mut l = Conn::wrap(TcpStream::connect(b.laddr()).expect("connect"));
