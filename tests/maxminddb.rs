@@ -64,6 +64,15 @@ for k in sorted(os.environ):
         print(f"{k}={os.environ[k]}")
 "#;
 
+/// A mod_magnet script that answers with what `req_env` holds.
+const GEO_LUA: &str = r#"if lighty.r.req_attr["uri.path"] == "/magnet" then
+  local e = lighty.r.req_env
+  lighty.r.resp_body:set({ (e["GEOIP_COUNTRY_CODE"] or "none") .. " " .. (e["geo-sub.last"] or "none") .. " " .. (e["GEO_SUB_LAST"] or "none") .. "\n" })
+  lighty.r.resp_header["Content-Type"] = "text/plain"
+  return 200
+end
+"#;
+
 /// The configuration both servers read; `db` is the `maxminddb.db` line
 /// (and what else is to follow it).
 fn conf_text(d: &str, port: u16, port6: u16, log: &str, db: &str) -> String {
@@ -137,6 +146,7 @@ fn start_with(extra: &str) -> Both {
     make_db(dir.path());
     std::fs::create_dir_all(dir.join("www/off")).expect("mkdir");
     std::fs::write(dir.join("www/env.py"), ENV_PY).expect("env.py");
+    std::fs::write(dir.join("geo.lua"), GEO_LUA).expect("geo.lua");
     std::fs::write(dir.join("www/off/env.py"), ENV_PY).expect("off/env.py");
     std::fs::write(
         dir.join("www/page.shtml"),
@@ -464,4 +474,20 @@ fn a_reload_maps_the_database_again() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     assert_eq!(cc().as_deref(), Some("AU"), "after the refused reload");
+}
+
+#[test]
+fn mod_magnet_sees_the_variables_in_req_env() {
+    let b = start_with(
+        "server.modules += ( \"mod_magnet\" )\nmagnet.attract-physical-path-to = ( \"{dir}/geo.lua\" )\n",
+    );
+    let body = b.ask(
+        b"GET /magnet HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+        false,
+    );
+    // (Under the name as written: only a backend's environment has it
+    // as GEO_SUB_LAST, on both.)
+    assert_eq!(body, "NZ LAST none\n");
+    let body = b.ask(b"GET /magnet HTTP/1.0\r\n\r\n", true);
+    assert_eq!(body, "IS none none\n");
 }

@@ -12,6 +12,7 @@ use std::rc::Rc;
 
 use super::ConnInfo;
 use crate::config::Settings;
+use crate::geo::GeoValue;
 use crate::upstream::cgi::Env;
 
 /// The variables of one connection's last lookup (shared by its HTTP/2
@@ -38,13 +39,13 @@ pub struct Looked {
     /// The settings it was made under ([`crate::config::Stamp`]).
     stamp: u64,
     addr: IpAddr,
-    vars: Rc<[(String, Vec<u8>)]>,
+    vars: Rc<[GeoValue]>,
 }
 
 /// The variables for the client of `info` under `settings` (empty when
 /// mod_maxminddb is off there, on a unix socket, or for an address the
 /// database does not hold).
-pub(super) fn vars(settings: &Settings, info: &ConnInfo) -> Rc<[(String, Vec<u8>)]> {
+pub(super) fn vars(settings: &Settings, info: &ConnInfo) -> Rc<[GeoValue]> {
     let (Some((db, wanted)), Some(addr)) = (settings.maxminddb.active(), info.peer) else {
         return Rc::new([]);
     };
@@ -55,7 +56,7 @@ pub(super) fn vars(settings: &Settings, info: &ConnInfo) -> Rc<[(String, Vec<u8>
             return Rc::clone(&l.vars);
         }
     }
-    let vars: Rc<[(String, Vec<u8>)]> = db.lookup(addr, wanted).into();
+    let vars: Rc<[GeoValue]> = db.lookup(addr, wanted).into();
     if let Some(cell) = cell {
         *cell.borrow_mut() = Some(Looked {
             stamp,
@@ -69,7 +70,7 @@ pub(super) fn vars(settings: &Settings, info: &ConnInfo) -> Rc<[(String, Vec<u8>
 /// Sets the variables in `env` (replacing a value already there, as
 /// lighttpd does).
 pub(super) fn set_vars(env: &mut Env, settings: &Settings, info: &ConnInfo) {
-    for (k, v) in vars(settings, info).iter() {
-        env.set(k.as_bytes(), v);
+    for v in vars(settings, info).iter() {
+        env.set(v.cgi_name.as_bytes(), &v.value);
     }
 }

@@ -58,11 +58,11 @@ impl GeoDb {
         })
     }
 
-    /// The variables `vars` names for `addr`: (name, value) for each path
-    /// the address's record has a value at, in `vars`' order. Nothing for
-    /// an address the database does not hold, or a record that cannot be
-    /// read (logged).
-    pub fn lookup(&self, addr: IpAddr, vars: &[GeoVar]) -> Vec<(String, Vec<u8>)> {
+    /// The variables `vars` names for `addr`: each one the address's
+    /// record has a value for, in `vars`' order. Nothing for an address
+    /// the database does not hold, or a record that cannot be read
+    /// (logged).
+    pub fn lookup(&self, addr: IpAddr, vars: &[GeoVar]) -> Vec<GeoValue> {
         let found = match self.reader.lookup(addr) {
             Ok(found) => found,
             // (An IPv6 client against an IPv4-only database, as libmaxminddb.)
@@ -77,21 +77,37 @@ impl GeoDb {
             }
         };
         vars.iter()
-            .filter(|v| !v.name.is_empty())
+            .filter(|v| !v.cgi_name.is_empty())
             .filter_map(|v| {
                 let leaf = record.at(&v.path)?;
-                Some((v.name.clone(), format(leaf)))
+                Some(GeoValue {
+                    name: v.name.clone(),
+                    cgi_name: v.cgi_name.clone(),
+                    value: format(leaf),
+                })
             })
             .collect()
     }
 }
 
-/// One entry of `maxminddb.env`: the variable's name (as a CGI variable:
-/// upper case, every byte but letters and digits as `_`) and the path of
-/// its value in the record.
+/// One variable found for a client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeoValue {
+    /// As `maxminddb.env` names it (mod_magnet's `req_env` key).
+    pub name: String,
+    /// As a backend's environment names it.
+    pub cgi_name: String,
+    pub value: Vec<u8>,
+}
+
+/// One entry of `maxminddb.env`: the variable's name, as written and as
+/// a backend's environment has it (upper case, every byte but letters and
+/// digits as `_`, as lighttpd writes it there), and the path of its value
+/// in the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GeoVar {
     pub name: String,
+    pub cgi_name: String,
     pub path: Vec<String>,
 }
 
@@ -105,7 +121,8 @@ impl GeoVar {
                 .to_string());
         }
         Ok(GeoVar {
-            name: cgi_name(name),
+            name: name.to_string(),
+            cgi_name: cgi_name(name),
             path: path.split('/').map(str::to_string).collect(),
         })
     }

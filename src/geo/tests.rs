@@ -55,7 +55,7 @@ fn names_are_cgi_names_and_paths_are_checked() {
     assert_eq!(cgi_name("g-lower.x9"), "G_LOWER_X9");
     assert_eq!(cgi_name("é"), "__", "each byte of a non-ASCII letter");
     let v = GeoVar::parse("cc", "country/iso_code").expect("a path");
-    assert_eq!(v.name, "CC");
+    assert_eq!((v.name.as_str(), v.cgi_name.as_str()), ("cc", "CC"));
     assert_eq!(v.path, ["country", "iso_code"]);
     for bad in ["", "/country", "country/"] {
         assert!(GeoVar::parse("x", bad).is_err(), "{bad:?}");
