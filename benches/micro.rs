@@ -77,6 +77,7 @@ fn bench_response_head(c: &mut Criterion) {
                 keep_alive: true,
                 body: true,
                 minor: 1,
+                http10: false,
             };
             write_reply(&mut out, &r, &date, &plan, true);
             black_box(out.mem.len())

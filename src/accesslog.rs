@@ -194,6 +194,17 @@ impl Format {
                 },
                 Piece::Time => out.extend_from_slice(e.time.as_bytes()),
                 Piece::RequestLine => match e.request {
+                    // Answered as HTTP/1.0 (`server.protocol-http11 =
+                    // "disable"`): the line says so, as lighttpd's does.
+                    Some(r)
+                        if r.major == 1
+                            && r.minor == 0
+                            && r.request_line.ends_with(b" HTTP/1.1") =>
+                    {
+                        let line = &r.request_line[..r.request_line.len() - 8];
+                        push_escaped(out, line, esc);
+                        out.extend_from_slice(b"HTTP/1.0");
+                    }
                     Some(r) => push_escaped(out, r.request_line, esc),
                     None => push_escaped(out, e.raw_line, esc),
                 },

@@ -31,7 +31,8 @@
 //!    options, Accept-Encoding, streaming encoders, the cache), [`tls`]
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
 //!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's
-//!    options), [`forwarded`] (mod_extforward, the PROXY protocol) and
+//!    options), [`forwarded`] (mod_extforward, the PROXY protocol),
+//!    [`geo`] (mod_maxminddb's database and lookups) and
 //!    [`sockopt`] (the TCP options nix has no wrapper for).
 //! 9. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
 //!    hex, percent-encoding, the Host check), once; and [`syslog`], the
@@ -65,6 +66,7 @@ pub mod compress;
 pub mod date;
 pub mod errorlog;
 pub mod forwarded;
+pub mod geo;
 pub mod hash;
 pub mod httpup;
 pub mod magnet;

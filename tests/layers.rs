@@ -39,6 +39,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("date", 1),
     ("errorlog", 1),
     ("forwarded", 1),
+    ("geo", 1),
     ("hash", 1),
     ("httpup", 1),
     ("magnet", 1),

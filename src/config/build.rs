@@ -247,3 +247,42 @@ pub(super) fn compile_chains(
     }
     Ok(out)
 }
+
+/// Opens the `maxminddb.db` file of the global scope and of every block,
+/// each once, when mod_maxminddb is loaded; a file that does not open
+/// stops the load at its line, as lighttpd refuses to start. Without the
+/// module, lighttpd ignores its options with a warning: so does glint.
+pub(super) fn geo_databases(
+    entries: &[Entry],
+    global: &Settings,
+    assigns: &[Vec<Assign>],
+    warnings: &mut Vec<String>,
+) -> Result<maxminddb::Databases, ConfigError> {
+    let globals = entries
+        .iter()
+        .map(|e| (e.key.as_str(), origin_of(&e.pos), &e.value));
+    let blocks = assigns
+        .iter()
+        .flatten()
+        .map(|a| (a.key.as_str(), a.origin.clone(), &a.value));
+    if !global.modules.iter().any(|m| m == maxminddb::MODULE) {
+        for (k, o, _) in globals.chain(blocks) {
+            if k.starts_with("maxminddb.") {
+                warnings.push(format!(
+                    "{o}: option {k} ignored: {} is not in server.modules (lighttpd ignores it too)",
+                    maxminddb::MODULE
+                ));
+            }
+        }
+        return Ok(maxminddb::Databases::default());
+    }
+    // The global scope's file is the last one it names; each block's too.
+    let last_global = globals.clone().rfind(|(k, _, _)| *k == "maxminddb.db");
+    let named: Vec<(&str, Origin)> = last_global
+        .into_iter()
+        .chain(blocks.filter(|(k, _, _)| *k == "maxminddb.db"))
+        .filter_map(|(_, o, v)| Some((v.as_str()?, o)))
+        .filter(|(p, _)| !p.trim().is_empty())
+        .collect();
+    maxminddb::Databases::open(named.iter().map(|(p, o)| (*p, o.file.as_str(), o.line)))
+}

@@ -21,6 +21,7 @@ mod error;
 mod gateway;
 mod lexer;
 mod listen;
+pub mod maxminddb;
 mod modules;
 mod options;
 mod parser;
@@ -134,6 +135,11 @@ pub struct Config {
     pub sockproxy_servers: Vec<Option<Value>>,
     /// The same for `wstunnel.server` ([`tunnel::TunnelSettings::wstunnel_scope`]).
     pub wstunnel_servers: Vec<Option<Value>>,
+    /// The `maxminddb.db` files of every scope, opened at load.
+    geo_dbs: maxminddb::Databases,
+    /// Some scope sets `server.protocol-http11 = "disable"`: an HTTP/1.1
+    /// request's scope is asked before it is answered.
+    pub http11_off_anywhere: bool,
 }
 
 /// One option a conditional block sets (already checked to apply cleanly).
@@ -194,7 +200,11 @@ impl Config {
         };
         settings.proxy_scope = 0;
         reset_tunnel_scopes(&mut settings);
+        let geo_dbs = maxminddb::Databases::default();
+        settings.maxminddb.finish(&settings.modules, &geo_dbs);
         Config {
+            geo_dbs,
+            http11_off_anywhere: !settings.protocol_http11,
             extforward_anywhere: settings.extforward.is_some(),
             auth_requires,
             scgi_servers: vec![settings.scgi_server.clone()],
@@ -275,7 +285,16 @@ impl Config {
         reset_tunnel_scopes(&mut global);
         let cgi_used = !global.cgi.assign.is_empty()
             || assigns.iter().flatten().any(|a| a.key == "cgi.assign");
+        let geo_dbs = build::geo_databases(&parsed.entries, &global, &assigns, &mut warnings)?;
+        global.maxminddb.finish(&global.modules, &geo_dbs);
+        let http11_off_anywhere = !global.protocol_http11
+            || assigns
+                .iter()
+                .flatten()
+                .any(|a| a.key == "server.protocol-http11");
         Ok(Config {
+            geo_dbs,
+            http11_off_anywhere,
             extforward_anywhere,
             auth_requires,
             global: Rc::new(global),
@@ -405,6 +424,12 @@ impl Config {
             .filter(|b| !b.trim().is_empty())
     }
 
+    /// Some scope has a mod_maxminddb database: connections keep the
+    /// answer of their client's lookup.
+    pub fn geo_used(&self) -> bool {
+        !self.geo_dbs.is_empty()
+    }
+
     /// Some scope sets `sockproxy.server`.
     pub fn sockproxy_used(&self) -> bool {
         self.sockproxy_servers.iter().any(Option::is_some)
@@ -489,6 +514,7 @@ impl Config {
             .position(|(v, _)| *v == s.auth.require)
             .unwrap_or(0) as u32;
         options::finish(&mut s);
+        s.maxminddb.finish(&s.modules, &self.geo_dbs);
         s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
         let sock = scope_of(&self.sockproxy_servers, &s.tunnel.sockproxy_server);
         let ws = scope_of(&self.wstunnel_servers, &s.tunnel.wstunnel_server);

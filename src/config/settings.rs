@@ -29,6 +29,9 @@ impl std::fmt::Display for Origin {
     }
 }
 
+/// `mimetype.xattr-name`'s default, lighttpd's.
+pub const DEFAULT_XATTR_NAME: &str = "Content-Type";
+
 /// `glint.h3`'s default (docs/http3.md).
 pub const DEFAULT_H3: bool = false;
 
@@ -287,6 +290,18 @@ pub struct Settings {
     /// `rrdtool.db-name`: the round-robin database this scope's requests
     /// are counted in (mod_rrdtool; none by default).
     pub rrdtool_db: Option<String>,
+    /// mod_maxminddb: `maxminddb.*` and the open database.
+    pub maxminddb: super::maxminddb::GeoSettings,
+    /// `mimetype.use-xattr` (default disable): a regular file's type is
+    /// its extended attribute [`Settings::xattr_name`] when it has one.
+    pub use_xattr: bool,
+    /// `mimetype.xattr-name` (global; default `Content-Type`): the
+    /// attribute's name as the system call takes it (Linux wants the
+    /// namespace in it: `user.Content-Type`).
+    pub xattr_name: String,
+    /// `server.protocol-http11` (default enable): disabled, an HTTP/1.1
+    /// request is answered as HTTP/1.0 and the connection closes after it.
+    pub protocol_http11: bool,
     /// `document_root` as UTF-8, set beside it by
     /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
     pub document_root_utf8: Option<String>,
@@ -466,6 +481,10 @@ impl Default for Settings {
             gateway: Default::default(),
             tunnel: Rc::default(),
             rrdtool_db: None,
+            maxminddb: Default::default(),
+            use_xattr: false,
+            xattr_name: DEFAULT_XATTR_NAME.to_string(),
+            protocol_http11: true,
             stamp: Stamp::default(),
             document_root_utf8: None,
         }

@@ -135,9 +135,6 @@ const DEFAULT_ONLY: &[(&str, Default)] = &[
     ("ssl.use-sslv2", Default::Bool(false)),
     ("ssl.use-sslv3", Default::Bool(false)),
     ("ssl.use-compression", Default::Bool(false)),
-    ("server.protocol-http11", Default::Bool(true)),
-    ("mimetype.use-xattr", Default::Bool(false)),
-    ("maxminddb.activate", Default::Bool(false)),
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -324,6 +321,9 @@ const LIGHTTPD_OPTIONS: &[(&str, &str)] = &[
     ("mimetype.use-xattr", "core"),
     ("mimetype.xattr-name", "core"),
     ("server.protocol-http11", "core"),
+    ("connection.kbytes-per-second", "core"),
+    ("server.error-intercept", "core"),
+    ("server.kbytes-per-second", "core"),
 ];
 
 #[cfg(test)]
@@ -396,12 +396,6 @@ mod tests {
                 s("/x"),
                 Support::Unknown,
                 "a typo is unknown to lighttpd too",
-            ),
-            (
-                "mimetype.use-xattr",
-                s("enable"),
-                Support::NotDefault("core"),
-                "xattr types refused",
             ),
         ];
         for (key, v, want, why) in cases {

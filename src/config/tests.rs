@@ -1148,6 +1148,14 @@ scgi.server = ( "/s" => ( "l" => ( "host" => "127.0.0.1", "port" => 3000 ) ) )
 scgi.protocol = "scgi"
 $SERVER["socket"] == ":81" { server.document-root = "/x" }"#,
         ),
+        (
+            "mod_maxminddb's and the core's xattr and HTTP/1.1 options",
+            r#"maxminddb.activate = "enable"
+maxminddb.env = ( "geo-cc" => "country/iso_code", "SUB" => "subdivisions/-1/iso_code" )
+mimetype.use-xattr = "enable"
+mimetype.xattr-name = "user.Content-Type"
+server.protocol-http11 = "disable""#,
+        ),
     ];
     for (desc, text) in cases {
         match load(text) {

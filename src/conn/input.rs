@@ -134,7 +134,15 @@ impl Connection {
             return;
         }
         let mut info = self.info(cx.sv);
-        let outcome = exchange::respond(cx.sv, &mut info, req, &self.proxy_env, cx.registry);
-        self.take_outcome(outcome, req, &info, true, more, cx);
+        let mut req = *req;
+        if !exchange::speaks_http11(cx.sv, &info, &req) {
+            if req.minor >= 1 {
+                req.minor = 0;
+                req.keep_alive = false;
+            }
+            self.h1.downgrade();
+        }
+        let outcome = exchange::respond(cx.sv, &mut info, &req, &self.proxy_env, cx.registry);
+        self.take_outcome(outcome, &req, &info, true, more, cx);
     }
 }

@@ -164,6 +164,8 @@ pub struct Connection {
     sockproxy_due: bool,
     /// `connection.kbytes-per-second`, `server.kbytes-per-second`.
     throttle: Throttle,
+    /// mod_maxminddb's answer for this connection's client.
+    geo: crate::exchange::GeoCache,
 }
 
 impl Connection {
@@ -210,6 +212,7 @@ impl Connection {
             h2: None,
             sockproxy_due: false,
             throttle: Throttle::default(),
+            geo: Default::default(),
         }
     }
 
@@ -261,6 +264,9 @@ impl Connection {
             }
             None => None,
         };
+        if !self.geo.is_kept() && sv.config.geo_used() {
+            self.geo = crate::exchange::GeoCache::new();
+        }
         ConnInfo {
             listener: self.listener,
             peer: self.peer,
@@ -271,6 +277,7 @@ impl Connection {
             local_ip,
             ex: self.id,
             tls: self.tls_facts.clone(),
+            geo: self.geo.clone(),
         }
     }
 

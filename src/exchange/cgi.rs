@@ -256,7 +256,7 @@ fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInf
     if info.scheme() == "https" {
         env.set(b"HTTPS", b"on");
     }
-    super::gateway::carried_vars(env, settings, carry);
+    super::gateway::carried_vars(env, settings, carry, info);
     if let Some(run) = carry.error.as_ref() {
         env.set(
             b"REDIRECT_STATUS",

@@ -259,10 +259,17 @@ fn shown_request<'h, 'b>(
     }
 }
 
-/// mod_setenv's variables, an authorizer's, and who mod_auth let in and
-/// how (after the authorizer's variables: the server's own word wins).
-pub(super) fn carried_vars(env: &mut Env, settings: &Settings, carry: &Carry) {
-    setenv(env, settings);
+/// mod_setenv's and mod_maxminddb's variables (in `server.modules`'
+/// order), an authorizer's, and who mod_auth let in and how (after the
+/// authorizer's variables: the server's own word wins).
+pub(super) fn carried_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInfo) {
+    if settings.maxminddb.before_setenv {
+        super::geo::set_vars(env, settings, info);
+        setenv(env, settings);
+    } else {
+        setenv(env, settings);
+        super::geo::set_vars(env, settings, info);
+    }
     for (k, v) in &carry.vars {
         env.set(k.as_bytes(), v);
     }
@@ -278,13 +285,14 @@ pub(super) fn carried_vars(env: &mut Env, settings: &Settings, carry: &Carry) {
 /// authorizer's, who mod_auth let in, the scheme and TLS, and the status
 /// an error handler replaces.
 pub(super) fn server_vars(env: &mut Env, settings: &Settings, carry: &Carry, info: &ConnInfo) {
-    carried_vars(env, settings, carry);
+    carried_vars(env, settings, carry, info);
     // The scheme, and on TLS lighttpd's `HTTPS` and `SSL_*` variables:
     // names `environment` never makes and client headers cannot (theirs
     // start with HTTP_), so only mod_setenv's variables or an authorizer's
     // can be there already, and only then is each one searched for.
     let replace = !settings.setenv.add_environment.is_empty()
         || !settings.setenv.set_environment.is_empty()
+        || settings.maxminddb.active().is_some()
         || !carry.vars.is_empty();
     let own = |env: &mut Env, k: &[u8], v: &[u8]| {
         if replace {

@@ -38,6 +38,20 @@ pub struct MagnetCarry {
     pub resp_headers: Vec<(String, String)>,
 }
 
+/// mod_maxminddb's variables in `req_env`, as lighttpd fills it when a
+/// script reads it (over a variable of the same name already there).
+fn geo_env(ctx: &mut Ctx, settings: &Settings, info: &ConnInfo) {
+    for g in super::geo::vars(settings, info).iter() {
+        // (Under the name as written: lighttpd makes CGI names of them
+        // only for backends.)
+        let v = String::from_utf8_lossy(&g.value).into_owned();
+        match ctx.env.iter_mut().find(|(n, _)| *n == g.name) {
+            Some(slot) => slot.1 = v,
+            None => ctx.env.push((g.name.clone(), v)),
+        }
+    }
+}
+
 /// The request as the scripts of `stage` see it; `uri` is the target in
 /// force (after rewrites), `query` its query. Written into the context
 /// mod_magnet keeps between requests (given back with [`done`]), reusing
@@ -126,6 +140,7 @@ pub(super) fn raw_url(
 ) -> Turn {
     let (_, query) = super::split_uri(uri);
     let mut ctx = ctx_for(sv, info, req, carry, Stage::RawUrl, (uri, query));
+    geo_env(&mut ctx, settings, info);
     let v = sv.magnet.run(&settings.magnet.raw_url, &mut ctx);
     let turn = match settle(sv, req, carry, &ctx, v) {
         Some(turn) => turn,
@@ -255,6 +270,7 @@ pub(super) fn physical(
     (path, docroot, ph): (&str, &str, &Physical<'_>),
 ) -> Result<Moved, Turn> {
     let mut ctx = ctx_for(sv, info, req, carry, Stage::Physical, (uri, query));
+    geo_env(&mut ctx, settings, info);
     ctx.set_attr(attr::URI_PATH, path);
     ctx.set_attr(attr::PHYSICAL_PATH, &ph.join());
     ctx.set_attr(attr::PHYSICAL_REL_PATH, path);
@@ -315,6 +331,7 @@ pub(super) fn response_start(
         Stage::ResponseStart,
         (uri, super::split_uri(uri).1),
     );
+    geo_env(&mut ctx, &settings, info);
     ctx.status = sv.reply.status;
     ctx.resp_headers = fields(&sv.reply.fields);
     ctx.body_known = sv.reply.body_bytes_in_memory();

@@ -19,6 +19,7 @@ mod cgi;
 mod endpoint;
 mod forward;
 mod gateway;
+mod geo;
 mod logging;
 mod magnet;
 mod phases;
@@ -28,6 +29,7 @@ mod rerun;
 pub mod rewrite;
 pub mod sockproxy;
 mod ssi;
+mod version;
 mod webdav;
 mod wstunnel;
 
@@ -51,7 +53,9 @@ pub use auth::AuthState;
 pub use logging::{defer_reply, log_deferred, log_error, log_gateway, log_reply, DeferredLog};
 pub use rerun::{rerun, MAX_RERUNS};
 
+pub use geo::GeoCache;
 use phases::{respond_once, Once};
+pub use version::speaks_http11;
 
 /// What the exchanges of every connection share: the configuration and
 /// the caches, the backends, the logs and counters, and the one reply
@@ -255,6 +259,8 @@ pub struct ConnInfo {
     /// The connection speaks TLS (`$HTTP["scheme"] == "https"`, `HTTPS=on`),
     /// with what its handshake came to.
     pub tls: Option<Rc<TlsFacts>>,
+    /// mod_maxminddb's last answer on this connection.
+    pub geo: GeoCache,
 }
 
 impl ConnInfo {

@@ -92,7 +92,30 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     if let Some(d) = &s.rrdtool_db {
         put("rrdtool.db-name", Value::Str(d.clone()));
     }
+    geo_core_entries(s, &mut put);
     out
+}
+
+/// mod_maxminddb's options, `mimetype.use-xattr`, `mimetype.xattr-name`
+/// and `server.protocol-http11`.
+fn geo_core_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
+    let g = &s.maxminddb;
+    if g.activate {
+        put("maxminddb.activate", bool_value(true));
+    }
+    if let Some(db) = &g.db {
+        put("maxminddb.db", Value::Str(db.clone()));
+    }
+    if let Some(env) = &g.env {
+        let pairs = env
+            .iter()
+            .map(|v| (Some(v.name.clone()), Value::Str(v.path.join("/"))))
+            .collect();
+        put("maxminddb.env", Value::Array(pairs));
+    }
+    put("mimetype.use-xattr", bool_value(s.use_xattr));
+    put("mimetype.xattr-name", Value::Str(s.xattr_name.clone()));
+    put("server.protocol-http11", bool_value(s.protocol_http11));
 }
 
 /// An optional string option's value, if set.

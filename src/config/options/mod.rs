@@ -55,6 +55,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_sockproxy",
     "mod_wstunnel",
     "mod_rrdtool",
+    "mod_maxminddb",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -89,6 +90,7 @@ pub const GLOBAL_ONLY: &[&str] = &[
     "server.max-worker",
     "server.graceful-shutdown-timeout",
     "server.systemd-socket-activation",
+    "mimetype.xattr-name",
     "rrdtool.binary",
     "ssl.refresh-certs",
     "glint.acme.activate",
@@ -163,6 +165,9 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
         return Ok(a);
     }
     if let Some(a) = apply_proxy_cgi(s, key, v)? {
+        return Ok(a);
+    }
+    if let Some(a) = apply_geo_core(s, key, v)? {
         return Ok(a);
     }
     Ok(apply_kept(s, key, v)?.unwrap_or(Applied::Unknown))
@@ -464,6 +469,22 @@ fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appl
             Rc::make_mut(&mut s.webdav).opts = crate::config::webdav::WebdavOpts::parse(v)?;
             keep_raw(s, key, v);
         }
+        _ => return Ok(None),
+    }
+    Ok(Some(Applied::Known))
+}
+
+/// mod_maxminddb, and the core's `mimetype.use-xattr`,
+/// `mimetype.xattr-name` and `server.protocol-http11`.
+fn apply_geo_core(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>, String> {
+    match key {
+        "maxminddb.activate" => s.maxminddb.activate = boolean(v)?,
+        "maxminddb.db" => s.maxminddb.set_db(&string(v)?),
+        "maxminddb.env" => s.maxminddb.set_env(v)?,
+        "mimetype.use-xattr" => s.use_xattr = boolean(v)?,
+        // (As lighttpd, a blank name is taken as it is: no attribute has it.)
+        "mimetype.xattr-name" => s.xattr_name = string(v)?,
+        "server.protocol-http11" => s.protocol_http11 = boolean(v)?,
         _ => return Ok(None),
     }
     Ok(Some(Applied::Known))

@@ -162,6 +162,7 @@ impl ClientSink<'_> {
             date: self.date,
             keep_alive: plan.keep_alive,
             minor: plan.minor,
+            http10: plan.http10,
         };
         h1::write_head(self.out, &head);
     }
@@ -234,6 +235,7 @@ impl ClientSink<'_> {
             // (Not `Connection: close`: the field above says what happens.)
             keep_alive: true,
             minor: plan.minor,
+            http10: plan.http10,
         };
         h1::write_head(self.out, &h);
     }

@@ -136,6 +136,8 @@ impl Session {
             local_ip: None,
             ex: exchange_id(io.key, io.gen, stream),
             tls: self.tls.clone(),
+            // (A lookup per request: HTTP/3 connections keep none.)
+            geo: Default::default(),
         }
     }
 

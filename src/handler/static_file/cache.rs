@@ -198,7 +198,14 @@ impl OpenFile {
         now: u64,
     ) -> OpenFile {
         let len = meta.size();
-        let (t, charset) = content_type(fs_path, s);
+        // (Regular files only, as lighttpd.)
+        let xattr = (s.use_xattr && meta.is_file())
+            .then(|| super::fs::xattr_type(&file, &s.xattr_name))
+            .flatten();
+        let (t, charset) = match &xattr {
+            Some(t) => (t.as_str(), false),
+            None => content_type(fs_path, s),
+        };
         let small = (len <= SMALL_FILE).then(|| read_all(&file, len)).flatten();
         let mut ctype_value = t.to_string();
         if charset {

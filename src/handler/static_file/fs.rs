@@ -31,6 +31,39 @@ pub(super) fn open(path: &str, s: &Settings, root: &str) -> Result<(File, std::f
     Ok((file, meta))
 }
 
+/// Most bytes of a type read from an extended attribute: lighttpd reads
+/// it into 128 bytes with room for its NUL, and takes no longer one.
+const XATTR_MAX: usize = 127;
+
+/// The MIME type the extended attribute `name` of `file` names
+/// (`mimetype.use-xattr`), as lighttpd reads it: a value of 1 to
+/// [`XATTR_MAX`] bytes. A value that could not go out as a header field
+/// (control bytes, not UTF-8) counts as none: the name's type applies.
+pub(super) fn xattr_type(file: &File, name: &str) -> Option<String> {
+    use std::os::fd::AsRawFd;
+    let name = std::ffi::CString::new(name).ok()?;
+    let mut buf = [0u8; XATTR_MAX];
+    // SAFETY: the descriptor is open for the call, `name` is a C string
+    // and the kernel writes at most `buf.len()` bytes into `buf`.
+    let n = unsafe {
+        libc::fgetxattr(
+            file.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|&n| n > 0 && n <= buf.len())?;
+    let v = std::str::from_utf8(&buf[..n]).ok()?;
+    if v.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        log::debug!("mimetype.use-xattr: attribute {name:?} is no header value; ignored");
+        return None;
+    }
+    Some(v.to_string())
+}
+
 /// With `server.follow-symlink = "disable"`, a symlink anywhere below the docroot refuses the path.
 fn is_symlink_below(path: &str, root: &str) -> bool {
     let root = root.trim_end_matches('/');

@@ -32,6 +32,10 @@ pub struct Head<'a> {
     pub keep_alive: bool,
     /// The request's minor version (0 or 1).
     pub minor: u8,
+    /// The status line says HTTP/1.0, and a closing answer says
+    /// `Connection: close` (`server.protocol-http11 = "disable"`: the
+    /// client may be an HTTP/1.1 one). Otherwise glint answers HTTP/1.1.
+    pub http10: bool,
 }
 
 /// A backend's answer carries a field of this name.
@@ -46,9 +50,9 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
     let m = &mut out.mem;
     let start = m.len();
     match common_status_line(h.status) {
-        Some(l) => m.extend_from_slice(l),
-        None => {
-            m.extend_from_slice(b"HTTP/1.1 ");
+        Some(l) if !h.http10 => m.extend_from_slice(l),
+        _ => {
+            m.extend_from_slice(if h.http10 { b"HTTP/1.0 " } else { b"HTTP/1.1 " });
             m.extend_from_slice(itoa_u64(u64::from(h.status)).as_bytes());
             m.push(b' ');
             m.extend_from_slice(reason(h.status).as_bytes());
@@ -103,7 +107,7 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
     }
     if h.keep_alive && h.minor == 0 {
         line(m, "Connection", b"keep-alive");
-    } else if !h.keep_alive && h.minor >= 1 {
+    } else if !h.keep_alive && (h.minor >= 1 || h.http10) {
         line(m, "Connection", b"close");
     }
     let s = h.settings;
@@ -161,6 +165,7 @@ pub fn write_reply(out: &mut Output, r: &Reply, date: &[u8], plan: &Plan, body: 
         date,
         keep_alive: plan.keep_alive,
         minor: plan.minor,
+        http10: plan.http10,
     };
     let n = write_head(out, &head);
     if r.head_only || !plan.body || !body {

@@ -94,6 +94,8 @@ struct Current {
     head_keeps: bool,
     /// The answer ends the connection (a 413, a failed login, a cut body).
     answer_closes: bool,
+    /// Answered as HTTP/1.0 whatever the request's version ([`Session::downgrade`]).
+    http10: bool,
 }
 
 impl Current {
@@ -166,6 +168,8 @@ pub struct Plan {
     /// Body bytes follow the head (not for HEAD or a bodiless status).
     pub body: bool,
     pub minor: u8,
+    /// The head says HTTP/1.0 (`server.protocol-http11 = "disable"`).
+    pub http10: bool,
 }
 
 /// What follows once an answer is written whole.
@@ -374,9 +378,24 @@ impl Session {
                 && self.requests < offer.limits.max_requests,
             head_keeps: false,
             answer_closes: false,
+            http10: false,
         };
         self.read = Read::Pending;
         self.write = Write::Answer;
+    }
+
+    /// The request handed out is answered as HTTP/1.0
+    /// (`server.protocol-http11 = "disable"`): an HTTP/1.0 head; for an
+    /// HTTP/1.1 request also no chunked body, no `100 Continue`, and the
+    /// connection closes after the answer (lighttpd ignores its keep-alive
+    /// wish then; an HTTP/1.0 request keeps its own).
+    pub fn downgrade(&mut self) {
+        if self.cur.minor >= 1 {
+            self.cur.minor = 0;
+            self.cur.keep_alive = false;
+            self.cur.awaits_continue = false;
+        }
+        self.cur.http10 = true;
     }
 
     /// The request asked to end the connection after its answer: a
@@ -462,6 +481,7 @@ impl Session {
             keep_alive: self.cur.head_keeps,
             body: !self.cur.head_only && !matches!(framing, Framing::None),
             minor: self.cur.minor,
+            http10: self.cur.http10,
         }
     }
 

@@ -361,3 +361,33 @@ fn an_authorizer_holds_the_body_until_the_request_runs_again() {
     s.body_taken(3, false);
     assert_eq!(s.read_state(), Read::Done);
 }
+
+#[test]
+fn a_downgraded_request_is_answered_as_http_1_0() {
+    // HTTP/1.1: an HTTP/1.0 head, no chunks, no 100 Continue, the close.
+    let mut s = Session::new();
+    request(
+        &mut s,
+        b"POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 9\r\n\r\n",
+    );
+    assert!(s.awaits_continue());
+    s.downgrade();
+    assert!(!s.awaits_continue(), "no 100 Continue for HTTP/1.0");
+    s.hand_body(BodyTo::Nobody);
+    let plan = s.plan(Shape::Stream, false, offer());
+    assert_eq!(
+        (plan.framing, plan.keep_alive, plan.minor, plan.http10),
+        (Framing::UntilClose, false, 0, true)
+    );
+    s.complete(offer(), false);
+    // The unread body: the close lingers so that the answer arrives whole.
+    assert_eq!(s.written(0), Next::Linger);
+
+    // HTTP/1.0 asking for keep-alive keeps it, under an HTTP/1.0 head.
+    let mut s = Session::new();
+    request(&mut s, b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    s.downgrade();
+    let plan = answer(&mut s, 5);
+    assert!(plan.keep_alive && plan.http10);
+    assert_eq!(s.written(0), Next::Read);
+}
