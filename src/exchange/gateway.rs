@@ -105,8 +105,10 @@ pub(super) fn start(
     let docroot_req: &str = &docroot_req;
     let (server_port, server_addr) = server_end(sv, at.info);
     let route = &sv.upstream.routes[at.route];
-    if route.protocol == Protocol::Http {
-        return super::proxy::start(sv, at, req, settings, carry, registry);
+    match route.protocol {
+        Protocol::Http => return super::proxy::start(sv, at, req, settings, carry, registry),
+        Protocol::Ajp13 => return super::ajp13::start(sv, at, req, settings, carry, registry),
+        _ => {}
     }
     let Some(spec) = route.hosts.first().map(|&h| &sv.upstream.hosts[h].spec) else {
         return Err(503);
@@ -201,7 +203,7 @@ fn split_script(path: &str, split: usize, root_script: bool) -> (&str, &str) {
 /// How the request's body goes to the backend, and the most a chunked one
 /// may be. `server.max-request-size` bounds every body (413 before any
 /// backend is asked); a chunked one is collected in memory, so also MAX_BODY.
-fn body_framing(
+pub(super) fn body_framing(
     req: &Request<'_, '_>,
     settings: &Settings,
     authorizer: bool,
@@ -354,24 +356,26 @@ fn authorizer_request(protocol: Protocol, env: &Env) -> Result<Vec<u8>, u16> {
             }
         }
         // (No authorizer speaks these.)
-        Protocol::Http | Protocol::Cgi | Protocol::SockProxy | Protocol::WsTunnel => {
-            return Err(500)
-        }
+        Protocol::Http
+        | Protocol::Cgi
+        | Protocol::SockProxy
+        | Protocol::WsTunnel
+        | Protocol::Ajp13 => return Err(500),
     }
     Ok(request)
 }
 
 /// What [`start`] made of a gateway request, for [`launch`].
-struct Prepared {
-    protocol: Protocol,
-    upload: Upload,
-    authorizer: bool,
-    local_redir: bool,
+pub(super) struct Prepared {
+    pub protocol: Protocol,
+    pub upload: Upload,
+    pub authorizer: bool,
+    pub local_redir: bool,
 }
 
 /// Starts the job `p` on the route's backends: what the connection needs
 /// to hear its answer, or the status (503) when none can take it.
-fn launch(
+pub(super) fn launch(
     sv: &mut Services,
     at: &At<'_>,
     req: &Request<'_, '_>,

@@ -95,7 +95,7 @@ use slab::Slab;
 
 use crate::config::Settings;
 use backend::BackendConn;
-pub use codec::{fastcgi, scgi, uwsgi};
+pub use codec::{ajp13, fastcgi, scgi, uwsgi};
 pub use config::{BackendAddr, HostSpec, Protocol, RouteSpec};
 pub use job::{Job, JobEnd, JobId, JobSpec};
 pub use upload::{BodyFraming, HttpBody, Upload, BODY_WINDOW};
@@ -263,6 +263,7 @@ pub fn balance_of(s: &Settings, protocol: Protocol) -> Balance {
         Protocol::Http => s.gateway.proxy_balance,
         Protocol::SockProxy => s.gateway.sockproxy_balance,
         Protocol::WsTunnel => s.gateway.wstunnel_balance,
+        Protocol::Ajp13 => s.gateway.ajp13_balance,
         Protocol::Cgi => Balance::LeastBusy,
     }
 }
@@ -339,6 +340,8 @@ pub struct Gateways {
     /// their own: a connection, a WebSocket request).
     sockproxy_tables: Vec<Vec<usize>>,
     wstunnel_tables: Vec<Vec<usize>>,
+    /// The same for `ajp13.server` (looked up after `proxy.server`).
+    ajp13_tables: Vec<Vec<usize>>,
     /// The route of CGI requests (`cgi.assign`), when some scope sets it.
     pub cgi_route: Option<usize>,
     /// The route of local jobs (mod_webdav's bodies and long answers).

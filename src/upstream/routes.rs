@@ -43,6 +43,12 @@ impl Gateways {
                 "wstunnel.server",
                 "wstunnel.balance",
             ),
+            (
+                &c.ajp13_servers,
+                Protocol::Ajp13,
+                "ajp13.server",
+                "ajp13.balance",
+            ),
         ] {
             // Said once here; requests read it quietly from their settings.
             super::check_balance(&c.global, balance_key);
@@ -52,6 +58,7 @@ impl Gateways {
                 Protocol::Http => g.proxy_tables = tables,
                 Protocol::SockProxy => g.sockproxy_tables = tables,
                 Protocol::WsTunnel => g.wstunnel_tables = tables,
+                Protocol::Ajp13 => g.ajp13_tables = tables,
                 _ => g.scgi_tables = tables,
             }
         }
@@ -184,8 +191,10 @@ impl Gateways {
             Protocol::Http => config::parse_proxy_servers(v)?,
             _ => config::parse_servers(v, p)?,
         };
-        if p.is_raw() && specs.iter().flat_map(|r| &r.hosts).any(|h| h.authorizer) {
-            // A tunnel has no request to authorize.
+        let no_authorizer = p.is_raw() || p == Protocol::Ajp13;
+        if no_authorizer && specs.iter().flat_map(|r| &r.hosts).any(|h| h.authorizer) {
+            // A tunnel has no request to authorize; glint's AJP requests
+            // are never an authorizer's.
             return Err("must not define any hosts with \"mode\" = \"authorizer\"".into());
         }
         for r in specs {
@@ -267,10 +276,12 @@ impl Gateways {
         let scgi = self.scgi_tables.get(s.scgi_scope as usize);
         let fastcgi = self.fastcgi_tables.get(s.fastcgi_scope as usize);
         let proxy = self.proxy_tables.get(s.proxy_scope as usize);
+        let ajp13 = self.ajp13_tables.get(s.tunnel.ajp13_scope as usize);
         let ids = scgi
             .into_iter()
             .chain(fastcgi)
             .chain(proxy)
+            .chain(ajp13)
             .flatten()
             .copied();
         self.match_route(ids, path, authorizer)
