@@ -70,6 +70,7 @@
 //! [`scgi`], [`uwsgi`] and [`fastcgi`], the request body in [`upload`], and
 //! the `scgi.server`/`fastcgi.server` syntax in [`config`].
 
+mod ajp_body;
 mod answer;
 mod backend;
 pub mod cgi;

@@ -17,7 +17,8 @@
 //! backend took are kept until the request outgrows the window, and
 //! dropped after that.
 
-use super::ajp13::{self, ForwardRequest};
+use super::ajp13::ForwardRequest;
+use super::ajp_body::AjpBody;
 use super::cgi::Env;
 use super::{fastcgi, scgi, uwsgi, Protocol};
 use crate::proto::h1::chunked;
@@ -77,23 +78,6 @@ pub struct Upload {
     ajp: Option<Box<AjpBody>>,
 }
 
-/// The body of an AJP request on its way: the container takes the first
-/// data packet unasked, then one for each GET_BODY_CHUNK it sends, so
-/// glint never sends body bytes it did not ask for (on a connection the
-/// container reuses, such bytes would be read as the next request).
-#[derive(Debug, Default)]
-struct AjpBody {
-    /// Body bytes from the client not yet in a packet.
-    raw: Vec<u8>,
-    /// The packets the container waits for, each with the most bytes it
-    /// takes; the first is the one it reads unasked.
-    asks: std::collections::VecDeque<usize>,
-}
-
-/// Most GET_BODY_CHUNKs a container may have outstanding (Tomcat sends one
-/// and waits for its packet); more is a broken backend.
-const MAX_AJP_ASKS: usize = 16;
-
 /// How an HTTP request's body reaches the backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HttpBody {
@@ -133,7 +117,7 @@ impl Upload {
         let body = !matches!(framing, BodyFraming::Length(0));
         let mut u = Upload::of(Protocol::Ajp13, HeadSource::Ajp(Box::new(head)), framing);
         if let Some(a) = u.ajp.as_mut().filter(|_| body) {
-            a.asks.push_back(ajp13::MAX_DATA);
+            a.first_packet();
         }
         u.pump_ajp();
         u
@@ -265,7 +249,7 @@ impl Upload {
             Protocol::FastCgi => fastcgi::stdin(data, &mut self.buf),
             Protocol::Ajp13 => {
                 if let Some(a) = self.ajp.as_mut() {
-                    a.raw.extend_from_slice(data);
+                    a.push(data);
                 }
                 self.pump_ajp();
             }
@@ -276,30 +260,17 @@ impl Upload {
     /// answers an ask with the empty packet once the body is over.
     fn pump_ajp(&mut self) {
         let over = self.remaining == 0 && self.collecting.is_none();
-        let Some(a) = self.ajp.as_mut() else {
-            return;
-        };
-        while let Some(&most) = a.asks.front() {
-            let n = a.raw.len().min(most).min(ajp13::MAX_DATA);
-            if n == 0 && !over {
-                break;
-            }
-            ajp13::data_packet(&a.raw[..n], &mut self.buf);
-            a.raw.drain(..n);
-            a.asks.pop_front();
+        if let Some(a) = self.ajp.as_mut() {
+            a.pump(over, &mut self.buf);
         }
     }
 
     /// AJP: the container asked for at most `n` more body bytes
     /// (GET_BODY_CHUNK); an error when it keeps asking without reading.
     pub fn grant(&mut self, n: usize) -> Result<(), String> {
-        let Some(a) = self.ajp.as_mut() else {
-            return Ok(());
-        };
-        if a.asks.len() >= MAX_AJP_ASKS {
-            return Err(format!("{MAX_AJP_ASKS} GET_BODY_CHUNKs unanswered"));
+        if let Some(a) = self.ajp.as_mut() {
+            a.ask(n)?;
         }
-        a.asks.push_back(n);
         self.pump_ajp();
         Ok(())
     }
@@ -386,7 +357,7 @@ impl Upload {
         if self.collecting.is_some() {
             return usize::MAX;
         }
-        let waiting = self.ajp.as_ref().map_or(0, |a| a.raw.len());
+        let waiting = self.ajp.as_ref().map_or(0, |a| a.waiting());
         let unsent = self.buf.len() - self.sent + waiting;
         let room = BODY_WINDOW.saturating_sub(unsent);
         if self.rechunk.is_some() || self.tunnel {
@@ -530,9 +501,7 @@ impl Upload {
     /// AJP: body bytes wait for the container to ask for them, so it is
     /// the backend's turn (its read time-out applies).
     pub fn awaits_ask(&self) -> bool {
-        self.ajp
-            .as_ref()
-            .is_some_and(|a| !a.raw.is_empty() && a.asks.is_empty())
+        self.ajp.as_ref().is_some_and(|a| a.awaits_ask())
     }
 
     /// Glint still holds the whole request.
