@@ -171,7 +171,9 @@ fn warm(port: u16) {
     WARM.get_or_init(|| {
         for path in ["/echo.jsp", "/status.jsp?code=200", "/big.jsp?n=1"] {
             let mut c = Conn::connect(port);
-            c.send(&get(path, &[])).unwrap();
+            // (With a user: a test's glint may guard echo.jsp with mod_auth.)
+            c.send(&get(path, &["Authorization: Basic YWxpY2U6c2VjcmV0"]))
+                .unwrap();
             let deadline = Instant::now() + FIRST_ANSWER;
             match c.read_response_by(false, deadline) {
                 Ok(r) if r.status == 200 => {}
@@ -521,4 +523,104 @@ fn malformed_answers_are_502_never_a_hang() {
     );
     // And glint still answers.
     assert_eq!(ask(p.glint.port, &get("/fake/ok", &[])).status, 200);
+}
+
+/// curl's answer over HTTPS to `localhost:port`, trusting the test CA.
+fn curl_https(certs: &Path, port: u16, path: &str, extra: &[&str]) -> String {
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "10", "--cacert"])
+        .arg(certs.join("ca.pem"))
+        .arg("--resolve")
+        .arg(format!("localhost:{port}:127.0.0.1"))
+        .args(extra)
+        .arg(format!("https://localhost:{port}{path}"))
+        .output()
+        .expect("curl");
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn tls_and_the_authenticated_user_reach_tomcat() {
+    let root = Docroot::new();
+    let dir = TempDir::new("ajp13-tls");
+    make_cert(dir.path());
+    let users = dir.join("users");
+    std::fs::write(&users, "alice:secret\n").unwrap();
+    let tls_port = free_port();
+    let text = format!(
+        "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {{port}}\n\
+         {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_file\", \"mod_openssl\", \"mod_ajp13\" )\n\
+         auth.backend = \"plain\"\nauth.backend.plain.userfile = \"{}\"\n\
+         auth.require = ( \"/echo.jsp\" => ( \"method\" => \"basic\", \"realm\" => \"ajp\", \"require\" => \"valid-user\" ) )\n\
+         ajp13.server = ( \"/\" => ( ( \"host\" => \"127.0.0.1\", \"port\" => {} ) ) )\n\
+         $SERVER[\"socket\"] == \"127.0.0.1:{tls_port}\" {{\n\
+           ssl.engine = \"enable\"\n  ssl.pemfile = \"{}\"\n}}\n",
+        root.root.display(),
+        users.display(),
+        tomcat().port,
+        dir.join("server.pem").display(),
+    );
+    let glint = Launch::new()
+        .config(&text.replace("{port}", "0").replace("{errorlog}", ""))
+        .listeners(2)
+        .start();
+    warm(glint.port);
+    // Who mod_auth let in, and how: Tomcat's getRemoteUser() and
+    // getAuthType() (with tomcatAuthentication="false").
+    let r = ask(
+        glint.port,
+        &get("/echo.jsp", &["Authorization: Basic YWxpY2U6c2VjcmV0"]),
+    );
+    assert_eq!(line(&r, "remote-user"), "alice");
+    assert_eq!(line(&r, "auth-type"), "Basic");
+    assert_eq!(line(&r, "secure"), "false");
+    // The wrong password never reaches Tomcat.
+    let r = ask(
+        glint.port,
+        &get("/echo.jsp", &["Authorization: Basic YWxpY2U6d3Jvbmc="]),
+    );
+    assert_eq!(r.status, 401);
+    // Over TLS: is_ssl, the cipher and its key size.
+    let body = curl_https(
+        dir.path(),
+        tls_port,
+        "/echo.jsp?x=1",
+        &["-u", "alice:secret"],
+    );
+    assert!(body.contains("secure: true\n"), "{body}");
+    assert!(body.contains("query: x=1\n"), "{body}");
+    assert!(body.contains("remote-user: alice\n"), "{body}");
+    assert!(body.contains("cipher: TLS_"), "{body}");
+    assert!(
+        body.contains("key-size: 128\n") || body.contains("key-size: 256\n"),
+        "{body}"
+    );
+    // lighttpd (plain HTTP) tells Tomcat the same user.
+    let lport = free_port();
+    let ltext = text
+        .replace("{port}", &lport.to_string())
+        .replace(
+            "{errorlog}",
+            &format!("server.errorlog = \"{}\"", dir.join("error.log").display()),
+        )
+        .replace(
+            &format!("127.0.0.1:{tls_port}"),
+            &format!("127.0.0.1:{}", free_port()),
+        );
+    let conf = dir.join("lighttpd.conf");
+    std::fs::write(&conf, ltext).unwrap();
+    let mut l = start_lighttpd(&conf, lport).expect("lighttpd");
+    let lr = ask(
+        lport,
+        &get("/echo.jsp", &["Authorization: Basic YWxpY2U6c2VjcmV0"]),
+    );
+    let _ = l.kill();
+    let _ = l.wait();
+    assert_eq!(line(&lr, "remote-user"), "alice");
+    assert_eq!(line(&lr, "auth-type"), "Basic");
 }

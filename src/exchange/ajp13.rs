@@ -10,7 +10,7 @@ use mio::Registry;
 
 use super::endpoint::{host_name, server_end, At};
 use super::gateway::{body_framing, launch, Prepared};
-use super::{Carry, GwStart, Services};
+use super::{Carry, GwStart, Services, TlsFacts};
 use crate::config::Settings;
 use crate::msg::Request;
 use crate::upstream::ajp13::{self, attr, ForwardRequest};
@@ -52,6 +52,7 @@ pub(super) fn start(
         is_ssl: at.info.scheme() == "https",
         headers: headers(req, settings),
         attributes: attributes(at, settings, carry),
+        ssl_key_size: key_size(at),
     };
     // Checked with the longest length the body may reach, so that the
     // packet made once a chunked body is collected fits too.
@@ -131,16 +132,10 @@ fn attributes(at: &At<'_>, s: &Settings, carry: &Carry) -> Vec<(u8, Vec<u8>)> {
     if !at.query.is_empty() {
         out.push((attr::QUERY_STRING, at.query.as_bytes().to_vec()));
     }
-    if let Some(t) = at
-        .info
-        .tls
-        .as_deref()
-        .filter(|_| at.info.scheme() == "https")
-    {
+    if let Some(t) = tls(at) {
         for (name, code) in [
             ("SSL_CLIENT_CERT", attr::SSL_CERT),
             ("SSL_CIPHER", attr::SSL_CIPHER),
-            ("SSL_CIPHER_USE_KEYSIZE", attr::SSL_KEY_SIZE),
         ] {
             if let Some((_, v)) = t.env.iter().find(|(k, _)| k == name) {
                 out.push((code, v.as_bytes().to_vec()));
@@ -156,4 +151,21 @@ fn attributes(at: &At<'_>, s: &Settings, carry: &Carry) -> Vec<(u8, Vec<u8>)> {
         out.push((attr::SECRET, secret.as_bytes().to_vec()));
     }
     out
+}
+
+/// The connection's TLS facts, when the request came over it.
+fn tls<'a>(at: &At<'a>) -> Option<&'a TlsFacts> {
+    at.info
+        .tls
+        .as_deref()
+        .filter(|_| at.info.scheme() == "https")
+}
+
+/// The cipher's key size on TLS. (lighttpd 1.4.69 looks for
+/// `SSL_CIPHER_USE_KEYSIZE`, a name its mod_openssl never sets, and never
+/// sends it.)
+fn key_size(at: &At<'_>) -> Option<u16> {
+    let t = tls(at)?;
+    let (_, v) = t.env.iter().find(|(k, _)| k == "SSL_CIPHER_USEKEYSIZE")?;
+    v.parse().ok()
 }

@@ -112,8 +112,12 @@ pub struct ForwardRequest {
     pub is_ssl: bool,
     /// Request headers as the client sent them (after mod_setenv).
     pub headers: Vec<(String, Vec<u8>)>,
-    /// Attributes by code, in the order sent.
+    /// String attributes by code, in the order sent.
     pub attributes: Vec<(u8, Vec<u8>)>,
+    /// The cipher's key size on TLS: an integer attribute (Tomcat reads
+    /// two bytes, as mod_jk sends it; a string there would be misread as
+    /// the rest of the packet).
+    pub ssl_key_size: Option<u16>,
 }
 
 /// The request does not fit in one packet (lighttpd answers 400).
@@ -176,6 +180,10 @@ impl ForwardRequest {
         for (code, v) in &self.attributes {
             out.push(*code);
             put_str(out, v);
+        }
+        if let Some(bits) = self.ssl_key_size {
+            out.push(attr::SSL_KEY_SIZE);
+            put_u16(out, bits);
         }
         out.push(ARE_DONE);
         let len = out.len() - at;
@@ -382,6 +390,7 @@ mod tests {
                 ("X-Foo".into(), b"bar".to_vec()),
             ],
             attributes: vec![(attr::QUERY_STRING, b"a=1".to_vec())],
+            ssl_key_size: Some(256),
         }
     }
 
@@ -400,7 +409,8 @@ mod tests {
         want.extend_from_slice(b"\xa0\x08\x00\x015\x00");
         want.extend_from_slice(b"\xa0\x0b\x00\x0bexample.org\x00");
         want.extend_from_slice(b"\x00\x05X-Foo\x00\x00\x03bar\x00");
-        want.extend_from_slice(b"\x05\x00\x03a=1\x00\xff");
+        want.extend_from_slice(b"\x05\x00\x03a=1\x00");
+        want.extend_from_slice(b"\x0b\x01\x00\xff"); // key size 256, the end
         let len = (want.len() - 4) as u16;
         want[2..4].copy_from_slice(&len.to_be_bytes());
         assert_eq!(out, want);

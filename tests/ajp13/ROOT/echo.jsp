@@ -20,6 +20,8 @@ out.print("server-port: " + request.getServerPort() + "\n");
 out.print("secure: " + request.isSecure() + "\n");
 out.print("remote-user: " + request.getRemoteUser() + "\n");
 out.print("auth-type: " + request.getAuthType() + "\n");
+out.print("cipher: " + request.getAttribute("jakarta.servlet.request.cipher_suite") + "\n");
+out.print("key-size: " + request.getAttribute("jakarta.servlet.request.key_size") + "\n");
 out.print("content-length: " + request.getContentLengthLong() + "\n");
 out.print("body-length: " + n + "\n");
 out.print("body-sum: " + sum + "\n");
