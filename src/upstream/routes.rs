@@ -340,3 +340,52 @@ fn map_extensions(s: &Settings, key: &str) -> Result<Vec<(String, String)>, Stri
     }
     Ok(pairs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config::parse_str(text, "test.conf", std::path::Path::new("/")).expect("configuration")
+    }
+
+    #[test]
+    fn ajp13_routes_with_mapped_extensions_and_no_check_local() {
+        let c = config(
+            r#"ajp13.server = ( ".jsp" => ( "tc" => ( "host" => "127.0.0.1", "port" => 8009,
+                                                      "check-local" => "enable" ) ) )
+               ajp13.map-extensions = ( ".jspx" => ".jsp" )
+               ajp13.balance = "round-robin""#,
+        );
+        let g = Gateways::from_config(&c).expect("gateways");
+        for path in ["/a/x.jsp", "/a/x.jspx", "/x.jsp/more"] {
+            let (r, _) = g.route_for(&c.global, path).expect(path);
+            assert_eq!(g.routes[r].protocol, Protocol::Ajp13, "{path}");
+        }
+        assert!(g.route_for(&c.global, "/x.php").is_none());
+        let host = &g.hosts[0];
+        assert!(
+            !host.spec.check_local,
+            "lighttpd clears check-local for AJP"
+        );
+        assert_eq!(
+            host.keep,
+            super::super::Keep::Off,
+            "one connection per request"
+        );
+        assert_eq!(
+            super::super::balance_of(&c.global, Protocol::Ajp13),
+            crate::config::Balance::RoundRobin
+        );
+    }
+
+    #[test]
+    fn an_ajp13_authorizer_is_refused() {
+        let c = config(
+            r#"ajp13.server = ( "/" => ( ( "host" => "127.0.0.1", "port" => 8009,
+                                          "mode" => "authorizer" ) ) )"#,
+        );
+        let e = Gateways::from_config(&c).err().unwrap_or_default();
+        assert!(e.contains("authorizer"), "{e}");
+    }
+}
