@@ -1,5 +1,5 @@
-//! Gateways to SCGI, uwsgi and FastCGI backends (mod_scgi, mod_fastcgi), in
-//! the same event loop as the clients.
+//! Gateways to SCGI, uwsgi, FastCGI and AJP/1.3 backends (mod_scgi,
+//! mod_fastcgi, mod_ajp13), in the same event loop as the clients.
 //!
 //! A request for a gateway route goes to a backend as soon as its head is
 //! parsed: it gets a backend connection — glint caps how many it opens to
@@ -67,7 +67,8 @@
 //! redirects, X-Sendfile), `keep` (keep-conn and the FCGI_GET_VALUES
 //! probe), `process` (`bin-path` backends: start, restart, stop),
 //! `reconfigure` (graceful restart); the protocols' encodings in [`cgi`],
-//! [`scgi`], [`uwsgi`] and [`fastcgi`], the request body in [`upload`], and
+//! [`scgi`], [`uwsgi`], [`fastcgi`] and [`ajp13`] (AJP's body goes only as
+//! the container asks for it: `ajp_body`), the request body in [`upload`], and
 //! the `scgi.server`/`fastcgi.server` syntax in [`config`].
 
 mod ajp_body;
