@@ -127,6 +127,8 @@ struct Pair {
     glint: Server,
     lighttpd: Child,
     lighttpd_port: u16,
+    /// The port of `/dead/`'s backend, where nothing listens.
+    dead: u16,
     _dir: TempDir,
     _root: Docroot,
 }
@@ -142,6 +144,7 @@ fn start_pair(fake: u16) -> Pair {
     let root = Docroot::new();
     let dead = dead_port();
     let text = conf(&root.root, fake, dead);
+
     let glint = Launch::new()
         .config(&text.replace("{port}", "0").replace("{errorlog}", ""))
         .start();
@@ -159,6 +162,7 @@ fn start_pair(fake: u16) -> Pair {
         glint,
         lighttpd,
         lighttpd_port: lport,
+        dead,
         _dir: dir,
         _root: root,
     }
@@ -396,6 +400,16 @@ fn a_dead_backend_is_503_as_lighttpd() {
         ask(p.glint.port, &get("/status.jsp?code=200", &[])).status,
         200
     );
+    // The backend comes up: once its disable-time (1 s) is over, glint
+    // sends it requests again.
+    let Ok(l) = TcpListener::bind(("127.0.0.1", p.dead)) else {
+        panic!("port {} was taken meanwhile", p.dead);
+    };
+    serve_fake_on(l);
+    let back = wait_for(Duration::from_secs(5), || {
+        ask(p.glint.port, &get("/dead/ok", &[])).status == 200
+    });
+    assert!(back, "the backend was not used again");
 }
 
 #[test]
@@ -455,7 +469,10 @@ fn scripted(name: &str) -> Vec<u8> {
 /// The scripted AJP backend: reads a FORWARD_REQUEST, answers what
 /// [`scripted`] has for its path, closes. Runs until the test ends.
 fn start_fake() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    serve_fake_on(TcpListener::bind("127.0.0.1:0").unwrap())
+}
+
+fn serve_fake_on(l: TcpListener) -> u16 {
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
@@ -480,9 +497,10 @@ fn serve_fake(mut s: TcpStream) {
         }
     }
     let text = String::from_utf8_lossy(&got);
-    let name = text
-        .split("/fake/")
-        .nth(1)
+    // The URI's last segment (`/fake/<name>`, `/dead/<name>`).
+    let name = ["/fake/", "/dead/"]
+        .iter()
+        .find_map(|p| text.split(p).nth(1))
         .map(|r| r.split('\0').next().unwrap_or(""))
         .unwrap_or("");
     let _ = s.write_all(&scripted(name));
