@@ -320,6 +320,12 @@ fn chunked_post_is_collected_and_sent_with_its_length() {
     assert_eq!(g.status, 200, "{}", g.describe());
     assert_eq!(line(&g, "content-length"), "20000");
     assert_eq!(line(&g, "body-length"), "20000");
+    assert!(
+        !String::from_utf8_lossy(&g.body)
+            .to_ascii_lowercase()
+            .contains("transfer-encoding"),
+        "the container sees the length only"
+    );
     assert_eq!(line(&g, "body-sum"), sum.to_string());
 }
 

@@ -78,11 +78,15 @@ pub(super) fn start(
 }
 
 /// The request's headers with mod_setenv's added and set ones (an empty
-/// value removes a header), in lighttpd's order.
+/// value removes a header), in lighttpd's order. A chunked body goes to the
+/// container collected, with its length: the client's `Transfer-Encoding`
+/// is not passed on (a hop-by-hop header lighttpd never stores; a
+/// container must never see it beside a length).
 fn headers(req: &Request<'_, '_>, s: &Settings) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = req
         .headers
         .iter()
+        .filter(|h| !h.name.eq_ignore_ascii_case("transfer-encoding"))
         .map(|h| (h.name.to_string(), h.value.to_vec()))
         .collect();
     for (name, v) in &s.setenv.add_request_header {
