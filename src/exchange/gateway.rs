@@ -105,10 +105,8 @@ pub(super) fn start(
     let docroot_req: &str = &docroot_req;
     let (server_port, server_addr) = server_end(sv, at.info);
     let route = &sv.upstream.routes[at.route];
-    match route.protocol {
-        Protocol::Http => return super::proxy::start(sv, at, req, settings, carry, registry),
-        Protocol::Ajp13 => return super::ajp13::start(sv, at, req, settings, carry, registry),
-        _ => {}
+    if route.protocol == Protocol::Http {
+        return super::proxy::start(sv, at, req, settings, carry, registry);
     }
     let Some(spec) = route.hosts.first().map(|&h| &sv.upstream.hosts[h].spec) else {
         return Err(503);
