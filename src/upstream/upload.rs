@@ -206,7 +206,7 @@ impl Upload {
             HeadSource::Env(env) => env,
             HeadSource::Ajp(f) => {
                 let mut out = Vec::with_capacity(1024);
-                // start_ajp13 checked that it fits with the longest length
+                // exchange::ajp13::start checked that it fits with the longest length
                 // the body may reach.
                 let _ = f.encode(content_length, &mut out);
                 self.head_len = out.len();
