@@ -44,11 +44,16 @@ pub(super) fn server_tables(
     (scgi_servers, fastcgi_servers, proxy_servers)
 }
 
-/// The distinct `sockproxy.server` and `wstunnel.server` values of the
-/// global scope and of every block, each once, the global's first.
-pub(super) fn tunnel_tables(global: &Settings, assigns: &[Vec<Assign>]) -> (Servers, Servers) {
+/// The distinct `sockproxy.server`, `wstunnel.server` and `ajp13.server`
+/// values of the global scope and of every block, each once, the global's
+/// first.
+pub(super) fn tunnel_tables(
+    global: &Settings,
+    assigns: &[Vec<Assign>],
+) -> (Servers, Servers, Servers) {
     let mut sock = vec![global.tunnel.sockproxy_server.clone()];
     let mut ws = vec![global.tunnel.wstunnel_server.clone()];
+    let mut ajp = vec![global.tunnel.ajp13_server.clone()];
     for a in assigns.iter().flatten() {
         let mut t = super::tunnel::TunnelSettings::default();
         let (list, v) = match a.key.as_str() {
@@ -60,13 +65,17 @@ pub(super) fn tunnel_tables(global: &Settings, assigns: &[Vec<Assign>]) -> (Serv
                 let _ = t.apply(&a.key, &a.value);
                 (&mut ws, t.wstunnel_server)
             }
+            "ajp13.server" => {
+                let _ = t.apply(&a.key, &a.value);
+                (&mut ajp, t.ajp13_server)
+            }
             _ => continue,
         };
         if !list.contains(&v) {
             list.push(v);
         }
     }
-    (sock, ws)
+    (sock, ws, ajp)
 }
 
 /// The distinct `auth.require` tables: the global scope's first, then each

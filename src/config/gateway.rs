@@ -41,6 +41,8 @@ pub struct GatewaySettings {
     pub sockproxy_balance: Balance,
     /// `wstunnel.balance`.
     pub wstunnel_balance: Balance,
+    /// `ajp13.balance`.
+    pub ajp13_balance: Balance,
     /// `scgi.protocol = "uwsgi"`.
     pub scgi_uwsgi: bool,
 }
@@ -55,6 +57,7 @@ impl GatewaySettings {
             "proxy.balance" => self.proxy_balance = balance,
             "sockproxy.balance" => self.sockproxy_balance = balance,
             "wstunnel.balance" => self.wstunnel_balance = balance,
+            "ajp13.balance" => self.ajp13_balance = balance,
             "scgi.protocol" => self.scgi_uwsgi = value == Some("uwsgi"),
             _ => {}
         }

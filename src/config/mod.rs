@@ -140,6 +140,8 @@ pub struct Config {
     /// Some scope sets `server.protocol-http11 = "disable"`: an HTTP/1.1
     /// request's scope is asked before it is answered.
     pub http11_off_anywhere: bool,
+    /// The same for `ajp13.server` ([`tunnel::TunnelSettings::ajp13_scope`]).
+    pub ajp13_servers: Vec<Option<Value>>,
 }
 
 /// One option a conditional block sets (already checked to apply cleanly).
@@ -213,6 +215,7 @@ impl Config {
             cgi_used: !settings.cgi.assign.is_empty(),
             sockproxy_servers: vec![settings.tunnel.sockproxy_server.clone()],
             wstunnel_servers: vec![settings.tunnel.wstunnel_server.clone()],
+            ajp13_servers: vec![settings.tunnel.ajp13_server.clone()],
             global: Rc::new(settings),
             listeners,
             warnings,
@@ -281,7 +284,8 @@ impl Config {
                 .flatten()
                 .any(|a| a.key == "extforward.forwarder");
         global.proxy_scope = 0;
-        let (sockproxy_servers, wstunnel_servers) = build::tunnel_tables(&global, &assigns);
+        let (sockproxy_servers, wstunnel_servers, ajp13_servers) =
+            build::tunnel_tables(&global, &assigns);
         reset_tunnel_scopes(&mut global);
         let cgi_used = !global.cgi.assign.is_empty()
             || assigns.iter().flatten().any(|a| a.key == "cgi.assign");
@@ -309,6 +313,7 @@ impl Config {
             cgi_used,
             sockproxy_servers,
             wstunnel_servers,
+            ajp13_servers,
         })
     }
 
@@ -518,10 +523,13 @@ impl Config {
         s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
         let sock = scope_of(&self.sockproxy_servers, &s.tunnel.sockproxy_server);
         let ws = scope_of(&self.wstunnel_servers, &s.tunnel.wstunnel_server);
-        if (sock, ws) != (s.tunnel.sockproxy_scope, s.tunnel.wstunnel_scope) {
+        let ajp = scope_of(&self.ajp13_servers, &s.tunnel.ajp13_server);
+        let t = &s.tunnel;
+        if (sock, ws, ajp) != (t.sockproxy_scope, t.wstunnel_scope, t.ajp13_scope) {
             let t = Rc::make_mut(&mut s.tunnel);
             t.sockproxy_scope = sock;
             t.wstunnel_scope = ws;
+            t.ajp13_scope = ajp;
         }
         let s = Rc::new(s);
         self.cache.borrow_mut().insert(ids.to_vec(), Rc::clone(&s));
@@ -611,10 +619,12 @@ impl Config {
 
 /// The global scope's tunnel tables are the first of each.
 fn reset_tunnel_scopes(s: &mut Settings) {
-    if s.tunnel.sockproxy_scope != 0 || s.tunnel.wstunnel_scope != 0 {
+    let t = &s.tunnel;
+    if t.sockproxy_scope != 0 || t.wstunnel_scope != 0 || t.ajp13_scope != 0 {
         let t = Rc::make_mut(&mut s.tunnel);
         t.sockproxy_scope = 0;
         t.wstunnel_scope = 0;
+        t.ajp13_scope = 0;
     }
 }
 

@@ -1,7 +1,8 @@
 //! mod_sockproxy's and mod_wstunnel's options of one scope (`sockproxy.*`,
-//! `wstunnel.*`), typed once when the configuration is loaded. Their
-//! `*.server` tables are checked and turned into routes by the gateways
-//! when they are built, as `proxy.server`'s are.
+//! `wstunnel.*`), and mod_ajp13's table (`ajp13.server`), typed once when
+//! the configuration is loaded. Their `*.server` tables are checked and
+//! turned into routes by the gateways when they are built, as
+//! `proxy.server`'s are.
 
 use super::value::Value;
 
@@ -30,6 +31,10 @@ pub struct TunnelSettings {
     pub ws_origins: Vec<String>,
     /// `wstunnel.ping-interval` in seconds (default 0: no pings).
     pub ws_ping_interval: u16,
+    /// `ajp13.server`: the servlet containers requests go to.
+    pub ajp13_server: Option<Value>,
+    /// Which of [`crate::config::Config::ajp13_servers`] it is.
+    pub ajp13_scope: u32,
 }
 
 impl TunnelSettings {
@@ -40,6 +45,7 @@ impl TunnelSettings {
             "sockproxy.debug" => self.sockproxy_debug = int(v)?,
             "wstunnel.server" => self.wstunnel_server = Some(table(v)?),
             "wstunnel.debug" => self.wstunnel_debug = int(v)?,
+            "ajp13.server" => self.ajp13_server = Some(table(v)?),
             "wstunnel.frame-type" => match v {
                 // As lighttpd: "binary" in any case is binary, anything else text.
                 Value::Str(s) => self.ws_binary = s.eq_ignore_ascii_case("binary"),
@@ -65,6 +71,9 @@ impl TunnelSettings {
         }
         if let Some(v) = &self.wstunnel_server {
             put("wstunnel.server", v.clone());
+        }
+        if let Some(v) = &self.ajp13_server {
+            put("ajp13.server", v.clone());
         }
         if self.wstunnel_debug != 0 {
             put("wstunnel.debug", Value::Int(self.wstunnel_debug));

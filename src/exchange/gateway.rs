@@ -201,7 +201,7 @@ fn split_script(path: &str, split: usize, root_script: bool) -> (&str, &str) {
 /// How the request's body goes to the backend, and the most a chunked one
 /// may be. `server.max-request-size` bounds every body (413 before any
 /// backend is asked); a chunked one is collected in memory, so also MAX_BODY.
-fn body_framing(
+pub(super) fn body_framing(
     req: &Request<'_, '_>,
     settings: &Settings,
     authorizer: bool,
@@ -362,24 +362,26 @@ fn authorizer_request(protocol: Protocol, env: &Env) -> Result<Vec<u8>, u16> {
             }
         }
         // (No authorizer speaks these.)
-        Protocol::Http | Protocol::Cgi | Protocol::SockProxy | Protocol::WsTunnel => {
-            return Err(500)
-        }
+        Protocol::Http
+        | Protocol::Cgi
+        | Protocol::SockProxy
+        | Protocol::WsTunnel
+        | Protocol::Ajp13 => return Err(500),
     }
     Ok(request)
 }
 
 /// What [`start`] made of a gateway request, for [`launch`].
-struct Prepared {
-    protocol: Protocol,
-    upload: Upload,
-    authorizer: bool,
-    local_redir: bool,
+pub(super) struct Prepared {
+    pub protocol: Protocol,
+    pub upload: Upload,
+    pub authorizer: bool,
+    pub local_redir: bool,
 }
 
 /// Starts the job `p` on the route's backends: what the connection needs
 /// to hear its answer, or the status (503) when none can take it.
-fn launch(
+pub(super) fn launch(
     sv: &mut Services,
     at: &At<'_>,
     req: &Request<'_, '_>,

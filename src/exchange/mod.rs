@@ -14,6 +14,7 @@
 //! behind for the caller to look up after the call.
 
 mod access;
+mod ajp13;
 mod auth;
 mod cgi;
 mod endpoint;

@@ -10,7 +10,7 @@ use mio::Registry;
 
 use super::magnet::Turn;
 use super::physical::{self, Physical};
-use super::{access_denied, auth, cgi, document_root, gateway, rewrite, split_uri, ssi};
+use super::{access_denied, ajp13, auth, cgi, document_root, gateway, rewrite, split_uri, ssi};
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::{Resolved, Settings};
 use crate::handler::{static_file, status_page};
@@ -384,7 +384,15 @@ fn handle(
                 query: at.query,
                 info,
             };
-            match gateway::start(sv, &gw, req, settings, carry, registry) {
+            // (AJP's requests are built from the request's head, not from
+            // a CGI environment.)
+            let ajp = sv.upstream.routes.get(route).map(|r| r.protocol)
+                == Some(crate::upstream::Protocol::Ajp13);
+            let started = match ajp {
+                true => ajp13::start(sv, &gw, req, settings, carry, registry),
+                false => gateway::start(sv, &gw, req, settings, carry, registry),
+            };
+            match started {
                 Ok(g) => Once::Gateway(g),
                 Err(status) => job_refused(sv, status),
             }

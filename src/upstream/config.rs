@@ -24,6 +24,8 @@ pub enum Protocol {
     /// A WebSocket's messages as bytes, both ways (`wstunnel.server`,
     /// mod_wstunnel): the client's side decodes and encodes the frames.
     WsTunnel,
+    /// AJP/1.3 to a servlet container (`ajp13.server`, mod_ajp13).
+    Ajp13,
 }
 
 impl Protocol {
@@ -202,8 +204,9 @@ fn parse_host(label: &str, opts: &Value, protocol: Protocol) -> Result<Vec<HostS
             set_option(&mut spec, label, protocol, k, v)?;
         }
     }
-    if protocol.is_raw() {
-        // No script to look for on a tunnel's way (lighttpd clears it too).
+    if protocol.is_raw() || protocol == Protocol::Ajp13 {
+        // No script to look for on a tunnel's way, nor below a servlet
+        // container's paths (lighttpd clears it for both).
         spec.check_local = false;
     }
     place.hosts(&spec)

@@ -1,5 +1,5 @@
-//! Gateways to SCGI, uwsgi and FastCGI backends (mod_scgi, mod_fastcgi), in
-//! the same event loop as the clients.
+//! Gateways to SCGI, uwsgi, FastCGI and AJP/1.3 backends (mod_scgi,
+//! mod_fastcgi, mod_ajp13), in the same event loop as the clients.
 //!
 //! A request for a gateway route goes to a backend as soon as its head is
 //! parsed: it gets a backend connection — glint caps how many it opens to
@@ -67,9 +67,11 @@
 //! redirects, X-Sendfile), `keep` (keep-conn and the FCGI_GET_VALUES
 //! probe), `process` (`bin-path` backends: start, restart, stop),
 //! `reconfigure` (graceful restart); the protocols' encodings in [`cgi`],
-//! [`scgi`], [`uwsgi`] and [`fastcgi`], the request body in [`upload`], and
+//! [`scgi`], [`uwsgi`], [`fastcgi`] and [`ajp13`] (AJP's body goes only as
+//! the container asks for it: `ajp_body`), the request body in [`upload`], and
 //! the `scgi.server`/`fastcgi.server` syntax in [`config`].
 
+mod ajp_body;
 mod answer;
 mod backend;
 pub mod cgi;
@@ -95,7 +97,7 @@ use slab::Slab;
 
 use crate::config::Settings;
 use backend::BackendConn;
-pub use codec::{fastcgi, scgi, uwsgi};
+pub use codec::{ajp13, fastcgi, scgi, uwsgi};
 pub use config::{BackendAddr, HostSpec, Protocol, RouteSpec};
 pub use job::{Job, JobEnd, JobId, JobSpec};
 pub use upload::{BodyFraming, HttpBody, Upload, BODY_WINDOW};
@@ -263,6 +265,7 @@ pub fn balance_of(s: &Settings, protocol: Protocol) -> Balance {
         Protocol::Http => s.gateway.proxy_balance,
         Protocol::SockProxy => s.gateway.sockproxy_balance,
         Protocol::WsTunnel => s.gateway.wstunnel_balance,
+        Protocol::Ajp13 => s.gateway.ajp13_balance,
         Protocol::Cgi => Balance::LeastBusy,
     }
 }
@@ -339,6 +342,8 @@ pub struct Gateways {
     /// their own: a connection, a WebSocket request).
     sockproxy_tables: Vec<Vec<usize>>,
     wstunnel_tables: Vec<Vec<usize>>,
+    /// The same for `ajp13.server` (looked up after `proxy.server`).
+    ajp13_tables: Vec<Vec<usize>>,
     /// The route of CGI requests (`cgi.assign`), when some scope sets it.
     pub cgi_route: Option<usize>,
     /// The route of local jobs (mod_webdav's bodies and long answers).

@@ -43,6 +43,12 @@ impl Gateways {
                 "wstunnel.server",
                 "wstunnel.balance",
             ),
+            (
+                &c.ajp13_servers,
+                Protocol::Ajp13,
+                "ajp13.server",
+                "ajp13.balance",
+            ),
         ] {
             // Said once here; requests read it quietly from their settings.
             super::check_balance(&c.global, balance_key);
@@ -52,6 +58,7 @@ impl Gateways {
                 Protocol::Http => g.proxy_tables = tables,
                 Protocol::SockProxy => g.sockproxy_tables = tables,
                 Protocol::WsTunnel => g.wstunnel_tables = tables,
+                Protocol::Ajp13 => g.ajp13_tables = tables,
                 _ => g.scgi_tables = tables,
             }
         }
@@ -184,8 +191,10 @@ impl Gateways {
             Protocol::Http => config::parse_proxy_servers(v)?,
             _ => config::parse_servers(v, p)?,
         };
-        if p.is_raw() && specs.iter().flat_map(|r| &r.hosts).any(|h| h.authorizer) {
-            // A tunnel has no request to authorize.
+        let no_authorizer = p.is_raw() || p == Protocol::Ajp13;
+        if no_authorizer && specs.iter().flat_map(|r| &r.hosts).any(|h| h.authorizer) {
+            // A tunnel has no request to authorize; glint's AJP requests
+            // are never an authorizer's.
             return Err("must not define any hosts with \"mode\" = \"authorizer\"".into());
         }
         for r in specs {
@@ -267,10 +276,12 @@ impl Gateways {
         let scgi = self.scgi_tables.get(s.scgi_scope as usize);
         let fastcgi = self.fastcgi_tables.get(s.fastcgi_scope as usize);
         let proxy = self.proxy_tables.get(s.proxy_scope as usize);
+        let ajp13 = self.ajp13_tables.get(s.tunnel.ajp13_scope as usize);
         let ids = scgi
             .into_iter()
             .chain(fastcgi)
             .chain(proxy)
+            .chain(ajp13)
             .flatten()
             .copied();
         self.match_route(ids, path, authorizer)
@@ -328,4 +339,53 @@ fn map_extensions(s: &Settings, key: &str) -> Result<Vec<(String, String)>, Stri
         pairs.push((from.clone(), to.to_string()));
     }
     Ok(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config::parse_str(text, "test.conf", std::path::Path::new("/")).expect("configuration")
+    }
+
+    #[test]
+    fn ajp13_routes_with_mapped_extensions_and_no_check_local() {
+        let c = config(
+            r#"ajp13.server = ( ".jsp" => ( "tc" => ( "host" => "127.0.0.1", "port" => 8009,
+                                                      "check-local" => "enable" ) ) )
+               ajp13.map-extensions = ( ".jspx" => ".jsp" )
+               ajp13.balance = "round-robin""#,
+        );
+        let g = Gateways::from_config(&c).expect("gateways");
+        for path in ["/a/x.jsp", "/a/x.jspx", "/x.jsp/more"] {
+            let (r, _) = g.route_for(&c.global, path).expect(path);
+            assert_eq!(g.routes[r].protocol, Protocol::Ajp13, "{path}");
+        }
+        assert!(g.route_for(&c.global, "/x.php").is_none());
+        let host = &g.hosts[0];
+        assert!(
+            !host.spec.check_local,
+            "lighttpd clears check-local for AJP"
+        );
+        assert_eq!(
+            host.keep,
+            super::super::Keep::Off,
+            "one connection per request"
+        );
+        assert_eq!(
+            super::super::balance_of(&c.global, Protocol::Ajp13),
+            crate::config::Balance::RoundRobin
+        );
+    }
+
+    #[test]
+    fn an_ajp13_authorizer_is_refused() {
+        let c = config(
+            r#"ajp13.server = ( "/" => ( ( "host" => "127.0.0.1", "port" => 8009,
+                                          "mode" => "authorizer" ) ) )"#,
+        );
+        let e = Gateways::from_config(&c).err().unwrap_or_default();
+        assert!(e.contains("authorizer"), "{e}");
+    }
 }

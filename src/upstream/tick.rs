@@ -78,7 +78,7 @@ impl Gateways {
             } else if !b.write_shut && up.is_some_and(|u| !u.pending().is_empty()) {
                 // Glint has request bytes the backend does not take.
                 ("write", write_limit, b.last_active)
-            } else if b.write_shut || up.is_none_or(|u| u.all_sent()) {
+            } else if b.write_shut || up.is_none_or(|u| u.all_sent() || u.awaits_ask()) {
                 ("read", read_limit, b.last_active)
             } else {
                 // The rest of the body is still to come from the client,

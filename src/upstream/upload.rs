@@ -17,6 +17,8 @@
 //! backend took are kept until the request outgrows the window, and
 //! dropped after that.
 
+use super::ajp13::ForwardRequest;
+use super::ajp_body::AjpBody;
 use super::cgi::Env;
 use super::{fastcgi, scgi, uwsgi, Protocol};
 use crate::proto::h1::chunked;
@@ -72,6 +74,8 @@ pub struct Upload {
     /// CGI: the environment, kept for the process start, and the body's length.
     cgi_env: Option<Env>,
     content_length: u64,
+    /// AJP/1.3: body bytes wait here until the container asks for them.
+    ajp: Option<Box<AjpBody>>,
 }
 
 /// How an HTTP request's body reaches the backend.
@@ -88,16 +92,45 @@ struct Collect {
     decoder: chunked::Decoder,
     body: Vec<u8>,
     limit: u64,
-    env: Env,
+    head: HeadSource,
+}
+
+/// What the request's head is made from once the body's length is known.
+#[derive(Debug)]
+pub enum HeadSource {
+    /// The CGI environment (SCGI, uwsgi, FastCGI, CGI).
+    Env(Env),
+    /// An AJP FORWARD_REQUEST.
+    Ajp(Box<ForwardRequest>),
 }
 
 impl Upload {
     /// Starts a request: a `Content-Length` one has its head encoded now.
     pub fn new(protocol: Protocol, env: Env, framing: BodyFraming) -> Upload {
+        Upload::of(protocol, HeadSource::Env(env), framing)
+    }
+
+    /// An AJP/1.3 request (the FORWARD_REQUEST was checked to fit).
+    pub fn ajp13(head: ForwardRequest, framing: BodyFraming) -> Upload {
+        // A request without a body has no data packet (the container reads
+        // none for Content-Length 0); with one, the first goes unasked.
+        let body = !matches!(framing, BodyFraming::Length(0));
+        let mut u = Upload::of(Protocol::Ajp13, HeadSource::Ajp(Box::new(head)), framing);
+        if let Some(a) = u.ajp.as_mut().filter(|_| body) {
+            a.first_packet();
+        }
+        u.pump_ajp();
+        u
+    }
+
+    fn of(protocol: Protocol, head: HeadSource, framing: BodyFraming) -> Upload {
         let mut u = Upload::empty(protocol);
+        if protocol == Protocol::Ajp13 {
+            u.ajp = Some(Box::default());
+        }
         match framing {
             BodyFraming::Length(n) => {
-                u.start(n, env);
+                u.start(n, head);
                 u.remaining = n;
                 if n == 0 {
                     u.end_body();
@@ -108,7 +141,7 @@ impl Upload {
                     decoder: chunked::Decoder::default(),
                     body: Vec::new(),
                     limit,
-                    env,
+                    head,
                 })
             }
         }
@@ -131,6 +164,7 @@ impl Upload {
             tunneled: false,
             cgi_env: None,
             content_length: 0,
+            ajp: None,
         }
     }
 
@@ -167,7 +201,19 @@ impl Upload {
     }
 
     /// Encodes the head: everything before the body.
-    fn start(&mut self, content_length: u64, env: Env) {
+    fn start(&mut self, content_length: u64, head: HeadSource) {
+        let env = match head {
+            HeadSource::Env(env) => env,
+            HeadSource::Ajp(f) => {
+                let mut out = Vec::with_capacity(1024);
+                // exchange::ajp13::start checked that it fits with the longest length
+                // the body may reach.
+                let _ = f.encode(content_length, &mut out);
+                self.head_len = out.len();
+                self.buf = out;
+                return;
+            }
+        };
         let mut out = Vec::with_capacity(env.as_bytes().len() + 128);
         match self.protocol {
             Protocol::Scgi => scgi::encode_head(content_length, &env, &mut out),
@@ -184,8 +230,8 @@ impl Upload {
                 self.content_length = content_length;
             }
             // (An HTTP request's head is built by the caller: `Upload::http`;
-            // a tunnel has none.)
-            Protocol::Http | Protocol::SockProxy | Protocol::WsTunnel => {}
+            // a tunnel has none; an AJP one is not made from an environment.)
+            Protocol::Http | Protocol::SockProxy | Protocol::WsTunnel | Protocol::Ajp13 => {}
         }
         self.head_len = out.len();
         self.buf = out;
@@ -201,7 +247,32 @@ impl Upload {
             | Protocol::SockProxy
             | Protocol::WsTunnel => self.buf.extend_from_slice(data),
             Protocol::FastCgi => fastcgi::stdin(data, &mut self.buf),
+            Protocol::Ajp13 => {
+                if let Some(a) = self.ajp.as_mut() {
+                    a.push(data);
+                }
+                self.pump_ajp();
+            }
         }
+    }
+
+    /// AJP: puts body bytes into the packets the container asked for, and
+    /// answers an ask with the empty packet once the body is over.
+    fn pump_ajp(&mut self) {
+        let over = self.remaining == 0 && self.collecting.is_none();
+        if let Some(a) = self.ajp.as_mut() {
+            a.pump(over, &mut self.buf);
+        }
+    }
+
+    /// AJP: the container asked for at most `n` more body bytes
+    /// (GET_BODY_CHUNK); an error when it keeps asking without reading.
+    pub fn grant(&mut self, n: usize) -> Result<(), String> {
+        if let Some(a) = self.ajp.as_mut() {
+            a.ask(n)?;
+        }
+        self.pump_ajp();
+        Ok(())
     }
 
     /// Appends what ends the body.
@@ -214,6 +285,9 @@ impl Upload {
             | Protocol::SockProxy
             | Protocol::WsTunnel => {}
             Protocol::FastCgi => fastcgi::end_stdin(&mut self.buf),
+            // The container knows the length; an ask past it gets the
+            // empty packet.
+            Protocol::Ajp13 => self.pump_ajp(),
         }
     }
 
@@ -224,7 +298,8 @@ impl Upload {
             | Protocol::Http
             | Protocol::Cgi
             | Protocol::SockProxy
-            | Protocol::WsTunnel => n,
+            | Protocol::WsTunnel
+            | Protocol::Ajp13 => n,
             Protocol::FastCgi => n + fastcgi::stdin_overhead(n),
         }
     }
@@ -282,7 +357,8 @@ impl Upload {
         if self.collecting.is_some() {
             return usize::MAX;
         }
-        let unsent = self.buf.len() - self.sent;
+        let waiting = self.ajp.as_ref().map_or(0, |a| a.waiting());
+        let unsent = self.buf.len() - self.sent + waiting;
         let room = BODY_WINDOW.saturating_sub(unsent);
         if self.rechunk.is_some() || self.tunnel {
             return room;
@@ -308,7 +384,7 @@ impl Upload {
                 return Ok((used, false));
             }
             if let Some(c) = self.collecting.take() {
-                self.start(c.body.len() as u64, c.env);
+                self.start(c.body.len() as u64, c.head);
                 self.frame(&c.body);
                 self.end_body();
             }
@@ -420,6 +496,12 @@ impl Upload {
     /// The whole request has been written to the backend.
     pub fn all_sent(&self) -> bool {
         !self.wants_body() && self.sent == self.buf.len()
+    }
+
+    /// AJP: body bytes wait for the container to ask for them, so it is
+    /// the backend's turn (its read time-out applies).
+    pub fn awaits_ask(&self) -> bool {
+        self.ajp.as_ref().is_some_and(|a| a.awaits_ask())
     }
 
     /// Glint still holds the whole request.

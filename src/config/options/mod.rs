@@ -56,6 +56,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_wstunnel",
     "mod_rrdtool",
     "mod_maxminddb",
+    "mod_ajp13",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -72,6 +73,9 @@ pub const KEPT_OPTIONS: &[&str] = &[
     "wstunnel.balance",
     "rrdtool.binary",
     "wstunnel.map-extensions",
+    "ajp13.balance",
+    "ajp13.debug",
+    "ajp13.map-extensions",
 ];
 
 /// Options that only mean something in the global scope; in a conditional
@@ -498,7 +502,10 @@ fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>,
             keep_raw(s, k, v)
         }
         k if k.starts_with("glint.acme.") => Rc::make_mut(&mut s.acme).set(k, v)?,
-        k if k.starts_with("sockproxy.") || k.starts_with("wstunnel.") => {
+        k if k.starts_with("sockproxy.")
+            || k.starts_with("wstunnel.")
+            || k.starts_with("ajp13.") =>
+        {
             if !Rc::make_mut(&mut s.tunnel).apply(k, v)? {
                 return Ok(None);
             }

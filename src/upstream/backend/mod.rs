@@ -269,6 +269,10 @@ impl BackendConn {
             (Protocol::FastCgi, _) => Err(Failure::Broken(
                 "closed the connection before END_REQUEST".into(),
             )),
+            (Protocol::Ajp13, Progress::Ended) => Ok(true),
+            (Protocol::Ajp13, _) => Err(Failure::Broken(
+                "closed the connection before END_RESPONSE".into(),
+            )),
         }
     }
 }
@@ -366,7 +370,12 @@ impl Gateways {
             .map(|j| j.ex);
         let result = self
             .send_request(bkey, now)
-            .and_then(|()| self.read_answer(bkey, sink, now));
+            .and_then(|()| self.read_answer(bkey, sink, now))
+            // What the answer asked for goes out now (AJP's GET_BODY_CHUNK).
+            .and_then(|done| match done {
+                true => Ok(true),
+                false => self.send_request(bkey, now).map(|()| false),
+            });
         self.after_progress(bkey, result, Some(&mut *sink), now, registry);
         // A retry's failure found without the sink (on a new backend).
         if let Some(ex) = ex {

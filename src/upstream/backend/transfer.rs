@@ -3,6 +3,7 @@
 
 use std::io;
 
+use super::super::ajp13::{self, Packet};
 use super::super::answer::{deliver, release_held};
 use super::super::job::{Answer, Job};
 use super::super::proxy::{self, Step};
@@ -246,6 +247,14 @@ fn pass_on(
             sink.data(data);
             Ok(false)
         }
+        Protocol::Ajp13 => {
+            b.records.extend_from_slice(data);
+            let ended = ajp13_answer(b, job, xs, sink)?;
+            if ended {
+                b.progress = Progress::Ended;
+            }
+            Ok(ended)
+        }
         Protocol::FastCgi => {
             b.records.extend_from_slice(data);
             let (stdout, ended) = fastcgi_stdout(&mut b.records).map_err(Failure::Broken)?;
@@ -297,4 +306,71 @@ fn fastcgi_stdout(records: &mut Vec<u8>) -> Result<(Vec<u8>, bool), String> {
     }
     records.drain(..used);
     Ok((stdout, ended))
+}
+
+/// Decodes the complete AJP packets in the connection's buffer: the head
+/// and the body go on to `sink` as a CGI answer would, the container's
+/// asks for body to the job's upload; whether END_RESPONSE came. A
+/// malformed packet, or a body before any head, breaks the answer (502
+/// when nothing was sent yet).
+fn ajp13_answer(
+    b: &mut BackendConn,
+    job: &mut Job,
+    xs: Option<&[String]>,
+    sink: &mut dyn Sink,
+) -> Result<bool, Failure> {
+    let broken = |e: &str| Failure::Broken(format!("AJP13: {e}"));
+    let mut used = 0;
+    let mut ended = false;
+    let mut head_seen = job.answer != Answer::Nothing;
+    let mut cgi = Vec::new();
+    while let Some((packet, len)) = ajp13::decode(&b.records[used..]).map_err(broken)? {
+        used += len;
+        match packet {
+            Packet::Headers(_) if head_seen => {
+                log::warn!("AJP13: headers received after the body started; ignored")
+            }
+            Packet::Headers(h) => {
+                head_seen = true;
+                cgi_head(&h, &mut cgi);
+            }
+            Packet::Body(_) if !head_seen => return Err(broken("body received before headers")),
+            Packet::Body(d) => cgi.extend_from_slice(d),
+            Packet::GetBody(n) => job.upload.grant(n).map_err(|e| broken(&e))?,
+            Packet::End { .. } => {
+                ended = true;
+                break;
+            }
+            Packet::Skip(k) if ajp13::is_quiet(k) => {}
+            Packet::Skip(k) => log::warn!("AJP13: packet type not handled: {k}"),
+        }
+    }
+    b.records.drain(..used);
+    if ended && !head_seen {
+        return Err(broken("END_RESPONSE before any headers"));
+    }
+    if !cgi.is_empty() {
+        deliver(job, &mut b.head, &mut b.dechunk, &cgi, xs, sink).map_err(Failure::Broken)?;
+    }
+    Ok(ended)
+}
+
+/// SEND_HEADERS as a CGI head (`Status:` and the fields), for the one
+/// parser of backend heads. AJP frames the body itself: a
+/// `Transfer-Encoding` from the container would frame it twice, and is
+/// dropped.
+fn cgi_head(h: &ajp13::Head<'_>, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"Status: ");
+    out.extend_from_slice(crate::msg::status::itoa_u64(u64::from(h.status)).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (k, v) in &h.headers {
+        if k.eq_ignore_ascii_case(b"transfer-encoding") || k.eq_ignore_ascii_case(b"status") {
+            continue;
+        }
+        out.extend_from_slice(k);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
 }
