@@ -67,6 +67,7 @@ pub mod errorlog;
 pub mod forwarded;
 pub mod hash;
 pub mod httpup;
+pub mod ldap;
 pub mod magnet;
 pub mod path;
 pub mod signals;
