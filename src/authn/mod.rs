@@ -1,7 +1,9 @@
 //! HTTP authentication: lighttpd 1.4.69's mod_auth with mod_authn_file's
 //! `plain`, `htpasswd` and `htdigest` backends, as pure functions and
-//! in-memory tables. Nothing here imports another glint module; the request
-//! path hands in plain values and gets an [`Outcome`] back.
+//! in-memory tables, and the back ends that block (mod_authn_ldap over
+//! [`crate::ldap`], mod_authn_pam), which [`external`] runs on
+//! [`blocking`]'s threads. The request path hands in plain values and
+//! gets an [`Outcome`] back ([`Outcome::Blocking`]: run the back end).
 //!
 //! # At start-up (and on reload)
 //!
@@ -64,12 +66,17 @@
 //! and `auth.cache` is what makes such a file usable under load.
 
 mod algorithm;
+pub mod ask;
 pub mod basic;
+pub mod blocking;
 pub mod cache;
 mod check;
 pub mod crypt;
 pub mod digest;
+pub mod external;
+pub mod ldap_check;
 pub mod nonce;
+pub mod pam;
 pub mod require;
 pub mod userfile;
 
@@ -170,13 +177,17 @@ pub enum Outcome {
     Misconfigured {
         log: String,
     },
+    /// The back end blocks (LDAP, PAM): the caller runs
+    /// [`external::Spec::verify`] off the loop with these credentials (the
+    /// cache had no entry for them) and ends with [`external::conclude`].
+    Blocking(basic::Credentials),
 }
 
 impl Outcome {
     /// The HTTP status, or `None` when the request goes on.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Outcome::Granted(_) => None,
+            Outcome::Granted(_) | Outcome::Blocking(_) => None,
             Outcome::Unauthorized { .. } => Some(401),
             Outcome::BadRequest { .. } => Some(400),
             Outcome::Misconfigured { .. } => Some(500),

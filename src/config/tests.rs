@@ -619,13 +619,23 @@ fn errors_table() {
         ),
         (
             "an auth backend glint does not have",
-            "auth.backend = \"ldap\"",
-            "t.conf:1:1: auth.backend: auth.backend not supported: \"ldap\" (glint has \"plain\", \"htpasswd\", \"htdigest\")",
+            "auth.backend = \"gssapi\"",
+            "t.conf:1:1: auth.backend: auth.backend not supported: \"gssapi\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\")",
         ),
         (
-            "an LDAP option",
-            "auth.backend.ldap.hostname = \"ldap.example\"",
-            "t.conf:1:1: option auth.backend.ldap.hostname (mod_auth) is not provided by glint",
+            "an LDAP filter without the user's place, as lighttpd refuses it",
+            "auth.backend.ldap.filter = \"(uid=bob)\"",
+            "t.conf:1:1: auth.backend.ldap.filter: ldap: auth.backend.ldap.filter is missing a replace-operator '?'",
+        ),
+        (
+            "an LDAP server glint cannot reach",
+            "auth.backend.ldap.hostname = \"ldapi://%2frun%2fslapd\"",
+            "t.conf:1:1: auth.backend.ldap.hostname: \"ldapi://%2frun%2fslapd\": only ldap:// and ldaps:// are supported",
+        ),
+        (
+            "an option of a back end glint does not have",
+            "auth.backend.sasl.opts = ( \"service\" => \"http\" )",
+            "t.conf:1:1: option auth.backend.sasl.opts (mod_auth) is not provided by glint",
         ),
         (
             "SSLv3 asked for on a socket",

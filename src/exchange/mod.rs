@@ -15,6 +15,7 @@
 
 mod access;
 mod auth;
+mod auth_wait;
 mod cgi;
 mod endpoint;
 mod forward;
@@ -381,6 +382,9 @@ pub struct Carry {
     pub host: Option<String>,
     /// mod_magnet's state across runs.
     pub magnet: magnet::MagnetCarry,
+    /// A blocking `auth.backend`'s check this request waits for (its
+    /// verdict is read when the request runs again).
+    pub authn_wait: Option<Rc<auth_wait::AuthWait>>,
 }
 
 /// An error answer replaced by `server.error-handler` or

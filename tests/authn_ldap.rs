@@ -1,0 +1,390 @@
+//! mod_authn_ldap against a real OpenLDAP `slapd` (Debian's slapd and
+//! ldap-utils), started by the test on 127.0.0.1 from a slapd.conf it
+//! writes (mdb database loaded with slapadd): right and wrong passwords,
+//! user names that try to widen the search filter, empty passwords,
+//! `group=` rules (which lighttpd 1.4.69 never grants); the same configuration against lighttpd's own
+//! mod_authn_ldap (Debian's lighttpd-mod-authn-ldap) must answer the same.
+//! A directory that stops answering (SIGSTOP) holds up only the logins:
+//! a static file is answered meanwhile, the login gets 401 after the
+//! time-out, and once the directory is back logins work again.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SUFFIX: &str = "dc=example,dc=com";
+const STAFF: &str = "cn=staff,ou=groups,dc=example,dc=com";
+
+fn need(tool: &str) -> String {
+    for dir in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"] {
+        let p = Path::new(dir).join(tool);
+        if p.exists() {
+            return p.display().to_string();
+        }
+    }
+    panic!("{tool} is not installed (apt-get install slapd ldap-utils; .ci/run installs them)");
+}
+
+fn ldif() -> String {
+    let mut s = format!(
+        "dn: {SUFFIX}\nobjectClass: dcObject\nobjectClass: organization\no: Example\ndc: example\n\n\
+         dn: ou=people,{SUFFIX}\nobjectClass: organizationalUnit\nou: people\n\n\
+         dn: ou=groups,{SUFFIX}\nobjectClass: organizationalUnit\nou: groups\n\n"
+    );
+    for (uid, pw) in [
+        ("alice", "alice-pw"),
+        ("bob", "bob-pw"),
+        ("albert", "albert-pw"),
+    ] {
+        s.push_str(&format!(
+            "dn: uid={uid},ou=people,{SUFFIX}\nobjectClass: inetOrgPerson\nuid: {uid}\n\
+             cn: {uid}\nsn: {uid}\nuserPassword: {pw}\n\n"
+        ));
+    }
+    s.push_str(&format!(
+        "dn: {STAFF}\nobjectClass: posixGroup\ncn: staff\ngidNumber: 100\nmemberUid: alice\n\n"
+    ));
+    s
+}
+
+/// A running slapd, killed (and continued first, if stopped) on drop.
+struct Slapd {
+    child: Option<Child>,
+    port: u16,
+    conf: std::path::PathBuf,
+}
+
+impl Slapd {
+    fn start(dir: &TempDir) -> Slapd {
+        let slapd = need("slapd");
+        let slapadd = need("slapadd");
+        need("ldapsearch");
+        let db = dir.join("db");
+        std::fs::create_dir_all(&db).expect("db dir");
+        let conf = dir.join("slapd.conf");
+        let text = format!(
+            "include /etc/ldap/schema/core.schema\n\
+             include /etc/ldap/schema/cosine.schema\n\
+             include /etc/ldap/schema/inetorgperson.schema\n\
+             include /etc/ldap/schema/nis.schema\n\
+             pidfile {pid}\nmodulepath /usr/lib/ldap\nmoduleload back_mdb\n\
+             database mdb\nmaxsize 10485760\nsuffix \"{SUFFIX}\"\n\
+             rootdn \"cn=admin,{SUFFIX}\"\nrootpw admin-pw\ndirectory {db}\n\
+             access to attrs=userPassword by anonymous auth by * none\n\
+             access to * by * read\n",
+            pid = dir.join("slapd.pid").display(),
+            db = db.display()
+        );
+        std::fs::write(&conf, text).expect("slapd.conf");
+        let data = dir.join("data.ldif");
+        std::fs::write(&data, ldif()).expect("ldif");
+        let st = Command::new(&slapadd)
+            .arg("-f")
+            .arg(&conf)
+            .arg("-l")
+            .arg(&data)
+            .status()
+            .expect("slapadd");
+        assert!(st.success(), "slapadd failed");
+        let mut s = Slapd {
+            child: None,
+            port: free_port(),
+            conf,
+        };
+        s.run(&slapd);
+        s
+    }
+
+    fn run(&mut self, slapd: &str) {
+        let child = Command::new(slapd)
+            .arg("-f")
+            .arg(&self.conf)
+            .arg("-h")
+            .arg(format!("ldap://127.0.0.1:{}/", self.port))
+            .args(["-d", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("slapd");
+        self.child = Some(child);
+        let port = self.port;
+        assert!(
+            wait_for(TIMEOUT, || std::net::TcpStream::connect((
+                "127.0.0.1",
+                port
+            ))
+            .is_ok()),
+            "slapd did not listen on {port}"
+        );
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            signal(c.id() as i32, SIGCONT);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+use nix::sys::signal::Signal::{SIGCONT, SIGSTOP};
+
+impl Drop for Slapd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn config(d: &Docroot, port: u16, extra: &str) -> String {
+    let rule = |path: &str, require: &str| {
+        format!("\"{path}\" => ( \"method\" => \"basic\", \"realm\" => \"dir\", \"require\" => \"{require}\" )")
+    };
+    format!(
+        "server.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {{port}}\n\
+         {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_ldap\" )\n\
+         auth.backend = \"ldap\"\n\
+         auth.backend.ldap.hostname = \"127.0.0.1:{port}\"\n\
+         auth.backend.ldap.base-dn = \"ou=people,{SUFFIX}\"\n\
+         auth.backend.ldap.filter = \"(&(objectClass=inetOrgPerson)(uid=$))\"\n\
+         auth.backend.ldap.timeout = \"1000000\"\n\
+         auth.require = ( {a}, {b}, {c}, {e} )\n\
+         $HTTP[\"url\"] =~ \"^/empty/\" {{ auth.backend.ldap.allow-empty-pw = \"enable\" }}\n{extra}",
+        root = d.root.display(),
+        a = rule("/secret/", "valid-user"),
+        b = rule("/staff/", &format!("group={STAFF}")),
+        c = rule("/alice/", "user=alice"),
+        e = rule("/empty/", "valid-user"),
+    )
+}
+
+fn docroot() -> Docroot {
+    let d = Docroot::new();
+    for p in [
+        "secret/a.txt",
+        "staff/a.txt",
+        "alice/a.txt",
+        "empty/a.txt",
+        "open.txt",
+    ] {
+        d.file(p, b"content\n");
+    }
+    d
+}
+
+fn basic(user: &str, pw: &str) -> String {
+    use std::fmt::Write as _;
+    let raw = format!("{user}:{pw}");
+    // Base64 by hand: the tests use only std and nix.
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let b = raw.as_bytes();
+    let mut out = String::new();
+    for chunk in b.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |a, (i, &c)| a | (c as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                let _ = write!(out, "{}", T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    format!("Authorization: Basic {out}")
+}
+
+fn status(s: &Server, path: &str, user: &str, pw: &str) -> u16 {
+    let auth = basic(user, pw);
+    let mut c = s.connect();
+    c.send(&get(path, &[&auth])).expect("send");
+    c.read_response(false)
+        .unwrap_or_else(|e| panic!("{path} as {user:?}: {e}"))
+        .status
+}
+
+/// (path, user, password, status) as lighttpd answers.
+const CASES: &[(&str, &str, &str, u16)] = &[
+    ("/secret/a.txt", "alice", "alice-pw", 200),
+    ("/secret/a.txt", "bob", "bob-pw", 200),
+    ("/secret/a.txt", "alice", "wrong", 401),
+    ("/secret/a.txt", "nobody", "alice-pw", 401),
+    // The user name is one literal value: a filter unescaped would find
+    // alice ("al*" is alice and albert: ambiguous; "ali*" only alice).
+    ("/secret/a.txt", "ali*", "alice-pw", 401),
+    ("/secret/a.txt", "*", "alice-pw", 401),
+    ("/secret/a.txt", "alice)(uid=*", "alice-pw", 401),
+    ("/secret/a.txt", "x)(|(uid=alice", "alice-pw", 401),
+    ("/secret/a.txt", "alice\\", "alice-pw", 401),
+    ("/secret/a.txt", "(alice)", "alice-pw", 401),
+    // An empty password would be an anonymous bind: refused.
+    ("/secret/a.txt", "alice", "", 401),
+    ("/empty/a.txt", "alice", "", 401),
+    ("/empty/a.txt", "alice", "alice-pw", 200),
+    // lighttpd 1.4.69 searches groups with an empty base: a group=
+    // rule never lets a member in.
+    ("/staff/a.txt", "alice", "alice-pw", 401),
+    ("/staff/a.txt", "bob", "bob-pw", 401),
+    ("/alice/a.txt", "alice", "alice-pw", 200),
+    ("/alice/a.txt", "bob", "bob-pw", 401),
+    ("/open.txt", "", "", 200),
+];
+
+fn start_lighttpd_with(conf: &str) -> (Child, u16, TempDir) {
+    let port = free_port();
+    let dir = TempDir::new("lighttpd-ldap");
+    let log = format!("server.errorlog = \"{}\"", dir.join("error.log").display());
+    let text = conf
+        .replace("{port}", &port.to_string())
+        .replace("{errorlog}", &log);
+    let path = dir.join("lighttpd.conf");
+    std::fs::write(&path, text).expect("conf");
+    let child = start_lighttpd(&path, port).unwrap_or_else(|e| {
+        panic!(
+            "{e} (apt-get install lighttpd lighttpd-mod-authn-ldap); error.log:\n{}",
+            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+        )
+    });
+    (child, port, dir)
+}
+
+fn answers(get_status: impl Fn(&str, &str, &str) -> u16) -> Vec<u16> {
+    CASES
+        .iter()
+        .map(|(path, user, pw, _)| get_status(path, user, pw))
+        .collect()
+}
+
+#[test]
+fn logins_answered_as_lighttpd_answers() {
+    let dir = TempDir::new("slapd");
+    let slapd = Slapd::start(&dir);
+    let d = docroot();
+    let conf = config(&d, slapd.port, "");
+    let glint = Launch::new()
+        .config(&conf.replace("{port}", "0").replace("{errorlog}", ""))
+        .start();
+    let ours = answers(|p, u, pw| status(&glint, p, u, pw));
+    let (mut child, port, ldir) = start_lighttpd_with(&conf);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let theirs = answers(|p, u, pw| {
+        let mut c = Conn::open(addr).expect("connect lighttpd");
+        c.send(&get(p, &[&basic(u, pw)])).expect("send");
+        c.read_response(false).expect("lighttpd answer").status
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut bad = Vec::new();
+    for (i, (path, user, pw, want)) in CASES.iter().enumerate() {
+        if ours[i] != *want || theirs[i] != *want {
+            bad.push(format!(
+                "{path} as {user:?}/{pw:?}: glint {}, lighttpd {}, expected {want}",
+                ours[i], theirs[i]
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{}\nglint:\n{}\nlighttpd:\n{}",
+        bad.join("\n"),
+        glint.stderr_tail(),
+        std::fs::read_to_string(ldir.join("error.log")).unwrap_or_default()
+    );
+}
+
+#[test]
+fn a_stopped_directory_holds_up_only_the_logins() {
+    let dir = TempDir::new("slapd");
+    let mut slapd = Slapd::start(&dir);
+    let d = docroot();
+    let glint = Launch::new()
+        .config(
+            &config(&d, slapd.port, "")
+                .replace("{port}", "0")
+                .replace("{errorlog}", ""),
+        )
+        .start();
+    assert_eq!(status(&glint, "/secret/a.txt", "alice", "alice-pw"), 200);
+    signal(slapd.pid(), SIGSTOP);
+    // Logins wait for the directory's time-out (1 s) on the worker threads.
+    let addr = glint.addr();
+    let waiting: Vec<_> = (0..3)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Conn::open(addr).expect("connect");
+                c.send(&get("/secret/a.txt", &[&basic("bob", "bob-pw")]))
+                    .expect("send");
+                let t = Instant::now();
+                let r = c.read_response(false).map(|r| r.status);
+                (r, t.elapsed())
+            })
+        })
+        .collect();
+    // Meanwhile the loop answers everyone else at once.
+    for _ in 0..5 {
+        let t = Instant::now();
+        let r = glint.get("/open.txt").expect("static file");
+        assert_eq!(r.status, 200);
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "a static file took {:?} while the directory hung",
+            t.elapsed()
+        );
+    }
+    for w in waiting {
+        let (r, took) = w.join().expect("client thread");
+        assert_eq!(r, Ok(401), "a login while the directory hangs");
+        assert!(took < Duration::from_secs(8), "the time-out took {took:?}");
+    }
+    signal(slapd.pid(), SIGCONT);
+    assert!(
+        wait_for(TIMEOUT, || status(
+            &glint,
+            "/secret/a.txt",
+            "alice",
+            "alice-pw"
+        ) == 200),
+        "logins work again once the directory answers"
+    );
+    // Gone entirely: 401 at once; started again: logins work.
+    slapd.kill();
+    assert_eq!(status(&glint, "/secret/a.txt", "alice", "alice-pw"), 401);
+    slapd.run(&need("slapd"));
+    assert!(
+        wait_for(TIMEOUT, || status(
+            &glint,
+            "/secret/a.txt",
+            "alice",
+            "alice-pw"
+        ) == 200),
+        "logins work again once the directory is back"
+    );
+}
+
+#[test]
+fn a_right_password_is_cached_with_auth_cache() {
+    let dir = TempDir::new("slapd");
+    let mut slapd = Slapd::start(&dir);
+    let d = docroot();
+    let glint = Launch::new()
+        .config(
+            &config(&d, slapd.port, "auth.cache = ( \"max-age\" => \"60\" )\n")
+                .replace("{port}", "0")
+                .replace("{errorlog}", ""),
+        )
+        .start();
+    assert_eq!(status(&glint, "/secret/a.txt", "alice", "alice-pw"), 200);
+    slapd.kill();
+    // Cached: no directory needed; a wrong password is not cached.
+    assert_eq!(status(&glint, "/secret/a.txt", "alice", "alice-pw"), 200);
+    assert_eq!(status(&glint, "/secret/a.txt", "alice", "wrong"), 401);
+    assert_eq!(status(&glint, "/secret/a.txt", "bob", "bob-pw"), 401);
+}
