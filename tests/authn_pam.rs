@@ -131,9 +131,8 @@ fn logins_through_pam_answered_as_lighttpd_answers() {
     std::env::set_var("PAM_WRAPPER_SERVICE_DIR", &sdir);
     let started = start_lighttpd(&path, port);
     std::env::remove_var("LD_PRELOAD");
-    let mut child = started.unwrap_or_else(|e| {
-        panic!("{e} (apt-get install lighttpd lighttpd-mod-authn-pam)")
-    });
+    let mut child =
+        started.unwrap_or_else(|e| panic!("{e} (apt-get install lighttpd lighttpd-mod-authn-pam)"));
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let theirs: Vec<u16> = CASES
         .iter()

@@ -19,4 +19,6 @@ pub struct Ask {
     pub rule: Rule,
     /// The client's address (PAM's `PAM_RHOST`).
     pub remote: String,
+    /// The rule's realm (saslauthd's user realm).
+    pub realm: String,
 }

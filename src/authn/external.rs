@@ -1,4 +1,5 @@
-//! The back ends that ask someone else (mod_authn_ldap, mod_authn_pam):
+//! The back ends that ask someone else (mod_authn_ldap, mod_authn_pam,
+//! mod_authn_sasl):
 //! what each needs, compiled from its options once per scope, and the
 //! check itself, which blocks and so runs on [`super::blocking`]'s
 //! threads. A check answers a [`Verdict`]; the loop turns it into the
@@ -16,6 +17,7 @@ use super::basic::basic_challenge;
 use super::ldap_check::{self, LdapSpec};
 use super::pam::{self, PamSpec};
 use super::require::Require;
+use super::sasl::{self, SaslSpec};
 use super::{AuthType, Grant, Outcome};
 
 /// A back end that blocks, ready to run.
@@ -23,6 +25,7 @@ use super::{AuthType, Grant, Outcome};
 pub enum Spec {
     Ldap(Arc<LdapSpec>),
     Pam(Arc<PamSpec>),
+    Sasl(Arc<SaslSpec>),
 }
 
 impl Spec {
@@ -32,6 +35,7 @@ impl Spec {
         match self {
             Spec::Ldap(s) => ldap_check::verify(s, ask),
             Spec::Pam(s) => pam::verify(s, ask),
+            Spec::Sasl(s) => sasl::verify(s, ask, &ask.realm),
         }
     }
 }

@@ -78,6 +78,7 @@ pub mod ldap_check;
 pub mod nonce;
 pub mod pam;
 pub mod require;
+pub mod sasl;
 pub mod userfile;
 
 #[cfg(test)]

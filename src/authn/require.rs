@@ -60,17 +60,22 @@ pub enum BackendKind {
     Ldap,
     /// mod_authn_pam (`auth.backend.pam.opts`); Basic only.
     Pam,
+    /// mod_authn_sasl (`auth.backend.sasl.opts`, saslauthd); Basic only.
+    Sasl,
 }
 
 impl BackendKind {
     /// The check asks someone else and blocks: it runs off the loop.
     pub fn is_blocking(self) -> bool {
-        matches!(self, BackendKind::Ldap | BackendKind::Pam)
+        matches!(
+            self,
+            BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl
+        )
     }
 }
 
 /// `auth.backend = "..."`: `""` is "none"; lighttpd's other backends (dbi,
-/// gssapi, sasl, mysql) are not built into glint.
+/// gssapi, mysql) are not built into glint.
 pub fn parse_backend(s: &str) -> Result<Option<BackendKind>, String> {
     match s {
         "" => Ok(None),
@@ -79,8 +84,9 @@ pub fn parse_backend(s: &str) -> Result<Option<BackendKind>, String> {
         "htdigest" => Ok(Some(BackendKind::Htdigest)),
         "ldap" => Ok(Some(BackendKind::Ldap)),
         "pam" => Ok(Some(BackendKind::Pam)),
+        "sasl" => Ok(Some(BackendKind::Sasl)),
         other => Err(format!(
-            "auth.backend not supported: \"{other}\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\")"
+            "auth.backend not supported: \"{other}\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\")"
         )),
     }
 }

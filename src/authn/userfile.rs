@@ -192,14 +192,14 @@ impl UserFile {
                     self.htdigest_line(&at, user, rest, &mut htdigest, &mut msgs)
                 }
                 // (No user file: never loaded for these.)
-                BackendKind::Ldap | BackendKind::Pam => {}
+                BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl => {}
             }
         }
         self.set_dummy(&schemes);
         self.table = match self.kind {
             BackendKind::Plain => Table::Plain(plain),
             BackendKind::Htpasswd => Table::Htpasswd(htpasswd),
-            BackendKind::Htdigest | BackendKind::Ldap | BackendKind::Pam => {
+            BackendKind::Htdigest | BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl => {
                 Table::Htdigest(htdigest)
             }
         };

@@ -285,6 +285,9 @@ pub struct Auth {
     /// mod_authn_pam's `auth.backend.pam.opts`: `"service"` (lighttpd
     /// reads no other key).
     pub pam_opts: Option<Vec<(String, String)>>,
+    /// mod_authn_sasl's `auth.backend.sasl.opts` (`service`, `fqdn`,
+    /// `pwcheck_method`, `sasldb_path`).
+    pub sasl_opts: Option<Vec<(String, String)>>,
 }
 
 /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).

@@ -620,7 +620,7 @@ fn errors_table() {
         (
             "an auth backend glint does not have",
             "auth.backend = \"gssapi\"",
-            "t.conf:1:1: auth.backend: auth.backend not supported: \"gssapi\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\")",
+            "t.conf:1:1: auth.backend: auth.backend not supported: \"gssapi\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\")",
         ),
         (
             "an LDAP filter without the user's place, as lighttpd refuses it",
@@ -633,9 +633,14 @@ fn errors_table() {
             "t.conf:1:1: auth.backend.ldap.hostname: \"ldapi://%2frun%2fslapd\": only ldap:// and ldaps:// are supported",
         ),
         (
+            "a SASL password check glint does not read",
+            "auth.backend.sasl.opts = ( \"pwcheck_method\" => \"sasldb\" )",
+            "t.conf:1:1: auth.backend.sasl.opts: sasl pwcheck_method \"sasldb\" reads libsasl2's sasldb, which glint does not; use \"saslauthd\"",
+        ),
+        (
             "an option of a back end glint does not have",
-            "auth.backend.sasl.opts = ( \"service\" => \"http\" )",
-            "t.conf:1:1: option auth.backend.sasl.opts (mod_auth) is not provided by glint",
+            "auth.backend.gssapi.keytab = \"/etc/krb5.keytab\"",
+            "t.conf:1:1: option auth.backend.gssapi.keytab (mod_auth) is not provided by glint",
         ),
         (
             "SSLv3 asked for on a socket",

@@ -91,7 +91,7 @@ fn userfile_of(s: &Settings, kind: BackendKind) -> Option<&str> {
         BackendKind::Plain => s.auth.plain_userfile.as_deref(),
         BackendKind::Htpasswd => s.auth.htpasswd_userfile.as_deref(),
         BackendKind::Htdigest => s.auth.htdigest_userfile.as_deref(),
-        BackendKind::Ldap | BackendKind::Pam => None,
+        BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl => None,
     }
 }
 
@@ -182,6 +182,10 @@ impl AuthState {
                 Ok(Spec::Pam(Arc::new(PamSpec {
                     service: service.to_string(),
                 })))
+            }
+            BackendKind::Sasl => {
+                let opts = s.auth.sasl_opts.as_deref().unwrap_or(&[]);
+                crate::authn::sasl::parse_opts(opts).map(|spec| Spec::Sasl(Arc::new(spec)))
             }
             other => Err(format!("{other:?} does not block")),
         }

@@ -116,6 +116,7 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         password: creds.password.clone(),
         rule: rule.rule.clone(),
         remote: ip,
+        realm: rule.realm.clone(),
     };
     match pool.submit(&pending, move || spec.verify(&ask)) {
         Ok(()) => {}

@@ -296,6 +296,7 @@ fn backend_and_cache_options() {
         ("htdigest", Ok(Some(BackendKind::Htdigest))),
         ("ldap", Ok(Some(BackendKind::Ldap))),
         ("pam", Ok(Some(BackendKind::Pam))),
+        ("sasl", Ok(Some(BackendKind::Sasl))),
         ("gssapi", Err("auth.backend not supported: \"gssapi\"")),
     ];
     for (v, want) in cases {

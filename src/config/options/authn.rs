@@ -1,5 +1,6 @@
-//! mod_authn_ldap's `auth.backend.ldap.*` and mod_authn_pam's
-//! `auth.backend.pam.opts` into [`Settings`], and back for `-p`.
+//! mod_authn_ldap's `auth.backend.ldap.*`, mod_authn_pam's
+//! `auth.backend.pam.opts` and mod_authn_sasl's `auth.backend.sasl.opts`
+//! into [`Settings`], and back for `-p`.
 
 use super::values::{boolean, pairs, string};
 use crate::authn::ldap_check::check_option;
@@ -26,6 +27,11 @@ pub(super) fn apply(s: &mut Settings, key: &str, v: &Value) -> Result<bool, Stri
         "auth.backend.ldap.groupmember" => o.groupmember = text(v)?,
         "auth.backend.ldap.timeout" => o.timeout = text(v)?,
         "auth.backend.pam.opts" => s.auth.pam_opts = Some(pairs(v)?),
+        "auth.backend.sasl.opts" => {
+            let p = pairs(v)?;
+            crate::authn::sasl::parse_opts(&p)?;
+            s.auth.sasl_opts = Some(p);
+        }
         _ => return Ok(false),
     }
     Ok(true)
@@ -56,14 +62,16 @@ pub(super) fn entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
             put(k, Value::Str("enable".into()));
         }
     }
-    if let Some(p) = &s.auth.pam_opts {
-        put(
-            "auth.backend.pam.opts",
-            Value::Array(
-                p.iter()
-                    .map(|(k, v)| (Some(k.clone()), Value::Str(v.clone())))
-                    .collect(),
-            ),
-        );
+    for (k, o) in [
+        ("auth.backend.pam.opts", &s.auth.pam_opts),
+        ("auth.backend.sasl.opts", &s.auth.sasl_opts),
+    ] {
+        if let Some(p) = o {
+            let items = p
+                .iter()
+                .map(|(k, v)| (Some(k.clone()), Value::Str(v.clone())))
+                .collect();
+            put(k, Value::Array(items));
+        }
     }
 }
