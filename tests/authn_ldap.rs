@@ -54,11 +54,19 @@ fn ldif() -> String {
 struct Slapd {
     child: Option<Child>,
     port: u16,
+    /// The ldaps:// port, when started with TLS.
+    tls_port: Option<u16>,
     conf: std::path::PathBuf,
 }
 
 impl Slapd {
     fn start(dir: &TempDir) -> Slapd {
+        Slapd::start_tls(dir, None)
+    }
+
+    /// With `certs` (a dir of [`make_cert`]'s): StartTLS on the plain
+    /// port and an ldaps:// port, with that certificate for `localhost`.
+    fn start_tls(dir: &TempDir, certs: Option<&Path>) -> Slapd {
         let slapd = need("slapd");
         let slapadd = need("slapadd");
         need("ldapsearch");
@@ -74,10 +82,24 @@ impl Slapd {
              database mdb\nmaxsize 10485760\nsuffix \"{SUFFIX}\"\n\
              rootdn \"cn=admin,{SUFFIX}\"\nrootpw admin-pw\ndirectory {db}\n\
              access to attrs=userPassword by anonymous auth by * none\n\
-             access to * by * read\n",
+             access to * by * read\n{tls}",
             pid = dir.join("slapd.pid").display(),
-            db = db.display()
+            db = db.display(),
+            tls = certs.map_or(String::new(), |c| format!(
+                "TLSCertificateFile {}\nTLSCertificateKeyFile {}\nTLSCACertificateFile {}\n",
+                c.join("s.crt").display(),
+                c.join("s.key").display(),
+                c.join("ca.pem").display()
+            )),
         );
+        // (Global TLS lines must come before the database: move them up.)
+        let text = match text.find("TLSCertificateFile") {
+            Some(i) => {
+                let (head, tls) = text.split_at(i);
+                format!("{tls}{head}")
+            }
+            None => text,
+        };
         std::fs::write(&conf, text).expect("slapd.conf");
         let data = dir.join("data.ldif");
         std::fs::write(&data, ldif()).expect("ldif");
@@ -92,6 +114,7 @@ impl Slapd {
         let mut s = Slapd {
             child: None,
             port: free_port(),
+            tls_port: certs.map(|_| free_port()),
             conf,
         };
         s.run(&slapd);
@@ -103,7 +126,10 @@ impl Slapd {
             .arg("-f")
             .arg(&self.conf)
             .arg("-h")
-            .arg(format!("ldap://127.0.0.1:{}/", self.port))
+            .arg(match self.tls_port {
+                Some(t) => format!("ldap://127.0.0.1:{}/ ldaps://127.0.0.1:{t}/", self.port),
+                None => format!("ldap://127.0.0.1:{}/", self.port),
+            })
             .args(["-d", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -387,4 +413,242 @@ fn a_right_password_is_cached_with_auth_cache() {
     assert_eq!(status(&glint, "/secret/a.txt", "alice", "alice-pw"), 200);
     assert_eq!(status(&glint, "/secret/a.txt", "alice", "wrong"), 401);
     assert_eq!(status(&glint, "/secret/a.txt", "bob", "bob-pw"), 401);
+}
+
+#[test]
+fn a_waiting_request_keeps_its_connection_and_body() {
+    let dir = TempDir::new("slapd");
+    let slapd = Slapd::start(&dir);
+    let d = docroot();
+    let glint = Launch::new()
+        .config(
+            &config(&d, slapd.port, "")
+                .replace("{port}", "0")
+                .replace("{errorlog}", ""),
+        )
+        .start();
+    let auth = basic("alice", "alice-pw");
+    let mut c = glint.connect();
+    // Keep-alive across waits, a HEAD, and a body left unread while the
+    // directory is asked, then dropped with the answer.
+    let body = "x".repeat(3000);
+    let post = format!(
+        "POST /secret/a.txt HTTP/1.1\r\nHost: t\r\n{auth}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let keep = |m: &str| format!("{m} /secret/a.txt HTTP/1.1\r\nHost: t\r\n{auth}\r\n\r\n");
+    c.send(keep("GET").as_bytes()).expect("send");
+    let r = c.read_response(false).expect("first");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"content\n"[..]));
+    c.send(keep("HEAD").as_bytes()).expect("send");
+    let r = c.read_response(true).expect("head");
+    assert_eq!(r.status, 200);
+    assert!(r.body.is_empty(), "HEAD has no body");
+    c.send(post.as_bytes()).expect("send");
+    let r = c.read_response(false).expect("post");
+    let post_status = r.status;
+    assert!(post_status >= 200, "{post_status}");
+    c.send(keep("GET").as_bytes()).expect("send");
+    let r = c.read_response(false).expect("after the post");
+    assert_eq!(r.status, 200, "the connection goes on after a waited POST");
+    // Pipelined: two requests in one write, both wait and are answered in order.
+    let two = keep("GET") + &keep("GET");
+    c.send(two.as_bytes()).expect("send");
+    for i in 0..2 {
+        let r = c
+            .read_response(false)
+            .unwrap_or_else(|e| panic!("pipelined {i}: {e}"));
+        assert_eq!(r.status, 200, "pipelined {i}");
+    }
+}
+
+#[test]
+fn a_full_queue_answers_503_at_once() {
+    let dir = TempDir::new("slapd");
+    let slapd = Slapd::start(&dir);
+    let d = docroot();
+    // 6 s per check while the directory hangs: 4 run, 64 wait, more get 503.
+    let conf = config(&d, slapd.port, "")
+        .replace("\"1000000\"", "\"6000000\"")
+        .replace("{port}", "0")
+        .replace("{errorlog}", "");
+    let glint = Launch::new().config(&conf).start();
+    signal(slapd.pid(), SIGSTOP);
+    let addr = glint.addr();
+    let mut conns = Vec::new();
+    for _ in 0..4 + 64 {
+        let mut c = Conn::open(addr).expect("connect");
+        c.send(&get("/secret/a.txt", &[&basic("bob", "bob-pw")]))
+            .expect("send");
+        conns.push(c);
+    }
+    // Each of those is queued once glint has read it; then one more is refused.
+    let refused = wait_for(TIMEOUT, || {
+        let t = Instant::now();
+        let mut c = Conn::open(addr).expect("connect");
+        c.send(&get("/secret/a.txt", &[&basic("bob", "bob-pw")]))
+            .expect("send");
+        let r = c.read_response_by(false, Instant::now() + Duration::from_secs(2));
+        matches!(r, Ok(ref r) if r.status == 503 && t.elapsed() < Duration::from_secs(2))
+    });
+    signal(slapd.pid(), SIGCONT);
+    assert!(
+        refused,
+        "no 503 with the queue full\n{}",
+        glint.stderr_tail()
+    );
+    drop(conns);
+    assert_eq!(glint.get("/open.txt").map(|r| r.status), Ok(200));
+}
+
+/// A CA and a certificate for `localhost` and for this machine's name
+/// (libldap checks a loopback server's certificate against that name).
+fn ldap_cert(dir: &Path) {
+    let back = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let script = format!(
+        "set -e\n\
+         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3 -subj /CN=ldap-test-ca -keyout ca.key -out ca.pem 2>/dev/null\n\
+         openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost -keyout s.key -out s.csr 2>/dev/null\n\
+         printf 'subjectAltName=DNS:localhost,DNS:{back}\\nextendedKeyUsage=serverAuth\\n' > s.ext\n\
+         openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile s.ext -out s.crt 2>/dev/null\n"
+    );
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()
+        .expect("sh");
+    assert!(ok.success(), "openssl could not make the test certificate");
+}
+
+/// StartTLS and ldaps:// with the directory's certificate checked against
+/// `ca-file`; a CA that did not sign it refuses every login. lighttpd
+/// answers the same over StartTLS.
+#[test]
+fn starttls_and_ldaps_check_the_directory_certificate() {
+    let dir = TempDir::new("slapd");
+    let certs = TempDir::new("ldap-certs");
+    ldap_cert(certs.path());
+    let other = TempDir::new("ldap-other-ca");
+    ldap_cert(other.path());
+    let slapd = Slapd::start_tls(&dir, Some(certs.path()));
+    let tls_port = slapd.tls_port.unwrap_or(0);
+    let d = docroot();
+    let with = |host: String, starttls: bool, ca: &Path| {
+        let extra = format!(
+            "auth.backend.ldap.ca-file = \"{}\"\nauth.backend.ldap.starttls = \"{}\"\n",
+            ca.join("ca.pem").display(),
+            if starttls { "enable" } else { "disable" }
+        );
+        config(&d, slapd.port, &extra).replace(
+            &format!("auth.backend.ldap.hostname = \"127.0.0.1:{}\"", slapd.port),
+            &format!("auth.backend.ldap.hostname = \"{host}\""),
+        )
+    };
+    let cases = [
+        (
+            format!("localhost:{}", slapd.port),
+            true,
+            certs.path(),
+            200,
+            "StartTLS",
+        ),
+        (
+            format!("ldaps://localhost:{tls_port}"),
+            false,
+            certs.path(),
+            200,
+            "ldaps",
+        ),
+        (
+            format!("localhost:{}", slapd.port),
+            true,
+            other.path(),
+            401,
+            "StartTLS, wrong CA",
+        ),
+        (
+            format!("ldaps://localhost:{tls_port}"),
+            false,
+            other.path(),
+            401,
+            "ldaps, wrong CA",
+        ),
+    ];
+    for (host, starttls, ca, want, what) in cases {
+        let conf = with(host, starttls, ca);
+        let glint = Launch::new()
+            .config(&conf.replace("{port}", "0").replace("{errorlog}", ""))
+            .start();
+        let got = status(&glint, "/secret/a.txt", "alice", "alice-pw");
+        assert_eq!(got, want, "glint, {what}\n{}", glint.stderr_tail());
+        if starttls {
+            let (mut child, port, ldir) = start_lighttpd_with(&conf);
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            let mut c = Conn::open(addr).expect("connect lighttpd");
+            c.send(&get("/secret/a.txt", &[&basic("alice", "alice-pw")]))
+                .expect("send");
+            let theirs = c.read_response(false).expect("lighttpd answer").status;
+            let _ = child.kill();
+            let _ = child.wait();
+            let probe = Command::new("ldapsearch")
+                .args(["-x", "-ZZ", "-d", "1", "-H"])
+                .arg(format!("ldap://localhost:{}", slapd.port))
+                .args(["-b", "", "-s", "base"])
+                .env("LDAPTLS_CACERT", ca.join("ca.pem"))
+                .output()
+                .expect("ldapsearch");
+            assert_eq!(
+                theirs,
+                want,
+                "lighttpd, {what}\n{}\nldapsearch -ZZ: {}{}",
+                std::fs::read_to_string(ldir.join("error.log")).unwrap_or_default(),
+                String::from_utf8_lossy(&probe.stdout),
+                String::from_utf8_lossy(&probe.stderr)
+            );
+        }
+    }
+}
+
+/// Over HTTP/2 (curl, prior knowledge) the stream waits the same way.
+#[test]
+fn a_waiting_stream_over_http2() {
+    let dir = TempDir::new("slapd");
+    let slapd = Slapd::start(&dir);
+    let d = docroot();
+    let glint = Launch::new()
+        .config(
+            &config(&d, slapd.port, "")
+                .replace("{port}", "0")
+                .replace("{errorlog}", ""),
+        )
+        .start();
+    let port = glint.addr().port();
+    let curl = |creds: Option<&str>, path: &str| {
+        let mut c = Command::new("curl");
+        c.args([
+            "-s",
+            "--http2-prior-knowledge",
+            "-w",
+            "%{http_code} %{http_version}",
+        ]);
+        if let Some(u) = creds {
+            c.args(["-u", u]);
+        }
+        let out = c
+            .arg(format!("http://127.0.0.1:{port}{path}"))
+            .output()
+            .expect("curl (apt-get install curl)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(
+        curl(Some("alice:alice-pw"), "/secret/a.txt"),
+        "content\n200 2"
+    );
+    assert!(curl(Some("alice:wrong"), "/secret/a.txt").ends_with("401 2"));
+    assert_eq!(curl(None, "/open.txt"), "content\n200 2");
 }

@@ -81,10 +81,13 @@ impl LocalLink {
         self.finished = true;
         self.work.finish();
         let tx = Arc::clone(&self.wake_tx);
-        let wake: crate::msg::local::Wake = Box::new(move || {
-            if let Err(e) = (&*tx).write(&[1]) {
-                log::error!("local job: cannot signal its answer: {e}");
+        let wake: crate::msg::local::Wake = Box::new(move || match (&*tx).write(&[1]) {
+            Ok(_) => {}
+            // The job ended meanwhile (its client went away): nobody waits.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                log::debug!("local job: answered after it ended");
             }
+            Err(e) => log::error!("local job: cannot signal its answer: {e}"),
         });
         if let Some(now) = self.work.wake_when_ready(wake) {
             now();
