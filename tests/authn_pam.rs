@@ -52,23 +52,7 @@ fn config(d: &Docroot) -> String {
 }
 
 fn basic(user: &str, pw: &str) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let raw = format!("{user}:{pw}");
-    let mut out = String::new();
-    for chunk in raw.as_bytes().chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |a, (i, &c)| a | (c as u32) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    format!("Authorization: Basic {out}")
+    basic_auth(user, pw)
 }
 
 const CASES: &[(&str, &str, &str, u16)] = &[
