@@ -32,13 +32,14 @@ fn config(d: &Docroot, port: u16, extra: &str) -> String {
          auth.backend.ldap.base-dn = \"ou=people,{SUFFIX}\"\n\
          auth.backend.ldap.filter = \"(&(objectClass=inetOrgPerson)(uid=$))\"\n\
          auth.backend.ldap.timeout = \"1000000\"\n\
-         auth.require = ( {a}, {b}, {c}, {e} )\n\
+         auth.require = ( {a}, {b}, {c}, {e}, {g} )\n\
          $HTTP[\"url\"] =~ \"^/empty/\" {{ auth.backend.ldap.allow-empty-pw = \"enable\" }}\n{extra}",
         root = d.root.display(),
         a = rule("/secret/", "valid-user"),
         b = rule("/staff/", &format!("group={STAFF}")),
         c = rule("/alice/", "user=alice"),
         e = rule("/empty/", "valid-user"),
+        g = rule("/digest/", "valid-user").replace("\"basic\"", "\"digest\""),
     )
 }
 
@@ -49,6 +50,7 @@ fn docroot() -> Docroot {
         "staff/a.txt",
         "alice/a.txt",
         "empty/a.txt",
+        "digest/a.txt",
         "open.txt",
     ] {
         d.file(p, b"content\n");
@@ -93,6 +95,8 @@ const CASES: &[(&str, &str, &str, u16)] = &[
     ("/staff/a.txt", "bob", "bob-pw", 401),
     ("/alice/a.txt", "alice", "alice-pw", 200),
     ("/alice/a.txt", "bob", "bob-pw", 401),
+    // The directory checks passwords, not digests: Digest is misconfigured.
+    ("/digest/a.txt", "alice", "alice-pw", 500),
     ("/open.txt", "", "", 200),
 ];
 

@@ -60,15 +60,23 @@ impl Pool {
     }
 
     /// Queues `check`; its answer goes to `pending` (and wakes whoever
-    /// waits on it). Never blocks.
+    /// waits on it), or `panicked` if the check panics, so that nobody
+    /// waits for ever. Never blocks.
     pub fn submit<T: Send + 'static>(
         &self,
         pending: &Pending<T>,
         check: impl FnOnce() -> T + Send + 'static,
+        panicked: T,
     ) -> Result<(), Refused> {
         let tx = self.tx.as_ref().ok_or(Refused::Closed)?;
         let slot = pending.clone();
-        let task: Task = Box::new(move || slot.fill(check()));
+        let task: Task = Box::new(move || match catch_unwind(AssertUnwindSafe(check)) {
+            Ok(v) => slot.fill(v),
+            Err(_) => {
+                log::error!("(mod_auth) a back-end check panicked");
+                slot.fill(panicked);
+            }
+        });
         tx.try_send(task).map_err(|e| match e {
             TrySendError::Full(_) => Refused::Full,
             TrySendError::Disconnected(_) => Refused::Closed,
@@ -89,11 +97,9 @@ fn worker(rx: Arc<Mutex<Receiver<Task>>>) {
     loop {
         let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(task) = next else { return };
-        // A panicking back end costs its check (the waiter is never woken
-        // and the request's client sees its time-out), not the worker.
-        if catch_unwind(AssertUnwindSafe(task)).is_err() {
-            log::error!("(mod_auth) a back-end check panicked");
-        }
+        // (A check's panic is caught in its task; this keeps the worker
+        // whatever else happens.)
+        let _ = catch_unwind(AssertUnwindSafe(task));
     }
 }
 
@@ -188,12 +194,12 @@ mod tests {
         let p: Pending<u32> = Pending::default();
         let t = tx.clone();
         p.on_ready(Box::new(move || t.send(1).unwrap_or(())));
-        pool.submit(&p, || 7).expect("taken");
+        pool.submit(&p, || 7, 0).expect("taken");
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(1));
         assert_eq!(p.take(), Some(7));
         // Answer first, wake second.
         let q: Pending<u32> = Pending::default();
-        pool.submit(&q, || 8).expect("taken");
+        pool.submit(&q, || 8, 0).expect("taken");
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while !q.is_ready() && std::time::Instant::now() < deadline {
             std::thread::yield_now();
@@ -204,23 +210,39 @@ mod tests {
     }
 
     #[test]
+    fn a_panicking_check_still_answers() {
+        let pool = Pool::new(1, 1).expect("pool");
+        let (tx, rx) = channel();
+        let p: Pending<&str> = Pending::default();
+        p.on_ready(Box::new(move || tx.send(()).unwrap_or(())));
+        pool.submit(&p, || panic!("a broken back end"), "panicked")
+            .expect("taken");
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(()));
+        assert_eq!(p.take(), Some("panicked"));
+    }
+
+    #[test]
     fn a_full_queue_refuses_at_once() {
         let pool = Pool::new(1, 1).expect("pool");
         let (hold_tx, hold_rx) = channel::<()>();
         let (started_tx, started_rx) = channel::<()>();
         let first: Pending<()> = Pending::default();
-        pool.submit(&first, move || {
-            let _ = started_tx.send(());
-            let _ = hold_rx.recv_timeout(Duration::from_secs(10));
-        })
+        pool.submit(
+            &first,
+            move || {
+                let _ = started_tx.send(());
+                let _ = hold_rx.recv_timeout(Duration::from_secs(10));
+            },
+            (),
+        )
         .expect("first runs");
         started_rx
             .recv_timeout(Duration::from_secs(5))
             .expect("worker busy");
         let second: Pending<()> = Pending::default();
-        pool.submit(&second, || ()).expect("second waits");
+        pool.submit(&second, || (), ()).expect("second waits");
         let third: Pending<()> = Pending::default();
-        assert_eq!(pool.submit(&third, || ()), Err(Refused::Full));
+        assert_eq!(pool.submit(&third, || (), ()), Err(Refused::Full));
         let _ = hold_tx.send(());
     }
 }

@@ -118,7 +118,8 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         remote: ip,
         realm: rule.realm.clone(),
     };
-    match pool.submit(&pending, move || spec.verify(&ask)) {
+    let panicked = Verdict::Denied("the back-end check failed".into());
+    match pool.submit(&pending, move || spec.verify(&ask), panicked) {
         Ok(()) => {}
         Err(Refused::Full) => {
             log::warn!(
