@@ -32,7 +32,8 @@ fn config(d: &Docroot, port: u16, extra: &str) -> String {
          auth.backend.ldap.base-dn = \"ou=people,{SUFFIX}\"\n\
          auth.backend.ldap.filter = \"(&(objectClass=inetOrgPerson)(uid=$))\"\n\
          auth.backend.ldap.timeout = \"1000000\"\n\
-         auth.require = ( {a}, {b}, {c}, {e}, {g} )\n\
+         auth.require = ( {a}, {b}, {c}, {e}, {g}, {n} )\n\
+         $HTTP[\"url\"] =~ \"^/dn/\" {{ auth.backend.ldap.filter = \",ou=people,{SUFFIX}\" }}\n\
          $HTTP[\"url\"] =~ \"^/empty/\" {{ auth.backend.ldap.allow-empty-pw = \"enable\" }}\n{extra}",
         root = d.root.display(),
         a = rule("/secret/", "valid-user"),
@@ -40,6 +41,7 @@ fn config(d: &Docroot, port: u16, extra: &str) -> String {
         c = rule("/alice/", "user=alice"),
         e = rule("/empty/", "valid-user"),
         g = rule("/digest/", "valid-user").replace("\"basic\"", "\"digest\""),
+        n = rule("/dn/", "valid-user"),
     )
 }
 
@@ -51,6 +53,7 @@ fn docroot() -> Docroot {
         "alice/a.txt",
         "empty/a.txt",
         "digest/a.txt",
+        "dn/a.txt",
         "open.txt",
     ] {
         d.file(p, b"content\n");
@@ -97,6 +100,12 @@ const CASES: &[(&str, &str, &str, u16)] = &[
     ("/alice/a.txt", "bob", "bob-pw", 401),
     // The directory checks passwords, not digests: Digest is misconfigured.
     ("/digest/a.txt", "alice", "alice-pw", 500),
+    // A filter starting with ',' names the DN: uid=<user, DN-escaped>,...
+    ("/dn/a.txt", "alice", "alice-pw", 200),
+    ("/dn/a.txt", "alice", "bob-pw", 401),
+    ("/dn/a.txt", "bob,ou=people", "bob-pw", 401),
+    ("/dn/a.txt", "bob+cn=bob", "bob-pw", 401),
+    ("/dn/a.txt", "*", "alice-pw", 401),
     ("/open.txt", "", "", 200),
 ];
 
