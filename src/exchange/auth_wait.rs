@@ -94,7 +94,6 @@ pub(super) struct Waiting<'a> {
 /// configuration answers at once (503, 401) in `sv.reply`.
 pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
     let Blocked { rule, kind, creds } = b;
-    let rule = &rule;
     let ip = w
         .info
         .peer
@@ -102,15 +101,14 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
     let spec = match sv.auth.spec_for(kind, w.settings) {
         Ok(s) => s,
         Err(why) => {
-            let outcome = conclude(rule, w.path, creds.user, Verdict::Denied(why));
+            let outcome = conclude(&rule, w.path, creds.user, Verdict::Denied(why));
             return answer_outcome(sv, w.carry, rule.id, outcome, &ip);
         }
     };
-    let Some(pool) = sv.auth.pool() else {
-        sv.reply.error(503);
+    let Some(route) = sv.upstream.local_route else {
+        sv.reply.error(500);
         return Checked::Refused;
     };
-    let pending: Pending<Verdict> = Pending::default();
     let ask = Ask {
         user: creds.user.clone(),
         password: creds.password.clone(),
@@ -118,26 +116,35 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         remote: ip,
         realm: rule.realm.clone(),
     };
+    let pending: Pending<Verdict> = Pending::default();
     let panicked = Verdict::Denied("the back-end check failed".into());
-    match pool.submit(&pending, move || spec.verify(&ask), panicked) {
-        Ok(()) => {}
-        Err(Refused::Full) => {
+    let submitted = match sv.auth.pool() {
+        Some(pool) => pool.submit(&pending, move || spec.verify(&ask), panicked),
+        None => Err(Refused::Closed),
+    };
+    if let Err(why) = submitted {
+        if why == Refused::Full {
             log::warn!(
                 "(mod_auth) {THREADS} back-end checks running and {QUEUE} waiting; answering 503 for {}",
                 w.path
             );
-            sv.reply.error(503);
-            return Checked::Refused;
         }
-        Err(Refused::Closed) => {
-            sv.reply.error(503);
-            return Checked::Refused;
-        }
-    }
-    let Some(route) = sv.upstream.local_route else {
-        sv.reply.error(500);
+        sv.reply.error(503);
         return Checked::Refused;
+    }
+    let wait = AuthWait {
+        pending,
+        rule,
+        user: creds.user,
+        password: creds.password,
+        path: w.path.to_string(),
     };
+    park(sv, w, route, wait)
+}
+
+/// The request becomes a local job on `route` that answers once `wait`'s
+/// verdict is in.
+fn park(sv: &mut Services, w: Waiting<'_>, route: usize, wait: AuthWait) -> Checked {
     let settings = Rc::clone(&sv.reply.settings);
     let job = JobSpec {
         route,
@@ -153,7 +160,7 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         http: None,
         cgi: None,
         local: Some(Box::new(AuthWork {
-            pending: pending.clone(),
+            pending: wait.pending.clone(),
             sent: false,
         })),
     };
@@ -167,13 +174,7 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
             return Checked::Refused;
         }
     };
-    w.carry.authn_wait = Some(Rc::new(AuthWait {
-        pending,
-        rule: rule.clone(),
-        user: creds.user,
-        password: creds.password,
-        path: w.path.to_string(),
-    }));
+    w.carry.authn_wait = Some(Rc::new(wait));
     let mut g = GwStart::whole(job, &settings, w.req, w.carry, route, w.info);
     g.authorizer = true;
     Checked::Wait(g)
