@@ -26,8 +26,8 @@
 //! 8. The base: [`config`], [`clock`], and below them [`path`],
 //!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`], and pure
 //!    modules that import nothing of glint: [`hash`] (FNV-1a, the one
-//!    stable hash), [`authn`] (mod_auth and
-//!    mod_authn_file: user files, Basic, Digest), [`compress`] (mod_deflate's
+//!    stable hash), [`authn`] (mod_auth, mod_authn_file: user files, Basic,
+//!    Digest; mod_authn_ldap, _pam, _sasl on worker threads), [`compress`] (mod_deflate's
 //!    options, Accept-Encoding, streaming encoders, the cache), [`tls`]
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
 //!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's
@@ -35,8 +35,9 @@
 //!    [`geo`] (mod_maxminddb's database and lookups) and
 //!    [`sockopt`] (the TCP options nix has no wrapper for).
 //! 9. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
-//!    hex, percent-encoding, the Host check), once; and [`syslog`], the
-//!    system log's socket (the error log and the access log use it).
+//!    hex, percent-encoding, the Host check), once; [`syslog`], the
+//!    system log's socket (the error log and the access log use it); and
+//!    [`ldap`], a small synchronous LDAPv3 client (mod_authn_ldap's).
 pub mod service;
 
 pub mod server;
@@ -69,6 +70,7 @@ pub mod forwarded;
 pub mod geo;
 pub mod hash;
 pub mod httpup;
+pub mod ldap;
 pub mod magnet;
 pub mod path;
 pub mod signals;

@@ -47,6 +47,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("signals", 1),
     ("sockopt", 1),
     ("stats", 1),
+    ("ldap", 0),
     ("syslog", 0),
     ("syntax", 0),
     ("tls", 1),

@@ -137,6 +137,9 @@ pub fn verify_basic(
             return granted(creds.user);
         }
     }
+    if backend.kind.is_blocking() {
+        return Outcome::Blocking(creds);
+    }
     let password_ok = match backend.users {
         Some(users) if users.kind() == backend.kind => {
             let algo = if backend.kind == BackendKind::Htdigest {

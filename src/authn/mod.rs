@@ -1,7 +1,9 @@
 //! HTTP authentication: lighttpd 1.4.69's mod_auth with mod_authn_file's
 //! `plain`, `htpasswd` and `htdigest` backends, as pure functions and
-//! in-memory tables. Nothing here imports another glint module; the request
-//! path hands in plain values and gets an [`Outcome`] back.
+//! in-memory tables, and the back ends that block (mod_authn_ldap over
+//! [`crate::ldap`], mod_authn_pam), which [`external`] runs on
+//! [`blocking`]'s threads. The request path hands in plain values and
+//! gets an [`Outcome`] back ([`Outcome::Blocking`]: run the back end).
 //!
 //! # At start-up (and on reload)
 //!
@@ -40,7 +42,8 @@
 //! | `Granted` | request goes on | `Authentication-Info: nextnonce="..."` when a Digest nonce is older than 540 s | gateways get `REMOTE_USER` = user and `AUTH_TYPE` = `Basic` / `Digest` (not set again for `extern`) |
 //! | `Unauthorized` | 401 | one `WWW-Authenticate` per value: `Basic realm="R", charset="UTF-8"`, or per algorithm `Digest realm="R", charset="UTF-8", algorithm=SHA-256, nonce="...", qop="auth"` (+ `userhash=true`, `stale=true`); none for `extern` | no header, wrong password, unknown user, user not allowed by `require`; `close` = lighttpd turns keep-alive off after a wrong password or unknown user |
 //! | `BadRequest` | 400 | | Basic: not base64, no `:`, NUL, user name not UTF-8; Digest: a syntax error or a parameter given twice, missing field, bad `response` hex, `qop=auth-int` (or any qop but `auth`), bad `username*`, `uri` not the request-target, malformed nonce |
-//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd` (hashes cannot give HA1) |
+//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd`, `ldap`, `pam` or `sasl` (they cannot give HA1) |
+//! | `Blocking` | (later) | | `ldap`, `pam`, `sasl`: the caller runs [`external::Spec::verify`] on [`blocking`]'s threads (a full queue: 503) and [`external::conclude`] makes one of the above of its verdict |
 //!
 //! lighttpd never answers 403 from mod_auth: an authenticated user whom the
 //! rule does not list gets the same 401 challenge. Every `log` in an outcome
@@ -64,13 +67,19 @@
 //! and `auth.cache` is what makes such a file usable under load.
 
 mod algorithm;
+pub mod ask;
 pub mod basic;
+pub mod blocking;
 pub mod cache;
 mod check;
 pub mod crypt;
 pub mod digest;
+pub mod external;
+pub mod ldap_check;
 pub mod nonce;
+pub mod pam;
 pub mod require;
+pub mod sasl;
 pub mod userfile;
 
 #[cfg(test)]
@@ -170,13 +179,17 @@ pub enum Outcome {
     Misconfigured {
         log: String,
     },
+    /// The back end blocks (LDAP, PAM): the caller runs
+    /// [`external::Spec::verify`] off the loop with these credentials (the
+    /// cache had no entry for them) and ends with [`external::conclude`].
+    Blocking(basic::Credentials),
 }
 
 impl Outcome {
     /// The HTTP status, or `None` when the request goes on.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Outcome::Granted(_) => None,
+            Outcome::Granted(_) | Outcome::Blocking(_) => None,
             Outcome::Unauthorized { .. } => Some(401),
             Outcome::BadRequest { .. } => Some(400),
             Outcome::Misconfigured { .. } => Some(500),

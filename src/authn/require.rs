@@ -56,18 +56,37 @@ pub enum BackendKind {
     Htpasswd,
     /// `auth.backend.htdigest.userfile`: `user:realm:HA1`.
     Htdigest,
+    /// mod_authn_ldap (`auth.backend.ldap.*`); Basic only.
+    Ldap,
+    /// mod_authn_pam (`auth.backend.pam.opts`); Basic only.
+    Pam,
+    /// mod_authn_sasl (`auth.backend.sasl.opts`, saslauthd); Basic only.
+    Sasl,
 }
 
-/// `auth.backend = "..."`: `""` is "none"; lighttpd's other backends (ldap,
-/// pam, dbi, gssapi, sasl, mysql) are not built into glint.
+impl BackendKind {
+    /// The check asks someone else and blocks: it runs off the loop.
+    pub fn is_blocking(self) -> bool {
+        matches!(
+            self,
+            BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl
+        )
+    }
+}
+
+/// `auth.backend = "..."`: `""` is "none"; lighttpd's other backends (dbi,
+/// gssapi, mysql) are not built into glint.
 pub fn parse_backend(s: &str) -> Result<Option<BackendKind>, String> {
     match s {
         "" => Ok(None),
         "plain" => Ok(Some(BackendKind::Plain)),
         "htpasswd" => Ok(Some(BackendKind::Htpasswd)),
         "htdigest" => Ok(Some(BackendKind::Htdigest)),
+        "ldap" => Ok(Some(BackendKind::Ldap)),
+        "pam" => Ok(Some(BackendKind::Pam)),
+        "sasl" => Ok(Some(BackendKind::Sasl)),
         other => Err(format!(
-            "auth.backend not supported: \"{other}\" (glint has \"plain\", \"htpasswd\", \"htdigest\")"
+            "auth.backend not supported: \"{other}\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\")"
         )),
     }
 }

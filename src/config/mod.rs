@@ -608,6 +608,21 @@ impl Config {
             .map(|a| &a.value)
     }
 
+    /// Some scope's `auth.backend` blocks (`ldap`, `pam`): its checks run
+    /// as local jobs, so the upstream needs its local route.
+    pub fn blocking_auth_used(&self) -> bool {
+        let blocking = |b: &str| {
+            crate::authn::require::parse_backend(b)
+                .ok()
+                .flatten()
+                .is_some_and(|k| k.is_blocking())
+        };
+        self.global.auth.backend.as_deref().is_some_and(blocking)
+            || self
+                .block_values("auth.backend")
+                .any(|v| v.as_str().is_some_and(blocking))
+    }
+
     /// The `auth.require` rules in force under `s` (none when it sets none).
     pub fn auth_rules(&self, s: &Settings) -> Option<&RequireTable> {
         self.auth_requires

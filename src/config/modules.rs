@@ -256,7 +256,7 @@ impl Default for StaticFile {
 /// mod_auth: `auth.*`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Auth {
-    /// `auth.backend`: `plain`, `htpasswd` or `htdigest` (default unset:
+    /// `auth.backend`: `plain`, `htpasswd`, `htdigest`, `ldap` or `pam` (default unset:
     /// a rule that needs a password answers 500, as lighttpd).
     pub backend: Option<String>,
     /// `auth.backend.plain.userfile`: `user:password` lines.
@@ -280,6 +280,14 @@ pub struct Auth {
     /// mod_auth (by extforward's `remote_user`) that the rule allows lets
     /// the request through.
     pub extern_authn: bool,
+    /// mod_authn_ldap's `auth.backend.ldap.*`.
+    pub ldap: crate::authn::ldap_check::LdapOptions,
+    /// mod_authn_pam's `auth.backend.pam.opts`: `"service"` (lighttpd
+    /// reads no other key).
+    pub pam_opts: Option<Vec<(String, String)>>,
+    /// mod_authn_sasl's `auth.backend.sasl.opts` (`service`, `fqdn`,
+    /// `pwcheck_method`, `sasldb_path`).
+    pub sasl_opts: Option<Vec<(String, String)>>,
 }
 
 /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).

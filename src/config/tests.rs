@@ -619,13 +619,28 @@ fn errors_table() {
         ),
         (
             "an auth backend glint does not have",
-            "auth.backend = \"ldap\"",
-            "t.conf:1:1: auth.backend: auth.backend not supported: \"ldap\" (glint has \"plain\", \"htpasswd\", \"htdigest\")",
+            "auth.backend = \"gssapi\"",
+            "t.conf:1:1: auth.backend: auth.backend not supported: \"gssapi\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\")",
         ),
         (
-            "an LDAP option",
-            "auth.backend.ldap.hostname = \"ldap.example\"",
-            "t.conf:1:1: option auth.backend.ldap.hostname (mod_auth) is not provided by glint",
+            "an LDAP filter without the user's place, as lighttpd refuses it",
+            "auth.backend.ldap.filter = \"(uid=bob)\"",
+            "t.conf:1:1: auth.backend.ldap.filter: ldap: auth.backend.ldap.filter is missing a replace-operator '?'",
+        ),
+        (
+            "an LDAP server glint cannot reach",
+            "auth.backend.ldap.hostname = \"ldapi://%2frun%2fslapd\"",
+            "t.conf:1:1: auth.backend.ldap.hostname: \"ldapi://%2frun%2fslapd\": only ldap:// and ldaps:// are supported",
+        ),
+        (
+            "a SASL password check glint does not read",
+            "auth.backend.sasl.opts = ( \"pwcheck_method\" => \"sasldb\" )",
+            "t.conf:1:1: auth.backend.sasl.opts: sasl pwcheck_method \"sasldb\" reads libsasl2's sasldb, which glint does not; use \"saslauthd\"",
+        ),
+        (
+            "an option of a back end glint does not have",
+            "auth.backend.gssapi.keytab = \"/etc/krb5.keytab\"",
+            "t.conf:1:1: option auth.backend.gssapi.keytab (mod_auth) is not provided by glint",
         ),
         (
             "SSLv3 asked for on a socket",

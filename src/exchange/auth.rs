@@ -11,11 +11,17 @@
 
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 
-use super::{Carry, ConnInfo, Services};
+use super::{Carry, ConnInfo, GwStart, Services};
+use crate::authn::basic::Credentials;
+use crate::authn::blocking::{Pool, QUEUE, THREADS};
 use crate::authn::cache::{AuthCache, CacheOptions};
+use crate::authn::external::Spec;
+use crate::authn::ldap_check::{self, LdapOptions, LdapSpec};
 use crate::authn::nonce::NonceKey;
-use crate::authn::require::{parse_backend, BackendKind, RequireTable};
+use crate::authn::pam::PamSpec;
+use crate::authn::require::{parse_backend, BackendKind, Require, RequireTable};
 use crate::authn::userfile::UserFile;
 use crate::authn::{self, AuthRequest, Backend, Context, Outcome};
 use crate::config::{Config, Settings, Value};
@@ -29,9 +35,15 @@ pub struct AuthState {
     /// Every user file the configuration names, by kind and path.
     files: Vec<(BackendKind, String, UserFile)>,
     /// One cache per `auth.cache` max-age.
-    caches: Vec<(i64, AuthCache)>,
+    pub(super) caches: Vec<(i64, AuthCache)>,
     /// `clock.unix` of the last look at the user files.
     checked: i64,
+    /// The threads blocking back ends run on, made on first use.
+    pool: Option<Pool>,
+    pool_failed: bool,
+    /// Each scope's `auth.backend.ldap.*`, compiled on first use (the CA
+    /// file read once, not per request).
+    ldap_specs: Vec<(LdapOptions, Result<Arc<LdapSpec>, String>)>,
 }
 
 impl Default for AuthState {
@@ -41,6 +53,9 @@ impl Default for AuthState {
             files: Vec::new(),
             caches: Vec::new(),
             checked: 0,
+            pool: None,
+            pool_failed: false,
+            ldap_specs: Vec::new(),
         }
     }
 }
@@ -76,6 +91,7 @@ fn userfile_of(s: &Settings, kind: BackendKind) -> Option<&str> {
         BackendKind::Plain => s.auth.plain_userfile.as_deref(),
         BackendKind::Htpasswd => s.auth.htpasswd_userfile.as_deref(),
         BackendKind::Htdigest => s.auth.htdigest_userfile.as_deref(),
+        BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl => None,
     }
 }
 
@@ -116,6 +132,63 @@ impl AuthState {
         }
         self.files = files;
         self.caches.clear();
+        self.ldap_specs.clear();
+    }
+
+    /// The back-end threads (made in the process that serves: a
+    /// `server.max-worker` child must not inherit threads it cannot have).
+    pub(super) fn pool(&mut self) -> Option<&Pool> {
+        if self.pool.is_none() && !self.pool_failed {
+            match Pool::new(THREADS, QUEUE) {
+                Ok(p) => self.pool = Some(p),
+                Err(e) => {
+                    log::error!("(mod_auth) cannot start the back-end threads: {e}");
+                    self.pool_failed = true;
+                }
+            }
+        }
+        self.pool.as_ref()
+    }
+
+    /// The blocking back end `kind` as `s` configures it.
+    pub(super) fn spec_for(&mut self, kind: BackendKind, s: &Settings) -> Result<Spec, String> {
+        match kind {
+            BackendKind::Ldap => {
+                let o = &s.auth.ldap;
+                let i = match self.ldap_specs.iter().position(|(k, _)| k == o) {
+                    Some(i) => i,
+                    None => {
+                        let provider = Arc::new(crate::tls::crypto_provider());
+                        let spec = ldap_check::compile(o, provider).map(Arc::new);
+                        if let Err(e) = &spec {
+                            log::error!("(mod_authn_ldap) {e}");
+                        }
+                        self.ldap_specs.push((o.clone(), spec));
+                        self.ldap_specs.len() - 1
+                    }
+                };
+                match &self.ldap_specs[i].1 {
+                    Ok(spec) => Ok(Spec::Ldap(Arc::clone(spec))),
+                    Err(e) => Err(format!("ldap: {e}")),
+                }
+            }
+            BackendKind::Pam => {
+                let service = s
+                    .auth
+                    .pam_opts
+                    .as_ref()
+                    .and_then(|o| o.iter().find(|(k, _)| k == "service"))
+                    .map_or("http", |(_, v)| v.as_str());
+                Ok(Spec::Pam(Arc::new(PamSpec {
+                    service: service.to_string(),
+                })))
+            }
+            BackendKind::Sasl => {
+                let opts = s.auth.sasl_opts.as_deref().unwrap_or(&[]);
+                crate::authn::sasl::parse_opts(opts).map(|spec| Spec::Sasl(Arc::new(spec)))
+            }
+            other => Err(format!("{other:?} does not block")),
+        }
     }
 
     /// Once a second: user files changed on disk are read again, cache
@@ -155,13 +228,26 @@ fn load(kind: BackendKind, path: &str) -> UserFile {
 pub(super) enum Checked {
     /// No rule covers the path, or the request was let in.
     Pass,
-    /// The answer is in `sv.reply` (401, 400 or 500).
+    /// The answer is in `sv.reply` (401, 400, 500, 503).
     Refused,
+    /// The back end blocks: the check is to run off the loop (see
+    /// `auth_wait`), for these credentials under this rule.
+    Blocking(Box<Blocked>),
+    /// The request waits as this job until its check is done.
+    Wait(Box<GwStart>),
+}
+
+/// A check for a back end that blocks.
+pub(super) struct Blocked {
+    pub rule: Require,
+    pub kind: BackendKind,
+    pub creds: Credentials,
 }
 
 /// mod_auth for `path` under `settings`: passes when no rule covers it or
-/// the credentials satisfy the rule (the grant goes into `carry`), else
-/// leaves the refusal in `sv.reply`.
+/// the credentials satisfy the rule (the grant goes into `carry`), says
+/// so when the back end blocks (the caller starts the wait), else leaves
+/// the refusal in `sv.reply`.
 pub(super) fn check(
     sv: &mut Services,
     info: &ConnInfo,
@@ -201,6 +287,7 @@ pub(super) fn check(
                     .map(|(_, _, f)| f)
             }),
         });
+    let kind = backend.map(|b| b.kind);
     let cache = settings
         .auth
         .cache_max_age
@@ -223,12 +310,19 @@ pub(super) fn check(
         .peer
         .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
     let outcome = authn::check(rule, &mut ctx, &areq);
-    answer(sv, carry, rule.id, outcome, &ip)
+    match (outcome, kind) {
+        (Outcome::Blocking(creds), Some(kind)) => Checked::Blocking(Box::new(Blocked {
+            rule: rule.clone(),
+            kind,
+            creds,
+        })),
+        (outcome, _) => answer_outcome(sv, carry, rule.id, outcome, &ip),
+    }
 }
 
 /// The `auth.cache` cache for `max-age` `age`, made on first use; none
 /// (checked without one) when it cannot be made.
-fn cache_for(caches: &mut Vec<(i64, AuthCache)>, age: i64) -> Option<&mut AuthCache> {
+pub(super) fn cache_for(caches: &mut Vec<(i64, AuthCache)>, age: i64) -> Option<&mut AuthCache> {
     let i = match caches.iter().position(|(a, _)| *a == age) {
         Some(i) => Some(i),
         None => match AuthCache::new(CacheOptions { max_age: age }) {
@@ -248,7 +342,7 @@ fn cache_for(caches: &mut Vec<(i64, AuthCache)>, age: i64) -> Option<&mut AuthCa
 /// What the check came to for rule `rule_id`: a grant goes on in `carry`;
 /// a refusal is the reply (401 with its challenges, 400, 500). `ip`: the
 /// client's, for the log.
-fn answer(
+pub(super) fn answer_outcome(
     sv: &mut Services,
     carry: &mut Carry,
     rule_id: u32,
@@ -290,6 +384,12 @@ fn answer(
         }
         Outcome::Misconfigured { log } => {
             log::error!("(mod_auth) {log}");
+            sv.reply.error(500);
+            Checked::Refused
+        }
+        // (Handled by the caller; a back end that blocks without a
+        // backend configured cannot happen.)
+        Outcome::Blocking(_) => {
             sv.reply.error(500);
             Checked::Refused
         }

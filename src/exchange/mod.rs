@@ -16,6 +16,7 @@
 mod access;
 mod ajp13;
 mod auth;
+mod auth_wait;
 mod cgi;
 mod endpoint;
 mod forward;
@@ -391,6 +392,9 @@ pub struct Carry {
     pub host: Option<String>,
     /// mod_magnet's state across runs.
     pub magnet: magnet::MagnetCarry,
+    /// A blocking `auth.backend`'s check this request waits for (its
+    /// verdict is read when the request runs again).
+    pub authn_wait: Option<Rc<auth_wait::AuthWait>>,
 }
 
 /// An error answer replaced by `server.error-handler` or

@@ -10,7 +10,9 @@ use mio::Registry;
 
 use super::magnet::Turn;
 use super::physical::{self, Physical};
-use super::{access_denied, ajp13, auth, cgi, document_root, gateway, rewrite, split_uri, ssi};
+use super::{
+    access_denied, ajp13, auth, auth_wait, cgi, document_root, gateway, rewrite, split_uri, ssi,
+};
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::{Resolved, Settings};
 use crate::handler::{static_file, status_page};
@@ -77,8 +79,11 @@ pub(super) fn respond_once(
             _ => 301,
         };
         sv.reply.error_with(code, &[("Location", loc.as_bytes())]);
-    } else if auth_refused(sv, info, req, &settings, carry) {
-        log::debug!("{}: refused by auth.require", sv.scratch.path);
+    } else if let Some(gate) = auth_gate(sv, info, req, &settings, carry, registry) {
+        match gate {
+            auth::Checked::Wait(g) => return Once::Gateway(g),
+            _ => log::debug!("{}: refused by auth.require", sv.scratch.path),
+        }
     } else if access_denied(&sv.scratch.path, &settings) {
         log::debug!("{}: denied by url.access-deny/-allow", sv.scratch.path);
         sv.reply.error(403);
@@ -138,18 +143,49 @@ fn redirect_to(
 }
 
 /// mod_auth, before anything can answer the path (the path buffer is
-/// lent out for the check): true when it answered (401, 400 or 500).
-fn auth_refused(
+/// lent out for the check): `None` when the request goes on, else it
+/// was answered (401, 400, 500, 503) or waits for a blocking back end.
+fn auth_gate(
     sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
     settings: &Settings,
     carry: &mut Carry,
-) -> bool {
+    registry: &Registry,
+) -> Option<auth::Checked> {
     let path = std::mem::take(&mut sv.scratch.path);
-    let c = auth::check(sv, info, req, settings, &path, carry);
+    let c = auth_run(sv, info, req, settings, &path, carry, registry);
     sv.scratch.path = path;
-    matches!(c, auth::Checked::Refused)
+    match c {
+        auth::Checked::Pass => None,
+        other => Some(other),
+    }
+}
+
+/// mod_auth for `path`; a back end that blocks gets its wait started.
+fn auth_run(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    settings: &Settings,
+    path: &str,
+    carry: &mut Carry,
+    registry: &Registry,
+) -> auth::Checked {
+    match auth::check(sv, info, req, settings, path, carry) {
+        auth::Checked::Blocking(b) => {
+            let w = auth_wait::Waiting {
+                info,
+                req,
+                settings,
+                path,
+                carry,
+                registry,
+            };
+            auth_wait::start(sv, w, *b)
+        }
+        other => other,
+    }
 }
 
 /// mod_status: true when the path is its page and it answered.
@@ -215,7 +251,15 @@ fn route(
         Some(super::webdav::Taken::Job(g)) => return Once::Gateway(g),
         None => {}
     }
-    let (found, indexed) = match index_phase(sv, info, req, carry, &settings, docroot.as_deref()) {
+    let (found, indexed) = match index_phase(
+        sv,
+        info,
+        req,
+        carry,
+        &settings,
+        docroot.as_deref(),
+        registry,
+    ) {
         Ok(v) => v,
         Err(answered) => return answered,
     };
@@ -289,6 +333,7 @@ fn index_phase(
     carry: &mut Carry,
     settings: &Settings,
     docroot: Option<&str>,
+    registry: &Registry,
 ) -> Result<(Option<(usize, usize)>, bool), Once> {
     let found = gateway::route(&sv.upstream, settings, &sv.scratch.path, carry);
     if found.is_some() || !sv.scratch.path.ends_with('/') {
@@ -318,10 +363,13 @@ fn index_phase(
         return Ok((found, false));
     }
     let index = std::mem::take(&mut sv.scratch.index_path);
-    let checked = auth::check(sv, info, req, settings, &index, carry);
+    let checked = auth_run(sv, info, req, settings, &index, carry, registry);
     sv.scratch.index_path = index;
-    if let auth::Checked::Refused = checked {
-        return Err(Once::Reply);
+    match checked {
+        auth::Checked::Pass => {}
+        auth::Checked::Refused => return Err(Once::Reply),
+        auth::Checked::Wait(g) => return Err(Once::Gateway(g)),
+        auth::Checked::Blocking(_) => return Err(Once::Reply),
     }
     if access_denied(&sv.scratch.index_path, settings) {
         log::debug!(

@@ -72,6 +72,13 @@ pub fn rerun(
         );
         return failed(sv, 500, carry.orig_line);
     }
+    if let Some(wait) = carry.authn_wait.take() {
+        // The check of a blocking auth.backend is done: its verdict.
+        let head_only = head_only || first.method == crate::msg::Method::Head;
+        return super::auth_wait::resume(
+            sv, info, &first, carry, wait, &settings, head_only, registry,
+        );
+    }
     let next = match next_run(&mut carry, why, spec, &first, (&label, &addr)) {
         Ok(next) => next,
         Err(status) => return failed(sv, status, carry.orig_line),

@@ -157,10 +157,17 @@ fn destination_refused(
         sv.reply.error(403);
         return true;
     }
-    matches!(
-        auth::check(sv, info, req, settings, &dst, carry),
-        auth::Checked::Refused
-    )
+    match auth::check(sv, info, req, settings, &dst, carry) {
+        auth::Checked::Pass => false,
+        auth::Checked::Blocking(_) | auth::Checked::Wait(_) => {
+            // A Destination under a rule of its own whose back end blocks
+            // would need a second wait: refused.
+            log::warn!("(mod_auth) {dst}: Destination needs a check by a blocking auth.backend; answering 403");
+            sv.reply.error(403);
+            true
+        }
+        auth::Checked::Refused => true,
+    }
 }
 
 /// A method with a body: a job whose work is glint's own.

@@ -20,4 +20,14 @@ pub trait LocalWork {
     /// The next bytes of the answer; 0 at its end. Called only after
     /// `finish`.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    /// After `finish`: `wake` tells the loop the answer is ready. Work
+    /// done by then gives it back (the default) and the loop hears at
+    /// once; work that finishes on another thread (mod_auth's blocking
+    /// back ends) keeps it and calls it then.
+    fn wake_when_ready(&mut self, wake: Wake) -> Option<Wake> {
+        Some(wake)
+    }
 }
+
+/// Tells the loop that a local job's answer is ready (from any thread).
+pub type Wake = Box<dyn FnOnce() + Send>;

@@ -10,6 +10,7 @@
 //! in `routes.rs`, its backend connection in `dispatch.rs`.)
 
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 
 use mio::unix::pipe::{self, Receiver, Sender};
 use mio::{Interest, Registry, Token};
@@ -24,7 +25,7 @@ pub const LOCAL_MAX_JOBS: usize = 256;
 /// The work of one local job and the pipe that announces its answer.
 pub struct LocalLink {
     work: Box<dyn LocalWork>,
-    wake_tx: Sender,
+    wake_tx: Arc<Sender>,
     wake_rx: Receiver,
     finished: bool,
 }
@@ -42,7 +43,7 @@ impl LocalLink {
         let (wake_tx, wake_rx) = pipe::new()?;
         Ok(LocalLink {
             work,
-            wake_tx,
+            wake_tx: Arc::new(wake_tx),
             wake_rx,
             finished: false,
         })
@@ -79,8 +80,17 @@ impl LocalLink {
         }
         self.finished = true;
         self.work.finish();
-        if let Err(e) = self.wake_tx.write(&[1]) {
-            log::error!("local job: cannot signal its answer: {e}");
+        let tx = Arc::clone(&self.wake_tx);
+        let wake: crate::msg::local::Wake = Box::new(move || match (&*tx).write(&[1]) {
+            Ok(_) => {}
+            // The job ended meanwhile (its client went away): nobody waits.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                log::debug!("local job: answered after it ended");
+            }
+            Err(e) => log::error!("local job: cannot signal its answer: {e}"),
+        });
+        if let Some(now) = self.work.wake_when_ready(wake) {
+            now();
         }
     }
 

@@ -537,3 +537,25 @@ pub fn parse_whole(buf: &[u8]) -> Result<Response, String> {
         Parsed::Invalid(why) => Err(format!("unparseable response ({why}): {:?}", show(buf))),
     }
 }
+
+/// An `Authorization: Basic` header line for `user` and `password`
+/// (base64 written out here: the harness uses only std and nix).
+pub fn basic_auth(user: &str, password: &str) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let raw = format!("{user}:{password}");
+    let mut out = String::new();
+    for chunk in raw.as_bytes().chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |a, (i, &c)| a | (c as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    format!("Authorization: Basic {out}")
+}

@@ -224,6 +224,10 @@ fn digest_backend<'b>(
         Some(b) if b.kind == BackendKind::Htpasswd => Err(Outcome::Misconfigured {
             log: format!("auth.require \"method\" => \"digest\" invalid (try \"basic\"?) for {}: htpasswd hashes cannot give the digest HA1", req.path),
         }),
+        // lighttpd's LDAP and PAM back ends check a password, not a digest.
+        Some(b) if b.kind.is_blocking() => Err(Outcome::Misconfigured {
+            log: format!("auth.require \"method\" => \"digest\" invalid (try \"basic\"?) for {}: the auth.backend checks passwords only", req.path),
+        }),
         Some(b) => Ok(b),
     }
 }

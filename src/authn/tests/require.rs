@@ -294,7 +294,10 @@ fn backend_and_cache_options() {
         ("plain", Ok(Some(BackendKind::Plain))),
         ("htpasswd", Ok(Some(BackendKind::Htpasswd))),
         ("htdigest", Ok(Some(BackendKind::Htdigest))),
-        ("ldap", Err("auth.backend not supported: \"ldap\"")),
+        ("ldap", Ok(Some(BackendKind::Ldap))),
+        ("pam", Ok(Some(BackendKind::Pam))),
+        ("sasl", Ok(Some(BackendKind::Sasl))),
+        ("gssapi", Err("auth.backend not supported: \"gssapi\"")),
     ];
     for (v, want) in cases {
         match (parse_backend(v), want) {

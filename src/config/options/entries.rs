@@ -80,6 +80,7 @@ pub fn entries(s: &Settings) -> Vec<(String, Value)> {
     ssl_entries(s, &mut put);
     module_entries(s, &mut put);
     auth_forward_entries(s, &mut put);
+    super::authn::entries(s, &mut put);
     userdir_proxy_entries(s, &mut put);
     for (k, v) in &s.raw {
         put(k, v.clone());

@@ -1,6 +1,7 @@
 //! lighttpd option names mapped onto [`Settings`] fields, and back for `-p`.
 
 pub mod acme;
+mod authn;
 mod cgi;
 mod entries;
 mod values;
@@ -42,6 +43,9 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_compress",
     "mod_auth",
     "mod_authn_file",
+    "mod_authn_ldap",
+    "mod_authn_pam",
+    "mod_authn_sasl",
     "mod_extforward",
     "mod_alias",
     "mod_userdir",
@@ -167,6 +171,9 @@ pub fn apply(s: &mut Settings, key: &str, v: &Value, origin: &Origin) -> Result<
     }
     if let Some(a) = apply_auth_forward(s, key, v)? {
         return Ok(a);
+    }
+    if authn::apply(s, key, v)? {
+        return Ok(Applied::Known);
     }
     if let Some(a) = apply_proxy_cgi(s, key, v)? {
         return Ok(a);

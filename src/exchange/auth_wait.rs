@@ -1,0 +1,221 @@
+//! A request whose `auth.backend` blocks (LDAP, PAM) waits for its check
+//! without holding up the loop: the check goes to `authn::blocking`'s
+//! threads, and the request becomes a local job of the upstream whose
+//! answer is "run on" ([`AuthWork`], an authorizer as far as the
+//! connection is concerned: the body stays unread, HTTP/1, HTTP/2 and
+//! HTTP/3 all wait the same way, a client that goes away cancels it).
+//! When the check's verdict is in, the worker wakes the loop through the
+//! job's pipe, the connection runs the request again, and [`resume`]
+//! turns the verdict into the grant (on to the handlers, into
+//! `auth.cache`) or glint's own 401.
+
+use std::io;
+use std::rc::Rc;
+
+use mio::Registry;
+
+use super::auth::{answer_outcome, cache_for, Blocked, Checked};
+use super::{respond_with, Answer, Carry, ConnInfo, GwStart, Outcome, Services};
+use crate::authn::ask::{Ask, Verdict};
+use crate::authn::blocking::{Pending, Refused, QUEUE, THREADS};
+use crate::authn::external::conclude;
+use crate::authn::require::Require;
+use crate::config::Settings;
+use crate::msg::local::{LocalWork, Wake};
+use crate::msg::{Method, Request};
+use crate::upstream::{HttpBody, JobSpec, Protocol, Upload};
+
+/// What a waiting request carries to its run again.
+pub struct AuthWait {
+    pending: Pending<Verdict>,
+    rule: Require,
+    user: String,
+    /// For `auth.cache`, when the verdict is a grant.
+    password: Vec<u8>,
+    path: String,
+}
+
+impl std::fmt::Debug for AuthWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthWait")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The local job's work: nothing to do but wait for the verdict, then
+/// answer "200" (run on; what the verdict says is read by [`resume`]).
+struct AuthWork {
+    pending: Pending<Verdict>,
+    sent: bool,
+}
+
+/// The authorizer's answer that makes the connection run the request again.
+const RUN_ON: &[u8] = b"Status: 200\r\n\r\n";
+
+impl LocalWork for AuthWork {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        Ok(data.len())
+    }
+
+    fn finish(&mut self) {}
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.sent {
+            return Ok(0);
+        }
+        if !self.pending.is_ready() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = RUN_ON.len().min(buf.len());
+        buf[..n].copy_from_slice(&RUN_ON[..n]);
+        self.sent = n == RUN_ON.len();
+        Ok(n)
+    }
+
+    fn wake_when_ready(&mut self, wake: Wake) -> Option<Wake> {
+        self.pending.on_ready(wake);
+        None
+    }
+}
+
+/// Where the request goes while it waits.
+pub(super) struct Waiting<'a> {
+    pub info: &'a ConnInfo,
+    pub req: &'a Request<'a, 'a>,
+    pub settings: &'a Settings,
+    pub path: &'a str,
+    pub carry: &'a mut Carry,
+    pub registry: &'a Registry,
+}
+
+/// Starts the check of `creds` for `rule` on the worker threads and
+/// parks the request as a local job; a full queue or an unusable
+/// configuration answers at once (503, 401) in `sv.reply`.
+pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
+    let Blocked { rule, kind, creds } = b;
+    let ip = w
+        .info
+        .peer
+        .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
+    let spec = match sv.auth.spec_for(kind, w.settings) {
+        Ok(s) => s,
+        Err(why) => {
+            let outcome = conclude(&rule, w.path, creds.user, Verdict::Denied(why));
+            return answer_outcome(sv, w.carry, rule.id, outcome, &ip);
+        }
+    };
+    let Some(route) = sv.upstream.local_route else {
+        sv.reply.error(500);
+        return Checked::Refused;
+    };
+    let ask = Ask {
+        user: creds.user.clone(),
+        password: creds.password.clone(),
+        rule: rule.rule.clone(),
+        remote: ip,
+        realm: rule.realm.clone(),
+    };
+    let pending: Pending<Verdict> = Pending::default();
+    let panicked = Verdict::Denied("the back-end check failed".into());
+    let submitted = match sv.auth.pool() {
+        Some(pool) => pool.submit(&pending, move || spec.verify(&ask), panicked),
+        None => Err(Refused::Closed),
+    };
+    if let Err(why) = submitted {
+        if why == Refused::Full {
+            log::warn!(
+                "(mod_auth) {THREADS} back-end checks running and {QUEUE} waiting; answering 503 for {}",
+                w.path
+            );
+        }
+        sv.reply.error(503);
+        return Checked::Refused;
+    }
+    let wait = AuthWait {
+        pending,
+        rule,
+        user: creds.user,
+        password: creds.password,
+        path: w.path.to_string(),
+    };
+    park(sv, w, route, wait)
+}
+
+/// The request becomes a local job on `route` that answers once `wait`'s
+/// verdict is in.
+fn park(sv: &mut Services, w: Waiting<'_>, route: usize, wait: AuthWait) -> Checked {
+    let settings = Rc::clone(&sv.reply.settings);
+    let job = JobSpec {
+        route,
+        protocol: Protocol::Cgi,
+        upload: Upload::http(Vec::new(), HttpBody::Length(0)),
+        settings: Rc::clone(&settings),
+        hash_path: 0,
+        hash_ip: 0,
+        authorizer: true,
+        local_redir: false,
+        head_only: w.req.method == Method::Head,
+        method: String::new(),
+        http: None,
+        cgi: None,
+        local: Some(Box::new(AuthWork {
+            pending: wait.pending.clone(),
+            sent: false,
+        })),
+    };
+    let job = match sv
+        .upstream
+        .start(job, w.info.ex, sv.clock.mono_secs, w.registry)
+    {
+        Ok(j) => j,
+        Err(status) => {
+            sv.reply.error(status);
+            return Checked::Refused;
+        }
+    };
+    w.carry.authn_wait = Some(Rc::new(wait));
+    let mut g = GwStart::whole(job, &settings, w.req, w.carry, route, w.info);
+    g.authorizer = true;
+    Checked::Wait(g)
+}
+
+/// The request runs again with its check's verdict: a grant goes on
+/// through the phases (and into `auth.cache`), a refusal is answered.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn resume(
+    sv: &mut Services,
+    info: &ConnInfo,
+    first: &Request<'_, '_>,
+    mut carry: Carry,
+    wait: Rc<AuthWait>,
+    settings: &Rc<Settings>,
+    head_only: bool,
+    registry: &Registry,
+) -> Outcome {
+    let verdict = wait
+        .pending
+        .take()
+        .unwrap_or_else(|| Verdict::Denied("no verdict".into()));
+    let granted = verdict == Verdict::Granted;
+    let outcome = conclude(&wait.rule, &wait.path, wait.user.clone(), verdict);
+    if granted {
+        if let Some(age) = settings.auth.cache_max_age {
+            let now = sv.clock.unix;
+            if let Some(c) = cache_for(&mut sv.auth.caches, age) {
+                c.insert(wait.rule.id, 0, &wait.user, &wait.password, now);
+            }
+        }
+    }
+    let ip = info
+        .peer
+        .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
+    sv.reply.reset(Rc::clone(settings), head_only);
+    match answer_outcome(sv, &mut carry, wait.rule.id, outcome, &ip) {
+        Checked::Pass => respond_with(sv, info, first, carry, registry),
+        _ => Outcome::Reply(Answer {
+            orig_line: carry.orig_line.take(),
+            ..Answer::taken(sv)
+        }),
+    }
+}
