@@ -32,7 +32,8 @@
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
 //!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's
 //!    options), [`forwarded`] (mod_extforward, the PROXY protocol) and
-//!    [`sockopt`] (the TCP options nix has no wrapper for).
+//!    [`sockopt`] (the TCP options nix has no wrapper for), [`sqldb`]
+//!    (blocking SQL clients for lookups on worker threads).
 //! 9. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
 //!    hex, percent-encoding, the Host check), once; and [`syslog`], the
 //!    system log's socket (the error log and the access log use it).
@@ -71,6 +72,7 @@ pub mod magnet;
 pub mod path;
 pub mod signals;
 pub mod sockopt;
+pub mod sqldb;
 pub mod stats;
 pub mod syntax;
 pub mod syslog;

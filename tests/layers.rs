@@ -45,6 +45,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("path", 1),
     ("signals", 1),
     ("sockopt", 1),
+    ("sqldb", 1),
     ("stats", 1),
     ("syslog", 0),
     ("syntax", 0),

@@ -29,6 +29,7 @@ mod settings;
 mod support;
 pub mod tunnel;
 mod value;
+pub mod vhostdb;
 pub mod webdav;
 
 #[cfg(test)]

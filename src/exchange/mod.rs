@@ -28,6 +28,7 @@ mod rerun;
 pub mod rewrite;
 pub mod sockproxy;
 mod ssi;
+mod vhostdb;
 mod webdav;
 mod wstunnel;
 
@@ -107,6 +108,8 @@ pub struct Services {
     pub magnet: crate::magnet::Magnet,
     /// mod_rrdtool: its counters and process, when a scope names a database.
     pub rrd: Option<crate::rrdtool::RrdTool>,
+    /// mod_vhostdb: the lookup threads and the cache of found hosts.
+    pub vhostdb: crate::handler::vhostdb::VhostDb,
 }
 
 impl Services {
@@ -136,6 +139,7 @@ impl Services {
             webdav: Default::default(),
             magnet: Default::default(),
             rrd: None,
+            vhostdb: Default::default(),
         }
     }
 
@@ -381,6 +385,8 @@ pub struct Carry {
     pub host: Option<String>,
     /// mod_magnet's state across runs.
     pub magnet: magnet::MagnetCarry,
+    /// mod_vhostdb's lookup for this request.
+    pub vhost: vhostdb::VhostCarry,
 }
 
 /// An error answer replaced by `server.error-handler` or

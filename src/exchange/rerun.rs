@@ -103,6 +103,10 @@ fn next_run(
             }
             Ok(None)
         }
+        Rerun::Vhost(found) => {
+            carry.vhost.answer = Some(found);
+            Ok(None)
+        }
         Rerun::Redirect(target) => {
             log::debug!("backend {label}: local redirect to {target}");
             if !target.starts_with('/') || target.bytes().any(|b| b <= b' ' || b == 0x7f) {

@@ -54,6 +54,17 @@ pub enum Rerun {
     Authorized(Vec<(String, Vec<u8>)>),
     /// A local redirect (RFC 3875 6.2.2) to this path and query.
     Redirect(String),
+    /// mod_vhostdb's lookup of the request's host ended: the document root
+    /// it found (`None`: no such host), or the status to answer.
+    Vhost(Result<Option<String>, u16>),
+}
+
+impl Rerun {
+    /// The request's body is still the client's to give (it was held
+    /// while the answer was awaited): not after a local redirect.
+    pub fn keeps_body(&self) -> bool {
+        !matches!(self, Rerun::Redirect(_))
+    }
 }
 
 /// The client's side of a gateway exchange, as the upstream sees it.

@@ -14,7 +14,7 @@ use std::io::{self, Read, Write};
 use mio::unix::pipe::{self, Receiver, Sender};
 use mio::{Interest, Registry, Token};
 
-use crate::msg::local::LocalWork;
+use crate::msg::local::{LocalWork, Ready};
 
 /// Most local jobs at once; more wait in the queue. Each holds a temporary
 /// file or a directory walk and two pipe descriptors; 256 is far above
@@ -79,6 +79,23 @@ impl LocalLink {
         }
         self.finished = true;
         self.work.finish();
+        if self.work.answers_later() {
+            // The worker that ends the work writes the pipe: a copy of its
+            // descriptor goes with the signal.
+            use std::os::fd::AsFd;
+            match self.wake_tx.as_fd().try_clone_to_owned() {
+                Ok(fd) => {
+                    let mut tx = std::fs::File::from(fd);
+                    self.work.set_ready(Ready::new(move || {
+                        if let Err(e) = tx.write(&[1]) {
+                            log::error!("local job: cannot signal its answer: {e}");
+                        }
+                    }));
+                    return;
+                }
+                Err(e) => log::error!("local job: cannot copy its pipe: {e}"),
+            }
+        }
         if let Err(e) = self.wake_tx.write(&[1]) {
             log::error!("local job: cannot signal its answer: {e}");
         }

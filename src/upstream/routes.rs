@@ -58,7 +58,7 @@ impl Gateways {
         if c.cgi_used {
             g.add_cgi_route(c);
         }
-        if c.webdav_used() {
+        if c.webdav_used() || c.vhostdb_used() {
             g.add_local_route();
         }
         g.settle_keep();

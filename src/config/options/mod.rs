@@ -55,6 +55,9 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_sockproxy",
     "mod_wstunnel",
     "mod_rrdtool",
+    "mod_vhostdb",
+    "mod_vhostdb_dbi",
+    "mod_vhostdb_pgsql",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -472,6 +475,12 @@ fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>,
             keep_raw(s, k, v)
         }
         k if k.starts_with("glint.acme.") => Rc::make_mut(&mut s.acme).set(k, v)?,
+        k if k.starts_with("vhostdb.") => {
+            if !Rc::make_mut(&mut s.vhostdb).apply(k, v)? {
+                return Ok(None);
+            }
+            keep_raw(s, k, v);
+        }
         k if k.starts_with("sockproxy.") || k.starts_with("wstunnel.") => {
             if !Rc::make_mut(&mut s.tunnel).apply(k, v)? {
                 return Ok(None);
