@@ -53,13 +53,13 @@ pub(super) fn docroot(
         return Root::Default;
     }
     let now = sv.clock.mono_secs;
-    if carry.vhost.asked.as_deref() == Some(sv.scratch.host.as_str()) {
+    let host = lookup_key(&sv.scratch.host, info.scheme());
+    if carry.vhost.asked.as_deref() == Some(host.as_str()) {
         if let Some(found) = carry.vhost.answer.clone() {
             return match found {
                 Ok(Some(root)) => {
                     if let Some(age) = v.cache_max_age {
-                        sv.vhostdb
-                            .remember(query, &sv.scratch.host, &root, now, age);
+                        sv.vhostdb.remember(query, &host, &root, now, age);
                     }
                     Root::Found(root)
                 }
@@ -69,26 +69,42 @@ pub(super) fn docroot(
         }
     }
     if let Some(age) = v.cache_max_age {
-        if let Some(root) = sv.vhostdb.cached(query, &sv.scratch.host, now, age) {
+        if let Some(root) = sv.vhostdb.cached(query, &host, now, age) {
             return Root::Found(root.to_string());
         }
     }
-    start(sv, info, req, carry, settings, registry)
+    start(sv, (info, req, registry), carry, settings, host)
+}
+
+/// The host as lighttpd's `host-strict` and `host-normalize` leave it for
+/// the query: without a trailing dot, and without the scheme's own port.
+fn lookup_key(host: &str, scheme: &str) -> String {
+    let (name, port) = match host.rfind(':') {
+        Some(i) if !host[i..].contains(']') => (&host[..i], Some(&host[i + 1..])),
+        _ => (host, None),
+    };
+    let name = match name.strip_suffix('.') {
+        Some(n) if !n.is_empty() && !name.starts_with('[') => n,
+        _ => name,
+    };
+    let default = if scheme == "https" { "443" } else { "80" };
+    match port {
+        Some(p) if p != default && !p.is_empty() => format!("{name}:{p}"),
+        _ => name.to_string(),
+    }
 }
 
 /// Starts the lookup of the request's host as a local job.
 fn start(
     sv: &mut Services,
-    info: &ConnInfo,
-    req: &Request<'_, '_>,
+    (info, req, registry): (&ConnInfo, &Request<'_, '_>, &Registry),
     carry: &mut Carry,
     settings: &Rc<Settings>,
-    registry: &Registry,
+    host: String,
 ) -> Root {
     let (Some(route), Some(query)) = (sv.upstream.local_route, settings.vhostdb.query()) else {
         return Root::Failed(500);
     };
-    let host = sv.scratch.host.clone();
     let work = sv.vhostdb.lookup(query, &host);
     let spec = JobSpec {
         route,
@@ -124,5 +140,28 @@ fn start(
             Root::Wait(g)
         }
         Err(status) => Root::Failed(status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lookup_key;
+
+    #[test]
+    fn the_host_as_lighttpd_normalises_it() {
+        let cases = [
+            ("a.test", "http", "a.test"),
+            ("a.test.", "http", "a.test"),
+            ("a.test:80", "http", "a.test"),
+            ("a.test.:80", "http", "a.test"),
+            ("a.test:8080", "http", "a.test:8080"),
+            ("a.test:443", "https", "a.test"),
+            ("a.test:443", "http", "a.test:443"),
+            ("[::1]:80", "http", "[::1]"),
+            ("[::1]", "http", "[::1]"),
+        ];
+        for (h, s, want) in cases {
+            assert_eq!(lookup_key(h, s), want, "{h} {s}");
+        }
     }
 }

@@ -117,7 +117,7 @@ fn lookup(conns: &mut HashMap<Db, Box<dyn Client>>, q: &Query, host: &str) -> Fo
                     conns.insert(q.db.clone(), c);
                 }
                 Err(e) => {
-                    log::error!("(mod_vhostdb) {}: {e}", describe(&q.db));
+                    log::error!("{}: {e}", describe(&q.db));
                     return Err(500);
                 }
             }
@@ -128,7 +128,7 @@ fn lookup(conns: &mut HashMap<Db, Box<dyn Client>>, q: &Query, host: &str) -> Fo
         let sql = match substitute(client.as_ref(), &q.sql, host) {
             Ok(s) => s,
             Err(e) => {
-                log::error!("(mod_vhostdb) {host:?}: {e}");
+                log::error!("{host:?}: {e}");
                 return Err(500);
             }
         };
@@ -140,10 +140,10 @@ fn lookup(conns: &mut HashMap<Db, Box<dyn Client>>, q: &Query, host: &str) -> Fo
         match result {
             Ok(v) => return docroot(q, v),
             Err(e) if broken && !fresh && attempt == 0 => {
-                log::debug!("(mod_vhostdb) {}: {e}; connecting again", describe(&q.db));
+                log::debug!("{}: {e}; connecting again", describe(&q.db));
             }
             Err(e) => {
-                log::error!("(mod_vhostdb) {}: {e}", describe(&q.db));
+                log::error!("{}: {e}", describe(&q.db));
                 return Err(500);
             }
         }
@@ -164,17 +164,17 @@ fn docroot(q: &Query, v: crate::sqldb::FirstValue) -> Found {
     };
     // (It travels in a header line of the job's answer.)
     if root.bytes().any(|b| b < b' ' || b == 0x7f) {
-        log::error!("(mod_vhostdb) document root {root:?} has control characters");
+        log::error!("document root {root:?} has control characters");
         return Err(500);
     }
     match std::fs::metadata(&root) {
         Ok(m) if m.is_dir() => Ok(Some(root)),
         Ok(_) => {
-            log::error!("(mod_vhostdb) {root}: not a directory");
+            log::error!("{root}: not a directory");
             Err(500)
         }
         Err(e) => {
-            log::error!("(mod_vhostdb) {root}: {e}");
+            log::error!("{root}: {e}");
             Err(500)
         }
     }
@@ -234,7 +234,7 @@ impl VhostDb {
             match Pool::new(THREADS, QUEUE) {
                 Ok(p) => self.pool = Some(Arc::new(p)),
                 Err(e) => {
-                    log::error!("(mod_vhostdb) cannot start the lookup threads: {e}");
+                    log::error!("cannot start the lookup threads: {e}");
                     self.pool_failed = true;
                 }
             }
@@ -317,10 +317,7 @@ impl LocalWork for Lookup {
             ready,
         };
         if let Err(task) = pool.submit(task) {
-            log::warn!(
-                "(mod_vhostdb) {} lookups are waiting already; answering 503",
-                QUEUE
-            );
+            log::warn!("{} lookups are waiting already; answering 503", QUEUE);
             self.set(Err(503));
             task.ready.signal();
         }
