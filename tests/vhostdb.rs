@@ -1,13 +1,15 @@
 //! mod_vhostdb: the document root of a request looked up by its host in
 //! a real database, on glint and on lighttpd 1.4.69 with the same
-//! configuration (Debian's lighttpd-modules-dbi with libdbd-sqlite3, and
-//! lighttpd-mod-vhostdb-pgsql), answers compared. SQLite: a file the test
-//! writes. PostgreSQL: Debian's `postgresql` server, started by the test
-//! in a temporary directory (as the `postgres` user when the test runs as
-//! root, through setpriv), logins by scram-sha-256, md5 and trust. Then what glint adds: a
-//! database stopped with SIGSTOP holds up its lookups only (a static file
-//! of another host answers at once; past the queue, 503), and a database
-//! that went down and came back is used again.
+//! configuration (Debian's lighttpd-modules-dbi with libdbd-sqlite3,
+//! lighttpd-mod-vhostdb-pgsql and lighttpd-modules-mysql), answers
+//! compared. SQLite: a file the test writes. PostgreSQL: Debian's
+//! `postgresql` server, started by the test in a temporary directory (as
+//! the `postgres` user, through setpriv, when the test runs as root),
+//! logins by scram-sha-256, md5 and trust. MariaDB: Debian's
+//! `mariadb-server`, started by the test on a unix socket and a TCP port.
+//! Then what glint adds: a database stopped with SIGSTOP holds up its
+//! lookups only (a static file of another host answers at once; past the
+//! queue, 503), and a database that went down and came back is used again.
 
 mod common;
 
@@ -56,7 +58,7 @@ impl Both {
         std::fs::write(&lconf, ltext).unwrap();
         let lighttpd = start_lighttpd(&lconf, lport).unwrap_or_else(|e| {
             panic!(
-                "{e}: {} (apt-get install lighttpd lighttpd-modules-dbi libdbd-sqlite3 lighttpd-mod-vhostdb-pgsql)",
+                "{e}: {} (apt-get install lighttpd lighttpd-modules-dbi libdbd-sqlite3 lighttpd-mod-vhostdb-pgsql lighttpd-modules-mysql)",
                 std::fs::read_to_string(&log).unwrap_or_default()
             )
         });
@@ -214,9 +216,9 @@ fn sqlite_cache_keeps_found_hosts_as_lighttpd_does() {
 fn unprovided_back_ends_are_refused_with_their_line() {
     let dir = TempDir::new("vhostdb-refused");
     for (opt, word) in [
-        ("vhostdb.backend = \"mysql\"", "mysql"),
         ("vhostdb.backend = \"ldap\"", "ldap"),
-        ("vhostdb.mysql = ( \"sql\" => \"x\" )", "vhostdb.mysql"),
+        ("vhostdb.ldap = ( \"host\" => \"x\" )", "vhostdb.ldap"),
+        ("vhostdb.backend = \"nosuch\"", "not supported"),
         (
             "vhostdb.dbi = ( \"sql\" => \"x\", \"dbtype\" => \"mysql\", \"dbname\" => \"v\" )",
             "dbtype",
@@ -596,4 +598,185 @@ fn a_stopped_database_holds_up_its_lookups_only_and_a_restarted_one_is_used_agai
     assert!(back, "glint did not use the restarted database");
     assert_eq!(ask(port, "scram.test", "/").body, b"site a\n");
     drop(glint);
+}
+
+// --------------------------------------------------------------- MariaDB
+
+/// A MariaDB server of the test's own (Debian's mariadb-server): unix
+/// socket in `dir`, TCP on 127.0.0.1:`port`. Killed on drop.
+struct Mariadb {
+    child: Option<Child>,
+    base: PathBuf,
+    port: u16,
+}
+
+impl Mariadb {
+    fn init(dir: &TempDir) -> Mariadb {
+        let base = dir.join("my");
+        std::fs::create_dir_all(&base).unwrap();
+        let mut install = Command::new("mariadb-install-db");
+        install
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", base.join("data").display()))
+            .arg("--auth-root-authentication-method=socket");
+        if is_root() {
+            install.arg("--user=root");
+        }
+        let out = install
+            .output()
+            .expect("mariadb-install-db (apt-get install mariadb-server)");
+        assert!(
+            out.status.success(),
+            "mariadb-install-db: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut my = Mariadb {
+            child: None,
+            base,
+            port: free_port(),
+        };
+        my.start();
+        my.sql(
+            "CREATE DATABASE vhosts;
+             CREATE USER 'vh'@'localhost' IDENTIFIED BY 'vhpw';
+             CREATE USER 'vh'@'127.0.0.1' IDENTIFIED BY 'vhpw';
+             GRANT SELECT ON vhosts.* TO 'vh'@'localhost', 'vh'@'127.0.0.1';
+             CREATE TABLE vhosts.vhosts (host VARCHAR(255), docroot VARCHAR(255));",
+        );
+        my
+    }
+
+    fn sock(&self) -> PathBuf {
+        self.base.join("my.sock")
+    }
+
+    fn start(&mut self) {
+        let mut cmd = Command::new("mariadbd");
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", self.base.join("data").display()))
+            .arg(format!("--socket={}", self.sock().display()))
+            .arg(format!("--pid-file={}", self.base.join("my.pid").display()))
+            .arg(format!("--port={}", self.port))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--skip-log-bin");
+        if is_root() {
+            cmd.arg("--user=root");
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(self.base.join("my.log")).expect("my.log"))
+            .spawn()
+            .expect("mariadbd (apt-get install mariadb-server)");
+        self.child = Some(child);
+        let sock = self.sock();
+        let up = wait_for(Duration::from_secs(30), || {
+            std::os::unix::net::UnixStream::connect(&sock).is_ok()
+        });
+        let log = std::fs::read_to_string(self.base.join("my.log")).unwrap_or_default();
+        assert!(up, "mariadbd did not start: {log}");
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            signal(c.id() as i32, nix::sys::signal::Signal::SIGTERM);
+            let gone = wait_for(Duration::from_secs(30), || {
+                matches!(c.try_wait(), Ok(Some(_)))
+            });
+            assert!(gone, "mariadbd did not stop");
+        }
+    }
+
+    fn sql(&self, sql: &str) {
+        let out = Command::new("mariadb")
+            .arg("--no-defaults")
+            .arg("-S")
+            .arg(self.sock())
+            .args(["-u", "root", "-e", sql])
+            .output()
+            .expect("mariadb (the client)");
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Mariadb {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn mysql_conf(dir: &TempDir, my: &Mariadb) -> String {
+    let sql = "SELECT docroot FROM vhosts WHERE host='?'";
+    format!(
+        r#"server.document-root = "{www}"
+server.bind = "127.0.0.1"
+server.port = {{port}}
+{{errorlog}}
+server.modules += ( {{modules}} )
+index-file.names = ( "index.html" )
+vhostdb.backend = "mysql"
+vhostdb.mysql = ( "sql" => "{sql}", "dbname" => "vhosts", "user" => "vh", "password" => "vhpw",
+                  "sock" => "{sock}" )
+$HTTP["host"] =~ "^tcp\." {{
+  vhostdb.mysql = ( "sql" => "{sql}", "dbname" => "vhosts", "user" => "vh", "password" => "vhpw",
+                    "host" => "127.0.0.1", "port" => "{port}" )
+}}
+$HTTP["host"] == "static.test" {{ vhostdb.backend = "" }}
+"#,
+        www = dir.join("www").display(),
+        sock = my.sock().display(),
+        port = my.port,
+    )
+}
+
+const MYSQL_MODULES: &str =
+    r#""mod_vhostdb", "mod_vhostdb_mysql", "mod_indexfile", "mod_staticfile""#;
+
+#[test]
+fn mariadb_answers_as_on_lighttpd_and_is_used_again_after_a_restart() {
+    let dir = TempDir::new("vhostdb-mariadb");
+    sites(&dir);
+    let mut my = Mariadb::init(&dir);
+    my.sql(&format!(
+        "INSERT INTO vhosts.vhosts VALUES ('a.test', '{a}'), ('tcp.test', '{b}'), ('file.test', '{f}'),
+         ('null.test', NULL);",
+        a = dir.join("sites/a").display(),
+        b = dir.join("sites/b").display(),
+        f = dir.join("sites/file").display(),
+    ));
+    let conf = mysql_conf(&dir, &my);
+    let both = Both::start(dir, &conf, MYSQL_MODULES);
+    let cases = [
+        ("a.test", 200, "site a\n"),
+        ("tcp.test", 200, "site b\n"),
+        ("nosuch.test", 200, "default\n"),
+        ("null.test", 200, "default\n"),
+        ("static.test", 200, "default\n"),
+        ("file.test", 500, ""),
+        ("x\\' OR 1=1 -- ", 400, ""),
+    ];
+    for (host, status, body) in cases {
+        let r = both.same(host, "/");
+        assert_eq!(r.status, status, "{host}");
+        if status == 200 {
+            assert_eq!(r.body, body.as_bytes(), "{host}");
+        }
+    }
+    // Down: 500, and the other hosts still answer; back up: used again.
+    let port = both.glint.port;
+    my.stop();
+    assert_eq!(ask(port, "a.test", "/").status, 500);
+    assert_eq!(ask(port, "static.test", "/").status, 200);
+    my.start();
+    let back = wait_for(Duration::from_secs(20), || {
+        ask(port, "a.test", "/").body == b"site a\n"
+    });
+    assert!(back, "glint did not use the restarted database");
 }

@@ -1,12 +1,13 @@
 //! mod_vhostdb's options: `vhostdb.backend`, `vhostdb.cache` and each
-//! back end's table (`vhostdb.dbi`, `vhostdb.pgsql`), checked and typed
-//! when the file is read. `vhostdb.mysql` and `vhostdb.ldap` are refused
-//! (not provided yet).
+//! back end's table (`vhostdb.dbi`, `vhostdb.pgsql`, `vhostdb.mysql`),
+//! checked and typed when the file is read. `vhostdb.ldap` is refused (not
+//! provided yet).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::value::Value;
+use crate::sqldb::mysql::MyParams;
 use crate::sqldb::pgsql::PgParams;
 use crate::sqldb::{Db, Query};
 
@@ -22,6 +23,7 @@ pub const CACHE_MAX_AGE: u64 = 600;
 pub enum Backend {
     Dbi,
     Pgsql,
+    Mysql,
 }
 
 /// mod_vhostdb's settings in one scope.
@@ -36,6 +38,8 @@ pub struct VhostDbSettings {
     pub dbi: Option<Arc<Query>>,
     /// `vhostdb.pgsql`: None when it lacks `sql` or `dbname`.
     pub pgsql: Option<Arc<Query>>,
+    /// `vhostdb.mysql`: None when it lacks `sql`, `dbname` or `user`.
+    pub mysql: Option<Arc<Query>>,
 }
 
 impl VhostDbSettings {
@@ -44,6 +48,7 @@ impl VhostDbSettings {
         match self.backend? {
             Backend::Dbi => self.dbi.as_ref(),
             Backend::Pgsql => self.pgsql.as_ref(),
+            Backend::Mysql => self.mysql.as_ref(),
         }
     }
 
@@ -54,9 +59,7 @@ impl VhostDbSettings {
             "vhostdb.cache" => self.cache_max_age = Some(cache(v)?),
             "vhostdb.dbi" => self.dbi = dbi(&table(v)?)?.map(Arc::new),
             "vhostdb.pgsql" => self.pgsql = pgsql(&table(v)?)?.map(Arc::new),
-            "vhostdb.mysql" => {
-                return Err("vhostdb.mysql (mod_vhostdb_mysql) is not provided by glint yet".into())
-            }
+            "vhostdb.mysql" => self.mysql = mysql(&table(v)?)?.map(Arc::new),
             "vhostdb.ldap" => {
                 return Err("vhostdb.ldap (mod_vhostdb_ldap) is not provided by glint yet".into())
             }
@@ -87,9 +90,10 @@ fn backend(v: &Value) -> Result<Option<Backend>, String> {
         s if s.trim().is_empty() => Ok(None),
         "dbi" => Ok(Some(Backend::Dbi)),
         "pgsql" => Ok(Some(Backend::Pgsql)),
-        "mysql" | "ldap" => Err(format!(
-            "vhostdb.backend \"{s}\" (mod_vhostdb_{s}) is not provided by glint yet; \"dbi\" (sqlite3) and \"pgsql\" are"
-        )),
+        "mysql" => Ok(Some(Backend::Mysql)),
+        "ldap" => Err(
+            "vhostdb.backend \"ldap\" (mod_vhostdb_ldap) is not provided by glint yet; \"dbi\" (sqlite3), \"pgsql\" and \"mysql\" are".into(),
+        ),
         other => Err(format!("vhostdb.backend not supported: {other}")),
     }
 }
@@ -192,6 +196,35 @@ fn pgsql(t: &[(&str, &Value)]) -> Result<Option<Query>, String> {
             dbname: dbname.to_string(),
             user,
             password: text(t, "password").map(str::to_string),
+        }),
+    }))
+}
+
+/// `vhostdb.mysql`: `sql`, `dbname`, `user`, `password`, `host`, `port`,
+/// `sock`; blank values count as unset, as lighttpd.
+fn mysql(t: &[(&str, &Value)]) -> Result<Option<Query>, String> {
+    let get = |k: &str| text(t, k).filter(|v| !v.is_empty());
+    let (Some(sql), Some(dbname), Some(user)) = (get("sql"), get("dbname"), get("user")) else {
+        return Ok(None);
+    };
+    // lighttpd reads the port with strtoul: leading digits, else 0 (the default).
+    let port = get("port").map_or(0, |p| {
+        let digits: String = p
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u16>().unwrap_or(0)
+    });
+    Ok(Some(Query {
+        sql: sql.to_string(),
+        db: Db::Mysql(MyParams {
+            host: get("host").map(str::to_string),
+            port,
+            sock: get("sock").map(str::to_string),
+            dbname: dbname.to_string(),
+            user: user.to_string(),
+            password: get("password").map(str::to_string),
         }),
     }))
 }

@@ -157,7 +157,7 @@ fn lookup(conns: &mut HashMap<Db, Box<dyn Client>>, q: &Query, host: &str) -> Fo
 fn docroot(q: &Query, v: crate::sqldb::FirstValue) -> Found {
     let one = match q.db {
         Db::Pgsql(_) => v.rows == 1,
-        Db::Sqlite(_) => v.rows >= 1,
+        Db::Sqlite(_) | Db::Mysql(_) => v.rows >= 1,
     };
     let Some(root) = v.value.filter(|r| one && !r.is_empty()) else {
         return Ok(None);
@@ -190,6 +190,17 @@ fn describe(db: &Db) -> String {
             p.port.unwrap_or(5432),
             p.dbname
         ),
+        Db::Mysql(p) => match p.host.as_deref().filter(|h| *h != "localhost") {
+            Some(h) => format!("mysql {}@{h}:{}/{}", p.user, p.port, p.dbname),
+            None => format!(
+                "mysql {}@{}/{}",
+                p.user,
+                p.sock
+                    .as_deref()
+                    .unwrap_or(crate::sqldb::mysql::DEFAULT_SOCKET),
+                p.dbname
+            ),
+        },
     }
 }
 

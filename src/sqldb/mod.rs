@@ -9,6 +9,7 @@
 //! ([`Client::escape`]), so that a value can never end the string literal
 //! it is placed in.
 
+pub mod mysql;
 pub mod pgsql;
 pub mod sqlite;
 
@@ -47,6 +48,7 @@ pub enum Db {
     /// An SQLite file.
     Sqlite(PathBuf),
     Pgsql(pgsql::PgParams),
+    Mysql(mysql::MyParams),
 }
 
 impl Db {
@@ -55,6 +57,7 @@ impl Db {
         Ok(match self {
             Db::Sqlite(path) => Box::new(sqlite::Sqlite::open(path)?),
             Db::Pgsql(p) => Box::new(pgsql::Pg::connect(p)?),
+            Db::Mysql(p) => Box::new(mysql::My::connect(p)?),
         })
     }
 }

@@ -58,6 +58,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_vhostdb",
     "mod_vhostdb_dbi",
     "mod_vhostdb_pgsql",
+    "mod_vhostdb_mysql",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
