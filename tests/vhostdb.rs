@@ -530,3 +530,57 @@ fn mariadb_answers_as_on_lighttpd_and_is_used_again_after_a_restart() {
     });
     assert!(back, "glint did not use the restarted database");
 }
+
+#[test]
+fn dbi_pgsql_and_mysql_drivers_answer_as_on_lighttpd() {
+    let dir = TempDir::new("vhostdb-dbi-net");
+    sites(&dir);
+    let pg = Postgres::init(&dir);
+    pg_rows(&pg, &dir);
+    let my = Mariadb::init(&dir);
+    my.sql(&format!(
+        "INSERT INTO vhosts.vhosts VALUES ('my.test', '{b}'), ('my2.test', '{a}'), ('my2.test', '{b}');",
+        a = dir.join("sites/a").display(),
+        b = dir.join("sites/b").display(),
+    ));
+    let sql = "SELECT docroot FROM vhosts WHERE host='?'";
+    let conf = format!(
+        r#"server.document-root = "{www}"
+server.bind = "127.0.0.1"
+server.port = {{port}}
+{{errorlog}}
+server.modules += ( {{modules}} )
+index-file.names = ( "index.html" )
+vhostdb.backend = "dbi"
+vhostdb.dbi = ( "sql" => "{sql}", "dbtype" => "pgsql", "dbname" => "vhosts",
+                "host" => "{pgsock}", "port" => {pgport}, "username" => "scram", "password" => "scrampw" )
+$HTTP["host"] =~ "^my" {{
+  vhostdb.dbi = ( "sql" => "{sql}", "dbtype" => "mysql", "dbname" => "vhosts",
+                  "username" => "vh", "password" => "vhpw", "mysql_unix_socket" => "{mysock}" )
+}}
+"#,
+        www = dir.join("www").display(),
+        pgsock = pg.sock.display(),
+        pgport = pg.port,
+        mysock = my.sock().display(),
+    );
+    let both = Both::start(dir, &conf, DBI_MODULES);
+    let cases = [
+        ("scram.test", "site a\n"),
+        // Two rows: DBI takes the first (lighttpd's pgsql back end, none).
+        ("two.test", "site a\n"),
+        ("nosuch.test", "default\n"),
+        ("my.test", "site b\n"),
+        ("my2.test", "site a\n"),
+        ("mynosuch.test", "default\n"),
+    ];
+    for (host, body) in cases {
+        let r = both.same(host, "/");
+        assert_eq!(
+            (r.status, r.body.as_slice()),
+            (200, body.as_bytes()),
+            "{host}"
+        );
+    }
+    drop(both);
+}

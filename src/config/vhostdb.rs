@@ -136,7 +136,9 @@ fn text<'a>(t: &[(&str, &'a Value)], key: &str) -> Option<&'a str> {
     })
 }
 
-/// `vhostdb.dbi`: sqlite3 only for now.
+/// `vhostdb.dbi`: libdbi's drivers `sqlite3`, `pgsql` and `mysql`, with
+/// libdbi's option names (`host`, `port`, `username`, `password`;
+/// `sqlite3_dbdir`; `mysql_unix_socket`).
 fn dbi(t: &[(&str, &Value)]) -> Result<Option<Query>, String> {
     let (Some(sql), Some(dbname), Some(dbtype)) =
         (text(t, "sql"), text(t, "dbname"), text(t, "dbtype"))
@@ -146,18 +148,56 @@ fn dbi(t: &[(&str, &Value)]) -> Result<Option<Query>, String> {
     if sql.trim().is_empty() {
         return Ok(None);
     }
-    if dbtype != "sqlite3" {
-        return Err(format!(
-            "vhostdb.dbi: dbtype \"{dbtype}\" is not provided by glint (\"sqlite3\" is; for PostgreSQL use vhostdb.backend = \"pgsql\")"
-        ));
-    }
-    let dir = text(t, "sqlite3_dbdir").unwrap_or(SQLITE3_DBDIR);
-    let mut path = PathBuf::from(dir);
-    path.push(dbname);
+    let get = |k: &str| text(t, k).filter(|v| !v.is_empty()).map(str::to_string);
+    let db = match dbtype {
+        "sqlite3" => {
+            let dir = text(t, "sqlite3_dbdir").unwrap_or(SQLITE3_DBDIR);
+            Db::Sqlite(PathBuf::from(dir).join(dbname))
+        }
+        "pgsql" => Db::Pgsql(PgParams {
+            host: get("host"),
+            port: number(t, "port")?,
+            dbname: dbname.to_string(),
+            user: get("username").unwrap_or_else(crate::sqldb::pgsql::default_user),
+            password: get("password"),
+        }),
+        "mysql" => Db::Mysql(MyParams {
+            host: get("host"),
+            port: number(t, "port")?.unwrap_or(0),
+            sock: get("mysql_unix_socket"),
+            dbname: dbname.to_string(),
+            user: get("username").unwrap_or_else(crate::sqldb::os_user),
+            password: get("password"),
+        }),
+        other => {
+            return Err(format!(
+                "vhostdb.dbi: dbtype \"{other}\" is not provided by glint (\"sqlite3\", \"pgsql\" and \"mysql\" are)"
+            ))
+        }
+    };
     Ok(Some(Query {
         sql: sql.to_string(),
-        db: Db::Sqlite(path),
+        db,
+        exactly_one: false,
     }))
+}
+
+/// A port given as a number or a numeric string.
+fn number(t: &[(&str, &Value)], key: &str) -> Result<Option<u16>, String> {
+    let v = t.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key));
+    match v.map(|(_, v)| *v) {
+        None => Ok(None),
+        Some(Value::Int(n)) => u16::try_from(*n)
+            .map(Some)
+            .map_err(|_| format!("{key} {n} is not a port number")),
+        Some(Value::Str(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::Str(s)) => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{key} \"{s}\" is not a port number")),
+        Some(Value::Array(_)) => Err(format!("{key} must be a number")),
+    }
 }
 
 /// `vhostdb.pgsql`: `sql`, `dbname`, `user`, `password`, `host`, `port`.
@@ -197,6 +237,8 @@ fn pgsql(t: &[(&str, &Value)]) -> Result<Option<Query>, String> {
             user,
             password: text(t, "password").map(str::to_string),
         }),
+        // lighttpd's pgsql back end takes a root only from a single row.
+        exactly_one: true,
     }))
 }
 
@@ -226,6 +268,7 @@ fn mysql(t: &[(&str, &Value)]) -> Result<Option<Query>, String> {
             user: user.to_string(),
             password: get("password").map(str::to_string),
         }),
+        exactly_one: false,
     }))
 }
 
@@ -263,9 +306,22 @@ mod tests {
         assert!(s
             .apply(
                 "vhostdb.dbi",
-                &arr(&[("sql", "x"), ("dbname", "v"), ("dbtype", "mysql")])
+                &arr(&[("sql", "x"), ("dbname", "v"), ("dbtype", "oracle")])
             )
             .is_err());
+        let d = arr(&[
+            ("sql", "x"),
+            ("dbname", "v"),
+            ("dbtype", "pgsql"),
+            ("host", "/run/pg"),
+            ("port", "5433"),
+            ("username", "u"),
+        ]);
+        s.apply("vhostdb.dbi", &d).unwrap();
+        let q = s.query().unwrap();
+        let Db::Pgsql(p) = &q.db else { panic!() };
+        let got = (p.port, p.host.as_deref(), p.user.as_str(), q.exactly_one);
+        assert_eq!(got, (Some(5433), Some("/run/pg"), "u", false));
         assert!(s
             .apply("vhostdb.backend", &Value::Str("ldap".into()))
             .is_err());

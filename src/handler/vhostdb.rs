@@ -153,12 +153,13 @@ fn lookup(conns: &mut HashMap<Db, Box<dyn Client>>, q: &Query, host: &str) -> Fo
 }
 
 /// The document root a query's result gives, checked as lighttpd checks
-/// it: PostgreSQL's only when there is exactly one row, the others' from
-/// the first; blank is no such host; it must be a directory (else 500).
+/// it: lighttpd's pgsql back end's only when there is exactly one row,
+/// the others' from the first; blank is no such host; it must be a directory (else 500).
 fn docroot(q: &Query, v: crate::sqldb::FirstValue) -> Found {
-    let one = match q.db {
-        Db::Pgsql(_) => v.rows == 1,
-        Db::Sqlite(_) | Db::Mysql(_) => v.rows >= 1,
+    let one = if q.exactly_one {
+        v.rows == 1
+    } else {
+        v.rows >= 1
     };
     let Some(root) = v.value.filter(|r| one && !r.is_empty()) else {
         return Ok(None);

@@ -67,6 +67,23 @@ impl Db {
 pub struct Query {
     pub sql: String,
     pub db: Db,
+    /// A value only from a result of exactly one row (lighttpd's pgsql
+    /// back end); otherwise the first row's.
+    pub exactly_one: bool,
+}
+
+/// The user this process runs as (`USER`, else the password database's
+/// name of the effective uid): the client libraries' default login.
+pub fn os_user() -> String {
+    if let Ok(u) = std::env::var("USER") {
+        if !u.is_empty() {
+            return u;
+        }
+    }
+    nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map_or_else(|| "root".to_string(), |u| u.name)
 }
 
 /// `template` with each `?` replaced by `value` escaped by `client`.

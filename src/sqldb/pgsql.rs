@@ -295,8 +295,5 @@ pub fn default_user() -> String {
             return u;
         }
     }
-    nix::unistd::User::from_uid(nix::unistd::geteuid())
-        .ok()
-        .flatten()
-        .map_or_else(|| "postgres".to_string(), |u| u.name)
+    super::os_user()
 }
