@@ -287,7 +287,7 @@ fn unprovided_back_ends_are_refused_with_their_line() {
         ("vhostdb.ldap = ( \"host\" => \"x\" )", "vhostdb.ldap"),
         ("vhostdb.backend = \"nosuch\"", "not supported"),
         (
-            "vhostdb.dbi = ( \"sql\" => \"x\", \"dbtype\" => \"mysql\", \"dbname\" => \"v\" )",
+            "vhostdb.dbi = ( \"sql\" => \"x\", \"dbtype\" => \"oracle\", \"dbname\" => \"v\" )",
             "dbtype",
         ),
     ] {
