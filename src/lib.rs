@@ -32,8 +32,9 @@
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
 //!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's
 //!    options), [`forwarded`] (mod_extforward, the PROXY protocol),
-//!    [`geo`] (mod_maxminddb's database and lookups) and
-//!    [`sockopt`] (the TCP options nix has no wrapper for).
+//!    [`geo`] (mod_maxminddb's database and lookups),
+//!    [`sockopt`] (the TCP options nix has no wrapper for) and [`sqldb`]
+//!    (blocking SQL clients for lookups on worker threads).
 //! 9. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
 //!    hex, percent-encoding, the Host check), once; [`syslog`], the
 //!    system log's socket (the error log and the access log use it); and
@@ -75,6 +76,7 @@ pub mod magnet;
 pub mod path;
 pub mod signals;
 pub mod sockopt;
+pub mod sqldb;
 pub mod stats;
 pub mod syntax;
 pub mod syslog;

@@ -30,6 +30,7 @@ mod settings;
 mod support;
 pub mod tunnel;
 mod value;
+pub mod vhostdb;
 pub mod webdav;
 
 #[cfg(test)]

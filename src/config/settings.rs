@@ -282,6 +282,8 @@ pub struct Settings {
     pub acme: Rc<super::options::acme::AcmeSettings>,
     /// mod_webdav's `webdav.*` options (shared for the same reason).
     pub webdav: Rc<super::webdav::WebdavSettings>,
+    /// mod_vhostdb's `vhostdb.*` options.
+    pub vhostdb: Rc<super::vhostdb::VhostDbSettings>,
     /// `*.balance` and `scgi.protocol`.
     pub gateway: super::gateway::GatewaySettings,
     /// mod_sockproxy's and mod_wstunnel's options (shared: most scopes
@@ -478,6 +480,7 @@ impl Default for Settings {
             cgi: Rc::default(),
             acme: Rc::default(),
             webdav: Rc::default(),
+            vhostdb: Rc::default(),
             gateway: Default::default(),
             tunnel: Rc::default(),
             rrdtool_db: None,

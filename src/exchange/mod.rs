@@ -32,6 +32,7 @@ pub mod rewrite;
 pub mod sockproxy;
 mod ssi;
 mod version;
+mod vhostdb;
 mod webdav;
 mod wstunnel;
 
@@ -115,6 +116,8 @@ pub struct Services {
     pub rrd: Option<crate::rrdtool::RrdTool>,
     /// `server.kbytes-per-second`: the bytes each limited scope sent this second.
     pub scope_bytes: crate::output::throttle::ScopeCounts,
+    /// mod_vhostdb: the lookup threads and the cache of found hosts.
+    pub vhostdb: crate::handler::vhostdb::VhostDb,
 }
 
 impl Services {
@@ -145,6 +148,7 @@ impl Services {
             magnet: Default::default(),
             rrd: None,
             scope_bytes: Default::default(),
+            vhostdb: Default::default(),
         }
     }
 
@@ -395,6 +399,8 @@ pub struct Carry {
     /// A blocking `auth.backend`'s check this request waits for (its
     /// verdict is read when the request runs again).
     pub authn_wait: Option<Rc<auth_wait::AuthWait>>,
+    /// mod_vhostdb's lookup for this request.
+    pub vhost: vhostdb::VhostCarry,
 }
 
 /// An error answer replaced by `server.error-handler` or

@@ -10,6 +10,7 @@ use mio::Registry;
 
 use super::magnet::Turn;
 use super::physical::{self, Physical};
+use super::vhostdb::Root;
 use super::{
     access_denied, ajp13, auth, auth_wait, cgi, document_root, gateway, rewrite, split_uri, ssi,
 };
@@ -234,7 +235,15 @@ fn route(
     let docroot = match carry.docroot.as_deref() {
         // (Owned: `carry` goes on to a CGI or gateway job.)
         Some(d) => Some(Cow::Owned(d.to_string())),
-        None => document_root(&settings, &sv.scratch.host),
+        None => match super::vhostdb::docroot(sv, info, req, carry, &settings, registry) {
+            Root::Found(d) => Some(Cow::Owned(d)),
+            Root::Default => document_root(&settings, &sv.scratch.host),
+            Root::Wait(g) => return Once::Gateway(g),
+            Root::Failed(status) => {
+                sv.reply.error(status);
+                return Once::Reply;
+            }
+        },
     };
     // mod_webdav answers before the index file and the handlers.
     let dav = super::webdav::take(

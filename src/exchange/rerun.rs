@@ -155,6 +155,10 @@ fn next_run(
         }
         // (Answered by `intercepted`.)
         Rerun::Intercepted { status, .. } => Err(status),
+        Rerun::Vhost(found) => {
+            carry.vhost.answer = Some(found);
+            Ok(None)
+        }
         Rerun::Redirect(target) => {
             log::debug!("backend {label}: local redirect to {target}");
             if !target.starts_with('/') || target.bytes().any(|b| b <= b' ' || b == 0x7f) {

@@ -9,4 +9,5 @@ pub mod mime;
 pub mod ssi;
 pub mod static_file;
 pub mod status_page;
+pub mod vhostdb;
 pub mod webdav;

@@ -18,7 +18,9 @@ pub trait LocalWork {
     /// happens here or in `read`).
     fn finish(&mut self);
     /// The next bytes of the answer; 0 at its end. Called only after
-    /// `finish`.
+    /// `finish`. Work that answers later (see
+    /// [`LocalWork::wake_when_ready`]) may say `WouldBlock` until it has
+    /// woken the loop.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
     /// After `finish`: `wake` tells the loop the answer is ready. Work
     /// done by then gives it back (the default) and the loop hears at
@@ -27,7 +29,16 @@ pub trait LocalWork {
     fn wake_when_ready(&mut self, wake: Wake) -> Option<Wake> {
         Some(wake)
     }
+    /// The answer is mod_vhostdb's lookup (its head becomes
+    /// [`super::Rerun::Vhost`], never the client's answer).
+    fn is_vhost_lookup(&self) -> bool {
+        false
+    }
 }
+
+/// The header of mod_vhostdb's lookup answer that carries the document
+/// root it found (the answer never reaches a client).
+pub const VHOST_DOCROOT: &str = "Glint-Vhostdb-Docroot";
 
 /// Tells the loop that a local job's answer is ready (from any thread).
 pub type Wake = Box<dyn FnOnce() + Send>;

@@ -64,6 +64,19 @@ pub enum Rerun {
         status: u16,
         challenge: Option<Vec<u8>>,
     },
+    /// mod_vhostdb's lookup of the request's host ended: the document root
+    /// it found (`None`: no such host), or the status to answer.
+    Vhost(Result<Option<String>, u16>),
+}
+
+impl Rerun {
+    /// The request's body is still the client's to give (it was held
+    /// while the answer was awaited): after an authorizer or a vhost
+    /// lookup; not after a local redirect or an intercepted error (the
+    /// backend had the body).
+    pub fn keeps_body(&self) -> bool {
+        matches!(self, Rerun::Authorized(_) | Rerun::Vhost(_))
+    }
 }
 
 /// The client's side of a gateway exchange, as the upstream sees it.

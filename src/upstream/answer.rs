@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use super::cgi;
 use super::job::{Answer, Job};
+use crate::msg::local::VHOST_DOCROOT;
 use crate::msg::{AnswerHead, Rerun, Sink};
 use crate::proto::h1::chunked;
 
@@ -267,6 +268,9 @@ fn start_answer(
 /// `Location` that is a path (not `//host`), without `Status` and without a
 /// body (`body_follows`: body bytes came with the head).
 fn rerun_for(job: &Job, head: &cgi::CgiHead, body_follows: bool) -> Option<Rerun> {
+    if job.vhost_lookup {
+        return Some(Rerun::Vhost(vhost_answer(head)));
+    }
     if job.authorizer {
         if head.status != 200 {
             return None;
@@ -293,6 +297,23 @@ fn rerun_for(job: &Job, head: &cgi::CgiHead, body_follows: bool) -> Option<Rerun
     String::from_utf8(location.to_vec())
         .ok()
         .map(Rerun::Redirect)
+}
+
+/// What mod_vhostdb's lookup answered (see `handler::vhostdb`): a 200
+/// with the document root in [`VHOST_DOCROOT`], a 200 without it (no such
+/// host), or the status to answer.
+fn vhost_answer(head: &cgi::CgiHead) -> Result<Option<String>, u16> {
+    if head.status != 200 {
+        return Err(head.status);
+    }
+    let root = head
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(VHOST_DOCROOT));
+    match root {
+        None => Ok(None),
+        Some((_, v)) => String::from_utf8(v.clone()).map(Some).map_err(|_| 500),
+    }
 }
 
 /// `X-Sendfile` (or lighttpd's `X-LIGHTTPD-send-file`) from a backend

@@ -87,6 +87,8 @@ pub struct Job {
     pub cgi: Option<Box<super::cgi_run::CgiJob>>,
     /// Local work, until it is started.
     pub local: Option<Box<dyn crate::msg::local::LocalWork>>,
+    /// The work is mod_vhostdb's lookup: its answer runs the request again.
+    pub(super) vhost_lookup: bool,
     /// The backend connection carrying it, once it has one.
     pub(super) backend: Option<usize>,
     /// In the queue for a backend.
@@ -173,6 +175,7 @@ impl Gateways {
             method: spec.method,
             http: spec.http,
             cgi: spec.cgi,
+            vhost_lookup: spec.local.as_ref().is_some_and(|w| w.is_vhost_lookup()),
             local: spec.local,
             backend: None,
             waiting: false,

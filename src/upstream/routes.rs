@@ -65,7 +65,7 @@ impl Gateways {
         if c.cgi_used {
             g.add_cgi_route(c);
         }
-        if c.webdav_used() || c.blocking_auth_used() {
+        if c.webdav_used() || c.blocking_auth_used() || c.vhostdb_used() {
             g.add_local_route();
         }
         g.settle_keep();

@@ -61,6 +61,10 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_rrdtool",
     "mod_maxminddb",
     "mod_ajp13",
+    "mod_vhostdb",
+    "mod_vhostdb_dbi",
+    "mod_vhostdb_pgsql",
+    "mod_vhostdb_mysql",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
@@ -509,6 +513,12 @@ fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>,
             keep_raw(s, k, v)
         }
         k if k.starts_with("glint.acme.") => Rc::make_mut(&mut s.acme).set(k, v)?,
+        k if k.starts_with("vhostdb.") => {
+            if !Rc::make_mut(&mut s.vhostdb).apply(k, v)? {
+                return Ok(None);
+            }
+            keep_raw(s, k, v);
+        }
         k if k.starts_with("sockproxy.")
             || k.starts_with("wstunnel.")
             || k.starts_with("ajp13.") =>

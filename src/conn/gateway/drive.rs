@@ -6,7 +6,7 @@
 use super::{ClientSink, CLIENT_LOW_WATER};
 use crate::conn::{Connection, Ctx, Drive, Mode};
 use crate::exchange;
-use crate::msg::{ExchangeId, Rerun, Sink};
+use crate::msg::{ExchangeId, Sink};
 use crate::output::encode::MAX_SLICE;
 use crate::upstream::{Gateways, JobId};
 
@@ -139,10 +139,10 @@ impl Connection {
     pub(in crate::conn) fn rerun(&mut self, cx: &mut Ctx<'_>) {
         let Some(mut gw) = self.gw.take() else { return };
         let Some(why) = gw.rerun.take() else { return };
-        // After an authorizer, the body still waits for the request's
+        // After an authorizer (or a vhost lookup), the body still waits for the request's
         // handler; after a redirect, the new request has none, and what is
         // left of the first one's is dropped.
-        let body = matches!(why, Rerun::Authorized(_));
+        let body = why.keeps_body();
         cx.sv.upstream.finish(gw.start.job);
         let info = gw.start.info.clone();
         let head = gw.start.head.clone();

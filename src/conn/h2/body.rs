@@ -154,8 +154,8 @@ impl Session {
             // rest is dropped (the rerun has no body).
             io.sv.upstream.finish(gw.start.job);
             let head = gw.start.head.clone();
-            // An authorizer's request keeps its body; a redirected one spent it.
-            let authorized = matches!(why, crate::msg::Rerun::Authorized(_));
+            // An authorizer's (a vhost lookup's) request keeps its body; a redirected one spent it.
+            let authorized = why.keeps_body();
             let outcome = exchange::rerun(io.sv, &info, gw.start, why, io.registry);
             let mut hs = Vec::new();
             let req = head.view(&mut hs);

@@ -327,8 +327,8 @@ impl Session {
         if let Some(why) = gw.rerun.take() {
             io.sv.upstream.finish(gw.start.job);
             let head = gw.start.head.clone();
-            // An authorizer's request keeps its body; a redirected one spent it.
-            let authorized = matches!(why, crate::msg::Rerun::Authorized(_));
+            // An authorizer's (a vhost lookup's) request keeps its body; a redirected one spent it.
+            let authorized = why.keeps_body();
             let outcome = exchange::rerun(io.sv, &info, gw.start, why, io.registry);
             let mut hs = Vec::new();
             let view = head.view(&mut hs);
