@@ -374,7 +374,7 @@ fn a_runaway_script_costs_its_own_request_only() {
         false,
     );
     let port = b.glint.port;
-    for path in ["/spin", "/hog"] {
+    for path in ["/spin", "/hog", "/co"] {
         let spinner = std::thread::spawn(move || {
             let t = Instant::now();
             (send(port, &get_req(path, &[])).status, t.elapsed())
@@ -404,8 +404,11 @@ fn a_runaway_script_costs_its_own_request_only() {
         log.contains("not enough memory") || log.contains("memory"),
         "{log}"
     );
-    // The script's state still serves.
+    // The script's state still serves, coroutines too.
     assert_eq!(send(port, &get_req("/a.txt", &[])).status, 200);
+    let r = send(port, &get_req("/co-ok", &[]));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("x-yielded"), Some("7"));
 }
 
 #[test]

@@ -63,11 +63,11 @@ pub mod attr {
 }
 
 /// The index of a `req_attr` key (`request.remote-ip` is `remote-addr`).
-pub fn attr_id(key: &str) -> Option<usize> {
-    if key == "request.remote-ip" {
+pub fn attr_id(key: &[u8]) -> Option<usize> {
+    if key == b"request.remote-ip" {
         return Some(attr::REMOTE_ADDR);
     }
-    ATTRS.iter().position(|k| *k == key)
+    ATTRS.iter().position(|k| k.as_bytes() == key)
 }
 
 /// One piece of a body a script set: bytes, or (part of) a file.

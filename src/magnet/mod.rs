@@ -2,20 +2,22 @@
 //! at three points of a request, with lighttpd's `lighty.*` interface.
 //!
 //! Each script file has a Lua state of its own, compiled once and again
-//! when the file changes (its mtime or size). A run is bounded: an
-//! instruction-count hook stops a script that runs past [`TIME_SLICE`],
-//! and each state may allocate at most [`MEMORY_LIMIT`]; either, or any
-//! error in the script, ends the run with its traceback in the error log.
+//! when the file changes (its mtime or size). A run is bounded: a
+//! watchdog stops a script that runs past [`TIME_SLICE`] (see
+//! [`watchdog`]), and each state may allocate at most [`MEMORY_LIMIT`];
+//! either, or any error in the script, ends the run with its traceback in
+//! the error log.
 //! A request whose settings name no script never touches Lua.
 
 mod clib;
 pub mod ctx;
 mod prims;
+mod watchdog;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
 
@@ -25,7 +27,7 @@ pub use ctx::{attr, Ctx, Part, Stage};
 pub const TIME_SLICE: Duration = Duration::from_millis(200);
 /// Most memory one script's Lua state may hold.
 pub const MEMORY_LIMIT: usize = 64 << 20;
-/// The hook looks at the clock every this many Lua instructions.
+/// A coroutine's hook looks at the clock every this many Lua instructions.
 const HOOK_EVERY: u32 = 10_000;
 /// `lighty.RESTART_REQUEST`.
 pub const RESTART_REQUEST: i64 = 99;
@@ -53,13 +55,21 @@ struct Script {
     /// A change was reported (or there is no watch): stat the file before
     /// the next run.
     stale: bool,
-    lua: Lua,
-    func: Function,
+    /// The state itself: the functions and tables above only refer to it.
+    _lua: Lua,
     env: Table,
-    run: Function,
     clear: Function,
-    /// When the running script must stop (None between runs).
-    deadline: Rc<Cell<Option<Instant>>>,
+    /// When the running script must stop (monotonic ns; 0 between runs):
+    /// what the hooks of the script's coroutines look at.
+    deadline: Rc<Cell<u64>>,
+    /// The request of the run, where the primitives find it (the state's
+    /// app data).
+    ctx: Rc<RefCell<Ctx>>,
+    /// Runs the script in its environment (the prelude's `run` bound to
+    /// them: a call without arguments).
+    runner: Function,
+    /// The state's main thread, for the watchdog's hook.
+    state: *mut mlua::ffi::lua_State,
     mtime: Option<SystemTime>,
     size: u64,
 }
@@ -73,6 +83,7 @@ pub struct Magnet {
     inotify: Option<nix::sys::inotify::Inotify>,
     /// The context of the last run, its buffers kept for the next.
     spare: Option<Ctx>,
+    watchdog: watchdog::Watchdog,
 }
 
 impl Magnet {
@@ -99,6 +110,7 @@ impl Magnet {
     }
 
     fn run_one(&mut self, file: &str, ctx: &mut Ctx) -> Verdict {
+        let watchdog = self.watchdog.thread();
         let script = match self.script(file) {
             Ok(s) => s,
             Err(e) => {
@@ -106,15 +118,17 @@ impl Magnet {
                 return Verdict::Failed;
             }
         };
-        script.deadline.set(Some(Instant::now() + TIME_SLICE));
-        script.lua.set_app_data(std::mem::take(ctx));
-        let rv = script
-            .run
-            .call::<Value>((script.func.clone(), script.env.clone()));
-        script.deadline.set(None);
-        if let Some(c) = script.lua.remove_app_data::<Ctx>() {
-            *ctx = c;
-        }
+        let start = watchdog::begin(script.state, watchdog.as_ref());
+        script
+            .deadline
+            .set(start.saturating_add(TIME_SLICE.as_nanos() as u64));
+        // The request goes where the primitives look for it (a swap: no
+        // allocation, no copy of what it holds).
+        swap_ctx(&script.ctx, ctx);
+        let rv = script.runner.call::<Value>(());
+        swap_ctx(&script.ctx, ctx);
+        watchdog::end(script.state);
+        script.deadline.set(0);
         // A run that failed left its globals behind (one that returned
         // cleared them itself: one call into Lua per run, not two).
         if rv.is_err() {
@@ -161,6 +175,7 @@ impl Magnet {
     /// on its next run until [`Magnet::watcher`] makes a new one.
     pub fn forget_watcher(&mut self) {
         self.inotify = None;
+        self.watchdog.forget();
         for s in self.scripts.values_mut() {
             s.watch = None;
             s.stale = true;
@@ -286,20 +301,58 @@ fn verdict(file: &str, v: &Value, stage: Stage) -> Verdict {
     }
 }
 
+/// Exchanges the request being run with the one the primitives see.
+fn swap_ctx(shared: &RefCell<Ctx>, ctx: &mut Ctx) {
+    match shared.try_borrow_mut() {
+        Ok(mut c) => std::mem::swap(&mut *c, ctx),
+        // Only a primitive borrows it, and none runs now.
+        Err(_) => log::error!("mod_magnet: the request is in use"),
+    }
+}
+
+/// The hook of a script's coroutines: stops the run past its deadline.
+fn deadline_hook(
+    deadline: Rc<Cell<u64>>,
+) -> impl Fn(&Lua, &mlua::debug::Debug) -> mlua::Result<VmState> {
+    move |_, debug| match deadline.get() {
+        d if d != 0 && watchdog::now_ns() > d => {
+            let line = debug.current_line().unwrap_or(0);
+            let src = debug.source().short_src.unwrap_or_default().into_owned();
+            Err(mlua::Error::runtime(format!(
+                "{src}:{line}: script stopped: ran longer than {} ms",
+                TIME_SLICE.as_millis()
+            )))
+        }
+        _ => Ok(VmState::Continue),
+    }
+}
+
 /// A new state for `file`: the standard libraries, the `lighty` table,
-/// the hook and the memory limit, and the script compiled.
+/// the memory limit, and the script compiled.
 fn load(file: &str, mtime: Option<SystemTime>, size: u64) -> mlua::Result<Script> {
     let src = std::fs::read(file).map_err(mlua::Error::external)?;
     let lua = Lua::new();
     let prims = prims::table(&lua)?;
+    let ctx: Rc<RefCell<Ctx>> = Rc::default();
+    lua.set_app_data(Rc::clone(&ctx));
+    let deadline: Rc<Cell<u64>> = Rc::default();
+    let dl = Rc::clone(&deadline);
+    // The coroutines a script makes: bounded by a count hook of their
+    // own (the watchdog's hook reaches only the script's main thread).
+    set_fn(&lua, &prims, "guard", move |_, co: mlua::Thread| {
+        co.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            deadline_hook(Rc::clone(&dl)),
+        )
+    })?;
     let c = clib::table(&lua)?;
-    let (run, clear): (Function, Function) = lua
+    let (bind, clear, base): (Function, Function, Table) = lua
         .load(include_str!("prelude.lua"))
         .set_name("=magnet-prelude")
         .call((prims, c))?;
     let env = lua.create_table()?;
     let meta = lua.create_table()?;
-    meta.set("__index", lua.globals())?;
+    meta.set("__index", base)?;
     meta.set("__metatable", false)?;
     env.set_metatable(Some(meta))?;
     let func = lua
@@ -307,32 +360,22 @@ fn load(file: &str, mtime: Option<SystemTime>, size: u64) -> mlua::Result<Script
         .set_name(format!("@{file}"))
         .set_environment(env.clone())
         .into_function()?;
-    let deadline: Rc<Cell<Option<Instant>>> = Rc::default();
-    let dl = Rc::clone(&deadline);
-    lua.set_hook(
-        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-        move |_, debug| match dl.get() {
-            Some(d) if Instant::now() > d => {
-                let line = debug.current_line().unwrap_or(0);
-                let src = debug.source().short_src.unwrap_or_default().into_owned();
-                Err(mlua::Error::runtime(format!(
-                    "{src}:{line}: script stopped: ran longer than {} ms",
-                    TIME_SLICE.as_millis()
-                )))
-            }
-            _ => Ok(VmState::Continue),
-        },
-    )?;
+    let runner: Function = bind.call((func, env.clone()))?;
+    let mut state = std::ptr::null_mut();
+    // SAFETY: only reads the pointer of the state's main thread, which
+    // lives as long as `lua` (kept beside it in the Script).
+    unsafe { lua.exec_raw::<()>((), |l| state = l)? };
     lua.set_memory_limit(MEMORY_LIMIT)?;
     Ok(Script {
         watch: None,
         stale: true,
-        lua,
-        func,
+        _lua: lua,
         env,
-        run,
         clear,
         deadline,
+        ctx,
+        runner,
+        state,
         mtime,
         size,
     })

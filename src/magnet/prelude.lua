@@ -1,10 +1,11 @@
 -- glint's mod_magnet: the `lighty` table a script sees, built once per
 -- Lua state on the primitives P (Rust functions reading and changing the
 -- request being run) and the helpers C (lighty.c). Returns the function
--- that runs a script and the one that clears what a run left behind.
+-- that makes a script's runner, the one that clears what a run left
+-- behind, and the table a script's globals fall back to.
 local P, C = ...
-local setmetatable, rawget, rawset, next, type, error, pairs =
-  setmetatable, rawget, rawset, next, type, error, pairs
+local setmetatable, rawget, rawset, next, type, error, pairs, coroutine, _G =
+  setmetatable, rawget, rawset, next, type, error, pairs, coroutine, _G
 local tointeger = math.tointeger
 
 local function readonly() error("table is read-only", 2) end
@@ -69,8 +70,9 @@ local server = setmetatable({
 setmetatable(C, { __newindex = readonly, __metatable = false })
 
 -- lighty.header and lighty.content (the older interface) live in a
--- scratch table, emptied after each run.
+-- scratch table, emptied after a run that touched it.
 local result = {}
+local touched = false
 local lighty = setmetatable({
   r = r, c = C, server = server,
   request = r.req_header, env = r.req_attr, req_env = r.req_env,
@@ -83,44 +85,86 @@ local lighty = setmetatable({
     if v == nil and (k == "header" or k == "content") then
       v = {}
       rawset(result, k, v)
+      touched = true
     end
     return v
   end,
-  __newindex = function(_, k, v) rawset(result, k, v) end,
+  __newindex = function(_, k, v) rawset(result, k, v); touched = true end,
   __metatable = false,
 })
 
 print = P.print
 
+-- The coroutines a script makes get a hook of their own (the bound on a
+-- run's time reaches them so); wrap is create and resume, as Lua's.
+local co_create, co_resume, co_close = coroutine.create, coroutine.resume, coroutine.close
+local guard = P.guard
+coroutine.create = function(f)
+  local co = co_create(f)
+  guard(co)
+  return co
+end
+local function wrapped(co, ok, ...)
+  if ok then return ... end
+  local err = ...
+  co_close(co)
+  if type(err) == "string" then error(err, 2) end
+  error(err, 0)
+end
+coroutine.wrap = function(f)
+  local co = coroutine.create(f)
+  return function(...) return wrapped(co, co_resume(co, ...)) end
+end
+
+-- What a script's globals fall back to: `lighty`, then the standard
+-- library (the script's own globals are in its environment, emptied after
+-- each run).
+local base = setmetatable({ lighty = lighty }, { __index = _G, __metatable = false })
+
 local function clear(env)
   for k in next, env do rawset(env, k, nil) end
   for k in next, result do rawset(result, k, nil) end
+  touched = false
 end
 
 -- Runs the script and clears what it left behind; when the script fails,
--- the caller clears (the error unwinds past this function).
+-- the caller clears (the error unwinds past this function). Only what a
+-- run touched is looked at: a script that sets nothing costs no call.
 local function run(fn, env)
-  rawset(env, "lighty", lighty)
   local rv = fn()
-  local n = rv == nil and 0 or tointeger(rv)
-  if n == nil then
-    clear(env)
-    return rv
-  end
-  local h = rawget(result, "header")
-  if type(h) == "table" then
-    for k, v in pairs(h) do
-      if (type(k) == "string") and (type(v) == "string" or type(v) == "number") then
-        P.sh_set(k, v)
-      end
+  local n = 0
+  if rv ~= nil then
+    n = tointeger(rv)
+    if n == nil then
+      clear(env)
+      return rv
     end
   end
-  local content = rawget(result, "content")
-  if n >= 200 and type(content) == "table" then
-    P.rb_content(content)
+  if touched then
+    local h = rawget(result, "header")
+    if type(h) == "table" then
+      for k, v in pairs(h) do
+        if (type(k) == "string") and (type(v) == "string" or type(v) == "number") then
+          P.sh_set(k, v)
+        end
+      end
+    end
+    local content = rawget(result, "content")
+    if n >= 200 and type(content) == "table" then
+      P.rb_content(content)
+    end
+    for k in next, result do rawset(result, k, nil) end
+    touched = false
   end
-  clear(env)
+  if next(env) ~= nil then
+    for k in next, env do rawset(env, k, nil) end
+  end
   return n
 end
 
-return run, clear
+-- A script's runner: `run` bound to its function and environment.
+local function bind(fn, env)
+  return function() return run(fn, env) end
+end
+
+return bind, clear, base

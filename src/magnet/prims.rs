@@ -2,6 +2,9 @@
 //! each reads or changes the [`Ctx`] of the running script, the state's
 //! app data while it runs.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use mlua::{Lua, MultiValue, Result, Table, Value};
 
 use super::ctx::{attr, attr_id, Ctx, Part, Stage, ATTRS};
@@ -9,9 +12,12 @@ use super::set_fn;
 
 /// The running script's request (an error outside a run).
 fn with_ctx<R>(lua: &Lua, f: impl FnOnce(&mut Ctx) -> Result<R>) -> Result<R> {
-    let mut ctx = lua
-        .app_data_mut::<Ctx>()
+    let shared = lua
+        .app_data_ref::<Rc<RefCell<Ctx>>>()
         .ok_or_else(|| mlua::Error::runtime("lighty.r used outside a request"))?;
+    let mut ctx = shared
+        .try_borrow_mut()
+        .map_err(|_| mlua::Error::runtime("lighty.r: the request is in use"))?;
     f(&mut ctx)
 }
 
@@ -108,8 +114,10 @@ fn request_headers(lua: &Lua, t: &Table) -> Result<()> {
 }
 
 fn attributes(lua: &Lua, t: &Table) -> Result<()> {
-    set_fn(lua, t, "ra_get", |lua, k: String| {
-        let Some(id) = attr_id(&k) else {
+    // The key is read where Lua holds it (no copy: this runs for nearly
+    // every script on every request).
+    set_fn(lua, t, "ra_get", |lua, k: mlua::LuaString| {
+        let Some(id) = attr_id(&k.as_bytes()) else {
             return Ok(None);
         };
         with_ctx(lua, |c| match c.attr_opt(id) {
@@ -118,7 +126,7 @@ fn attributes(lua: &Lua, t: &Table) -> Result<()> {
         })
     })?;
     set_fn(lua, t, "ra_set", |lua, (k, v): (String, Value)| {
-        let id = attr_id(&k)
+        let id = attr_id(k.as_bytes())
             .ok_or_else(|| mlua::Error::runtime(format!("couldn't store '{k}' in r.req_attr[]")))?;
         let v = text_of(&v)?.unwrap_or_default();
         if v.bytes().any(|b| b == 0 || b == b'\r' || b == b'\n') {
