@@ -110,7 +110,7 @@ impl Magnet {
     }
 
     fn run_one(&mut self, file: &str, ctx: &mut Ctx) -> Verdict {
-        let watchdog = self.watchdog.thread();
+        self.watchdog.ready();
         let script = match self.script(file) {
             Ok(s) => s,
             Err(e) => {
@@ -118,7 +118,7 @@ impl Magnet {
                 return Verdict::Failed;
             }
         };
-        let start = watchdog::begin(script.state, watchdog.as_ref());
+        let start = watchdog::begin(script.state);
         script
             .deadline
             .set(start.saturating_add(TIME_SLICE.as_nanos() as u64));

@@ -2,25 +2,26 @@
 //! Lua instruction while scripts behave.
 //!
 //! A count hook makes the Lua VM leave its fast path on every instruction
-//! (about a tenth of a trivial script's cost). Instead, a watchdog thread
-//! looks every quarter slice at the run in progress (a sequence number and
-//! its start, in atomics the loop writes at each run's start and end); when
-//! one has lasted longer than the slice, it sends the loop's thread
-//! `SIGURG`, whose handler installs a hook on the running state with
+//! (about a tenth of a trivial script's cost). Instead, while scripts run,
+//! a POSIX timer sends the loop's thread `SIGURG` every quarter slice; the
+//! handler looks at the run in progress (a sequence number and its start,
+//! in atomics the loop writes at each run's start and end) and, when it has
+//! lasted longer than the slice, installs a hook on the running state with
 //! `lua_sethook`, the one Lua function made to be called from a signal
 //! handler (Lua's own interpreter stops a script on SIGINT the same way).
 //! The hook fires at the next instruction and raises the error that ends
-//! the run; the loop removes it after the run.
+//! the run; the loop removes it after the run. No thread is started, and
+//! the timer stops itself after a few seconds without a run.
 //!
 //! Coroutines are Lua states of their own, which a hook on the script's
-//! state does not reach: those a script makes get the count hook
-//! ([`super::guard_thread`]), as all of a state's did before.
+//! state does not reach: those a script makes get a count hook (see the
+//! `guard` primitive), as all of a state's did before.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
-use std::time::Duration;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use mlua::ffi;
-use nix::sys::pthread::{pthread_kill, pthread_self, Pthread};
+use nix::libc;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::time::{clock_gettime, ClockId};
 
@@ -32,16 +33,22 @@ static RUNNING: AtomicPtr<ffi::lua_State> = AtomicPtr::new(std::ptr::null_mut())
 static SEQ: AtomicU64 = AtomicU64::new(0);
 /// When the run in progress started (monotonic ns), 0 between runs.
 static STARTED: AtomicU64 = AtomicU64::new(0);
-/// The run the watchdog found too long: the handler stops it only if it
-/// is still the one running.
+/// The run the handler stopped (each run at most once).
 static TRIP: AtomicU64 = AtomicU64::new(u64::MAX);
 /// The handler installed the stop hook during the current run.
 static TRIPPED: AtomicBool = AtomicBool::new(false);
-/// The watchdog sleeps until the next run (no run for a while).
-static PARKED: AtomicBool = AtomicBool::new(false);
+/// The timer (a `timer_t`: the first one a process makes is 0, a null
+/// pointer), meaningful while [`HAVE_TIMER`] is set.
+static TIMER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+static HAVE_TIMER: AtomicBool = AtomicBool::new(false);
+/// The timer is ticking.
+static ARMED: AtomicBool = AtomicBool::new(false);
+/// Ticks without a run since the last one, and the run seen at the last.
+static QUIET_TICKS: AtomicU32 = AtomicU32::new(0);
+static LAST_SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// How long the watchdog keeps looking after the last run before it parks.
-const IDLE: Duration = Duration::from_secs(5);
+/// Ticks without a run after which the timer stops (5 s).
+const IDLE_TICKS: u32 = 100;
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn now_ns() -> u64 {
@@ -53,48 +60,95 @@ pub fn now_ns() -> u64 {
     }
 }
 
-/// The watchdog of this process (a worker made by fork has none of its
-/// parent's threads, and makes its own: see [`Watchdog::forget`]).
+/// The watchdog's timer in this process (a worker made by fork inherits
+/// no timer, and makes its own: see [`Watchdog::forget`]).
 #[derive(Default)]
 pub struct Watchdog {
-    thread: Option<std::thread::Thread>,
+    made: bool,
 }
 
 impl Watchdog {
-    /// The watchdog thread, started on first use (None when it cannot be:
-    /// logged).
-    pub fn thread(&mut self) -> Option<std::thread::Thread> {
-        if self.thread.is_none() {
-            self.thread = start();
+    /// Makes the timer on first use, aimed at this (the loop's) thread;
+    /// logged when it cannot be (runs are then bounded by the memory
+    /// limit and their coroutines' hooks only).
+    pub fn ready(&mut self) {
+        if !self.made {
+            self.made = true;
+            if let Err(e) = make_timer() {
+                log::error!("mod_magnet: no watchdog for runaway scripts ({e})");
+            }
         }
-        self.thread.clone()
     }
 
-    /// After fork: the watchdog thread stayed in the parent.
+    /// After fork: the timer stayed with the parent.
     pub fn forget(&mut self) {
-        self.thread = None;
+        self.made = false;
+        HAVE_TIMER.store(false, Ordering::SeqCst);
+        ARMED.store(false, Ordering::SeqCst);
     }
 }
 
-/// A run of the script of `state` begins (`watchdog`: the thread to wake
-/// when it sleeps).
-/// Returns when it began (monotonic ns).
-pub fn begin(state: *mut ffi::lua_State, watchdog: Option<&std::thread::Thread>) -> u64 {
+fn make_timer() -> nix::Result<()> {
+    let act = SigAction::new(
+        SigHandler::Handler(on_tick),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    // SAFETY: the handler only reads and writes atomics and calls
+    // clock_gettime, timer_settime and lua_sethook, all safe in a signal
+    // handler (lua_sethook by Lua's design).
+    unsafe { sigaction(Signal::SIGURG, &act) }?;
+    // SAFETY: a zeroed sigevent is valid; the fields set are those
+    // SIGEV_THREAD_ID reads (the signal goes to this thread only).
+    let mut ev: libc::sigevent = unsafe { std::mem::zeroed() };
+    ev.sigev_notify = libc::SIGEV_THREAD_ID;
+    ev.sigev_signo = libc::SIGURG;
+    ev.sigev_notify_thread_id = nix::unistd::gettid().as_raw();
+    let mut id: libc::timer_t = std::ptr::null_mut();
+    // SAFETY: `ev` and `id` are valid for the call.
+    if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut id) } != 0 {
+        return Err(nix::errno::Errno::last());
+    }
+    TIMER.store(id, Ordering::SeqCst);
+    HAVE_TIMER.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Starts (`every` > 0) or stops the timer.
+fn set_timer(every_ns: u64) {
+    if !HAVE_TIMER.load(Ordering::SeqCst) {
+        return;
+    }
+    let id = TIMER.load(Ordering::SeqCst);
+    let ts = libc::timespec {
+        tv_sec: (every_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (every_ns % 1_000_000_000) as libc::c_long,
+    };
+    let spec = libc::itimerspec {
+        it_interval: ts,
+        it_value: ts,
+    };
+    // SAFETY: `id` is the timer made by make_timer in this process;
+    // timer_settime is async-signal-safe.
+    unsafe { libc::timer_settime(id, 0, &spec, std::ptr::null_mut()) };
+}
+
+/// A run of the script of `state` begins. Returns when (monotonic ns).
+pub fn begin(state: *mut ffi::lua_State) -> u64 {
     let seq = SEQ.load(Ordering::Relaxed).wrapping_add(1);
     SEQ.store(seq, Ordering::SeqCst);
     let now = now_ns().max(1);
     STARTED.store(now, Ordering::SeqCst);
     RUNNING.store(state, Ordering::SeqCst);
-    if PARKED.load(Ordering::Relaxed) {
-        PARKED.store(false, Ordering::SeqCst);
-        if let Some(t) = watchdog {
-            t.unpark();
-        }
+    if !ARMED.load(Ordering::Relaxed) {
+        ARMED.store(true, Ordering::SeqCst);
+        QUIET_TICKS.store(0, Ordering::SeqCst);
+        set_timer(TIME_SLICE.as_nanos() as u64 / 4);
     }
     now
 }
 
-/// The run ended: when the watchdog stopped it, its hook is removed (the
+/// The run ended: when the handler stopped it, its hook is removed (the
 /// state runs the next request at full speed again).
 pub fn end(state: *mut ffi::lua_State) {
     RUNNING.store(std::ptr::null_mut(), Ordering::SeqCst);
@@ -106,85 +160,32 @@ pub fn end(state: *mut ffi::lua_State) {
     }
 }
 
-/// Starts the watchdog thread for this thread (the loop's): None when
-/// the signal handler or the thread cannot be had (runs are then bounded
-/// only by coroutine hooks and the memory limit; logged).
-fn start() -> Option<std::thread::Thread> {
-    let act = SigAction::new(
-        SigHandler::Handler(on_signal),
-        SaFlags::SA_RESTART,
-        SigSet::empty(),
-    );
-    // SAFETY: the handler only reads atomics and calls lua_sethook, which
-    // Lua documents as safe to call from a signal handler.
-    if let Err(e) = unsafe { sigaction(Signal::SIGURG, &act) } {
-        log::error!("mod_magnet: no watchdog for runaway scripts (sigaction: {e})");
-        return None;
-    }
-    let target = pthread_self();
-    match std::thread::Builder::new()
-        .name("glint-magnet-watchdog".into())
-        .spawn(move || watch(target))
-    {
-        Ok(h) => Some(h.thread().clone()),
-        Err(e) => {
-            log::error!("mod_magnet: no watchdog for runaway scripts ({e})");
-            None
-        }
-    }
-}
-
-/// The watchdog's loop: every quarter slice, is a run older than a slice?
-fn watch(target: Pthread) {
-    let period = TIME_SLICE / 4;
-    let slice = TIME_SLICE.as_nanos() as u64;
-    let mut last_seq = SEQ.load(Ordering::SeqCst);
-    let mut quiet = Duration::ZERO;
-    loop {
-        std::thread::sleep(period);
-        let seq = SEQ.load(Ordering::SeqCst);
-        let started = STARTED.load(Ordering::SeqCst);
-        let overdue = started != 0 && now_ns().saturating_sub(started) > slice;
-        // Once per run: the signal is sent for a run only the first time.
-        if overdue && TRIP.swap(seq, Ordering::SeqCst) != seq {
-            if let Err(e) = pthread_kill(target, Signal::SIGURG) {
-                log::error!("mod_magnet: cannot stop a runaway script: {e}");
-            }
-        }
-        if seq == last_seq && started == 0 {
-            quiet += period;
-            if quiet >= IDLE {
-                PARKED.store(true, Ordering::SeqCst);
-                // A run that began before PARKED was seen unparks nobody:
-                // look once more before sleeping.
-                if SEQ.load(Ordering::SeqCst) == seq {
-                    std::thread::park();
-                }
-                PARKED.store(false, Ordering::SeqCst);
-                quiet = Duration::ZERO;
-            }
-        } else {
-            quiet = Duration::ZERO;
-        }
-        last_seq = seq;
-    }
-}
-
-extern "C" fn on_signal(_sig: nix::libc::c_int) {
+extern "C" fn on_tick(_sig: libc::c_int) {
     let state = RUNNING.load(Ordering::SeqCst);
-    // Only the run the watchdog judged: a run that began since is not
-    // stopped for its predecessor's time.
-    if state.is_null() || TRIP.load(Ordering::SeqCst) != SEQ.load(Ordering::SeqCst) {
+    let started = STARTED.load(Ordering::SeqCst);
+    let seq = SEQ.load(Ordering::SeqCst);
+    if state.is_null() || started == 0 {
+        // Between runs: stop ticking once runs have stopped coming.
+        if LAST_SEQ.swap(seq, Ordering::SeqCst) != seq {
+            QUIET_TICKS.store(0, Ordering::SeqCst);
+        } else if QUIET_TICKS.fetch_add(1, Ordering::SeqCst) >= IDLE_TICKS {
+            ARMED.store(false, Ordering::SeqCst);
+            set_timer(0);
+        }
+        return;
+    }
+    let overdue = now_ns().saturating_sub(started) > TIME_SLICE.as_nanos() as u64;
+    if !overdue || TRIP.swap(seq, Ordering::SeqCst) == seq {
         return;
     }
     TRIPPED.store(true, Ordering::SeqCst);
-    // SAFETY: `state` is running on this very thread (the signal was sent
-    // to it and RUNNING is set only around runs); lua_sethook is
+    // SAFETY: `state` is running on this very thread (the timer's signal
+    // goes to it, and RUNNING is set only around runs); lua_sethook is
     // async-signal-safe by Lua's design.
     unsafe { ffi::lua_sethook(state, Some(stop), ffi::LUA_MASKCOUNT, 1) };
 }
 
-/// The hook the signal installs: ends the run with an error naming the
+/// The hook the handler installs: ends the run with an error naming the
 /// script's file and line.
 unsafe extern "C-unwind" fn stop(state: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
     // SAFETY: called by Lua with its running state, inside the protected
