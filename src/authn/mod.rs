@@ -73,6 +73,7 @@ pub mod blocking;
 pub mod cache;
 mod check;
 pub mod crypt;
+pub mod dbi;
 pub mod digest;
 pub mod external;
 pub mod ldap_check;

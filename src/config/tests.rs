@@ -620,7 +620,7 @@ fn errors_table() {
         (
             "an auth backend glint does not have",
             "auth.backend = \"gssapi\"",
-            "t.conf:1:1: auth.backend: auth.backend not supported: \"gssapi\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\")",
+            "t.conf:1:1: auth.backend: auth.backend not supported: \"gssapi\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\", \"dbi\")",
         ),
         (
             "an LDAP filter without the user's place, as lighttpd refuses it",
