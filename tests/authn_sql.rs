@@ -28,14 +28,13 @@ use servers::Mariadb;
 
 const REALM: &str = "dir";
 
-/// A crypt(3) hash of `pw` by Python's crypt (libxcrypt, as lighttpd's).
+/// A crypt(3) hash of `pw` by Python's crypt (libxcrypt, as lighttpd's):
+/// `method` a `crypt.METHOD_*` name, or a salt setting (`$y$...`).
 fn crypt(pw: &str, method: &str) -> String {
     let out = Command::new("python3")
         .args(["-W", "ignore", "-c"])
-        .arg(format!(
-            "import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.{method})))"
-        ))
-        .arg(pw)
+        .arg("import crypt,sys; m=sys.argv[2]; print(crypt.crypt(sys.argv[1], m if m.startswith('$') else crypt.mksalt(getattr(crypt, m))))")
+        .args([pw, method])
         .output()
         .expect("python3");
     assert!(
@@ -79,6 +78,11 @@ fn users() -> Vec<(String, String)> {
         ("fred".into(), ha1("fred", "md5").to_uppercase()),
         // A plain password is no form lighttpd accepts.
         ("gina".into(), "gina-pw".into()),
+        // yescrypt, Debian's default crypt(3) scheme: glint has no yescrypt.
+        (
+            "yves".into(),
+            crypt("yves-pw", "$y$j9T$Fq3bcLs9cXmRpWkD0Ah7v/"),
+        ),
     ]
 }
 
@@ -241,6 +245,13 @@ fn sqlite_logins_answered_as_lighttpd_answers() {
     );
     let both = Both::start(&config(&d, &db));
     both.compare(CASES);
+    // Where glint differs: a crypt(3) scheme it does not have refuses the
+    // login (lighttpd's libxcrypt knows yescrypt).
+    assert_eq!(
+        both.statuses("/secret/a.txt", "yves", "yves-pw"),
+        (401, 200)
+    );
+    assert_eq!(both.statuses("/secret/a.txt", "yves", "wrong"), (401, 401));
 }
 
 fn mariadb(dir: &TempDir) -> Mariadb {
