@@ -256,7 +256,7 @@ impl Default for StaticFile {
 /// mod_auth: `auth.*`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Auth {
-    /// `auth.backend`: `plain`, `htpasswd`, `htdigest`, `ldap` or `pam` (default unset:
+    /// `auth.backend`: `plain`, `htpasswd`, `htdigest`, `ldap`, `pam`, `sasl` or `dbi` (default unset:
     /// a rule that needs a password answers 500, as lighttpd).
     pub backend: Option<String>,
     /// `auth.backend.plain.userfile`: `user:password` lines.
