@@ -117,7 +117,7 @@ const CASES: &[(&str, &str, &str, u16)] = &[
 
 fn docroot() -> Docroot {
     let d = Docroot::new();
-    for p in ["secret/a.txt", "alice/a.txt", "open.txt"] {
+    for p in ["secret/a.txt", "alice/a.txt", "digest/a.txt", "open.txt"] {
         d.file(p, b"content\n");
     }
     d
@@ -134,10 +134,11 @@ fn config(d: &Docroot, db: &str) -> String {
          {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_dbi\" )\n\
          auth.backend = \"dbi\"\n\
          auth.backend.dbi = ( \"sql\" => \"SELECT passwd FROM users WHERE user='?' AND realm='?'\", {db} )\n\
-         auth.require = ( {a}, {b} )\n",
+         auth.require = ( {a}, {b}, {c} )\n",
         root = d.root.display(),
         a = rule("/secret/", "valid-user"),
         b = rule("/alice/", "user=alice"),
+        c = rule("/digest/", "valid-user").replace("\"basic\"", "\"digest\""),
     )
 }
 
@@ -252,6 +253,12 @@ fn sqlite_logins_answered_as_lighttpd_answers() {
         (401, 200)
     );
     assert_eq!(both.statuses("/secret/a.txt", "yves", "wrong"), (401, 401));
+    // Digest over dbi: glint does not serve it (500, as over ldap/pam/sasl);
+    // lighttpd challenges for it.
+    assert_eq!(
+        both.statuses("/digest/a.txt", "alice", "alice-pw"),
+        (500, 401)
+    );
 }
 
 fn mariadb(dir: &TempDir) -> Mariadb {
