@@ -1,5 +1,5 @@
 //! The back ends that ask someone else (mod_authn_ldap, mod_authn_pam,
-//! mod_authn_sasl):
+//! mod_authn_sasl, mod_authn_dbi):
 //! what each needs, compiled from its options once per scope, and the
 //! check itself, which blocks and so runs on [`super::blocking`]'s
 //! threads. A check answers a [`Verdict`]; the loop turns it into the
@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use super::ask::{Ask, Verdict};
 use super::basic::basic_challenge;
+use super::dbi::{self, DbiSpec};
 use super::ldap_check::{self, LdapSpec};
 use super::pam::{self, PamSpec};
 use super::require::Require;
@@ -26,6 +27,7 @@ pub enum Spec {
     Ldap(Arc<LdapSpec>),
     Pam(Arc<PamSpec>),
     Sasl(Arc<SaslSpec>),
+    Dbi(Arc<DbiSpec>),
 }
 
 impl Spec {
@@ -36,6 +38,7 @@ impl Spec {
             Spec::Ldap(s) => ldap_check::verify(s, ask),
             Spec::Pam(s) => pam::verify(s, ask),
             Spec::Sasl(s) => sasl::verify(s, ask, &ask.realm),
+            Spec::Dbi(s) => dbi::verify(s, ask),
         }
     }
 }

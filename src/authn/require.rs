@@ -62,6 +62,8 @@ pub enum BackendKind {
     Pam,
     /// mod_authn_sasl (`auth.backend.sasl.opts`, saslauthd); Basic only.
     Sasl,
+    /// mod_authn_dbi (`auth.backend.dbi`, an SQL database); Basic only.
+    Dbi,
 }
 
 impl BackendKind {
@@ -69,13 +71,14 @@ impl BackendKind {
     pub fn is_blocking(self) -> bool {
         matches!(
             self,
-            BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl
+            BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl | BackendKind::Dbi
         )
     }
 }
 
-/// `auth.backend = "..."`: `""` is "none"; lighttpd's other backends (dbi,
-/// gssapi, mysql) are not built into glint.
+/// `auth.backend = "..."`: `""` is "none"; lighttpd's gssapi back end is
+/// not built into glint (and lighttpd 1.4.69 has no `mysql` back end any
+/// more: it was removed for `dbi` with `"dbtype" => "mysql"`).
 pub fn parse_backend(s: &str) -> Result<Option<BackendKind>, String> {
     match s {
         "" => Ok(None),
@@ -85,8 +88,13 @@ pub fn parse_backend(s: &str) -> Result<Option<BackendKind>, String> {
         "ldap" => Ok(Some(BackendKind::Ldap)),
         "pam" => Ok(Some(BackendKind::Pam)),
         "sasl" => Ok(Some(BackendKind::Sasl)),
+        "dbi" => Ok(Some(BackendKind::Dbi)),
+        "mysql" => Err(
+            "auth.backend not supported: \"mysql\" (lighttpd 1.4.69 has no mod_authn_mysql; use \"dbi\" with auth.backend.dbi's \"dbtype\" => \"mysql\")"
+                .into(),
+        ),
         other => Err(format!(
-            "auth.backend not supported: \"{other}\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\")"
+            "auth.backend not supported: \"{other}\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\", \"dbi\")"
         )),
     }
 }

@@ -192,16 +192,18 @@ impl UserFile {
                     self.htdigest_line(&at, user, rest, &mut htdigest, &mut msgs)
                 }
                 // (No user file: never loaded for these.)
-                BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl => {}
+                BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl | BackendKind::Dbi => {}
             }
         }
         self.set_dummy(&schemes);
         self.table = match self.kind {
             BackendKind::Plain => Table::Plain(plain),
             BackendKind::Htpasswd => Table::Htpasswd(htpasswd),
-            BackendKind::Htdigest | BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl => {
-                Table::Htdigest(htdigest)
-            }
+            BackendKind::Htdigest
+            | BackendKind::Ldap
+            | BackendKind::Pam
+            | BackendKind::Sasl
+            | BackendKind::Dbi => Table::Htdigest(htdigest),
         };
         self.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         msgs

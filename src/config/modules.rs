@@ -256,7 +256,7 @@ impl Default for StaticFile {
 /// mod_auth: `auth.*`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Auth {
-    /// `auth.backend`: `plain`, `htpasswd`, `htdigest`, `ldap` or `pam` (default unset:
+    /// `auth.backend`: `plain`, `htpasswd`, `htdigest`, `ldap`, `pam`, `sasl` or `dbi` (default unset:
     /// a rule that needs a password answers 500, as lighttpd).
     pub backend: Option<String>,
     /// `auth.backend.plain.userfile`: `user:password` lines.
@@ -288,6 +288,9 @@ pub struct Auth {
     /// mod_authn_sasl's `auth.backend.sasl.opts` (`service`, `fqdn`,
     /// `pwcheck_method`, `sasldb_path`).
     pub sasl_opts: Option<Vec<(String, String)>>,
+    /// mod_authn_dbi's `auth.backend.dbi` as written (checked by
+    /// [`crate::authn::dbi::parse`] when read).
+    pub dbi: Option<crate::config::Value>,
 }
 
 /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).

@@ -618,9 +618,19 @@ fn errors_table() {
             "t.conf:1:1: auth.require: the realm field is missing in auth.require = ( \"/secret/\" => ( \"realm\" => ... ) )",
         ),
         (
+            "a dbi database glint has no client for, as lighttpd stops without a libdbi driver",
+            "auth.backend.dbi = ( \"sql\" => \"SELECT 1\", \"dbtype\" => \"oracle\", \"dbname\" => \"d\" )",
+            "t.conf:1:1: auth.backend.dbi: dbtype \"oracle\" is not provided by glint (\"sqlite3\", \"pgsql\" and \"mysql\" are)",
+        ),
+        (
+            "auth.backend = \"mysql\", which lighttpd 1.4.69 no longer has",
+            "auth.backend = \"mysql\"",
+            "t.conf:1:1: auth.backend: auth.backend not supported: \"mysql\" (lighttpd 1.4.69 has no mod_authn_mysql; use \"dbi\" with auth.backend.dbi's \"dbtype\" => \"mysql\")",
+        ),
+        (
             "an auth backend glint does not have",
             "auth.backend = \"gssapi\"",
-            "t.conf:1:1: auth.backend: auth.backend not supported: \"gssapi\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\")",
+            "t.conf:1:1: auth.backend: auth.backend not supported: \"gssapi\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\", \"dbi\")",
         ),
         (
             "an LDAP filter without the user's place, as lighttpd refuses it",

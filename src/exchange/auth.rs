@@ -91,7 +91,7 @@ fn userfile_of(s: &Settings, kind: BackendKind) -> Option<&str> {
         BackendKind::Plain => s.auth.plain_userfile.as_deref(),
         BackendKind::Htpasswd => s.auth.htpasswd_userfile.as_deref(),
         BackendKind::Htdigest => s.auth.htdigest_userfile.as_deref(),
-        BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl => None,
+        BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl | BackendKind::Dbi => None,
     }
 }
 
@@ -187,6 +187,13 @@ impl AuthState {
                 let opts = s.auth.sasl_opts.as_deref().unwrap_or(&[]);
                 crate::authn::sasl::parse_opts(opts).map(|spec| Spec::Sasl(Arc::new(spec)))
             }
+            BackendKind::Dbi => match s.auth.dbi.as_ref().map(crate::authn::dbi::parse) {
+                Some(Ok(Some(spec))) => Ok(Spec::Dbi(Arc::new(spec))),
+                Some(Err(e)) => Err(format!("dbi: {e}")),
+                // lighttpd sets nothing up without sql, dbname and dbtype,
+                // and refuses every login under it.
+                _ => Err("dbi: auth.backend.dbi needs \"sql\", \"dbname\" and \"dbtype\"".into()),
+            },
             other => Err(format!("{other:?} does not block")),
         }
     }

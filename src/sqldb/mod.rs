@@ -1,6 +1,6 @@
 //! Blocking SQL clients for the modules that look a value up in a
-//! database (mod_vhostdb's document roots; later mod_authn_dbi and
-//! mod_authn_mysql's passwords). Each client is driven from a worker
+//! database (mod_vhostdb's document roots, mod_authn_dbi's stored
+//! passwords). Each client is driven from a worker
 //! thread, never from the event loop: a query may take as long as its
 //! database does, up to [`IO_TIMEOUT`].
 //!

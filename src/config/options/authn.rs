@@ -1,5 +1,6 @@
 //! mod_authn_ldap's `auth.backend.ldap.*`, mod_authn_pam's
-//! `auth.backend.pam.opts` and mod_authn_sasl's `auth.backend.sasl.opts`
+//! `auth.backend.pam.opts`, mod_authn_sasl's `auth.backend.sasl.opts`
+//! and mod_authn_dbi's `auth.backend.dbi`
 //! into [`Settings`], and back for `-p`.
 
 use super::values::{boolean, pairs, string};
@@ -31,6 +32,10 @@ pub(super) fn apply(s: &mut Settings, key: &str, v: &Value) -> Result<bool, Stri
             let p = pairs(v)?;
             crate::authn::sasl::parse_opts(&p)?;
             s.auth.sasl_opts = Some(p);
+        }
+        "auth.backend.dbi" => {
+            crate::authn::dbi::parse(v)?;
+            s.auth.dbi = Some(v.clone());
         }
         _ => return Ok(false),
     }
@@ -73,5 +78,8 @@ pub(super) fn entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
                 .collect();
             put(k, Value::Array(items));
         }
+    }
+    if let Some(v) = &s.auth.dbi {
+        put("auth.backend.dbi", v.clone());
     }
 }

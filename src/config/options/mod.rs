@@ -46,6 +46,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_authn_ldap",
     "mod_authn_pam",
     "mod_authn_sasl",
+    "mod_authn_dbi",
     "mod_extforward",
     "mod_alias",
     "mod_userdir",

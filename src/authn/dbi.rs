@@ -1,0 +1,297 @@
+//! mod_authn_dbi's check, as lighttpd 1.4.69 makes it for Basic auth:
+//! `auth.backend.dbi = ( "sql" => ..., "dbtype" => ..., "dbname" => ...,
+//! ... )` names a database ([`crate::sqldb`]'s SQLite, PostgreSQL or
+//! MariaDB/MySQL client) and a query whose first `?` is the user name,
+//! second the rule's realm and third the digest algorithm (`NONE` for
+//! Basic), each escaped by the rules of that database; a fourth `?` makes
+//! the query fail. The first column of the first row is the stored
+//! password:
+//!
+//! - starting with `$` (and at least 3 long): a crypt(3) hash, checked
+//!   with glint's own crypt (`$1$`, `$5$`, `$6$`, `$2a$`/`$2b$`/`$2y$`);
+//!   other `$` schemes that Debian's libxcrypt knows (yescrypt `$y$`, ...)
+//!   are refused;
+//! - 32 hex digits: MD5 of `user:realm:password` (the Digest HA1);
+//! - 64 hex digits: SHA-256 of `user:realm:password`;
+//! - anything else: refused.
+//!
+//! No row, a database error or a bad stored value refuse the login (401,
+//! as lighttpd); the next request connects anew, so a database that comes
+//! back is used at once. Each worker thread keeps its own connection.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use md5::Md5;
+use sha2::{Digest as _, Sha256};
+
+use crate::config::Value;
+use crate::sqldb::mysql::MyParams;
+use crate::sqldb::pgsql::PgParams;
+use crate::sqldb::{Client, Db};
+
+use super::ask::{Ask, Verdict};
+use super::crypt::PasswordHash;
+
+/// libdbi's sqlite3 driver's default `sqlite3_dbdir` (Debian's build).
+pub const SQLITE3_DBDIR: &str = "/usr/var/lib/libdbi/sqlite3";
+
+/// lighttpd's limit on the user name and realm put into the query.
+const VALUE_MAX: usize = 1023;
+
+/// One scope's `auth.backend.dbi`, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbiSpec {
+    /// `sql`: the query with its `?`.
+    pub sql: String,
+    pub db: Db,
+}
+
+/// The `( "key" => value )` entries of `v`.
+fn table(v: &Value) -> Result<Vec<(&str, &Value)>, String> {
+    let Value::Array(items) = v else {
+        return Err(format!("expects an array, not {}", v.type_name()));
+    };
+    items
+        .iter()
+        .map(|(k, val)| match k {
+            Some(k) => Ok((k.as_str(), val)),
+            None => Err("expects \"key\" => value entries".to_string()),
+        })
+        .collect()
+}
+
+/// The string value of `key` (case-blind, as lighttpd), if a string.
+fn text<'a>(t: &[(&str, &'a Value)], key: &str) -> Option<&'a str> {
+    t.iter().rev().find_map(|(k, v)| match v {
+        Value::Str(s) if k.eq_ignore_ascii_case(key) => Some(s.as_str()),
+        _ => None,
+    })
+}
+
+/// A port given as a number or a numeric string.
+fn port(t: &[(&str, &Value)]) -> Result<Option<u16>, String> {
+    match t.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case("port")) {
+        None => Ok(None),
+        Some((_, Value::Int(n))) => u16::try_from(*n)
+            .map(Some)
+            .map_err(|_| format!("port {n} is not a port number")),
+        Some((_, Value::Str(s))) if s.trim().is_empty() => Ok(None),
+        Some((_, Value::Str(s))) => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("port \"{s}\" is not a port number")),
+        Some((_, Value::Array(_))) => Err("port must be a number".into()),
+    }
+}
+
+/// Reads `auth.backend.dbi`. `None` when `sql` (not blank), `dbname` or
+/// `dbtype` is missing: lighttpd then sets nothing up and every login
+/// under it is refused. A `dbtype` glint has no client for is refused at
+/// start-up, as lighttpd refuses one libdbi has no driver for.
+pub fn parse(v: &Value) -> Result<Option<DbiSpec>, String> {
+    let t = table(v)?;
+    let (Some(sql), Some(dbname), Some(dbtype)) =
+        (text(&t, "sql"), text(&t, "dbname"), text(&t, "dbtype"))
+    else {
+        return Ok(None);
+    };
+    if sql.trim().is_empty() {
+        return Ok(None);
+    }
+    let get = |k: &str| text(&t, k).filter(|v| !v.is_empty()).map(str::to_string);
+    let db = match dbtype {
+        "sqlite3" => {
+            let dir = text(&t, "sqlite3_dbdir").unwrap_or(SQLITE3_DBDIR);
+            Db::Sqlite(PathBuf::from(dir).join(dbname))
+        }
+        "pgsql" => Db::Pgsql(PgParams {
+            host: get("host"),
+            port: port(&t)?,
+            dbname: dbname.to_string(),
+            user: get("username").unwrap_or_else(crate::sqldb::pgsql::default_user),
+            password: get("password"),
+        }),
+        "mysql" => Db::Mysql(MyParams {
+            host: get("host"),
+            port: port(&t)?.unwrap_or(0),
+            sock: get("mysql_unix_socket"),
+            dbname: dbname.to_string(),
+            user: get("username").unwrap_or_else(crate::sqldb::os_user),
+            password: get("password"),
+        }),
+        other => {
+            return Err(format!(
+                "dbtype \"{other}\" is not provided by glint (\"sqlite3\", \"pgsql\" and \"mysql\" are)"
+            ))
+        }
+    };
+    Ok(Some(DbiSpec {
+        sql: sql.to_string(),
+        db,
+    }))
+}
+
+/// The query for `user` under `realm`: the first `?` the user, the second
+/// the realm, the third the algorithm (`NONE`: Basic), each escaped by
+/// `client`; a fourth `?`, an empty or over-long value is an error.
+pub fn build_query(
+    client: &dyn Client,
+    sql: &str,
+    user: &str,
+    realm: &str,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(sql.len() + user.len() + realm.len());
+    for (i, part) in sql.split('?').enumerate() {
+        let value = match i {
+            0 => None,
+            1 => Some(user),
+            2 => Some(realm),
+            3 => Some("NONE"),
+            _ => return Err("more than three '?' in the query".into()),
+        };
+        if let Some(v) = value {
+            if v.is_empty() || v.len() > VALUE_MAX {
+                return Err("a value for the query is empty or too long".into());
+            }
+            out.push_str(&client.escape(v)?);
+        }
+        out.push_str(part);
+    }
+    Ok(out)
+}
+
+/// Whether `password` matches the stored value `stored` for `user` in
+/// `realm`; see the module doc for the forms.
+pub fn password_matches(stored: &str, user: &str, realm: &str, password: &[u8]) -> bool {
+    if stored.len() >= 3 && stored.starts_with('$') {
+        // `$apr1$` is Apache's, not crypt(3)'s: lighttpd's crypt() fails it.
+        if stored.starts_with("$apr1$") {
+            return false;
+        }
+        return PasswordHash::parse(stored).is_ok_and(|h| h.verify(password));
+    }
+    let parts: [&[u8]; 5] = [user.as_bytes(), b":", realm.as_bytes(), b":", password];
+    match stored.len() {
+        32 => {
+            let mut want = [0u8; 16];
+            let mut h = Md5::new();
+            parts.iter().for_each(|p| h.update(p));
+            super::unhex(stored.as_bytes(), &mut want).is_some()
+                && super::ct_eq(&h.finalize(), &want)
+        }
+        64 => {
+            let mut want = [0u8; 32];
+            let mut h = Sha256::new();
+            parts.iter().for_each(|p| h.update(p));
+            super::unhex(stored.as_bytes(), &mut want).is_some()
+                && super::ct_eq(&h.finalize(), &want)
+        }
+        _ => false,
+    }
+}
+
+thread_local! {
+    /// This worker thread's connections, one per database.
+    static CONNS: RefCell<HashMap<Db, Box<dyn Client>>> = RefCell::new(HashMap::new());
+}
+
+/// The stored password for `ask` (`None`: no row, or SQL NULL).
+fn stored_password(s: &DbiSpec, ask: &Ask) -> Result<Option<String>, String> {
+    CONNS.with(|c| {
+        let mut conns = c.borrow_mut();
+        // As lighttpd: a failed query is tried once more (on a new
+        // connection when the old one broke).
+        let mut last = String::new();
+        for _ in 0..2 {
+            if !conns.contains_key(&s.db) {
+                let client = s.db.connect()?;
+                conns.insert(s.db.clone(), client);
+            }
+            let Some(client) = conns.get_mut(&s.db) else {
+                return Err("no connection".into());
+            };
+            let sql = build_query(client.as_ref(), &s.sql, &ask.user, &ask.realm)?;
+            match client.first_value(&sql) {
+                Ok(v) => return Ok(v.value),
+                Err(e) => {
+                    last = e;
+                    if client.broken() {
+                        conns.remove(&s.db);
+                    }
+                }
+            }
+        }
+        Err(last)
+    })
+}
+
+/// Checks `ask` against the database; see the module doc.
+pub fn verify(s: &DbiSpec, ask: &Ask) -> Verdict {
+    let stored = match stored_password(s, ask) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Verdict::Denied("dbi: no such user".into()),
+        Err(e) => return Verdict::Denied(format!("dbi: {e}")),
+    };
+    if !password_matches(&stored, &ask.user, &ask.realm, &ask.password) {
+        return Verdict::Denied("dbi: wrong password".into());
+    }
+    if ask.rule.valid_user || ask.rule.users.contains(&ask.user) {
+        Verdict::Granted
+    } else {
+        Verdict::Denied("not allowed by auth.require".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Std;
+    impl Client for Std {
+        fn escape(&self, v: &str) -> Result<String, String> {
+            crate::sqldb::escape_standard(v, false)
+        }
+        fn first_value(&mut self, _: &str) -> Result<crate::sqldb::FirstValue, String> {
+            Ok(Default::default())
+        }
+        fn broken(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn user_realm_and_algorithm_in_order() {
+        let q = "SELECT p FROM u WHERE user='?' AND realm='?' AND a='?'";
+        assert_eq!(
+            build_query(&Std, q, "o'x", "R").as_deref(),
+            Ok("SELECT p FROM u WHERE user='o''x' AND realm='R' AND a='NONE'")
+        );
+        assert!(build_query(&Std, "? ? ? ?", "a", "b").is_err());
+        assert!(build_query(&Std, "'?'", "", "b").is_err());
+    }
+
+    #[test]
+    fn stored_forms() {
+        // MD5("alice:R:secret") and SHA-256 of the same.
+        let md5 = crate::authn::hex(&Md5::digest(b"alice:R:secret"));
+        let sha = crate::authn::hex(&Sha256::digest(b"alice:R:secret"));
+        assert!(password_matches(&md5, "alice", "R", b"secret"));
+        assert!(password_matches(
+            &md5.to_uppercase(),
+            "alice",
+            "R",
+            b"secret"
+        ));
+        assert!(!password_matches(&md5, "alice", "R", b"wrong"));
+        assert!(!password_matches(&md5, "alice", "S", b"secret"));
+        assert!(password_matches(&sha, "alice", "R", b"secret"));
+        assert!(!password_matches("secret", "alice", "R", b"secret"));
+        let md5crypt = crate::authn::crypt::md5_crypt("$1$", b"secret", b"saltsalt");
+        assert!(password_matches(&md5crypt, "alice", "R", b"secret"));
+        assert!(!password_matches(&md5crypt, "alice", "R", b"secreT"));
+        assert!(!password_matches("$y$j9T$abc$def", "alice", "R", b"x"));
+    }
+}
