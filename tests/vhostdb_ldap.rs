@@ -1,0 +1,316 @@
+//! mod_vhostdb's LDAP back end against a real OpenLDAP `slapd` (Debian's
+//! slapd and ldap-utils, started by the test on 127.0.0.1), with the
+//! same configuration on lighttpd 1.4.69 (Debian's
+//! lighttpd-mod-vhostdb-ldap), answers compared: unknown hosts, entries
+//! without the attribute, Host headers built to widen the filter. Hosts
+//! whose entry has a root are served from it by glint; lighttpd 1.4.69
+//! asks for no attribute and serves them from the default root (checked
+//! too, as the one known difference). A directory stopped with
+//! SIGSTOP holds up only its lookups on glint (a static file of another
+//! host answers at once); its lookups fail with 500 on both after the
+//! time-out, and both find hosts again once it is back.
+
+mod common;
+
+use common::*;
+use nix::sys::signal::Signal::{SIGCONT, SIGSTOP};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+#[allow(dead_code)]
+#[path = "authn_ldap/slapd.rs"]
+mod slapd;
+use slapd::{need, Slapd, SUFFIX};
+
+const MODULES: &str = r#""mod_vhostdb", "mod_vhostdb_ldap", "mod_indexfile", "mod_staticfile""#;
+
+/// The same configuration on glint and on lighttpd.
+struct Both {
+    glint: Server,
+    lighttpd: Child,
+    lighttpd_port: u16,
+}
+
+impl Drop for Both {
+    fn drop(&mut self) {
+        let _ = self.lighttpd.kill();
+        let _ = self.lighttpd.wait();
+    }
+}
+
+fn ask_by(port: u16, host: &str, path: &str, limit: Duration) -> Response {
+    let mut c = Conn::connect(port);
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    c.send(req.as_bytes()).expect("send");
+    c.read_response_by(false, Instant::now() + limit)
+        .unwrap_or_else(|e| panic!("{host}{path}: {e}"))
+}
+
+fn ask(port: u16, host: &str, path: &str) -> Response {
+    ask_by(port, host, path, TIMEOUT)
+}
+
+impl Both {
+    fn start(dir: &TempDir, conf: &str) -> Both {
+        let lport = free_port();
+        let lconf = dir.join("lighttpd.conf");
+        let log = dir.join("lighttpd.log");
+        let ltext = conf
+            .replace(
+                "{errorlog}",
+                &format!("server.errorlog = \"{}\"", log.display()),
+            )
+            .replace("{port}", &lport.to_string());
+        std::fs::write(&lconf, ltext).unwrap();
+        let lighttpd = start_lighttpd(&lconf, lport).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {} (apt-get install lighttpd lighttpd-mod-vhostdb-ldap)",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        });
+        let glint = Launch::new()
+            .config(&conf.replace("{errorlog}", "").replace("{port}", "0"))
+            .start();
+        Both {
+            glint,
+            lighttpd,
+            lighttpd_port: lport,
+        }
+    }
+
+    /// The same status and body from both (each given `limit`); glint's answer.
+    fn same_by(&self, host: &str, path: &str, limit: Duration) -> Response {
+        let g = ask_by(self.glint.port, host, path, limit);
+        let l = ask_by(self.lighttpd_port, host, path, limit);
+        assert_eq!(
+            (g.status, &g.body),
+            (l.status, &l.body),
+            "Host: {host} {path}\nglint: {}\nlighttpd: {}",
+            g.describe(),
+            l.describe()
+        );
+        g
+    }
+
+    fn same(&self, host: &str, path: &str) -> Response {
+        self.same_by(host, path, TIMEOUT)
+    }
+
+    /// A host whose entry has a root: glint answers from it; lighttpd
+    /// 1.4.69 asks its search for no attribute ("1.1") and so never gets
+    /// the root, and answers from the default one. This checks that it
+    /// still does (the one difference, see docs/mod_vhostdb.md).
+    fn found(&self, host: &str, path: &str) -> Response {
+        let l = ask(self.lighttpd_port, host, path);
+        assert_eq!(
+            (l.status, l.body.as_slice()),
+            (200, b"default\n".as_slice()),
+            "lighttpd, Host: {host}: {}",
+            l.describe()
+        );
+        ask(self.glint.port, host, path)
+    }
+}
+
+/// Sites `www/` (the default root), `sites/a`, `sites/b`, and the hosts'
+/// entries added to the directory (cn: the host; labeledURI: the root).
+fn sites_and_entries(dir: &TempDir, slapd: &Slapd) {
+    for (d, body) in [
+        ("www", "default\n"),
+        ("sites/a", "site a\n"),
+        ("sites/b", "site b\n"),
+    ] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+        std::fs::write(dir.join(d).join("index.html"), body).unwrap();
+    }
+    std::fs::write(dir.join("sites/file"), "not a directory").unwrap();
+    let entry = |cn: &str, ou: &str, root: Option<&str>| {
+        let uri = root.map_or(String::new(), |r| {
+            format!("objectClass: labeledURIObject\nlabeledURI: {r}\n")
+        });
+        format!("dn: cn={cn},ou={ou},{SUFFIX}\nobjectClass: applicationProcess\n{uri}cn: {cn}\n\n")
+    };
+    let root = |d: &str| dir.join(d).display().to_string();
+    let mut ldif = format!(
+        "dn: ou=hosts,{SUFFIX}\nobjectClass: organizationalUnit\nou: hosts\n\n\
+         dn: ou=more,{SUFFIX}\nobjectClass: organizationalUnit\nou: more\n\n"
+    );
+    ldif += &entry("a.test", "hosts", Some(&root("sites/a")));
+    ldif += &entry("b.test", "hosts", Some(&root("sites/b")));
+    ldif += &entry("b.test:8080", "hosts", Some(&root("sites/a")));
+    ldif += &entry("noattr.test", "hosts", None);
+    ldif += &entry("file.test", "hosts", Some(&root("sites/file")));
+    ldif += &entry("gone.test", "hosts", Some(&root("sites/gone")));
+    // Two entries: the first one's root, as lighttpd takes it.
+    ldif += &entry("two.test", "hosts", Some(&root("sites/b")));
+    ldif += &entry("two.test", "more", Some(&root("sites/b")));
+    let path = dir.join("hosts.ldif");
+    std::fs::write(&path, ldif).unwrap();
+    let st = Command::new(need("ldapadd"))
+        .args(["-x", "-H"])
+        .arg(format!("ldap://127.0.0.1:{}/", slapd.port))
+        .args(["-D", &format!("cn=admin,{SUFFIX}"), "-w", "admin-pw", "-f"])
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("ldapadd");
+    assert!(st.success(), "ldapadd failed");
+}
+
+fn conf(dir: &TempDir, slapd: &Slapd) -> String {
+    format!(
+        r#"server.document-root = "{www}"
+server.bind = "127.0.0.1"
+server.port = {{port}}
+{{errorlog}}
+server.modules += ( {MODULES} )
+index-file.names = ( "index.html" )
+vhostdb.ldap = ( "host" => "127.0.0.1:{lport}",
+                 "base-dn" => "{SUFFIX}",
+                 "filter" => "(&(objectClass=applicationProcess)(cn=?))",
+                 "attr" => "labeledURI",
+                 "timeout" => "1000000" )
+$HTTP["host"] != "static.test" {{ vhostdb.backend = "ldap" }}
+# Blank changes nothing (the lookup goes on here, as on lighttpd).
+$HTTP["host"] == "blank.test" {{ vhostdb.backend = "" }}
+"#,
+        www = dir.join("www").display(),
+        lport = slapd.port,
+    )
+}
+
+#[test]
+fn hosts_found_in_the_directory_answer_as_on_lighttpd() {
+    let dir = TempDir::new("vhostdb-ldap");
+    let slapd = Slapd::start(&dir);
+    sites_and_entries(&dir, &slapd);
+    let both = Both::start(&dir, &conf(&dir, &slapd));
+    let found = [
+        ("a.test", "/", 200, "site a\n"),
+        ("A.Test", "/index.html", 200, "site a\n"),
+        ("a.test.", "/", 200, "site a\n"),
+        ("b.test", "/", 200, "site b\n"),
+        ("b.test:8080", "/", 200, "site a\n"),
+        ("two.test", "/", 200, "site b\n"),
+    ];
+    for (host, path, status, body) in found {
+        let r = both.found(host, path);
+        assert_eq!(
+            (r.status, r.body.as_slice()),
+            (status, body.as_bytes()),
+            "{host}"
+        );
+    }
+    // A root that is not a directory: 500 (lighttpd never gets the root).
+    assert_eq!(both.found("file.test", "/").status, 500);
+    assert_eq!(both.found("gone.test", "/").status, 500);
+    for host in ["nosuch.test", "noattr.test", "static.test", "b.test:81"] {
+        let r = both.same(host, "/");
+        assert_eq!(
+            (r.status, r.body.as_slice()),
+            (200, b"default\n".as_slice()),
+            "{host}"
+        );
+    }
+    // Host headers built to widen the filter match no other entry.
+    for host in [
+        "*",
+        "a*",
+        "*.test",
+        "a.test)(cn=*",
+        "x)(|(cn=a.test",
+        "a.test\\",
+        "\\2a",
+        "a.test)",
+        "nosuch)(objectClass=*",
+    ] {
+        let r = both.same(host, "/");
+        assert_ne!(r.body, b"site a\n", "{host}");
+        assert_ne!(r.body, b"site b\n", "{host}");
+    }
+}
+
+#[test]
+fn a_stopped_directory_holds_up_its_lookups_only_and_is_used_again() {
+    let dir = TempDir::new("vhostdb-ldap-stop");
+    let mut slapd = Slapd::start(&dir);
+    sites_and_entries(&dir, &slapd);
+    let both = Both::start(&dir, &conf(&dir, &slapd));
+    assert_eq!(both.found("a.test", "/").body, b"site a\n");
+
+    // Stopped: glint answers another host's static file at once, and the
+    // lookup fails after the 1 s time-out with 500, as on lighttpd.
+    signal(slapd.pid(), SIGSTOP);
+    let port = both.glint.port;
+    let waiting = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = ask_by(port, "b.test", "/", Duration::from_secs(20));
+        (r.status, t.elapsed())
+    });
+    let t = Instant::now();
+    let r = ask(port, "static.test", "/");
+    assert_eq!(
+        (r.status, r.body.as_slice()),
+        (200, b"default\n".as_slice())
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "static took {:?}",
+        t.elapsed()
+    );
+    let (status, took) = waiting.join().expect("client");
+    assert_eq!(status, 500);
+    assert!(took < Duration::from_secs(5), "the lookup took {took:?}");
+    assert_eq!(
+        both.same_by("a.test", "/", Duration::from_secs(30)).status,
+        500
+    );
+
+    // Back: found again on both.
+    signal(slapd.pid(), SIGCONT);
+    let back = wait_for(Duration::from_secs(20), || {
+        ask(both.glint.port, "a.test", "/").body == b"site a\n"
+            && ask(both.lighttpd_port, "a.test", "/").status == 200
+    });
+    assert!(back, "the directory was not used again after SIGCONT");
+
+    // Down: 500 on both; restarted on its port: found again.
+    slapd.kill();
+    assert_eq!(both.same("b.test", "/").status, 500);
+    assert_eq!(both.same("static.test", "/").status, 200);
+    assert_eq!(both.same("blank.test", "/").status, 500);
+    slapd.run(&need("slapd"));
+    let back = wait_for(Duration::from_secs(20), || {
+        ask(both.glint.port, "b.test", "/").body == b"site b\n"
+            && ask(both.lighttpd_port, "b.test", "/").status == 200
+    });
+    assert!(back, "the restarted directory was not used again");
+    drop(both);
+}
+
+#[test]
+fn a_filter_without_a_replace_operator_is_refused_with_its_line() {
+    let dir = TempDir::new("vhostdb-ldap-refused");
+    for (opt, word) in [
+        (
+            "vhostdb.ldap = ( \"host\" => \"h\", \"base-dn\" => \"dc=x\", \"filter\" => \"(cn=x)\" )",
+            "replace-operator",
+        ),
+        (
+            "vhostdb.ldap = ( \"host\" => \"ldapi://x\", \"base-dn\" => \"dc=x\", \"filter\" => \"(cn=?)\" )",
+            "ldapi",
+        ),
+    ] {
+        let path = dir.join("g.conf");
+        std::fs::write(&path, format!("server.document-root = \"/tmp\"\n{opt}\n")).unwrap();
+        let out = Command::new(glint_bin())
+            .arg("-t")
+            .arg("-f")
+            .arg(&path)
+            .output()
+            .expect("glint -t");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{opt}: accepted");
+        assert!(err.contains("g.conf:2") && err.contains(word), "{opt}: {err}");
+    }
+}
