@@ -157,9 +157,11 @@ fn sites_and_entries(dir: &TempDir, slapd: &Slapd) {
     assert!(st.success(), "ldapadd failed");
 }
 
-fn conf(dir: &TempDir, slapd: &Slapd) -> String {
+/// `extra`: lines at the top.
+fn conf(dir: &TempDir, slapd: &Slapd, extra: &str) -> String {
     format!(
         r#"server.document-root = "{www}"
+{extra}
 server.bind = "127.0.0.1"
 server.port = {{port}}
 {{errorlog}}
@@ -184,7 +186,7 @@ fn hosts_found_in_the_directory_answer_as_on_lighttpd() {
     let dir = TempDir::new("vhostdb-ldap");
     let slapd = Slapd::start(&dir);
     sites_and_entries(&dir, &slapd);
-    let both = Both::start(&dir, &conf(&dir, &slapd));
+    let both = Both::start(&dir, &conf(&dir, &slapd, ""));
     let found = [
         ("a.test", "/", 200, "site a\n"),
         ("A.Test", "/index.html", 200, "site a\n"),
@@ -230,12 +232,93 @@ fn hosts_found_in_the_directory_answer_as_on_lighttpd() {
     }
 }
 
+/// Without host-strict and host-normalize, a Host with `*`, `(`, `)` and
+/// `\` reaches lighttpd's filter (and, where glint's parser takes it,
+/// glint's); escaped, it matches no entry.
+#[test]
+fn hosts_built_to_widen_the_filter_match_nothing_when_the_parser_lets_them_through() {
+    let dir = TempDir::new("vhostdb-ldap-inject");
+    let slapd = Slapd::start(&dir);
+    sites_and_entries(&dir, &slapd);
+    let opts =
+        r#"server.http-parseopts = ( "host-strict" => "disable", "host-normalize" => "disable" )"#;
+    let both = Both::start(&dir, &conf(&dir, &slapd, opts));
+    assert_eq!(both.found("a.test", "/").body, b"site a\n");
+    for host in [
+        "*",
+        "a*",
+        "*.test",
+        "a.test)(cn=*",
+        "x)(|(cn=a.test",
+        "a.test\\",
+        "\\2a",
+        "a.test)",
+        "nosuch)(objectClass=*",
+        "*)(objectClass=*",
+    ] {
+        let l = ask(both.lighttpd_port, host, "/");
+        assert_eq!(
+            (l.status, l.body.as_slice()),
+            (200, b"default\n".as_slice()),
+            "{host}"
+        );
+        // glint's request parser refuses some of these outright (400).
+        let g = ask(both.glint.port, host, "/");
+        let ok = g.status == 400 || (g.status, g.body.as_slice()) == (200, b"default\n".as_slice());
+        assert!(ok, "Host: {host}: {}", g.describe());
+    }
+}
+
+/// glint's parser refuses those Host values (400), so its back end is
+/// asked directly here, against the same slapd: escaped, each is one
+/// literal value and finds nothing, where the same text unescaped would
+/// match every entry.
+#[test]
+fn the_back_end_escapes_what_would_widen_the_filter() {
+    use glint::config::Value;
+    use std::sync::Arc;
+    let dir = TempDir::new("vhostdb-ldap-escape");
+    let slapd = Slapd::start(&dir);
+    sites_and_entries(&dir, &slapd);
+    let opts = [
+        ("host", format!("127.0.0.1:{}", slapd.port)),
+        ("base-dn", SUFFIX.to_string()),
+        ("filter", "(&(objectClass=applicationProcess)(cn=?))".into()),
+        ("attr", "labeledURI".into()),
+    ];
+    let values: Vec<(&str, Value)> = opts
+        .iter()
+        .map(|(k, v)| (*k, Value::Str(v.clone())))
+        .collect();
+    let table: Vec<(&str, &Value)> = values.iter().map(|(k, v)| (*k, v)).collect();
+    let q = glint::config::vhostdb_ldap::ldap(&table)
+        .expect("options")
+        .expect("a lookup");
+    let q = Arc::new(q);
+    let mut conns = glint::handler::vhostdb_ldap::LdapConns::default();
+    let a = dir.join("sites/a").display().to_string();
+    assert_eq!(conns.lookup(&q, "a.test"), Ok(Some(a)));
+    for host in [
+        "*",
+        "a*",
+        "*.test",
+        "a.test)(cn=*",
+        "x)(|(cn=a.test",
+        "a.test\\",
+        "\\61.test",
+        "*)(objectClass=*",
+        "a.test\0",
+    ] {
+        assert_eq!(conns.lookup(&q, host), Ok(None), "{host}");
+    }
+}
+
 #[test]
 fn a_stopped_directory_holds_up_its_lookups_only_and_is_used_again() {
     let dir = TempDir::new("vhostdb-ldap-stop");
     let mut slapd = Slapd::start(&dir);
     sites_and_entries(&dir, &slapd);
-    let both = Both::start(&dir, &conf(&dir, &slapd));
+    let both = Both::start(&dir, &conf(&dir, &slapd, ""));
     assert_eq!(both.found("a.test", "/").body, b"site a\n");
 
     // Stopped: glint answers another host's static file at once, and the
