@@ -397,3 +397,98 @@ fn a_filter_without_a_replace_operator_is_refused_with_its_line() {
         assert!(err.contains("g.conf:2") && err.contains(word), "{opt}: {err}");
     }
 }
+
+/// A CA and a certificate for `localhost` and for this machine's name
+/// (libldap checks a loopback server's certificate against that name).
+fn ldap_cert(dir: &std::path::Path) {
+    let back = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let script = format!(
+        "set -e\n\
+         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3 -subj /CN=ldap-test-ca -keyout ca.key -out ca.pem 2>/dev/null\n\
+         openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost -keyout s.key -out s.csr 2>/dev/null\n\
+         printf 'subjectAltName=DNS:localhost,DNS:{back}\\nextendedKeyUsage=serverAuth\\n' > s.ext\n\
+         openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3 -extfile s.ext -out s.crt 2>/dev/null\n"
+    );
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()
+        .expect("sh");
+    assert!(ok.success(), "openssl could not make the test certificate");
+}
+
+/// StartTLS and ldaps:// with the directory's certificate checked against
+/// `ca-file`: with the right CA the host is found; with a CA that did not
+/// sign it every lookup fails (500). lighttpd answers the same statuses
+/// over StartTLS (200 from its default root, see `Both::found`).
+#[test]
+fn starttls_and_ldaps_check_the_directory_certificate() {
+    let dir = TempDir::new("vhostdb-ldap-tls");
+    let certs = TempDir::new("vhostdb-ldap-certs");
+    ldap_cert(certs.path());
+    let other = TempDir::new("vhostdb-ldap-other-ca");
+    ldap_cert(other.path());
+    let slapd = Slapd::start_tls(&dir, Some(certs.path()));
+    sites_and_entries(&dir, &slapd);
+    let tls_port = slapd.tls_port.unwrap_or(0);
+    let plain = format!("\"host\" => \"127.0.0.1:{}\",", slapd.port);
+    let cases = [
+        (
+            format!("localhost:{}", slapd.port),
+            true,
+            certs.path(),
+            true,
+        ),
+        (
+            format!("ldaps://localhost:{tls_port}"),
+            false,
+            certs.path(),
+            true,
+        ),
+        (
+            format!("localhost:{}", slapd.port),
+            true,
+            other.path(),
+            false,
+        ),
+        (
+            format!("ldaps://localhost:{tls_port}"),
+            false,
+            other.path(),
+            false,
+        ),
+    ];
+    for (host, starttls, ca, good) in cases {
+        let what = format!("{host} starttls={starttls} good CA={good}");
+        let tls = format!(
+            "\"host\" => \"{host}\", \"ca-file\" => \"{}\", \"starttls\" => \"{}\",",
+            ca.join("ca.pem").display(),
+            if starttls { "enable" } else { "disable" }
+        );
+        let text = conf(&dir, &slapd, "").replace(&plain, &tls);
+        assert!(text.contains("ca-file"), "{text}");
+        if starttls {
+            let both = Both::start(&dir, &text);
+            if good {
+                assert_eq!(both.found("a.test", "/").body, b"site a\n", "{what}");
+            } else {
+                assert_eq!(both.same("a.test", "/").status, 500, "{what}");
+            }
+        } else {
+            let glint = Launch::new()
+                .config(&text.replace("{errorlog}", "").replace("{port}", "0"))
+                .start();
+            let r = ask(glint.port, "a.test", "/");
+            let want: (u16, &[u8]) = if good { (200, b"site a\n") } else { (500, b"") };
+            assert_eq!(r.status, want.0, "{what}: {}", r.describe());
+            if good {
+                assert_eq!(r.body, want.1, "{what}");
+            }
+        }
+    }
+}
