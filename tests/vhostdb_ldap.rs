@@ -492,3 +492,22 @@ fn starttls_and_ldaps_check_the_directory_certificate() {
         }
     }
 }
+
+/// With `vhostdb.cache`, a host found is answered from memory while the
+/// directory is down; a host never found is asked for (500). (lighttpd
+/// never finds a root, so it has nothing to keep: glint only.)
+#[test]
+fn found_hosts_are_kept_per_vhostdb_cache() {
+    let dir = TempDir::new("vhostdb-ldap-cache");
+    let mut slapd = Slapd::start(&dir);
+    sites_and_entries(&dir, &slapd);
+    let text = conf(&dir, &slapd, "vhostdb.cache = ( \"max-age\" => 600 )")
+        .replace("{errorlog}", "")
+        .replace("{port}", "0");
+    let glint = Launch::new().config(&text).start();
+    assert_eq!(ask(glint.port, "a.test", "/").body, b"site a\n");
+    slapd.kill();
+    let r = ask(glint.port, "a.test", "/");
+    assert_eq!((r.status, r.body.as_slice()), (200, b"site a\n".as_slice()));
+    assert_eq!(ask(glint.port, "b.test", "/").status, 500);
+}
