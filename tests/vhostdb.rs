@@ -124,11 +124,10 @@ server.port = {{port}}
 {{errorlog}}
 server.modules += ( {{modules}} )
 index-file.names = ( "index.html" )
-vhostdb.backend = "dbi"
 {cache}
 vhostdb.dbi = ( "sql" => "SELECT docroot FROM vhosts WHERE host='?'",
                 "dbtype" => "sqlite3", "dbname" => "v.db", "sqlite3_dbdir" => "{dbdir}" )
-$HTTP["host"] == "static.test" {{ vhostdb.backend = "" }}
+$HTTP["host"] != "static.test" {{ vhostdb.backend = "dbi" }}
 "#,
         www = dir.join("www").display(),
         dbdir = dir.path().display(),
@@ -283,8 +282,6 @@ fn sqlite_cache_keeps_found_hosts_as_lighttpd_does() {
 fn unprovided_back_ends_are_refused_with_their_line() {
     let dir = TempDir::new("vhostdb-refused");
     for (opt, word) in [
-        ("vhostdb.backend = \"ldap\"", "ldap"),
-        ("vhostdb.ldap = ( \"host\" => \"x\" )", "vhostdb.ldap"),
         ("vhostdb.backend = \"nosuch\"", "not supported"),
         (
             "vhostdb.dbi = ( \"sql\" => \"x\", \"dbtype\" => \"oracle\", \"dbname\" => \"v\" )",
@@ -321,7 +318,6 @@ server.port = {{port}}
 {{errorlog}}
 server.modules += ( {{modules}} )
 index-file.names = ( "index.html" )
-vhostdb.backend = "pgsql"
 vhostdb.pgsql = ( "sql" => "{sql}", "dbname" => "vhosts", "user" => "scram", "password" => "scrampw",
                   "host" => "{sock}", "port" => "{port}" )
 $HTTP["host"] =~ "^md5\." {{
@@ -331,7 +327,7 @@ $HTTP["host"] =~ "^md5\." {{
 $HTTP["host"] =~ "^trust\." {{
   vhostdb.pgsql = ( "sql" => "{sql}", "dbname" => "vhosts", "user" => "trusty", "host" => "{sock}", "port" => "{port}" )
 }}
-$HTTP["host"] == "static.test" {{ vhostdb.backend = "" }}
+$HTTP["host"] != "static.test" {{ vhostdb.backend = "pgsql" }}
 "#,
         www = dir.join("www").display(),
     )
@@ -471,14 +467,13 @@ server.port = {{port}}
 {{errorlog}}
 server.modules += ( {{modules}} )
 index-file.names = ( "index.html" )
-vhostdb.backend = "mysql"
 vhostdb.mysql = ( "sql" => "{sql}", "dbname" => "vhosts", "user" => "vh", "password" => "vhpw",
                   "sock" => "{sock}" )
 $HTTP["host"] =~ "^tcp\." {{
   vhostdb.mysql = ( "sql" => "{sql}", "dbname" => "vhosts", "user" => "vh", "password" => "vhpw",
                     "host" => "127.0.0.1", "port" => "{port}" )
 }}
-$HTTP["host"] == "static.test" {{ vhostdb.backend = "" }}
+$HTTP["host"] != "static.test" {{ vhostdb.backend = "mysql" }}
 "#,
         www = dir.join("www").display(),
         sock = my.sock().display(),

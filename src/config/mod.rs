@@ -31,6 +31,7 @@ mod support;
 pub mod tunnel;
 mod value;
 pub mod vhostdb;
+pub mod vhostdb_ldap;
 pub mod webdav;
 
 #[cfg(test)]

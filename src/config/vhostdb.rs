@@ -1,7 +1,6 @@
 //! mod_vhostdb's options: `vhostdb.backend`, `vhostdb.cache` and each
-//! back end's table (`vhostdb.dbi`, `vhostdb.pgsql`, `vhostdb.mysql`),
-//! checked and typed when the file is read. `vhostdb.ldap` is refused (not
-//! provided yet).
+//! back end's table (`vhostdb.dbi`, `vhostdb.pgsql`, `vhostdb.mysql`,
+//! `vhostdb.ldap`), checked and typed when the file is read.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,6 +9,8 @@ use super::value::Value;
 use crate::sqldb::mysql::MyParams;
 use crate::sqldb::pgsql::PgParams;
 use crate::sqldb::{Db, Query};
+
+pub use super::vhostdb_ldap::LdapQuery;
 
 /// Where libdbi's SQLite driver looks for `dbname` without
 /// `sqlite3_dbdir` (Debian's build of libdbd-sqlite3).
@@ -24,12 +25,22 @@ pub enum Backend {
     Dbi,
     Pgsql,
     Mysql,
+    Ldap,
+}
+
+/// What a lookup asks: an SQL query or an LDAP search (the key of the
+/// cache and of each lookup thread's connections).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    Sql(Arc<Query>),
+    Ldap(Arc<LdapQuery>),
 }
 
 /// mod_vhostdb's settings in one scope.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VhostDbSettings {
-    /// None: no lookup (also for a blank `vhostdb.backend`).
+    /// None: no lookup (a blank `vhostdb.backend` keeps the one of the
+    /// scopes around, as lighttpd).
     pub backend: Option<Backend>,
     /// `vhostdb.cache`: found hosts are kept this many seconds.
     pub cache_max_age: Option<u64>,
@@ -40,29 +51,38 @@ pub struct VhostDbSettings {
     pub pgsql: Option<Arc<Query>>,
     /// `vhostdb.mysql`: None when it lacks `sql`, `dbname` or `user`.
     pub mysql: Option<Arc<Query>>,
+    /// `vhostdb.ldap`: None when it lacks `filter`, `host` or `base-dn`.
+    pub ldap: Option<Arc<LdapQuery>>,
 }
 
 impl VhostDbSettings {
     /// The query of the back end in force, if it has one.
-    pub fn query(&self) -> Option<&Arc<Query>> {
-        match self.backend? {
+    pub fn query(&self) -> Option<Source> {
+        let sql = match self.backend? {
             Backend::Dbi => self.dbi.as_ref(),
             Backend::Pgsql => self.pgsql.as_ref(),
             Backend::Mysql => self.mysql.as_ref(),
-        }
+            Backend::Ldap => return self.ldap.clone().map(Source::Ldap),
+        };
+        sql.cloned().map(Source::Sql)
     }
 
     /// Sets one `vhostdb.*` option; false for a key that is not one.
     pub fn apply(&mut self, key: &str, v: &Value) -> Result<bool, String> {
         match key {
-            "vhostdb.backend" => self.backend = backend(v)?,
+            // Blank changes nothing: lighttpd keeps the back end of the
+            // scopes around (so a blank one in a condition does not turn
+            // the lookup off there).
+            "vhostdb.backend" => {
+                if let Some(b) = backend(v)? {
+                    self.backend = Some(b);
+                }
+            }
             "vhostdb.cache" => self.cache_max_age = Some(cache(v)?),
             "vhostdb.dbi" => self.dbi = dbi(&table(v)?)?.map(Arc::new),
             "vhostdb.pgsql" => self.pgsql = pgsql(&table(v)?)?.map(Arc::new),
             "vhostdb.mysql" => self.mysql = mysql(&table(v)?)?.map(Arc::new),
-            "vhostdb.ldap" => {
-                return Err("vhostdb.ldap (mod_vhostdb_ldap) is not provided by glint yet".into())
-            }
+            "vhostdb.ldap" => self.ldap = super::vhostdb_ldap::ldap(&table(v)?)?.map(Arc::new),
             _ => return Ok(false),
         }
         Ok(true)
@@ -91,9 +111,7 @@ fn backend(v: &Value) -> Result<Option<Backend>, String> {
         "dbi" => Ok(Some(Backend::Dbi)),
         "pgsql" => Ok(Some(Backend::Pgsql)),
         "mysql" => Ok(Some(Backend::Mysql)),
-        "ldap" => Err(
-            "vhostdb.backend \"ldap\" (mod_vhostdb_ldap) is not provided by glint yet; \"dbi\" (sqlite3), \"pgsql\" and \"mysql\" are".into(),
-        ),
+        "ldap" => Ok(Some(Backend::Ldap)),
         other => Err(format!("vhostdb.backend not supported: {other}")),
     }
 }
@@ -115,7 +133,7 @@ fn cache(v: &Value) -> Result<u64, String> {
 }
 
 /// A `( "key" => value, ... )` table.
-fn table(v: &Value) -> Result<Vec<(&str, &Value)>, String> {
+pub(super) fn table(v: &Value) -> Result<Vec<(&str, &Value)>, String> {
     let Value::Array(items) = v else {
         return Err(format!("expects an array, not {}", v.type_name()));
     };
@@ -276,6 +294,13 @@ fn mysql(t: &[(&str, &Value)]) -> Result<Option<Query>, String> {
 mod tests {
     use super::*;
 
+    fn sql(s: &VhostDbSettings) -> Arc<Query> {
+        match s.query() {
+            Some(Source::Sql(q)) => q,
+            other => panic!("{other:?}"),
+        }
+    }
+
     fn arr(kv: &[(&str, &str)]) -> Value {
         Value::Array(
             kv.iter()
@@ -297,7 +322,7 @@ mod tests {
             ("sqlite3_dbdir", "/srv/db"),
         ]);
         s.apply("vhostdb.dbi", &d).unwrap();
-        let q = s.query().unwrap();
+        let q = sql(&s);
         assert_eq!(q.db, Db::Sqlite(PathBuf::from("/srv/db/v.db")));
         // Without dbtype: no lookup, as lighttpd.
         s.apply("vhostdb.dbi", &arr(&[("sql", "x"), ("dbname", "v.db")]))
@@ -318,18 +343,15 @@ mod tests {
             ("username", "u"),
         ]);
         s.apply("vhostdb.dbi", &d).unwrap();
-        let q = s.query().unwrap();
+        let q = sql(&s);
         let Db::Pgsql(p) = &q.db else { panic!() };
         let got = (p.port, p.host.as_deref(), p.user.as_str(), q.exactly_one);
         assert_eq!(got, (Some(5433), Some("/run/pg"), "u", false));
         assert!(s
-            .apply("vhostdb.backend", &Value::Str("ldap".into()))
-            .is_err());
-        assert!(s
             .apply("vhostdb.backend", &Value::Str("nosuch".into()))
             .is_err());
         s.apply("vhostdb.backend", &Value::Str("".into())).unwrap();
-        assert_eq!(s.backend, None);
+        assert_eq!(s.backend, Some(Backend::Dbi));
         s.apply("vhostdb.backend", &Value::Str("pgsql".into()))
             .unwrap();
         s.apply(
@@ -343,9 +365,7 @@ mod tests {
             ]),
         )
         .unwrap();
-        let Db::Pgsql(p) = &s.query().unwrap().db else {
-            panic!()
-        };
+        let Db::Pgsql(p) = &sql(&s).db else { panic!() };
         assert_eq!(
             (p.port, p.host.as_deref(), p.user.as_str()),
             (Some(5433), Some("/tmp"), "u")

@@ -59,7 +59,7 @@ pub(super) fn docroot(
             return match found {
                 Ok(Some(root)) => {
                     if let Some(age) = v.cache_max_age {
-                        sv.vhostdb.remember(query, &host, &root, now, age);
+                        sv.vhostdb.remember(&query, &host, &root, now, age);
                     }
                     Root::Found(root)
                 }
@@ -69,7 +69,7 @@ pub(super) fn docroot(
         }
     }
     if let Some(age) = v.cache_max_age {
-        if let Some(root) = sv.vhostdb.cached(query, &host, now, age) {
+        if let Some(root) = sv.vhostdb.cached(&query, &host, now, age) {
             return Root::Found(root.to_string());
         }
     }
@@ -105,7 +105,7 @@ fn start(
     let (Some(route), Some(query)) = (sv.upstream.local_route, settings.vhostdb.query()) else {
         return Root::Failed(500);
     };
-    let work = sv.vhostdb.lookup(query, &host);
+    let work = sv.vhostdb.lookup(&query, &host);
     let spec = JobSpec {
         route,
         protocol: Protocol::Cgi,

@@ -10,4 +10,5 @@ pub mod ssi;
 pub mod static_file;
 pub mod status_page;
 pub mod vhostdb;
+pub mod vhostdb_ldap;
 pub mod webdav;

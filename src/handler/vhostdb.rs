@@ -16,8 +16,11 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use crate::config::vhostdb::Source;
 use crate::msg::local::{LocalWork, Wake, VHOST_DOCROOT};
 use crate::sqldb::{substitute, Client, Db, Query};
+
+use super::vhostdb_ldap::LdapConns;
 
 /// Threads running lookups: each holds its own connection to each
 /// database. Lookups wait on the network, not the CPU; 4 let a slow
@@ -34,7 +37,7 @@ pub const QUEUE: usize = 64;
 pub type Found = Result<Option<String>, u16>;
 
 struct Task {
-    query: Arc<Query>,
+    query: Source,
     host: String,
     slot: Arc<Mutex<Option<Found>>>,
     ready: Wake,
@@ -89,15 +92,18 @@ impl Drop for Pool {
 
 fn worker(rx: Queue) {
     let mut conns: HashMap<Db, Box<dyn Client>> = HashMap::new();
+    let mut ldap = LdapConns::default();
     loop {
         let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(task) = next else { return };
-        let found = catch_unwind(AssertUnwindSafe(|| {
-            lookup(&mut conns, &task.query, &task.host)
+        let found = catch_unwind(AssertUnwindSafe(|| match &task.query {
+            Source::Sql(q) => lookup(&mut conns, q, &task.host),
+            Source::Ldap(q) => ldap.lookup(q, &task.host),
         }))
         .unwrap_or_else(|_| {
             // A client that panicked may have left its connection half used.
             conns.clear();
+            ldap = LdapConns::default();
             Err(500)
         });
         *task.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(found);
@@ -164,6 +170,11 @@ fn docroot(q: &Query, v: crate::sqldb::FirstValue) -> Found {
     let Some(root) = v.value.filter(|r| one && !r.is_empty()) else {
         return Ok(None);
     };
+    checked_root(root)
+}
+
+/// A document root found, if it is a directory (else 500, as lighttpd).
+pub(super) fn checked_root(root: String) -> Found {
     // (It travels in a header line of the job's answer.)
     if root.bytes().any(|b| b < b' ' || b == 0x7f) {
         log::error!("document root {root:?} has control characters");
@@ -213,7 +224,7 @@ pub struct VhostDb {
     pool: Option<Arc<Pool>>,
     pool_failed: bool,
     /// (query, host) -> (document root, when it was found).
-    cache: HashMap<(Arc<Query>, String), (String, u64)>,
+    cache: HashMap<(Source, String), (String, u64)>,
     inserts: u64,
 }
 
@@ -223,26 +234,26 @@ const SWEEP_EVERY: u64 = 256;
 impl VhostDb {
     /// The cached document root of `host` under `q`, if it is younger
     /// than `max_age` seconds.
-    pub fn cached(&self, q: &Arc<Query>, host: &str, now: u64, max_age: u64) -> Option<&str> {
-        let (root, at) = self.cache.get(&(Arc::clone(q), host.to_string()))?;
+    pub fn cached(&self, q: &Source, host: &str, now: u64, max_age: u64) -> Option<&str> {
+        let (root, at) = self.cache.get(&(q.clone(), host.to_string()))?;
         (now.saturating_sub(*at) <= max_age).then_some(root.as_str())
     }
 
     /// Keeps a found document root for `max_age` seconds; every
     /// [`SWEEP_EVERY`] entries kept, those older than that are dropped
     /// (lighttpd sweeps every 8 s).
-    pub fn remember(&mut self, q: &Arc<Query>, host: &str, root: &str, now: u64, max_age: u64) {
+    pub fn remember(&mut self, q: &Source, host: &str, root: &str, now: u64, max_age: u64) {
         self.inserts += 1;
         if self.inserts.is_multiple_of(SWEEP_EVERY) {
             self.cache
                 .retain(|_, (_, at)| now.saturating_sub(*at) <= max_age);
         }
         self.cache
-            .insert((Arc::clone(q), host.to_string()), (root.to_string(), now));
+            .insert((q.clone(), host.to_string()), (root.to_string(), now));
     }
 
     /// The work of a local job that looks `host` up with `q`.
-    pub fn lookup(&mut self, q: &Arc<Query>, host: &str) -> Lookup {
+    pub fn lookup(&mut self, q: &Source, host: &str) -> Lookup {
         if self.pool.is_none() && !self.pool_failed {
             match Pool::new(THREADS, QUEUE) {
                 Ok(p) => self.pool = Some(Arc::new(p)),
@@ -254,7 +265,7 @@ impl VhostDb {
         }
         Lookup {
             pool: self.pool.clone(),
-            query: Arc::clone(q),
+            query: q.clone(),
             host: host.to_string(),
             slot: Arc::new(Mutex::new(None)),
             answer: Vec::new(),
@@ -267,7 +278,7 @@ impl VhostDb {
 /// has no body), answered when the worker signals.
 pub struct Lookup {
     pool: Option<Arc<Pool>>,
-    query: Arc<Query>,
+    query: Source,
     host: String,
     slot: Arc<Mutex<Option<Found>>>,
     /// The answer, once the result is in.
@@ -319,7 +330,7 @@ impl LocalWork for Lookup {
             return Some(wake);
         };
         let task = Task {
-            query: Arc::clone(&self.query),
+            query: self.query.clone(),
             host: std::mem::take(&mut self.host),
             slot: Arc::clone(&self.slot),
             ready: wake,

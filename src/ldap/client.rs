@@ -63,6 +63,9 @@ pub struct Connection {
     buf: Vec<u8>,
 }
 
+/// A found entry: its DN and the first value of the attribute asked for.
+pub type Entry = (String, Option<Vec<u8>>);
+
 /// One LDAPResult: the code (0 is success) and the server's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LdapResult {
@@ -172,6 +175,21 @@ impl Connection {
         limit: i64,
         time_limit: i64,
     ) -> Result<Vec<String>, LdapError> {
+        let found = self.search_attr(base, filter, None, limit, time_limit)?;
+        Ok(found.into_iter().map(|(dn, _)| dn).collect())
+    }
+
+    /// As [`Connection::search`], asking for the attribute `attr` too (None:
+    /// no attribute, "1.1"): each entry's DN and the first value of `attr`
+    /// it holds (the type compared without regard to case).
+    pub fn search_attr(
+        &mut self,
+        base: &str,
+        filter: &[u8],
+        attr: Option<&str>,
+        limit: i64,
+        time_limit: i64,
+    ) -> Result<Vec<Entry>, LdapError> {
         let id = self.send(|o| {
             ber::put_with(o, 0x63, |o| {
                 ber::put(o, ber::OCTET_STRING, base.as_bytes());
@@ -182,25 +200,24 @@ impl Connection {
                 ber::put(o, ber::BOOLEAN, &[0]);
                 o.extend_from_slice(filter);
                 // "1.1": no attributes (RFC 4511 4.5.1.8).
-                ber::put_with(o, ber::SEQUENCE, |o| ber::put(o, ber::OCTET_STRING, b"1.1"));
+                let a = attr.unwrap_or("1.1");
+                ber::put_with(o, ber::SEQUENCE, |o| {
+                    ber::put(o, ber::OCTET_STRING, a.as_bytes())
+                });
             })
         })?;
-        let mut dns = Vec::new();
+        let mut found = Vec::new();
         // Entries, then the done message; bounded by the size cap per
         // message and the time-out per read.
         loop {
             let (tag, op) = self.receive(id)?;
             match tag {
-                0x64 => {
-                    let mut r = Reader::new(&op);
-                    let dn = r.expect(ber::OCTET_STRING).map_err(ber_err)?;
-                    dns.push(String::from_utf8_lossy(dn).into_owned());
-                }
+                0x64 => found.push(entry(&op, attr).map_err(ber_err)?),
                 0x73 => {} // a referral elsewhere: not followed, as lighttpd.
                 0x65 => {
                     let r = result(&op)?;
                     return if r.code == 0 {
-                        Ok(dns)
+                        Ok(found)
                     } else {
                         Err(LdapError::Result(r))
                     };
@@ -288,6 +305,28 @@ fn ber_err(e: BerError) -> LdapError {
         BerError::Short => LdapError::Protocol("message cut short"),
         BerError::Bad(why) => LdapError::Protocol(why),
     }
+}
+
+/// A SearchResultEntry's DN and the first value of `attr`, if it has one.
+fn entry(op: &[u8], attr: Option<&str>) -> Result<Entry, BerError> {
+    let mut r = Reader::new(op);
+    let dn = String::from_utf8_lossy(r.expect(ber::OCTET_STRING)?).into_owned();
+    let Some(attr) = attr else {
+        return Ok((dn, None));
+    };
+    let mut attrs = Reader::new(r.expect(ber::SEQUENCE)?);
+    while !attrs.is_empty() {
+        let mut a = Reader::new(attrs.expect(ber::SEQUENCE)?);
+        let name = a.expect(ber::OCTET_STRING)?;
+        if !name.eq_ignore_ascii_case(attr.as_bytes()) {
+            continue;
+        }
+        let mut vals = Reader::new(a.expect(ber::SET)?);
+        if !vals.is_empty() {
+            return Ok((dn, Some(vals.expect(ber::OCTET_STRING)?.to_vec())));
+        }
+    }
+    Ok((dn, None))
 }
 
 /// An LDAPResult's code and message.

@@ -52,7 +52,7 @@ impl std::fmt::Display for LdapError {
 pub const INVALID_CREDENTIALS: i64 = 49;
 
 /// One server: `ldap://host:port` or `ldaps://host:port`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LdapUrl {
     pub tls: bool,
     pub host: String,

@@ -66,6 +66,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_vhostdb_dbi",
     "mod_vhostdb_pgsql",
     "mod_vhostdb_mysql",
+    "mod_vhostdb_ldap",
 ];
 
 /// Options glint parses and keeps in [`Settings::raw`] for later work.
