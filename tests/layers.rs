@@ -46,7 +46,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("path", 1),
     ("signals", 1),
     ("sockopt", 1),
-    ("sqldb", 1),
+    ("sqldb", 0),
     ("stats", 1),
     ("ldap", 0),
     ("syslog", 0),

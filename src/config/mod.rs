@@ -17,6 +17,7 @@
 mod acme_names;
 mod build;
 mod cond;
+pub mod dbi;
 mod error;
 mod gateway;
 mod lexer;

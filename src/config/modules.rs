@@ -288,9 +288,12 @@ pub struct Auth {
     /// mod_authn_sasl's `auth.backend.sasl.opts` (`service`, `fqdn`,
     /// `pwcheck_method`, `sasldb_path`).
     pub sasl_opts: Option<Vec<(String, String)>>,
-    /// mod_authn_dbi's `auth.backend.dbi` as written (checked by
-    /// [`crate::authn::dbi::parse`] when read).
+    /// mod_authn_dbi's `auth.backend.dbi` as written (for `-p`).
     pub dbi: Option<crate::config::Value>,
+    /// The same, read when the configuration is loaded
+    /// ([`crate::config::dbi::parse`]); None when it lacks `sql`,
+    /// `dbname` or `dbtype` (every login under it is refused then).
+    pub dbi_spec: Option<std::sync::Arc<crate::authn::dbi::DbiSpec>>,
 }
 
 /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).

@@ -187,12 +187,13 @@ impl AuthState {
                 let opts = s.auth.sasl_opts.as_deref().unwrap_or(&[]);
                 crate::authn::sasl::parse_opts(opts).map(|spec| Spec::Sasl(Arc::new(spec)))
             }
-            BackendKind::Dbi => match s.auth.dbi.as_ref().map(crate::authn::dbi::parse) {
-                Some(Ok(Some(spec))) => Ok(Spec::Dbi(Arc::new(spec))),
-                Some(Err(e)) => Err(format!("dbi: {e}")),
+            BackendKind::Dbi => match &s.auth.dbi_spec {
+                Some(spec) => Ok(Spec::Dbi(Arc::clone(spec))),
                 // lighttpd sets nothing up without sql, dbname and dbtype,
                 // and refuses every login under it.
-                _ => Err("dbi: auth.backend.dbi needs \"sql\", \"dbname\" and \"dbtype\"".into()),
+                None => {
+                    Err("dbi: auth.backend.dbi needs \"sql\", \"dbname\" and \"dbtype\"".into())
+                }
             },
             other => Err(format!("{other:?} does not block")),
         }

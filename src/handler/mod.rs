@@ -11,4 +11,5 @@ pub mod static_file;
 pub mod status_page;
 pub mod vhostdb;
 pub mod vhostdb_ldap;
+mod vhostdb_root;
 pub mod webdav;

@@ -21,6 +21,8 @@ use crate::msg::local::{LocalWork, Wake, VHOST_DOCROOT};
 use crate::sqldb::{substitute, Client, Db, Query};
 
 use super::vhostdb_ldap::LdapConns;
+use super::vhostdb_root::checked_root;
+pub use super::vhostdb_root::Found;
 
 /// Threads running lookups: each holds its own connection to each
 /// database. Lookups wait on the network, not the CPU; 4 let a slow
@@ -30,11 +32,6 @@ pub const THREADS: usize = 4;
 /// Lookups waiting beyond those running; past it a request gets 503 at
 /// once rather than waiting behind a database that does not answer.
 pub const QUEUE: usize = 64;
-
-/// What a lookup came to: the document root (`None`: no such host), or
-/// the status to answer (500 as lighttpd for a failed query or a root
-/// that is not a directory; 503 for a full queue).
-pub type Found = Result<Option<String>, u16>;
 
 struct Task {
     query: Source,
@@ -171,26 +168,6 @@ fn docroot(q: &Query, v: crate::sqldb::FirstValue) -> Found {
         return Ok(None);
     };
     checked_root(root)
-}
-
-/// A document root found, if it is a directory (else 500, as lighttpd).
-pub(super) fn checked_root(root: String) -> Found {
-    // (It travels in a header line of the job's answer.)
-    if root.bytes().any(|b| b < b' ' || b == 0x7f) {
-        log::error!("document root {root:?} has control characters");
-        return Err(500);
-    }
-    match std::fs::metadata(&root) {
-        Ok(m) if m.is_dir() => Ok(Some(root)),
-        Ok(_) => {
-            log::error!("{root}: not a directory");
-            Err(500)
-        }
-        Err(e) => {
-            log::error!("{root}: {e}");
-            Err(500)
-        }
-    }
 }
 
 fn describe(db: &Db) -> String {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::config::vhostdb_ldap::{host_filter, LdapQuery};
 use crate::ldap::{self, filter, Connection, LdapError};
 
-use super::vhostdb::{checked_root, Found};
+use super::vhostdb_root::{checked_root, Found};
 
 /// One lookup thread's connections, by configuration.
 #[derive(Default)]

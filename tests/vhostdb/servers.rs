@@ -235,9 +235,15 @@ impl Mariadb {
         if is_root() {
             install.arg("--user=root");
         }
-        let out = install
-            .output()
-            .expect("mariadb-install-db (apt-get install mariadb-server)");
+        // Two bootstraps at once (tests of one binary run in parallel)
+        // trip over each other's temporary tables: one at a time.
+        static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let out = {
+            let _one = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+            install
+                .output()
+                .expect("mariadb-install-db (apt-get install mariadb-server)")
+        };
         assert!(
             out.status.success(),
             "mariadb-install-db: {}",

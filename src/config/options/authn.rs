@@ -34,7 +34,7 @@ pub(super) fn apply(s: &mut Settings, key: &str, v: &Value) -> Result<bool, Stri
             s.auth.sasl_opts = Some(p);
         }
         "auth.backend.dbi" => {
-            crate::authn::dbi::parse(v)?;
+            s.auth.dbi_spec = crate::config::dbi::parse(v)?.map(std::sync::Arc::new);
             s.auth.dbi = Some(v.clone());
         }
         _ => return Ok(false),
