@@ -1,5 +1,7 @@
-//! `auth.backend.dbi` read into [`DbiSpec`] (mod_authn_dbi's checks are
-//! in [`crate::authn::dbi`]).
+//! libdbi's connection table (`sql`, `dbtype`, `dbname`, `host`, `port`,
+//! `username`, `password`, `sqlite3_dbdir`, `mysql_unix_socket`), read once
+//! for `auth.backend.dbi` (into [`DbiSpec`]; the checks are in
+//! [`crate::authn::dbi`]) and for `vhostdb.dbi`.
 
 use std::path::PathBuf;
 
@@ -9,11 +11,64 @@ use crate::sqldb::mysql::MyParams;
 use crate::sqldb::pgsql::PgParams;
 use crate::sqldb::Db;
 
-/// libdbi's sqlite3 driver's default `sqlite3_dbdir` (Debian's build).
+/// libdbi's sqlite3 driver's default `sqlite3_dbdir` (Debian's build of
+/// libdbd-sqlite3).
 pub const SQLITE3_DBDIR: &str = "/usr/var/lib/libdbi/sqlite3";
 
-/// The `( "key" => value )` entries of `v`.
-fn table(v: &Value) -> Result<Vec<(&str, &Value)>, String> {
+/// The query and the database of a libdbi table. `None` when `sql` (not
+/// blank), `dbname` or `dbtype` is missing: lighttpd then sets nothing
+/// up. A `dbtype` glint has no client for is refused, as lighttpd refuses
+/// one libdbi has no driver for.
+pub(super) fn connection<'a>(t: &[(&str, &'a Value)]) -> Result<Option<(&'a str, Db)>, String> {
+    let (Some(sql), Some(dbname), Some(dbtype)) =
+        (text(t, "sql"), text(t, "dbname"), text(t, "dbtype"))
+    else {
+        return Ok(None);
+    };
+    if sql.trim().is_empty() {
+        return Ok(None);
+    }
+    let get = |k: &str| text(t, k).filter(|v| !v.is_empty()).map(str::to_string);
+    let db = match dbtype {
+        "sqlite3" => {
+            let dir = text(t, "sqlite3_dbdir").unwrap_or(SQLITE3_DBDIR);
+            Db::Sqlite(PathBuf::from(dir).join(dbname))
+        }
+        "pgsql" => Db::Pgsql(PgParams {
+            host: get("host"),
+            port: number(t, "port")?,
+            dbname: dbname.to_string(),
+            user: get("username").unwrap_or_else(crate::sqldb::pgsql::default_user),
+            password: get("password"),
+        }),
+        "mysql" => Db::Mysql(MyParams {
+            host: get("host"),
+            port: number(t, "port")?.unwrap_or(0),
+            sock: get("mysql_unix_socket"),
+            dbname: dbname.to_string(),
+            user: get("username").unwrap_or_else(crate::sqldb::os_user),
+            password: get("password"),
+        }),
+        other => {
+            return Err(format!(
+                "dbtype \"{other}\" is not provided by glint (\"sqlite3\", \"pgsql\" and \"mysql\" are)"
+            ))
+        }
+    };
+    Ok(Some((sql, db)))
+}
+
+/// Reads `auth.backend.dbi` (see [`connection`]; without a connection
+/// every login under it is refused).
+pub fn parse(v: &Value) -> Result<Option<DbiSpec>, String> {
+    Ok(connection(&table(v)?)?.map(|(sql, db)| DbiSpec {
+        sql: sql.to_string(),
+        db,
+    }))
+}
+
+/// A `( "key" => value, ... )` table.
+pub(super) fn table(v: &Value) -> Result<Vec<(&str, &Value)>, String> {
     let Value::Array(items) = v else {
         return Err(format!("expects an array, not {}", v.type_name()));
     };
@@ -26,8 +81,8 @@ fn table(v: &Value) -> Result<Vec<(&str, &Value)>, String> {
         .collect()
 }
 
-/// The string value of `key` (case-blind, as lighttpd), if a string.
-fn text<'a>(t: &[(&str, &'a Value)], key: &str) -> Option<&'a str> {
+/// The string value of `key` (case-insensitive, as lighttpd), if it is a string.
+pub(super) fn text<'a>(t: &[(&str, &'a Value)], key: &str) -> Option<&'a str> {
     t.iter().rev().find_map(|(k, v)| match v {
         Value::Str(s) if k.eq_ignore_ascii_case(key) => Some(s.as_str()),
         _ => None,
@@ -35,65 +90,19 @@ fn text<'a>(t: &[(&str, &'a Value)], key: &str) -> Option<&'a str> {
 }
 
 /// A port given as a number or a numeric string.
-fn port(t: &[(&str, &Value)]) -> Result<Option<u16>, String> {
-    match t.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case("port")) {
+pub(super) fn number(t: &[(&str, &Value)], key: &str) -> Result<Option<u16>, String> {
+    let v = t.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key));
+    match v.map(|(_, v)| *v) {
         None => Ok(None),
-        Some((_, Value::Int(n))) => u16::try_from(*n)
+        Some(Value::Int(n)) => u16::try_from(*n)
             .map(Some)
-            .map_err(|_| format!("port {n} is not a port number")),
-        Some((_, Value::Str(s))) if s.trim().is_empty() => Ok(None),
-        Some((_, Value::Str(s))) => s
+            .map_err(|_| format!("{key} {n} is not a port number")),
+        Some(Value::Str(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::Str(s)) => s
             .trim()
             .parse()
             .map(Some)
-            .map_err(|_| format!("port \"{s}\" is not a port number")),
-        Some((_, Value::Array(_))) => Err("port must be a number".into()),
+            .map_err(|_| format!("{key} \"{s}\" is not a port number")),
+        Some(Value::Array(_)) => Err(format!("{key} must be a number")),
     }
-}
-
-/// Reads `auth.backend.dbi`. `None` when `sql` (not blank), `dbname` or
-/// `dbtype` is missing: lighttpd then sets nothing up and every login
-/// under it is refused. A `dbtype` glint has no client for is refused at
-/// start-up, as lighttpd refuses one libdbi has no driver for.
-pub fn parse(v: &Value) -> Result<Option<DbiSpec>, String> {
-    let t = table(v)?;
-    let (Some(sql), Some(dbname), Some(dbtype)) =
-        (text(&t, "sql"), text(&t, "dbname"), text(&t, "dbtype"))
-    else {
-        return Ok(None);
-    };
-    if sql.trim().is_empty() {
-        return Ok(None);
-    }
-    let get = |k: &str| text(&t, k).filter(|v| !v.is_empty()).map(str::to_string);
-    let db = match dbtype {
-        "sqlite3" => {
-            let dir = text(&t, "sqlite3_dbdir").unwrap_or(SQLITE3_DBDIR);
-            Db::Sqlite(PathBuf::from(dir).join(dbname))
-        }
-        "pgsql" => Db::Pgsql(PgParams {
-            host: get("host"),
-            port: port(&t)?,
-            dbname: dbname.to_string(),
-            user: get("username").unwrap_or_else(crate::sqldb::pgsql::default_user),
-            password: get("password"),
-        }),
-        "mysql" => Db::Mysql(MyParams {
-            host: get("host"),
-            port: port(&t)?.unwrap_or(0),
-            sock: get("mysql_unix_socket"),
-            dbname: dbname.to_string(),
-            user: get("username").unwrap_or_else(crate::sqldb::os_user),
-            password: get("password"),
-        }),
-        other => {
-            return Err(format!(
-                "dbtype \"{other}\" is not provided by glint (\"sqlite3\", \"pgsql\" and \"mysql\" are)"
-            ))
-        }
-    };
-    Ok(Some(DbiSpec {
-        sql: sql.to_string(),
-        db,
-    }))
 }

@@ -2,19 +2,15 @@
 //! back end's table (`vhostdb.dbi`, `vhostdb.pgsql`, `vhostdb.mysql`,
 //! `vhostdb.ldap`), checked and typed when the file is read.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::dbi::{table, text};
 use super::value::Value;
 use crate::sqldb::mysql::MyParams;
 use crate::sqldb::pgsql::PgParams;
 use crate::sqldb::{Db, Query};
 
 pub use super::vhostdb_ldap::LdapQuery;
-
-/// Where libdbi's SQLite driver looks for `dbname` without
-/// `sqlite3_dbdir` (Debian's build of libdbd-sqlite3).
-pub const SQLITE3_DBDIR: &str = "/usr/var/lib/libdbi/sqlite3";
 
 /// lighttpd's `vhostdb.cache` `max-age` when none (or no number) is given.
 pub const CACHE_MAX_AGE: u64 = 600;
@@ -132,90 +128,14 @@ fn cache(v: &Value) -> Result<u64, String> {
     Ok(max_age)
 }
 
-/// A `( "key" => value, ... )` table.
-pub(super) fn table(v: &Value) -> Result<Vec<(&str, &Value)>, String> {
-    let Value::Array(items) = v else {
-        return Err(format!("expects an array, not {}", v.type_name()));
-    };
-    items
-        .iter()
-        .map(|(k, val)| match k {
-            Some(k) => Ok((k.as_str(), val)),
-            None => Err("expects \"key\" => value entries".to_string()),
-        })
-        .collect()
-}
-
-/// The string value of `key` (case-insensitive, as lighttpd), if it is a string.
-fn text<'a>(t: &[(&str, &'a Value)], key: &str) -> Option<&'a str> {
-    t.iter().rev().find_map(|(k, v)| match v {
-        Value::Str(s) if k.eq_ignore_ascii_case(key) => Some(s.as_str()),
-        _ => None,
-    })
-}
-
-/// `vhostdb.dbi`: libdbi's drivers `sqlite3`, `pgsql` and `mysql`, with
-/// libdbi's option names (`host`, `port`, `username`, `password`;
-/// `sqlite3_dbdir`; `mysql_unix_socket`).
+/// `vhostdb.dbi`: libdbi's table (see [`super::dbi::connection`]).
 fn dbi(t: &[(&str, &Value)]) -> Result<Option<Query>, String> {
-    let (Some(sql), Some(dbname), Some(dbtype)) =
-        (text(t, "sql"), text(t, "dbname"), text(t, "dbtype"))
-    else {
-        return Ok(None);
-    };
-    if sql.trim().is_empty() {
-        return Ok(None);
-    }
-    let get = |k: &str| text(t, k).filter(|v| !v.is_empty()).map(str::to_string);
-    let db = match dbtype {
-        "sqlite3" => {
-            let dir = text(t, "sqlite3_dbdir").unwrap_or(SQLITE3_DBDIR);
-            Db::Sqlite(PathBuf::from(dir).join(dbname))
-        }
-        "pgsql" => Db::Pgsql(PgParams {
-            host: get("host"),
-            port: number(t, "port")?,
-            dbname: dbname.to_string(),
-            user: get("username").unwrap_or_else(crate::sqldb::pgsql::default_user),
-            password: get("password"),
-        }),
-        "mysql" => Db::Mysql(MyParams {
-            host: get("host"),
-            port: number(t, "port")?.unwrap_or(0),
-            sock: get("mysql_unix_socket"),
-            dbname: dbname.to_string(),
-            user: get("username").unwrap_or_else(crate::sqldb::os_user),
-            password: get("password"),
-        }),
-        other => {
-            return Err(format!(
-                "vhostdb.dbi: dbtype \"{other}\" is not provided by glint (\"sqlite3\", \"pgsql\" and \"mysql\" are)"
-            ))
-        }
-    };
-    Ok(Some(Query {
+    let found = super::dbi::connection(t).map_err(|e| format!("vhostdb.dbi: {e}"))?;
+    Ok(found.map(|(sql, db)| Query {
         sql: sql.to_string(),
         db,
         exactly_one: false,
     }))
-}
-
-/// A port given as a number or a numeric string.
-fn number(t: &[(&str, &Value)], key: &str) -> Result<Option<u16>, String> {
-    let v = t.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key));
-    match v.map(|(_, v)| *v) {
-        None => Ok(None),
-        Some(Value::Int(n)) => u16::try_from(*n)
-            .map(Some)
-            .map_err(|_| format!("{key} {n} is not a port number")),
-        Some(Value::Str(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::Str(s)) => s
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("{key} \"{s}\" is not a port number")),
-        Some(Value::Array(_)) => Err(format!("{key} must be a number")),
-    }
 }
 
 /// `vhostdb.pgsql`: `sql`, `dbname`, `user`, `password`, `host`, `port`.
@@ -323,7 +243,7 @@ mod tests {
         ]);
         s.apply("vhostdb.dbi", &d).unwrap();
         let q = sql(&s);
-        assert_eq!(q.db, Db::Sqlite(PathBuf::from("/srv/db/v.db")));
+        assert_eq!(q.db, Db::Sqlite(std::path::PathBuf::from("/srv/db/v.db")));
         // Without dbtype: no lookup, as lighttpd.
         s.apply("vhostdb.dbi", &arr(&[("sql", "x"), ("dbname", "v.db")]))
             .unwrap();
