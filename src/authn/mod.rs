@@ -76,6 +76,7 @@ pub mod crypt;
 pub mod dbi;
 pub mod digest;
 pub mod external;
+pub mod gssapi;
 pub mod ldap_check;
 pub mod nonce;
 pub mod pam;
@@ -137,6 +138,8 @@ pub struct Context<'a> {
 pub enum AuthType {
     Basic,
     Digest,
+    /// mod_authn_gssapi's Negotiate.
+    Gssapi,
 }
 
 impl AuthType {
@@ -144,6 +147,7 @@ impl AuthType {
         match self {
             AuthType::Basic => "Basic",
             AuthType::Digest => "Digest",
+            AuthType::Gssapi => "GSSAPI",
         }
     }
 }
@@ -184,13 +188,16 @@ pub enum Outcome {
     /// [`external::Spec::verify`] off the loop with these credentials (the
     /// cache had no entry for them) and ends with [`external::conclude`].
     Blocking(basic::Credentials),
+    /// `"method" => "gssapi"` with this decoded Negotiate token: the
+    /// caller runs [`gssapi::verify`] off the loop.
+    Negotiate(Vec<u8>),
 }
 
 impl Outcome {
     /// The HTTP status, or `None` when the request goes on.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Outcome::Granted(_) | Outcome::Blocking(_) => None,
+            Outcome::Granted(_) | Outcome::Blocking(_) | Outcome::Negotiate(_) => None,
             Outcome::Unauthorized { .. } => Some(401),
             Outcome::BadRequest { .. } => Some(400),
             Outcome::Misconfigured { .. } => Some(500),
