@@ -50,7 +50,7 @@ impl Drop for CcacheFile {
 
 /// A new cache file for `princ`, open as `FILE:` in `ctx`: the caller
 /// fills it and closes the handle. On failure nothing is left behind.
-pub fn create(
+pub(super) fn create(
     lib: &Lib,
     ctx: KrbCtx,
     princ: KrbPrincipal,

@@ -274,7 +274,7 @@ pub fn lib() -> Result<&'static Lib, String> {
 }
 
 /// The message for a krb5 error code.
-pub fn krb_message(lib: &Lib, ctx: KrbCtx, code: KrbError) -> String {
+pub(super) fn krb_message(lib: &Lib, ctx: KrbCtx, code: KrbError) -> String {
     // SAFETY: ctx may be NULL (the library then uses com_err's table);
     // the message is freed with its own function.
     unsafe {
@@ -290,7 +290,7 @@ pub fn krb_message(lib: &Lib, ctx: KrbCtx, code: KrbError) -> String {
 
 /// gss_display_status's messages for a major and minor status, as
 /// lighttpd logs them: `major (minor)` per message.
-pub fn gss_message(lib: &Lib, major: OmUint32, minor: OmUint32) -> String {
+pub(super) fn gss_message(lib: &Lib, major: OmUint32, minor: OmUint32) -> String {
     let mut out = String::new();
     let mut msg_ctx: OmUint32 = 0;
     // Bounded: GSS-API gives a handful of messages per status.
