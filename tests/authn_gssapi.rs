@@ -56,6 +56,12 @@ fn docroot() -> Docroot {
 }
 
 fn config(d: &Docroot, keytab: &Path) -> String {
+    config_with(d, keytab, None)
+}
+
+/// With `proxy`: `/echo` goes to that HTTP back end (tests/backends/
+/// http_app.py, which shows the request headers it got).
+fn config_with(d: &Docroot, keytab: &Path, proxy: Option<u16>) -> String {
     let rule = |path: &str, method: &str, require: &str| {
         format!("\"{path}\" => ( \"method\" => \"{method}\", \"realm\" => \"{REALM}\", \"require\" => \"{require}\" )")
     };
@@ -67,7 +73,7 @@ fn config(d: &Docroot, keytab: &Path) -> String {
          auth.backend.gssapi.principal = \"HTTP\"\n\
          auth.require = ( {}, {}, {}, {} )\n\
          $HTTP[\"url\"] =^ \"/nodeleg/\" {{\n  auth.backend.gssapi.store-creds = \"disable\"\n  \
-         auth.require = ( {} )\n}}\n",
+         auth.require = ( {} )\n}}\n{}",
         d.root.display(),
         keytab.display(),
         rule("/neg/", "gssapi", "valid-user"),
@@ -75,6 +81,12 @@ fn config(d: &Docroot, keytab: &Path) -> String {
         rule("/basic/", "basic", "valid-user"),
         rule("/bob/", "basic", "user=bob"),
         rule("/nodeleg/", "gssapi", "valid-user"),
+        proxy.map_or(String::new(), |port| format!(
+            "server.modules += ( \"mod_proxy\" )\n$HTTP[\"url\"] =^ \"/echo\" {{\n  \
+             proxy.server = ( \"\" => (( \"host\" => \"127.0.0.1\", \"port\" => {port} )) )\n  \
+             auth.require = ( {} )\n}}\n",
+            rule("/echo", "gssapi", "valid-user")
+        )),
     )
 }
 
@@ -107,6 +119,10 @@ fn curl(realm: &Realm, port: u16, path: &str, how: &How) -> Answer {
             c.arg("-H").arg(format!("Authorization: {h}"));
         }
     }
+    if path.starts_with("/echo") {
+        // A client's own header of that name must not reach the back end.
+        c.args(["-H", "X-Forwarded-Keytab: /etc/passwd"]);
+    }
     let out = c
         .arg(format!("http://localhost:{port}{path}"))
         .stdin(Stdio::null())
@@ -124,16 +140,26 @@ fn curl(realm: &Realm, port: u16, path: &str, how: &How) -> Answer {
         .filter(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
         .map(|(_, v)| v.trim().to_string())
         .collect();
-    let text = if status == 200 {
+    let mut text = if status == 200 {
         std::fs::read_to_string(&body).unwrap_or_default()
     } else {
         String::new()
     };
-    let ccache = text
-        .lines()
-        .find_map(|l| l.strip_prefix("KRB5CCNAME="))
-        .filter(|p| !p.is_empty())
-        .map(str::to_string);
+    if path.starts_with("/echo") {
+        // What the proxied back end got of the stored credentials.
+        text = text
+            .lines()
+            .filter(|l| l.contains("keytab"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+    }
+    let ccache = text.find("/tmp/krb5cc_gssapi_").map(|i| {
+        text[i..]
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    });
     let body = match &ccache {
         Some(p) => {
             assert!(p.starts_with("/tmp/krb5cc_gssapi_"), "{path}: cache at {p}");
@@ -326,6 +352,8 @@ fn cases() -> Vec<(&'static str, How, u16)> {
             How::Basic("alice@OTHER.TEST", "alice-pw"),
             401,
         ),
+        // Through mod_proxy: the cache named in X-Forwarded-Keytab.
+        ("/echo", How::Negotiate("alice", true), 200),
     ]
 }
 
@@ -335,8 +363,15 @@ fn negotiate_and_basic_answered_as_lighttpd_answers() {
     realm.kinit("alice", "alice-pw");
     realm.kinit("bob", "bob-pw");
     let d = docroot();
-    let both = start_both(&realm, &config(&d, &realm.keytab()));
+    let be = python(&[
+        backends_dir().join("http_app.py").to_str().expect("path"),
+        "0",
+        "app",
+    ]);
+    let both = start_both(&realm, &config_with(&d, &realm.keytab(), Some(be.port)));
     let ours = both.compare(&realm, &cases());
+    let echo = &ours[ours.len() - 1].body;
+    assert_eq!(echo, "h:x-forwarded-keytab=<ccache>\n", "{echo}");
     let shown = |i: usize| ours[i].body.clone();
     assert!(
         shown(3).contains(&format!(

@@ -131,6 +131,9 @@ pub const GSS_C_MECH_CODE: c_int = 2;
 pub const GSS_C_DELEG_FLAG: OmUint32 = 1;
 pub const GSS_C_CONF_FLAG: OmUint32 = 16;
 
+/// `GSS_S_CONTINUE_NEEDED`: the context needs another token.
+pub const GSS_S_CONTINUE_NEEDED: OmUint32 = 1;
+
 /// `GSS_ERROR(x)`: a calling or routine error.
 pub fn gss_error(major: OmUint32) -> bool {
     major & 0xffff_0000 != 0
