@@ -1,5 +1,5 @@
 //! The back ends that ask someone else (mod_authn_ldap, mod_authn_pam,
-//! mod_authn_sasl, mod_authn_dbi):
+//! mod_authn_sasl, mod_authn_dbi, mod_authn_gssapi):
 //! what each needs, compiled from its options once per scope, and the
 //! check itself, which blocks and so runs on [`super::blocking`]'s
 //! threads. A check answers a [`Verdict`]; the loop turns it into the
