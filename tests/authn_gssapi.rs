@@ -434,6 +434,32 @@ fn a_kdc_down_refuses_and_one_back_is_used_again() {
 }
 
 #[test]
+fn without_a_keytab_option_negotiate_uses_the_default_keytab() {
+    let mut realm = Realm::new();
+    realm.default_keytab = true;
+    realm.kinit("alice", "alice-pw");
+    let d = docroot();
+    let conf = config(&d, &realm.keytab()).replace(
+        &format!(
+            "auth.backend.gssapi.keytab = \"{}\"\n",
+            realm.keytab().display()
+        ),
+        "",
+    );
+    assert!(!conf.contains("keytab"), "{conf}");
+    let both = start_both(&realm, &conf);
+    both.compare(
+        &realm,
+        &[
+            ("/neg/env.cgi", How::Negotiate("alice", true), 200),
+            ("/nodeleg/env.cgi", How::Negotiate("alice", false), 200),
+            // Basic needs the option: refused, as lighttpd refuses it.
+            ("/basic/env.cgi", How::Basic("alice", "alice-pw"), 401),
+        ],
+    );
+}
+
+#[test]
 fn a_stalled_kdc_stalls_no_static_file() {
     let realm = Realm::new();
     let d = docroot();

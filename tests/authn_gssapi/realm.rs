@@ -25,6 +25,8 @@ pub struct Realm {
     pub dir: TempDir,
     pub port: u16,
     kdc: Option<Child>,
+    /// Name the service keytab in `KRB5_KTNAME` (the default keytab).
+    pub default_keytab: bool,
 }
 
 impl Drop for Realm {
@@ -66,6 +68,7 @@ impl Realm {
             dir,
             port,
             kdc: None,
+            default_keytab: false,
         };
         let kdb = need("/usr/sbin/kdb5_util", "krb5-kdc");
         r.run(&kdb, &["create", "-s", "-r", REALM, "-P", "master-pw"]);
@@ -84,11 +87,15 @@ impl Realm {
 
     /// The environment every Kerberos user here gets.
     pub fn env(&self) -> Vec<(&'static str, PathBuf)> {
-        vec![
+        let mut env = vec![
             ("KRB5_CONFIG", self.dir.join("krb5.conf")),
             ("KRB5_KDC_PROFILE", self.dir.join("kdc.conf")),
             ("KRB5RCACHEDIR", self.dir.path().to_path_buf()),
-        ]
+        ];
+        if self.default_keytab {
+            env.push(("KRB5_KTNAME", self.keytab()));
+        }
+        env
     }
 
     pub fn keytab(&self) -> PathBuf {
