@@ -70,10 +70,10 @@ fn display(lib: &Lib, name: GssName) -> Result<String, String> {
     if gss_error(maj) {
         return Err(failed(lib, "gss_display_name", "", maj, min));
     }
-    let s = String::from_utf8_lossy(buf.bytes()).into_owned();
+    let s = String::from_utf8(buf.bytes().to_vec());
     // SAFETY: the library's buffer, released once.
     unsafe { (lib.gss.gss_release_buffer)(&mut min, &mut buf) };
-    Ok(s)
+    s.map_err(|e| format!("a client name that is not UTF-8: {:?}", e.as_bytes()))
 }
 
 /// The acceptor's credentials for `h.server_name`: from `keytab` when
@@ -204,6 +204,11 @@ pub fn verify(lib: &Lib, o: &GssOptions, ask: &Ask, token: &[u8]) -> Verdict {
         Ok(v) => v,
         Err(e) => return negotiate_refused(e),
     };
+    // A name glint could not pass on whole (REMOTE_USER, log lines): a
+    // foreign realm's principal may hold any byte.
+    if user.chars().any(char::is_control) {
+        return negotiate_refused(format!("a client name with control characters: {user:?}"));
+    }
     if !(ask.rule.valid_user || ask.rule.users.contains(&user)) {
         return negotiate_refused(format!("{user} is not allowed by auth.require"));
     }
