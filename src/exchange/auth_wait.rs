@@ -21,7 +21,7 @@ use crate::authn;
 use crate::authn::ask::{Ask, Verdict};
 use crate::authn::blocking::{Pending, Refused, QUEUE, THREADS};
 use crate::authn::external::conclude;
-use crate::authn::gssapi::negotiate_refused;
+use crate::authn::gssapi::negotiate_unauthorized;
 use crate::authn::require::Require;
 use crate::config::Settings;
 use crate::msg::local::{LocalWork, Wake};
@@ -210,10 +210,7 @@ fn conclude_wait(
     verdict: Verdict,
 ) -> authn::Outcome {
     match verdict {
-        Verdict::Denied(why) if negotiate => match negotiate_refused(why) {
-            Verdict::Answer(o, _) => o,
-            other => conclude(rule, path, user, other),
-        },
+        Verdict::Denied(why) if negotiate => negotiate_unauthorized(why),
         v => conclude(rule, path, user, v),
     }
 }

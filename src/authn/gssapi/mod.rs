@@ -134,16 +134,19 @@ pub fn decode_base64(text: &[u8]) -> Option<Vec<u8>> {
     (!out.is_empty() || text.is_empty()).then_some(out)
 }
 
-/// Negotiate's refusal: 401 with `WWW-Authenticate: Negotiate`.
-pub fn negotiate_refused(why: String) -> Verdict {
-    Verdict::Answer(
-        Outcome::Unauthorized {
-            www_authenticate: vec!["Negotiate".into()],
-            close: false,
-            log: Some(format!("(mod_authn_gssapi) {why}")),
-        },
-        None,
-    )
+/// Negotiate's refusal: 401 with `WWW-Authenticate: Negotiate`, the
+/// connection kept.
+pub fn negotiate_unauthorized(why: String) -> Outcome {
+    Outcome::Unauthorized {
+        www_authenticate: vec!["Negotiate".into()],
+        close: false,
+        log: Some(format!("(mod_authn_gssapi) {why}")),
+    }
+}
+
+/// The same as a worker's verdict.
+pub(crate) fn negotiate_refused(why: String) -> Verdict {
+    Verdict::Answer(negotiate_unauthorized(why), None)
 }
 
 /// The gssapi back end's Basic refusal: its own 401 (realm `Kerberos`,
