@@ -1,6 +1,6 @@
 //! What a blocking back end is asked ([`Ask`]) and answers ([`Verdict`]).
 
-use super::gssapi::Ccache;
+use super::gssapi::ccache::Ccache;
 use super::require::Rule;
 use super::Outcome;
 

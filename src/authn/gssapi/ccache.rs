@@ -12,6 +12,9 @@ use nix::libc;
 
 use super::ffi::{krb_message, KrbCcache, KrbCtx, KrbPrincipal, Lib};
 
+/// A cache file kept alive by the request and whoever holds its answer.
+pub type Ccache = std::sync::Arc<CcacheFile>;
+
 /// A credentials cache file; dropping it removes the file.
 #[derive(Debug, PartialEq, Eq)]
 pub struct CcacheFile {

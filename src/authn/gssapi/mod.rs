@@ -26,7 +26,7 @@ pub mod ffi;
 pub mod negotiate;
 pub mod password;
 
-use std::sync::Arc;
+pub use ccache::Ccache;
 
 use super::ask::{Ask, Verdict};
 use super::{strip_scheme, Outcome};
@@ -182,9 +182,6 @@ pub fn verify(o: &GssOptions, ask: &Ask) -> Verdict {
         None => password::verify(lib, o, ask),
     }
 }
-
-/// A cache file kept alive by the request (see [`ccache`]).
-pub type Ccache = Arc<ccache::CcacheFile>;
 
 #[cfg(test)]
 mod tests {
