@@ -499,7 +499,7 @@ fn a_stalled_kdc_stalls_no_static_file() {
     // KDC, static files keep coming at once.
     let start = Instant::now();
     let mut served = 0;
-    while start.elapsed() < Duration::from_secs(2) && served < 200 {
+    while start.elapsed() < Duration::from_secs(2) && served < 100_000 {
         let t = Instant::now();
         let r = glint.get("/open.txt").expect("static file");
         assert_eq!(r.status, 200);
