@@ -27,7 +27,7 @@
 //!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`], and pure
 //!    modules that import nothing of glint: [`hash`] (FNV-1a, the one
 //!    stable hash), [`authn`] (mod_auth, mod_authn_file: user files, Basic,
-//!    Digest; mod_authn_ldap, _pam, _sasl on worker threads), [`compress`] (mod_deflate's
+//!    Digest; mod_authn_ldap, _pam, _sasl, _dbi, _gssapi on worker threads), [`compress`] (mod_deflate's
 //!    options, Accept-Encoding, streaming encoders, the cache), [`tls`]
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
 //!    [`httpup`] (HTTP/1.1 to an upstream: heads, framing, mod_proxy's

@@ -33,6 +33,10 @@ pub fn check(rule: &Require, ctx: &mut Context<'_>, req: &AuthRequest<'_>) -> Ou
                 log: None,
             },
         },
+        Method::Gssapi => match super::gssapi::negotiate_token(req.authorization) {
+            Ok(token) => Outcome::Negotiate(token),
+            Err(outcome) => outcome,
+        },
     }
 }
 
@@ -42,5 +46,6 @@ pub fn challenge(rule: &Require, key: &NonceKey, now: i64) -> Vec<String> {
         Method::Basic => vec![basic_challenge(rule)],
         Method::Digest => digest_challenge(rule, key, now, None),
         Method::Extern => Vec::new(),
+        Method::Gssapi => vec!["Negotiate".into()],
     }
 }

@@ -1,5 +1,5 @@
 //! The back ends that ask someone else (mod_authn_ldap, mod_authn_pam,
-//! mod_authn_sasl, mod_authn_dbi):
+//! mod_authn_sasl, mod_authn_dbi, mod_authn_gssapi):
 //! what each needs, compiled from its options once per scope, and the
 //! check itself, which blocks and so runs on [`super::blocking`]'s
 //! threads. A check answers a [`Verdict`]; the loop turns it into the
@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::ask::{Ask, Verdict};
 use super::basic::basic_challenge;
 use super::dbi::{self, DbiSpec};
+use super::gssapi::{self, GssOptions};
 use super::ldap_check::{self, LdapSpec};
 use super::pam::{self, PamSpec};
 use super::require::Require;
@@ -28,6 +29,7 @@ pub enum Spec {
     Pam(Arc<PamSpec>),
     Sasl(Arc<SaslSpec>),
     Dbi(Arc<DbiSpec>),
+    Gssapi(Arc<GssOptions>),
 }
 
 impl Spec {
@@ -39,6 +41,7 @@ impl Spec {
             Spec::Pam(s) => pam::verify(s, ask),
             Spec::Sasl(s) => sasl::verify(s, ask, &ask.realm),
             Spec::Dbi(s) => dbi::verify(s, ask),
+            Spec::Gssapi(s) => gssapi::verify(s, ask),
         }
     }
 }
@@ -51,6 +54,7 @@ pub fn conclude(rule: &Require, path: &str, user: String, verdict: Verdict) -> O
             auth_type: Some(AuthType::Basic),
             authentication_info: None,
         }),
+        Verdict::Answer(outcome, _) => outcome,
         Verdict::Denied(why) => Outcome::Unauthorized {
             www_authenticate: vec![basic_challenge(rule)],
             close: true,

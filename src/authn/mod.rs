@@ -42,8 +42,9 @@
 //! | `Granted` | request goes on | `Authentication-Info: nextnonce="..."` when a Digest nonce is older than 540 s | gateways get `REMOTE_USER` = user and `AUTH_TYPE` = `Basic` / `Digest` (not set again for `extern`) |
 //! | `Unauthorized` | 401 | one `WWW-Authenticate` per value: `Basic realm="R", charset="UTF-8"`, or per algorithm `Digest realm="R", charset="UTF-8", algorithm=SHA-256, nonce="...", qop="auth"` (+ `userhash=true`, `stale=true`); none for `extern` | no header, wrong password, unknown user, user not allowed by `require`; `close` = lighttpd turns keep-alive off after a wrong password or unknown user |
 //! | `BadRequest` | 400 | | Basic: not base64, no `:`, NUL, user name not UTF-8; Digest: a syntax error or a parameter given twice, missing field, bad `response` hex, `qop=auth-int` (or any qop but `auth`), bad `username*`, `uri` not the request-target, malformed nonce |
-//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd`, `ldap`, `pam`, `sasl` or `dbi` (glint gets no HA1 from them) |
-//! | `Blocking` | (later) | | `ldap`, `pam`, `sasl`, `dbi`: the caller runs [`external::Spec::verify`] on [`blocking`]'s threads (a full queue: 503) and [`external::conclude`] makes one of the above of its verdict |
+//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd`, `ldap`, `pam`, `sasl`, `dbi` or `gssapi` (glint gets no HA1 from them) |
+//! | `Blocking` | (later) | | `ldap`, `pam`, `sasl`, `dbi`, `gssapi`: the caller runs [`external::Spec::verify`] on [`blocking`]'s threads (a full queue: 503) and [`external::conclude`] makes one of the above of its verdict |
+//! | `Negotiate` | (later) | | `"method" => "gssapi"` with a decoded token: the same, with [`gssapi`]'s own answers (401 `Negotiate`, 500, `AUTH_TYPE` = `GSSAPI`) |
 //!
 //! lighttpd never answers 403 from mod_auth: an authenticated user whom the
 //! rule does not list gets the same 401 challenge. Every `log` in an outcome
@@ -76,6 +77,7 @@ pub mod crypt;
 pub mod dbi;
 pub mod digest;
 pub mod external;
+pub mod gssapi;
 pub mod ldap_check;
 pub mod nonce;
 pub mod pam;
@@ -137,6 +139,8 @@ pub struct Context<'a> {
 pub enum AuthType {
     Basic,
     Digest,
+    /// mod_authn_gssapi's Negotiate.
+    Gssapi,
 }
 
 impl AuthType {
@@ -144,6 +148,7 @@ impl AuthType {
         match self {
             AuthType::Basic => "Basic",
             AuthType::Digest => "Digest",
+            AuthType::Gssapi => "GSSAPI",
         }
     }
 }
@@ -184,13 +189,16 @@ pub enum Outcome {
     /// [`external::Spec::verify`] off the loop with these credentials (the
     /// cache had no entry for them) and ends with [`external::conclude`].
     Blocking(basic::Credentials),
+    /// `"method" => "gssapi"` with this decoded Negotiate token: the
+    /// caller runs [`gssapi::verify`] off the loop.
+    Negotiate(Vec<u8>),
 }
 
 impl Outcome {
     /// The HTTP status, or `None` when the request goes on.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Outcome::Granted(_) | Outcome::Blocking(_) => None,
+            Outcome::Granted(_) | Outcome::Blocking(_) | Outcome::Negotiate(_) => None,
             Outcome::Unauthorized { .. } => Some(401),
             Outcome::BadRequest { .. } => Some(400),
             Outcome::Misconfigured { .. } => Some(500),

@@ -45,6 +45,8 @@ pub enum Method {
     Digest,
     /// Someone else (TLS client certificates, `auth.extern-authn`) set `REMOTE_USER`.
     Extern,
+    /// mod_authn_gssapi's SPNEGO (RFC 4559, `Authorization: Negotiate`).
+    Gssapi,
 }
 
 /// `auth.backend`.
@@ -64,6 +66,8 @@ pub enum BackendKind {
     Sasl,
     /// mod_authn_dbi (`auth.backend.dbi`, an SQL database); Basic only.
     Dbi,
+    /// mod_authn_gssapi (`auth.backend.gssapi.*`, Kerberos); Basic only.
+    Gssapi,
 }
 
 impl BackendKind {
@@ -71,14 +75,18 @@ impl BackendKind {
     pub fn is_blocking(self) -> bool {
         matches!(
             self,
-            BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl | BackendKind::Dbi
+            BackendKind::Ldap
+                | BackendKind::Pam
+                | BackendKind::Sasl
+                | BackendKind::Dbi
+                | BackendKind::Gssapi
         )
     }
 }
 
-/// `auth.backend = "..."`: `""` is "none"; lighttpd's gssapi back end is
-/// not built into glint (and lighttpd 1.4.69 has no `mysql` back end any
-/// more: it was removed for `dbi` with `"dbtype" => "mysql"`).
+/// `auth.backend = "..."`: `""` is "none" (and lighttpd 1.4.69 has no
+/// `mysql` back end any more: it was removed for `dbi` with
+/// `"dbtype" => "mysql"`).
 pub fn parse_backend(s: &str) -> Result<Option<BackendKind>, String> {
     match s {
         "" => Ok(None),
@@ -89,12 +97,13 @@ pub fn parse_backend(s: &str) -> Result<Option<BackendKind>, String> {
         "pam" => Ok(Some(BackendKind::Pam)),
         "sasl" => Ok(Some(BackendKind::Sasl)),
         "dbi" => Ok(Some(BackendKind::Dbi)),
+        "gssapi" => Ok(Some(BackendKind::Gssapi)),
         "mysql" => Err(
             "auth.backend not supported: \"mysql\" (lighttpd 1.4.69 has no mod_authn_mysql; use \"dbi\" with auth.backend.dbi's \"dbtype\" => \"mysql\")"
                 .into(),
         ),
         other => Err(format!(
-            "auth.backend not supported: \"{other}\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\", \"dbi\")"
+            "auth.backend not supported: \"{other}\" (glint has \"plain\", \"htpasswd\", \"htdigest\", \"ldap\", \"pam\", \"sasl\", \"dbi\", \"gssapi\")"
         )),
     }
 }
@@ -267,9 +276,10 @@ fn parse_method(prefix: &str, method: Option<&str>) -> Result<Method, String> {
         Some("basic") => Method::Basic,
         Some("digest") => Method::Digest,
         Some("extern") => Method::Extern,
+        Some("gssapi") => Method::Gssapi,
         Some(m) => {
             return Err(format!(
-                "unknown method \"{m}\" (expected \"basic\", \"digest\" or \"extern\") in {}",
+                "unknown method \"{m}\" (expected \"basic\", \"digest\", \"extern\" or \"gssapi\") in {}",
                 field_at(prefix, "method")
             ))
         }

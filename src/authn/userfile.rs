@@ -192,7 +192,11 @@ impl UserFile {
                     self.htdigest_line(&at, user, rest, &mut htdigest, &mut msgs)
                 }
                 // (No user file: never loaded for these.)
-                BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl | BackendKind::Dbi => {}
+                BackendKind::Ldap
+                | BackendKind::Pam
+                | BackendKind::Sasl
+                | BackendKind::Dbi
+                | BackendKind::Gssapi => {}
             }
         }
         self.set_dummy(&schemes);
@@ -203,7 +207,8 @@ impl UserFile {
             | BackendKind::Ldap
             | BackendKind::Pam
             | BackendKind::Sasl
-            | BackendKind::Dbi => Table::Htdigest(htdigest),
+            | BackendKind::Dbi
+            | BackendKind::Gssapi => Table::Htdigest(htdigest),
         };
         self.generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         msgs

@@ -256,7 +256,7 @@ impl Default for StaticFile {
 /// mod_auth: `auth.*`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Auth {
-    /// `auth.backend`: `plain`, `htpasswd`, `htdigest`, `ldap`, `pam`, `sasl` or `dbi` (default unset:
+    /// `auth.backend`: `plain`, `htpasswd`, `htdigest`, `ldap`, `pam`, `sasl`, `dbi` or `gssapi` (default unset:
     /// a rule that needs a password answers 500, as lighttpd).
     pub backend: Option<String>,
     /// `auth.backend.plain.userfile`: `user:password` lines.
@@ -294,6 +294,9 @@ pub struct Auth {
     /// ([`crate::config::dbi::parse`]); None when it lacks `sql`,
     /// `dbname` or `dbtype` (every login under it is refused then).
     pub dbi_spec: Option<std::sync::Arc<crate::authn::dbi::DbiSpec>>,
+    /// mod_authn_gssapi's `auth.backend.gssapi.keytab`, `.principal` and
+    /// `.store-creds`.
+    pub gssapi: crate::authn::gssapi::GssOptions,
 }
 
 /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).

@@ -50,7 +50,7 @@ pub(super) fn start(
         server_name: host_name(req.host).to_string(),
         server_port,
         is_ssl: at.info.scheme() == "https",
-        headers: headers(req, settings),
+        headers: headers(req, settings, carry),
         attributes: attributes(at, settings, carry),
         ssl_key_size: key_size(at),
     };
@@ -82,7 +82,7 @@ pub(super) fn start(
 /// container collected, with its length: the client's `Transfer-Encoding`
 /// is not passed on (a hop-by-hop header lighttpd never stores; a
 /// container must never see it beside a length).
-fn headers(req: &Request<'_, '_>, s: &Settings) -> Vec<(String, Vec<u8>)> {
+fn headers(req: &Request<'_, '_>, s: &Settings, carry: &Carry) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = req
         .headers
         .iter()
@@ -104,6 +104,12 @@ fn headers(req: &Request<'_, '_>, s: &Settings) -> Vec<(String, Vec<u8>)> {
         if !v.is_empty() {
             out.push((name.clone(), v.as_bytes().to_vec()));
         }
+    }
+    // mod_authn_gssapi's stored credentials, named as lighttpd names them
+    // (the client's own header of that name replaced).
+    if let Some(k) = carry.krb5_ccache.as_deref() {
+        out.retain(|(n, _)| !n.eq_ignore_ascii_case("x-forwarded-keytab"));
+        out.push(("X-Forwarded-Keytab".into(), k.path().as_bytes().to_vec()));
     }
     out
 }

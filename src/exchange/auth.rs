@@ -91,7 +91,11 @@ fn userfile_of(s: &Settings, kind: BackendKind) -> Option<&str> {
         BackendKind::Plain => s.auth.plain_userfile.as_deref(),
         BackendKind::Htpasswd => s.auth.htpasswd_userfile.as_deref(),
         BackendKind::Htdigest => s.auth.htdigest_userfile.as_deref(),
-        BackendKind::Ldap | BackendKind::Pam | BackendKind::Sasl | BackendKind::Dbi => None,
+        BackendKind::Ldap
+        | BackendKind::Pam
+        | BackendKind::Sasl
+        | BackendKind::Dbi
+        | BackendKind::Gssapi => None,
     }
 }
 
@@ -195,6 +199,7 @@ impl AuthState {
                     Err("dbi: auth.backend.dbi needs \"sql\", \"dbname\" and \"dbtype\"".into())
                 }
             },
+            BackendKind::Gssapi => Ok(Spec::Gssapi(Arc::new(s.auth.gssapi.clone()))),
             other => Err(format!("{other:?} does not block")),
         }
     }
@@ -250,6 +255,8 @@ pub(super) struct Blocked {
     pub rule: Require,
     pub kind: BackendKind,
     pub creds: Credentials,
+    /// A Negotiate token (`"method" => "gssapi"`) rather than `creds`.
+    pub token: Option<Vec<u8>>,
 }
 
 /// mod_auth for `path` under `settings`: passes when no rule covers it or
@@ -323,6 +330,17 @@ pub(super) fn check(
             rule: rule.clone(),
             kind,
             creds,
+            token: None,
+        })),
+        // Negotiate uses auth.backend.gssapi.* whatever auth.backend is.
+        (Outcome::Negotiate(token), _) => Checked::Blocking(Box::new(Blocked {
+            rule: rule.clone(),
+            kind: BackendKind::Gssapi,
+            creds: Credentials {
+                user: String::new(),
+                password: Vec::new(),
+            },
+            token: Some(token),
         })),
         (outcome, _) => answer_outcome(sv, carry, rule.id, outcome, &ip),
     }
@@ -397,7 +415,7 @@ pub(super) fn answer_outcome(
         }
         // (Handled by the caller; a back end that blocks without a
         // backend configured cannot happen.)
-        Outcome::Blocking(_) => {
+        Outcome::Blocking(_) | Outcome::Negotiate(_) => {
             sv.reply.error(500);
             Checked::Refused
         }

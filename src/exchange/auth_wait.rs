@@ -11,14 +11,17 @@
 
 use std::io;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use mio::Registry;
 
 use super::auth::{answer_outcome, cache_for, Blocked, Checked};
 use super::{respond_with, Answer, Carry, ConnInfo, GwStart, Outcome, Services};
+use crate::authn;
 use crate::authn::ask::{Ask, Verdict};
 use crate::authn::blocking::{Pending, Refused, QUEUE, THREADS};
 use crate::authn::external::conclude;
+use crate::authn::gssapi::negotiate_unauthorized;
 use crate::authn::require::Require;
 use crate::config::Settings;
 use crate::msg::local::{LocalWork, Wake};
@@ -33,6 +36,9 @@ pub struct AuthWait {
     /// For `auth.cache`, when the verdict is a grant.
     password: Vec<u8>,
     path: String,
+    /// A Negotiate check (`"method" => "gssapi"`): never cached, refused
+    /// with its own challenge.
+    negotiate: bool,
 }
 
 impl std::fmt::Debug for AuthWait {
@@ -93,15 +99,21 @@ pub(super) struct Waiting<'a> {
 /// parks the request as a local job; a full queue or an unusable
 /// configuration answers at once (503, 401) in `sv.reply`.
 pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
-    let Blocked { rule, kind, creds } = b;
+    let Blocked {
+        rule,
+        kind,
+        creds,
+        token,
+    } = b;
     let ip = w
         .info
         .peer
         .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
+    let negotiate = token.is_some();
     let spec = match sv.auth.spec_for(kind, w.settings) {
         Ok(s) => s,
         Err(why) => {
-            let outcome = conclude(&rule, w.path, creds.user, Verdict::Denied(why));
+            let outcome = conclude_wait(&rule, w.path, creds.user, negotiate, Verdict::Denied(why));
             return answer_outcome(sv, w.carry, rule.id, outcome, &ip);
         }
     };
@@ -115,6 +127,13 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         rule: rule.rule.clone(),
         remote: ip,
         realm: rule.realm.clone(),
+        path: w.path.to_string(),
+        host: w
+            .carry
+            .host
+            .clone()
+            .unwrap_or_else(|| String::from_utf8_lossy(w.req.host).into_owned()),
+        token,
     };
     let pending: Pending<Verdict> = Pending::default();
     let panicked = Verdict::Denied("the back-end check failed".into());
@@ -138,6 +157,7 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         user: creds.user,
         password: creds.password,
         path: w.path.to_string(),
+        negotiate,
     };
     park(sv, w, route, wait)
 }
@@ -180,6 +200,21 @@ fn park(sv: &mut Services, w: Waiting<'_>, route: usize, wait: AuthWait) -> Chec
     Checked::Wait(g)
 }
 
+/// The outcome of a wait's verdict: a Negotiate check's refusal is its
+/// own challenge (a failure before its check ran too).
+fn conclude_wait(
+    rule: &Require,
+    path: &str,
+    user: String,
+    negotiate: bool,
+    verdict: Verdict,
+) -> authn::Outcome {
+    match verdict {
+        Verdict::Denied(why) if negotiate => negotiate_unauthorized(why),
+        v => conclude(rule, path, user, v),
+    }
+}
+
 /// The request runs again with its check's verdict: a grant goes on
 /// through the phases (and into `auth.cache`), a refusal is answered.
 #[allow(clippy::too_many_arguments)]
@@ -197,8 +232,33 @@ pub(super) fn resume(
         .pending
         .take()
         .unwrap_or_else(|| Verdict::Denied("no verdict".into()));
-    let granted = verdict == Verdict::Granted;
-    let outcome = conclude(&wait.rule, &wait.path, wait.user.clone(), verdict);
+    let granted = matches!(
+        verdict,
+        Verdict::Granted | Verdict::Answer(authn::Outcome::Granted(_), _)
+    ) && !wait.negotiate;
+    let ccache = match &verdict {
+        Verdict::Answer(authn::Outcome::Granted(_), Some(c)) => Some(Arc::clone(c)),
+        _ => None,
+    };
+    let outcome = conclude_wait(
+        &wait.rule,
+        &wait.path,
+        wait.user.clone(),
+        wait.negotiate,
+        verdict,
+    );
+    if let Some(c) = ccache {
+        // KRB5CCNAME for CGI, FastCGI, SCGI and SSI, the request header
+        // X-Forwarded-Keytab (replacing the client's) for every back end,
+        // as lighttpd sets them; the file goes with the request.
+        let path = c.path().as_bytes().to_vec();
+        carry
+            .vars
+            .retain(|(k, _)| k != "KRB5CCNAME" && k != "HTTP_X_FORWARDED_KEYTAB");
+        carry.vars.push(("KRB5CCNAME".into(), path.clone()));
+        carry.vars.push(("HTTP_X_FORWARDED_KEYTAB".into(), path));
+        carry.krb5_ccache = Some(c);
+    }
     if granted {
         if let Some(age) = settings.auth.cache_max_age {
             let now = sv.clock.unix;

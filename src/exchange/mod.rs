@@ -401,6 +401,9 @@ pub struct Carry {
     pub authn_wait: Option<Rc<auth_wait::AuthWait>>,
     /// mod_vhostdb's lookup for this request.
     pub vhost: vhostdb::VhostCarry,
+    /// mod_authn_gssapi's credentials cache (`store-creds`), named in
+    /// `vars`; the file is removed when the request is over.
+    pub krb5_ccache: Option<crate::authn::gssapi::Ccache>,
 }
 
 /// An error answer replaced by `server.error-handler` or

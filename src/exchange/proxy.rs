@@ -33,7 +33,14 @@ pub(super) fn start(
 ) -> Result<Box<GwStart>, u16> {
     let now = sv.clock.mono_secs;
     let (body, up_body) = body_of(req, settings)?;
-    let headers: Vec<(&str, &[u8])> = req.headers.iter().map(|h| (h.name, h.value)).collect();
+    let mut headers: Vec<(&str, &[u8])> = req.headers.iter().map(|h| (h.name, h.value)).collect();
+    // mod_authn_gssapi's stored credentials, named as lighttpd names them
+    // (the client's own header of that name replaced).
+    let keytab = carry.krb5_ccache.clone();
+    if let Some(k) = keytab.as_deref() {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case("x-forwarded-keytab"));
+        headers.push(("X-Forwarded-Keytab", k.path().as_bytes()));
+    }
     let target = client_target(req, at);
     let host = std::str::from_utf8(req.host).ok().filter(|h| !h.is_empty());
     let creq = ClientRequest {

@@ -74,6 +74,10 @@ fn good_rules_parse_into_types() {
         rule(&base(&[("method", s("extern"))])).map(|r| r.method),
         Ok(Method::Extern)
     );
+    assert_eq!(
+        rule(&base(&[("method", s("gssapi"))])).map(|r| r.method),
+        Ok(Method::Gssapi)
+    );
     assert!(rule(&base(&[("nonce_secret", s("k"))]))
         .expect("underscore")
         .nonce_key
@@ -297,7 +301,8 @@ fn backend_and_cache_options() {
         ("ldap", Ok(Some(BackendKind::Ldap))),
         ("pam", Ok(Some(BackendKind::Pam))),
         ("sasl", Ok(Some(BackendKind::Sasl))),
-        ("gssapi", Err("auth.backend not supported: \"gssapi\"")),
+        ("gssapi", Ok(Some(BackendKind::Gssapi))),
+        ("kerberos", Err("auth.backend not supported: \"kerberos\"")),
     ];
     for (v, want) in cases {
         match (parse_backend(v), want) {

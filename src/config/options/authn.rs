@@ -1,6 +1,7 @@
 //! mod_authn_ldap's `auth.backend.ldap.*`, mod_authn_pam's
-//! `auth.backend.pam.opts`, mod_authn_sasl's `auth.backend.sasl.opts`
-//! and mod_authn_dbi's `auth.backend.dbi`
+//! `auth.backend.pam.opts`, mod_authn_sasl's `auth.backend.sasl.opts`,
+//! mod_authn_dbi's `auth.backend.dbi` and mod_authn_gssapi's
+//! `auth.backend.gssapi.*`
 //! into [`Settings`], and back for `-p`.
 
 use super::values::{boolean, pairs, string};
@@ -33,6 +34,13 @@ pub(super) fn apply(s: &mut Settings, key: &str, v: &Value) -> Result<bool, Stri
             crate::authn::sasl::parse_opts(&p)?;
             s.auth.sasl_opts = Some(p);
         }
+        "auth.backend.gssapi.keytab" => {
+            // lighttpd: a blank keytab is none.
+            let k = string(v)?;
+            s.auth.gssapi.keytab = (!k.is_empty()).then_some(k);
+        }
+        "auth.backend.gssapi.principal" => s.auth.gssapi.principal = Some(string(v)?),
+        "auth.backend.gssapi.store-creds" => s.auth.gssapi.store_creds = boolean(v)?,
         "auth.backend.dbi" => {
             s.auth.dbi_spec = crate::config::dbi::parse(v)?.map(std::sync::Arc::new);
             s.auth.dbi = Some(v.clone());
@@ -78,6 +86,21 @@ pub(super) fn entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
                 .collect();
             put(k, Value::Array(items));
         }
+    }
+    let g = &s.auth.gssapi;
+    for (k, v) in [
+        ("auth.backend.gssapi.keytab", &g.keytab),
+        ("auth.backend.gssapi.principal", &g.principal),
+    ] {
+        if let Some(v) = v {
+            put(k, Value::Str(v.clone()));
+        }
+    }
+    if !g.store_creds {
+        put(
+            "auth.backend.gssapi.store-creds",
+            Value::Str("disable".into()),
+        );
     }
     if let Some(v) = &s.auth.dbi {
         put("auth.backend.dbi", v.clone());

@@ -8,7 +8,7 @@ mod values;
 
 use super::settings::{Origin, ScopeRate, Settings};
 use super::value::Value;
-use crate::authn::require::{parse_backend, parse_require};
+use crate::authn::require::{parse_backend, parse_require, BackendKind, Method};
 use crate::forwarded::options::{parse_headers, parse_params, ExtForward, Trust};
 use cgi::cgi_limits;
 pub use entries::entries;
@@ -47,6 +47,7 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_authn_pam",
     "mod_authn_sasl",
     "mod_authn_dbi",
+    "mod_authn_gssapi",
     "mod_extforward",
     "mod_alias",
     "mod_userdir",
@@ -342,7 +343,9 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
     match key {
         "auth.backend" => {
             let b = string(v)?;
-            parse_backend(&b)?;
+            if parse_backend(&b)? == Some(BackendKind::Gssapi) {
+                crate::authn::gssapi::ffi::lib()?;
+            }
             s.auth.backend = Some(b);
         }
         "auth.backend.plain.userfile" => s.auth.plain_userfile = Some(string(v)?),
@@ -352,7 +355,10 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
         "auth.require" => {
             // Checked now, for the error's file and line; parsed once per
             // distinct value at the end of loading.
-            parse_require(&auth_require_entries(v)?)?;
+            let (table, _) = parse_require(&auth_require_entries(v)?)?;
+            if table.rules.iter().any(|(_, r)| r.method == Method::Gssapi) {
+                crate::authn::gssapi::ffi::lib()?;
+            }
             s.auth.require = Some(v.clone());
         }
         "auth.cache" => s.auth.cache_max_age = Some(auth_cache(v)?),
