@@ -34,17 +34,6 @@ impl Connection {
         waiting.then_some(self.last_active)
     }
 
-    /// Whether clients waiting at the connection limit may have this
-    /// connection's slot at `now_us`: an HTTP/1 keep-alive connection idle
-    /// after an answer, past its slice, idle [`super::FAIR_IDLE_US`].
-    pub fn yields_slot(&self, now_us: u64) -> bool {
-        self.mode == Mode::Http1
-            && self.h1.requests() > 0
-            && now_us.saturating_sub(self.admitted_us) >= super::FAIR_SLICE_US
-            && now_us.saturating_sub(self.wrote_us) >= super::FAIR_IDLE_US
-            && self.idle_since().is_some()
-    }
-
     /// The server shuts down gracefully: an HTTP/2 connection says GOAWAY
     /// and finishes its streams (an HTTP/1 one closes after its response).
     pub fn on_shutdown(&mut self, cx: &mut Ctx<'_>) -> Drive {

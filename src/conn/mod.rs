@@ -52,27 +52,6 @@ const PIPELINE_HIGH_WATER: usize = 64 * 1024;
 /// Answer pipelined requests ahead only while fewer files than this are
 /// queued: each queued file holds a descriptor, and without a bound one
 /// client pipelining requests for large files held hundreds.
-/// How long a connection keeps its slot while clients wait at the
-/// connection limit (`server.max-connections`), in microseconds: past it,
-/// the connection closes after its current answer and a waiting client
-/// takes the slot. With N clients for S slots a waiting client waits about
-/// (N/S - 1) slices, and the slots turn over S per slice instead of once per
-/// answer. Measured with 5,000 wrk clients for the default 1,365 slots
-/// (benches/results/storm.md): closing after every answer, 160-230k answers
-/// in 8 s; a 50 ms slice, 220-340k with no answer later than 2 s; 100 and
-/// 250 ms, more answers but 130-370 of them later than 2 s (clients whose
-/// handshake the kernel dropped at the full accept queue retry with
-/// back-off, and longer slices drain the queue more slowly).
-pub const FAIR_SLICE_US: u64 = 50_000;
-
-/// While clients wait at the connection limit, a keep-alive connection past
-/// its [`FAIR_SLICE_US`] that has been idle this long since its last answer
-/// is closed for them (a client between pages, not one between the
-/// requests of a burst, which follow within milliseconds): a client that
-/// keeps its connection open after its last request must not hold a slot
-/// for the one-second reclaim of idle connections.
-pub const FAIR_IDLE_US: u64 = 100_000;
-
 const PIPELINE_MAX_FILES: usize = 4;
 
 /// Most bytes a lingering close drops before it closes anyway: as much as
@@ -144,13 +123,6 @@ pub struct Connection {
     peer_closed: bool,
     /// `clock.mono_secs` of the last progress, for the idle time-outs.
     pub last_active: u64,
-    /// `clock.mono_us` when the connection was accepted: while clients wait
-    /// at the connection limit, one that has held its slot for
-    /// [`FAIR_SLICE_US`] closes after its current answer.
-    pub admitted_us: u64,
-    /// `clock.mono_us` of the last bytes written (an idle keep-alive
-    /// connection's answer).
-    wrote_us: u64,
     nodelay: bool,
     /// Bytes dropped while lingering (see [`LINGER_MAX_BYTES`]).
     lingered: u64,
@@ -221,8 +193,6 @@ impl Connection {
             writable: true,
             peer_closed: false,
             last_active: now,
-            admitted_us: 0,
-            wrote_us: 0,
             nodelay: false,
             lingered: 0,
             counted_lingering: false,
@@ -311,17 +281,11 @@ impl Connection {
         }
     }
 
-    /// Whether the connection closes after its answer for clients waiting
-    /// at the connection limit: it has held its slot for [`FAIR_SLICE_US`].
-    fn yields_after_answer(&self, sv: &Services) -> bool {
-        sv.accept_paused && sv.clock.mono_us.saturating_sub(self.admitted_us) >= FAIR_SLICE_US
-    }
-
     /// What the connection's side offers the HTTP/1 session now.
     fn offer(&self, sv: &Services) -> Offer {
         let g = &sv.config.global;
         Offer {
-            keep_alive: !sv.shutting_down && !self.yields_after_answer(sv),
+            keep_alive: !sv.shutting_down && !sv.accept_paused,
             room: self.encoded.is_none()
                 && self.gw.is_none()
                 && self.out.pending_mem() < PIPELINE_HIGH_WATER

@@ -180,7 +180,6 @@ impl Connection {
         if n > 0 {
             cx.sv.stats.bytes_out += n;
             self.last_active = cx.sv.clock.mono_secs;
-            self.wrote_us = cx.sv.clock.mono_us;
         }
         let drained = matches!(result, Ok(WriteOutcome::Done)) && self.out.is_empty();
         if n > 0 || drained {

@@ -39,15 +39,9 @@ const LINGER_ROOM: usize = 2;
 const RECLAIM_IDLE_SECS: u64 = 2;
 
 /// Most idle connections closed per tick for waiting clients, oldest first:
-/// room for one [`ACCEPT_BATCH`]. While clients wait, a connection that has
-/// held its slot for `conn::FAIR_SLICE_US` closes after its answer, so each
-/// slot freed serves the backlog in turn.
+/// room for one [`ACCEPT_BATCH`]. Every answer given while clients wait
+/// closes its connection, so each slot freed serves the backlog in turn.
 const RECLAIM_BATCH: usize = ACCEPT_BATCH;
-
-/// How often, while clients wait at the connection limit, the connections
-/// are looked at for idle ones that had their slice (see
-/// [`Connection::yields_slot`]), in microseconds.
-const FAIR_SCAN_US: u64 = 50_000;
 
 /// At most 1/HANDSHAKE_SHARE of `server.max-connections` may be TLS
 /// connections still in their handshake: a flood of stalled handshakes
@@ -102,12 +96,6 @@ impl Server {
                 Duration::from_millis(10)
             } else {
                 Duration::from_micros(to_next_second + 1)
-            };
-            // Clients wait at the limit: idle slots are looked at again soon.
-            let wait = if self.sv.accept_paused {
-                wait.min(Duration::from_micros(FAIR_SCAN_US))
-            } else {
-                wait
             };
             // QUIC's timers (loss recovery, acks, idle) are due on time.
             let wait = match self.quic.wait(std::time::Instant::now()) {
@@ -178,9 +166,6 @@ impl Server {
                 let now = self.sv.clock.mono_secs;
                 let news = self.sv.upstream.pump_waiting(now, self.poll.registry());
                 closed_any |= self.deliver(news);
-            }
-            if self.sv.accept_paused {
-                closed_any |= self.yield_slots();
             }
             // A connection that began to linger gave up its slot too.
             let freed = closed_any || self.sv.lingering > lingering_before;
@@ -457,7 +442,6 @@ impl Server {
             stream: 0,
         };
         let mut conn = Connection::new(stream, i, peer, id, self.sv.clock.mono_secs, tls);
-        conn.admitted_us = self.sv.clock.mono_us;
         // The status page's connection table (a row per slot, reused).
         let now = self.sv.clock.mono_secs;
         self.sv.board.open(key, peer.map(|a| a.ip()), now);
@@ -532,33 +516,7 @@ impl Server {
             idle.select_nth_unstable(RECLAIM_BATCH - 1);
             idle.truncate(RECLAIM_BATCH);
         }
-        let keys: Vec<usize> = idle.into_iter().map(|(_, key)| key).collect();
-        self.close_for_waiting(&keys)
-    }
-
-    /// Clients wait while every slot is taken: closes the keep-alive
-    /// connections that had their slice and have been idle since their
-    /// last answer ([`Connection::yields_slot`]), every [`FAIR_SCAN_US`].
-    fn yield_slots(&mut self) -> bool {
-        let now_us = self.sv.clock.mono_us;
-        if now_us < self.fair_scan_us {
-            return false;
-        }
-        self.fair_scan_us = now_us + FAIR_SCAN_US;
-        let keys: Vec<usize> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.yields_slot(now_us))
-            .map(|(key, _)| key)
-            .collect();
-        self.close_for_waiting(&keys)
-    }
-
-    /// Closes the idle connections `keys` for waiting clients (each waits
-    /// for a request with nothing read, so the close is a plain FIN).
-    /// Returns true when one closed.
-    fn close_for_waiting(&mut self, keys: &[usize]) -> bool {
-        for &key in keys {
+        for &(_, key) in &idle {
             with_conn!(self, key, |conn, cx| {
                 conn.close(&mut cx);
                 Drive::Closed
@@ -566,13 +524,13 @@ impl Server {
             self.conns.try_remove(key);
             self.sv.board.close(key);
         }
-        if !keys.is_empty() {
+        if !idle.is_empty() {
             log::debug!(
                 "at the connection limit: closed {} idle connections for waiting clients",
-                keys.len()
+                idle.len()
             );
         }
-        !keys.is_empty()
+        !idle.is_empty()
     }
 
     /// Once a second: time-outs, log flushing. Returns true when a connection closed.

@@ -79,9 +79,6 @@ pub struct Server {
     max_connections: usize,
     /// A listener stopped at its accept batch with connections still waiting.
     accept_more: bool,
-    /// `clock.mono_us` at which idle connections are next looked at for
-    /// waiting clients (`event::FAIR_SCAN_US`).
-    fair_scan_us: u64,
     /// Connections to drive next turn without an event (they stopped at
     /// their round limit with work left).
     wake: Vec<ExchangeId>,
@@ -186,7 +183,6 @@ impl Server {
             pool: Pool::default(),
             max_connections,
             accept_more: false,
-            fair_scan_us: 0,
             wake: Vec::new(),
             tls,
             stop: Arc::new(AtomicU8::new(RUN)),
