@@ -42,8 +42,9 @@
 //! | `Granted` | request goes on | `Authentication-Info: nextnonce="..."` when a Digest nonce is older than 540 s | gateways get `REMOTE_USER` = user and `AUTH_TYPE` = `Basic` / `Digest` (not set again for `extern`) |
 //! | `Unauthorized` | 401 | one `WWW-Authenticate` per value: `Basic realm="R", charset="UTF-8"`, or per algorithm `Digest realm="R", charset="UTF-8", algorithm=SHA-256, nonce="...", qop="auth"` (+ `userhash=true`, `stale=true`); none for `extern` | no header, wrong password, unknown user, user not allowed by `require`; `close` = lighttpd turns keep-alive off after a wrong password or unknown user |
 //! | `BadRequest` | 400 | | Basic: not base64, no `:`, NUL, user name not UTF-8; Digest: a syntax error or a parameter given twice, missing field, bad `response` hex, `qop=auth-int` (or any qop but `auth`), bad `username*`, `uri` not the request-target, malformed nonce |
-//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd`, `ldap`, `pam`, `sasl` or `dbi` (glint gets no HA1 from them) |
+//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd`, `ldap`, `pam` or `sasl` (glint gets no HA1 from them) |
 //! | `Blocking` | (later) | | `ldap`, `pam`, `sasl`, `dbi`: the caller runs [`external::Spec::verify`] on [`blocking`]'s threads (a full queue: 503) and [`external::conclude`] makes one of the above of its verdict |
+//! | `BlockingDigest` | (later) | | `digest` over `dbi`: the caller runs [`dbi::verify_digest`] on [`blocking`]'s threads and [`digest::conclude_digest`] makes a grant or a Digest 401 of its verdict |
 //!
 //! lighttpd never answers 403 from mod_auth: an authenticated user whom the
 //! rule does not list gets the same 401 challenge. Every `log` in an outcome
@@ -184,13 +185,17 @@ pub enum Outcome {
     /// [`external::Spec::verify`] off the loop with these credentials (the
     /// cache had no entry for them) and ends with [`external::conclude`].
     Blocking(basic::Credentials),
+    /// A Digest check whose HA1 a back end that blocks holds (dbi): the
+    /// caller runs [`dbi::verify_digest`] off the loop and ends with
+    /// [`digest::conclude_digest`].
+    BlockingDigest(Box<digest::DigestWork>),
 }
 
 impl Outcome {
     /// The HTTP status, or `None` when the request goes on.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Outcome::Granted(_) | Outcome::Blocking(_) => None,
+            Outcome::Granted(_) | Outcome::Blocking(_) | Outcome::BlockingDigest(_) => None,
             Outcome::Unauthorized { .. } => Some(401),
             Outcome::BadRequest { .. } => Some(400),
             Outcome::Misconfigured { .. } => Some(500),

@@ -17,6 +17,7 @@ use super::{Carry, ConnInfo, GwStart, Services};
 use crate::authn::basic::Credentials;
 use crate::authn::blocking::{Pool, QUEUE, THREADS};
 use crate::authn::cache::{AuthCache, CacheOptions};
+use crate::authn::digest::DigestWork;
 use crate::authn::external::Spec;
 use crate::authn::ldap_check::{self, LdapOptions, LdapSpec};
 use crate::authn::nonce::NonceKey;
@@ -137,6 +138,11 @@ impl AuthState {
 
     /// The back-end threads (made in the process that serves: a
     /// `server.max-worker` child must not inherit threads it cannot have).
+    /// The per-process Digest nonce key.
+    pub(super) fn key(&self) -> &NonceKey {
+        &self.key
+    }
+
     pub(super) fn pool(&mut self) -> Option<&Pool> {
         if self.pool.is_none() && !self.pool_failed {
             match Pool::new(THREADS, QUEUE) {
@@ -249,7 +255,10 @@ pub(super) enum Checked {
 pub(super) struct Blocked {
     pub rule: Require,
     pub kind: BackendKind,
+    /// Basic's; for Digest the claimed user and no password.
     pub creds: Credentials,
+    /// A Digest check to finish with the back end's HA1.
+    pub digest: Option<Box<DigestWork>>,
 }
 
 /// mod_auth for `path` under `settings`: passes when no rule covers it or
@@ -323,6 +332,16 @@ pub(super) fn check(
             rule: rule.clone(),
             kind,
             creds,
+            digest: None,
+        })),
+        (Outcome::BlockingDigest(work), Some(kind)) => Checked::Blocking(Box::new(Blocked {
+            rule: rule.clone(),
+            kind,
+            creds: Credentials {
+                user: work.user.clone(),
+                password: Vec::new(),
+            },
+            digest: Some(work),
         })),
         (outcome, _) => answer_outcome(sv, carry, rule.id, outcome, &ip),
     }
@@ -397,7 +416,7 @@ pub(super) fn answer_outcome(
         }
         // (Handled by the caller; a back end that blocks without a
         // backend configured cannot happen.)
-        Outcome::Blocking(_) => {
+        Outcome::Blocking(_) | Outcome::BlockingDigest(_) => {
             sv.reply.error(500);
             Checked::Refused
         }

@@ -18,7 +18,10 @@ use super::auth::{answer_outcome, cache_for, Blocked, Checked};
 use super::{respond_with, Answer, Carry, ConnInfo, GwStart, Outcome, Services};
 use crate::authn::ask::{Ask, Verdict};
 use crate::authn::blocking::{Pending, Refused, QUEUE, THREADS};
-use crate::authn::external::conclude;
+use crate::authn::dbi;
+use crate::authn::digest::{conclude_digest, DigestWork};
+use crate::authn::external::{conclude, Spec};
+use crate::authn::nonce::NonceKey;
 use crate::authn::require::Require;
 use crate::config::Settings;
 use crate::msg::local::{LocalWork, Wake};
@@ -33,6 +36,9 @@ pub struct AuthWait {
     /// For `auth.cache`, when the verdict is a grant.
     password: Vec<u8>,
     path: String,
+    /// A Digest check (its grant is a Digest one, its refusal a Digest
+    /// challenge).
+    digest: Option<Box<DigestWork>>,
 }
 
 impl std::fmt::Debug for AuthWait {
@@ -93,7 +99,12 @@ pub(super) struct Waiting<'a> {
 /// parks the request as a local job; a full queue or an unusable
 /// configuration answers at once (503, 401) in `sv.reply`.
 pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
-    let Blocked { rule, kind, creds } = b;
+    let Blocked {
+        rule,
+        kind,
+        creds,
+        digest,
+    } = b;
     let ip = w
         .info
         .peer
@@ -101,7 +112,16 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
     let spec = match sv.auth.spec_for(kind, w.settings) {
         Ok(s) => s,
         Err(why) => {
-            let outcome = conclude(&rule, w.path, creds.user, Verdict::Denied(why));
+            let now = sv.clock.unix;
+            let outcome = finish(
+                &rule,
+                sv.auth.key(),
+                now,
+                w.path,
+                creds.user,
+                digest.as_deref(),
+                Verdict::Denied(why),
+            );
             return answer_outcome(sv, w.carry, rule.id, outcome, &ip);
         }
     };
@@ -118,8 +138,14 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
     };
     let pending: Pending<Verdict> = Pending::default();
     let panicked = Verdict::Denied("the back-end check failed".into());
+    let work = digest.clone();
+    let check = move || match (&spec, work) {
+        (Spec::Dbi(s), Some(work)) => dbi::verify_digest(s, &ask, &work),
+        (_, Some(_)) => Verdict::Denied("the back end holds no HA1".into()),
+        (_, None) => spec.verify(&ask),
+    };
     let submitted = match sv.auth.pool() {
-        Some(pool) => pool.submit(&pending, move || spec.verify(&ask), panicked),
+        Some(pool) => pool.submit(&pending, check, panicked),
         None => Err(Refused::Closed),
     };
     if let Err(why) = submitted {
@@ -138,6 +164,7 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         user: creds.user,
         password: creds.password,
         path: w.path.to_string(),
+        digest,
     };
     park(sv, w, route, wait)
 }
@@ -198,8 +225,18 @@ pub(super) fn resume(
         .take()
         .unwrap_or_else(|| Verdict::Denied("no verdict".into()));
     let granted = verdict == Verdict::Granted;
-    let outcome = conclude(&wait.rule, &wait.path, wait.user.clone(), verdict);
-    if granted {
+    let outcome = finish(
+        &wait.rule,
+        sv.auth.key(),
+        sv.clock.unix,
+        &wait.path,
+        wait.user.clone(),
+        wait.digest.as_deref(),
+        verdict,
+    );
+    // (Digest logins are not cached: lighttpd caches the HA1, glint asks
+    // the database again.)
+    if granted && wait.digest.is_none() {
         if let Some(age) = settings.auth.cache_max_age {
             let now = sv.clock.unix;
             if let Some(c) = cache_for(&mut sv.auth.caches, age) {
@@ -217,5 +254,21 @@ pub(super) fn resume(
             orig_line: carry.orig_line.take(),
             ..Answer::taken(sv)
         }),
+    }
+}
+
+/// The request's outcome for `verdict`: Basic's, or Digest's for `digest`.
+fn finish(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    path: &str,
+    user: String,
+    digest: Option<&DigestWork>,
+    verdict: Verdict,
+) -> crate::authn::Outcome {
+    match digest {
+        Some(work) => conclude_digest(rule, key, now, path, work, verdict),
+        None => conclude(rule, path, user, verdict),
     }
 }
