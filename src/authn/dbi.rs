@@ -8,9 +8,10 @@
 //! password:
 //!
 //! - starting with `$` (and at least 3 long): a crypt(3) hash, checked
-//!   with glint's own crypt (`$1$`, `$5$`, `$6$`, `$2a$`/`$2b$`/`$2y$`);
-//!   other `$` schemes that Debian's libxcrypt knows (yescrypt `$y$`, ...)
-//!   are refused;
+//!   with glint's own crypt (`$1$`, `$5$`, `$6$`, `$2a$`/`$2b$`/`$2y$`)
+//!   or, for the other schemes the system's libxcrypt knows (yescrypt
+//!   `$y$`, `$gy$`, `$7$`, ...), by libxcrypt's crypt_rn (on this worker
+//!   thread, as the rest of the check);
 //! - 32 hex digits: MD5 of `user:realm:password` (the Digest HA1);
 //! - 64 hex digits: SHA-256 of `user:realm:password`;
 //! - anything else: refused.
@@ -258,6 +259,9 @@ mod tests {
         assert!(password_matches(&md5crypt, "alice", "R", b"secret"));
         assert!(!password_matches(&md5crypt, "alice", "R", b"secreT"));
         assert!(!password_matches("$y$j9T$abc$def", "alice", "R", b"x"));
+        let yes = "$y$j9T$9QwHghd13Odi/dg.VDkbd1$2Ltr8yED.nI.XBgDISp1BSl2Z5lZOXEQLbG8K/Wa/u7";
+        assert!(password_matches(yes, "alice", "R", b"password"));
+        assert!(!password_matches(yes, "alice", "R", b"passwore"));
     }
 
     #[test]
