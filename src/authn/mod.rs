@@ -84,6 +84,7 @@ pub mod nonce;
 pub mod pam;
 pub mod require;
 pub mod sasl;
+mod sasl_lib;
 pub mod userfile;
 
 #[cfg(test)]

@@ -648,9 +648,9 @@ fn errors_table() {
             "t.conf:1:1: auth.backend.ldap.hostname: \"ldapi://%2frun%2fslapd\": only ldap:// and ldaps:// are supported",
         ),
         (
-            "a SASL password check glint does not read",
-            "auth.backend.sasl.opts = ( \"pwcheck_method\" => \"sasldb\" )",
-            "t.conf:1:1: auth.backend.sasl.opts: sasl pwcheck_method \"sasldb\" reads libsasl2's sasldb, which glint does not; use \"saslauthd\"",
+            "a SASL password check lighttpd does not know",
+            "auth.backend.sasl.opts = ( \"pwcheck_method\" => \"kerberos\" )",
+            "t.conf:1:1: auth.backend.sasl.opts: sasl pwcheck_method must be one of saslauthd, sasldb, or auxprop, not: kerberos",
         ),
         (
             "an option of a back end glint does not have",
