@@ -65,7 +65,8 @@
 //! of each other): bcrypt cost 10 58 ms, cost 5 1.9 ms, SHA-512-crypt at 5000
 //! rounds 1.3 ms, apr1 0.18 ms, `{SHA}`, plain and htdigest under 1 µs;
 //! by libxcrypt, yescrypt at Debian's default `j9T` 45 ms and scrypt's
-//! default 300 ms (libxcrypt's own figures by Python's crypt). So a
+//! default 300 ms (by Python's crypt), which is why those go to
+//! [`blocking`]'s threads ([`userfile::UserFile::is_offloaded`]). So a
 //! rule over a cost-10 file does at most ~17 uncached Basic checks a second,
 //! and `auth.cache` is what makes such a file usable under load.
 

@@ -432,6 +432,41 @@ impl UserFile {
         }
     }
 
+    /// htpasswd: whether `user`'s check (or the unknown user's dummy) is
+    /// one libxcrypt makes, which takes tens to hundreds of milliseconds
+    /// (yescrypt, scrypt): it then runs on the worker threads
+    /// ([`UserFile::offloaded_hash`]), not on the loop.
+    pub fn is_offloaded(&self, user: &str) -> bool {
+        self.htpasswd_entry(user)
+            .is_some_and(|(h, _)| matches!(h.scheme(), Scheme::Libcrypt(_)))
+    }
+
+    /// The hash [`UserFile::is_offloaded`] found for `user`, for a worker
+    /// thread, and whether the user is known (else it is the dummy, whose
+    /// check is counted as [`UserFile::verify_password`] counts it).
+    pub fn offloaded_hash(&self, user: &str) -> Option<(PasswordHash, bool)> {
+        let (h, known) = self.htpasswd_entry(user)?;
+        if !matches!(h.scheme(), Scheme::Libcrypt(_)) {
+            return None;
+        }
+        if !known {
+            self.note_dummy();
+        }
+        Some((h.clone(), known))
+    }
+
+    /// The hash [`UserFile::verify_password`] checks `user` against.
+    fn htpasswd_entry(&self, user: &str) -> Option<(&PasswordHash, bool)> {
+        let Table::Htpasswd(t) = &self.table else {
+            return None;
+        };
+        match (t.get(user), &self.dummy_hash) {
+            (Some(Some(h)), _) => Some((h, true)),
+            (_, Some(dummy)) => Some((dummy, false)),
+            (_, None) => None,
+        }
+    }
+
     /// Digest: HA1 for `user` in `realm`. plain computes it from the
     /// password; htdigest looks it up; otherwise (and for an unknown user) a
     /// dummy HA1 with `known: false`, so the caller does the same work.

@@ -259,6 +259,9 @@ pub(super) struct Blocked {
     pub creds: Credentials,
     /// A Digest check to finish with the back end's HA1.
     pub digest: Option<Box<DigestWork>>,
+    /// An htpasswd hash libxcrypt checks on a worker thread, and the user
+    /// file's generation (for `auth.cache`).
+    pub local: Option<(Spec, u64)>,
 }
 
 /// mod_auth for `path` under `settings`: passes when no rule covers it or
@@ -327,13 +330,21 @@ pub(super) fn check(
         .peer
         .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
     let outcome = authn::check(rule, &mut ctx, &areq);
+    let users = backend.and_then(|b| b.users);
     match (outcome, kind) {
-        (Outcome::Blocking(creds), Some(kind)) => Checked::Blocking(Box::new(Blocked {
-            rule: rule.clone(),
-            kind,
-            creds,
-            digest: None,
-        })),
+        (Outcome::Blocking(creds), Some(kind)) => {
+            let local = users.and_then(|u| {
+                let h = u.offloaded_hash(&creds.user)?;
+                Some((Spec::Hash(Arc::new(h)), u.generation()))
+            });
+            Checked::Blocking(Box::new(Blocked {
+                rule: rule.clone(),
+                kind,
+                creds,
+                digest: None,
+                local,
+            }))
+        }
         (Outcome::BlockingDigest(work), Some(kind)) => Checked::Blocking(Box::new(Blocked {
             rule: rule.clone(),
             kind,
@@ -342,6 +353,7 @@ pub(super) fn check(
                 password: Vec::new(),
             },
             digest: Some(work),
+            local: None,
         })),
         (outcome, _) => answer_outcome(sv, carry, rule.id, outcome, &ip),
     }

@@ -39,6 +39,8 @@ pub struct AuthWait {
     /// A Digest check (its grant is a Digest one, its refusal a Digest
     /// challenge).
     digest: Option<Box<DigestWork>>,
+    /// The user file's generation, for `auth.cache` (0: no file).
+    generation: u64,
 }
 
 impl std::fmt::Debug for AuthWait {
@@ -104,12 +106,14 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         kind,
         creds,
         digest,
+        local,
     } = b;
+    let generation = local.as_ref().map_or(0, |(_, g)| *g);
     let ip = w
         .info
         .peer
         .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
-    let spec = match sv.auth.spec_for(kind, w.settings) {
+    let spec = match local.map_or_else(|| sv.auth.spec_for(kind, w.settings), |(s, _)| Ok(s)) {
         Ok(s) => s,
         Err(why) => {
             let now = sv.clock.unix;
@@ -165,6 +169,7 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         password: creds.password,
         path: w.path.to_string(),
         digest,
+        generation,
     };
     park(sv, w, route, wait)
 }
@@ -240,7 +245,13 @@ pub(super) fn resume(
         if let Some(age) = settings.auth.cache_max_age {
             let now = sv.clock.unix;
             if let Some(c) = cache_for(&mut sv.auth.caches, age) {
-                c.insert(wait.rule.id, 0, &wait.user, &wait.password, now);
+                c.insert(
+                    wait.rule.id,
+                    wait.generation,
+                    &wait.user,
+                    &wait.password,
+                    now,
+                );
             }
         }
     }
