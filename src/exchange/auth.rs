@@ -333,17 +333,7 @@ pub(super) fn check(
     let users = backend.and_then(|b| b.users);
     match (outcome, kind) {
         (Outcome::Blocking(creds), Some(kind)) => {
-            let local = users.and_then(|u| {
-                let h = u.offloaded_hash(&creds.user)?;
-                Some((Spec::Hash(Arc::new(h)), u.generation()))
-            });
-            Checked::Blocking(Box::new(Blocked {
-                rule: rule.clone(),
-                kind,
-                creds,
-                digest: None,
-                local,
-            }))
+            Checked::Blocking(Box::new(blocked_basic(rule, kind, creds, users)))
         }
         (Outcome::BlockingDigest(work), Some(kind)) => Checked::Blocking(Box::new(Blocked {
             rule: rule.clone(),
@@ -356,6 +346,27 @@ pub(super) fn check(
             local: None,
         })),
         (outcome, _) => answer_outcome(sv, carry, rule.id, outcome, &ip),
+    }
+}
+
+/// A Basic check for a worker thread: the back end's, or for an
+/// htpasswd hash libxcrypt checks, that hash itself.
+fn blocked_basic(
+    rule: &Require,
+    kind: BackendKind,
+    creds: Credentials,
+    users: Option<&UserFile>,
+) -> Blocked {
+    let local = users.and_then(|u| {
+        let h = u.offloaded_hash(&creds.user)?;
+        Some((Spec::Hash(Arc::new(h)), u.generation()))
+    });
+    Blocked {
+        rule: rule.clone(),
+        kind,
+        creds,
+        digest: None,
+        local,
     }
 }
 

@@ -230,8 +230,54 @@ fn check_digest(
     key: &NonceKey,
     req: &AuthRequest<'_>,
 ) -> Result<Grant, Outcome> {
-    let now = req.now;
     let backend = digest_backend(backend, req)?;
+    let work = checked_request(rule, key, req)?;
+    if backend.kind == BackendKind::Dbi {
+        // The HA1 is in a database: a worker thread finishes the check.
+        return Err(Outcome::BlockingDigest(Box::new(work)));
+    }
+    let now = req.now;
+    let Some(users) = backend.users else {
+        let log = format!("digest: no user file configured for {}", req.path);
+        return Err(unauthorized(rule, key, now, true, Some(log)));
+    };
+    let (algo, username) = (work.algo, &work.user);
+    // userhash: the client sent H(user:realm); find the user it stands for.
+    let user = if work.userhash {
+        users.resolve_userhash(&rule.realm, algo, &username.to_ascii_lowercase())
+    } else {
+        Some(username.clone())
+    };
+    let lookup = users.digest_ha1(user.as_deref().unwrap_or(username), &rule.realm, algo);
+    let ok = work.matches(&lookup.ha1);
+    let (Some(user), true, true) = (user, lookup.known, ok) else {
+        return Err(auth_failed(rule, key, now, username, lookup.known));
+    };
+    if !rule.matches(Some(&user), &[], None) {
+        let log = format!(
+            "digest: user {user} not allowed by require for {}",
+            req.path
+        );
+        return Err(unauthorized(rule, key, now, false, Some(log)));
+    }
+    let nkey = rule.nonce_key.as_ref().unwrap_or(key);
+    let authentication_info = (work.age > NEXTNONCE_AFTER)
+        .then(|| format!("nextnonce=\"{}\"", nkey.make(now, algo, &rule.realm)));
+    Ok(Grant {
+        user,
+        auth_type: Some(AuthType::Digest),
+        authentication_info,
+    })
+}
+
+/// The request's `Authorization: Digest` checked up to and with its nonce
+/// (all but the user's HA1), in lighttpd's order.
+fn checked_request(
+    rule: &Require,
+    key: &NonceKey,
+    req: &AuthRequest<'_>,
+) -> Result<DigestWork, Outcome> {
+    let now = req.now;
     let Some(value) = req
         .authorization
         .and_then(|v| super::strip_scheme(v, b"Digest "))
@@ -255,7 +301,6 @@ fn check_digest(
         ));
     }
     let (algo, sess) = digest_algorithm(rule, key, now, &p)?;
-    let cnonce = p.cnonce.as_deref().unwrap_or(b"");
     let mut got = [0u8; 32];
     let got = &mut got[..algo.digest_len()];
     if super::unhex(response, got).is_none() {
@@ -267,55 +312,19 @@ fn check_digest(
     check_qop_and_uri(&p, uri, req)?;
     let nkey = rule.nonce_key.as_ref().unwrap_or(key);
     let age = check_nonce(rule, key, nkey, nonce, algo, now)?;
-    if backend.kind == BackendKind::Dbi {
-        // The HA1 is in a database: a worker thread finishes the check.
-        return Err(Outcome::BlockingDigest(Box::new(DigestWork {
-            user: username,
-            userhash,
-            algo,
-            sess,
-            response: got.to_vec(),
-            nonce: nonce.clone(),
-            cnonce: cnonce.to_vec(),
-            nc: p.nc.clone().unwrap_or_default(),
-            qop: p.qop.clone(),
-            method: req.method.to_string(),
-            uri: uri.clone(),
-            age,
-        })));
-    }
-    let Some(users) = backend.users else {
-        let log = format!("digest: no user file configured for {}", req.path);
-        return Err(unauthorized(rule, key, now, true, Some(log)));
-    };
-    // userhash: the client sent H(user:realm); find the user it stands for.
-    let user = if userhash {
-        users.resolve_userhash(&rule.realm, algo, &username.to_ascii_lowercase())
-    } else {
-        Some(username.clone())
-    };
-    let lookup = users.digest_ha1(user.as_deref().unwrap_or(&username), &rule.realm, algo);
-    let qop = p.qop.as_deref();
-    let nc = p.nc.as_deref().unwrap_or(b"");
-    let method = req.method.as_bytes();
-    let want = expected_response(algo, sess, &lookup.ha1, nonce, cnonce, nc, qop, method, uri);
-    let ok = super::ct_eq(want.as_slice(), got);
-    let (Some(user), true, true) = (user, lookup.known, ok) else {
-        return Err(auth_failed(rule, key, now, &username, lookup.known));
-    };
-    if !rule.matches(Some(&user), &[], None) {
-        let log = format!(
-            "digest: user {user} not allowed by require for {}",
-            req.path
-        );
-        return Err(unauthorized(rule, key, now, false, Some(log)));
-    }
-    let authentication_info = (age > NEXTNONCE_AFTER)
-        .then(|| format!("nextnonce=\"{}\"", nkey.make(now, algo, &rule.realm)));
-    Ok(Grant {
-        user,
-        auth_type: Some(AuthType::Digest),
-        authentication_info,
+    Ok(DigestWork {
+        user: username,
+        userhash,
+        algo,
+        sess,
+        response: got.to_vec(),
+        nonce: nonce.clone(),
+        cnonce: p.cnonce.clone().unwrap_or_default(),
+        nc: p.nc.clone().unwrap_or_default(),
+        qop: p.qop.clone(),
+        method: req.method.to_string(),
+        uri: uri.clone(),
+        age,
     })
 }
 
