@@ -6,7 +6,9 @@
 //! scrypt `$7$`, BSDi DES `_`, SunMD5, sha1crypt). The same file is
 //! served by glint and by lighttpd 1.4.69 (whose crypt() call is
 //! libxcrypt's) and the answers compared: right password 200, wrong 401,
-//! unknown user 401.
+//! unknown user 401. Then a hash that takes over a second (sha1crypt,
+//! 600,000 rounds): while two such logins are checked, static files are
+//! still served at once (libxcrypt's checks run on the worker threads).
 
 mod common;
 
@@ -136,5 +138,75 @@ fn libcrypt_schemes_in_htpasswd_answered_as_lighttpd_answers() {
         "{}\nglint:\n{}",
         bad.join("\n"),
         glint.stderr_tail()
+    );
+}
+
+#[test]
+fn a_slow_libcrypt_hash_does_not_hold_up_other_requests() {
+    let slow = {
+        let out = Command::new("python3")
+            .args(["-W", "ignore", "-c"])
+            .arg(
+                "import crypt; print(crypt.crypt('slow-pw', '$sha1$600000$lBwb1u7mzXggax2tMPIp$'))",
+            )
+            .output()
+            .expect("python3");
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_string()
+    };
+    assert!(slow.starts_with("$sha1$600000$"), "{slow}");
+    let d = Docroot::new();
+    d.file("secret/a.txt", b"content\n")
+        .file("open.txt", b"open\n");
+    let dir = TempDir::new("authn-crypt-slow");
+    let file = dir.join("htpasswd");
+    std::fs::write(&file, format!("slow:{slow}\n")).expect("htpasswd");
+    let conf = format!(
+        "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = 0\n\
+         server.modules += ( \"mod_auth\", \"mod_authn_file\" )\n\
+         auth.backend = \"htpasswd\"\nauth.backend.htpasswd.userfile = \"{}\"\n\
+         auth.require = ( \"/secret/\" => ( \"method\" => \"basic\", \"realm\" => \"r\", \"require\" => \"valid-user\" ) )\n",
+        d.root.display(),
+        file.display()
+    );
+    let glint = Launch::new().config(&conf).start();
+    let addr = glint.addr();
+    let logins: Vec<_> = [("slow-pw", 200), ("wrong", 401)]
+        .into_iter()
+        .map(|(pw, want)| {
+            std::thread::spawn(move || {
+                let t = std::time::Instant::now();
+                let got = status(addr, "slow", pw);
+                (got, want, t.elapsed())
+            })
+        })
+        .collect();
+    // Static files while the logins are checked: each answered at once.
+    let mut worst = std::time::Duration::ZERO;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    for _ in 0..2000 {
+        if logins.iter().all(|l| l.is_finished()) || std::time::Instant::now() > until {
+            break;
+        }
+        let t = std::time::Instant::now();
+        let r = get_at(addr, "/open.txt").expect("static file");
+        assert_eq!(r.status, 200);
+        worst = worst.max(t.elapsed());
+    }
+    for l in logins {
+        let (got, want, took) = l.join().expect("login");
+        assert_eq!(got, want, "{}", glint.stderr_tail());
+        eprintln!("a sha1crypt login ({want}) took {took:?}");
+        assert!(
+            took > std::time::Duration::from_millis(800),
+            "the hash was not slow ({took:?}): the test shows nothing"
+        );
+    }
+    eprintln!("slowest static file meanwhile: {worst:?}");
+    assert!(
+        worst < std::time::Duration::from_millis(500),
+        "a static file waited {worst:?} for a password check"
     );
 }
