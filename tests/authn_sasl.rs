@@ -6,6 +6,10 @@
 //! their own (`unshare -m`, root) where the temp dir is mounted there,
 //! so nothing outside changes. The same configuration against lighttpd's
 //! own mod_authn_sasl (lighttpd-mod-authn-sasl) must answer the same.
+//!
+//! `pwcheck_method` `auxprop` and `sasldb`: a sasldb in a temp dir made by
+//! `saslpasswd2 -f` (sasl2-bin), read through libsasl2's sasldb plugin
+//! (libsasl2-modules-db) by both servers; no daemon, no namespace.
 
 mod common;
 
@@ -194,4 +198,123 @@ fn logins_through_saslauthd_answered_as_lighttpd_answers() {
         glint.stderr_tail(),
         std::fs::read_to_string(ldir.join("error.log")).unwrap_or_default()
     );
+}
+
+/// A sasldb at `<dir>/sasldb2` with alice and bob in realm `sasl`, and a
+/// "carol" of another realm.
+fn sasldb(dir: &TempDir) -> PathBuf {
+    let bin = need("/usr/sbin/saslpasswd2", "sasl2-bin");
+    need(
+        "/usr/lib/x86_64-linux-gnu/sasl2/libsasldb.so",
+        "libsasl2-modules-db",
+    );
+    let db = dir.join("sasldb2");
+    for (user, realm, pw) in [
+        ("alice", "sasl", "alice-pw"),
+        ("bob", "sasl", "bob-pw"),
+        ("carol", "other", "carol-pw"),
+    ] {
+        let mut c = Command::new(&bin)
+            .args(["-p", "-c", "-u", realm, "-f"])
+            .arg(&db)
+            .arg(user)
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("saslpasswd2");
+        if let Some(mut i) = c.stdin.take() {
+            std::io::Write::write_all(&mut i, pw.as_bytes()).expect("password");
+        }
+        assert!(
+            c.wait().expect("saslpasswd2").success(),
+            "saslpasswd2 {user}"
+        );
+    }
+    db
+}
+
+/// Basic logins against a sasldb: (path, user, password, status).
+const SASLDB_CASES: &[(&str, &str, &str, u16)] = &[
+    ("/secret/a.txt", "alice", "alice-pw", 200),
+    ("/secret/a.txt", "bob", "bob-pw", 200),
+    ("/secret/a.txt", "alice", "wrong", 401),
+    ("/secret/a.txt", "alice", "", 401),
+    ("/secret/a.txt", "alice", "alice-pwx", 401),
+    ("/secret/a.txt", "bob", "alice-pw", 401),
+    ("/secret/a.txt", "nobody", "alice-pw", 401),
+    // carol is in another realm than the rule's.
+    ("/secret/a.txt", "carol", "carol-pw", 401),
+    // Names made to reach another entry or realm of the database.
+    ("/secret/a.txt", "carol@other", "carol-pw", 200),
+    ("/secret/a.txt", "alice@other", "alice-pw", 401),
+    ("/secret/a.txt", "alice@sasl@x", "alice-pw", 401),
+    ("/secret/a.txt", "alice\u{1}", "alice-pw", 401),
+    ("/secret/a.txt", "alice userPassword", "alice-pw", 401),
+    ("/secret/a.txt", "' OR '1'='1", "alice-pw", 401),
+    ("/alice/a.txt", "alice", "alice-pw", 200),
+    ("/alice/a.txt", "bob", "bob-pw", 401),
+    ("/open.txt", "", "", 200),
+];
+
+#[test]
+fn logins_from_a_sasldb_answered_as_lighttpd_answers() {
+    let dir = TempDir::new("sasldb");
+    let db = sasldb(&dir);
+    let d = Docroot::new();
+    for p in ["secret/a.txt", "alice/a.txt", "open.txt"] {
+        d.file(p, b"content\n");
+    }
+    for method in ["auxprop", "sasldb"] {
+        let conf = config(&d).replace(
+            "\"pwcheck_method\" => \"saslauthd\"",
+            &format!(
+                "\"pwcheck_method\" => \"{method}\", \"sasldb_path\" => \"{}\"",
+                db.display()
+            ),
+        );
+        let glint = Launch::new()
+            .config(&conf.replace("{port}", "0").replace("{errorlog}", ""))
+            .start();
+        let port = free_port();
+        let ldir = TempDir::new("lighttpd-sasldb");
+        let text = conf.replace("{port}", &port.to_string()).replace(
+            "{errorlog}",
+            &format!("server.errorlog = \"{}\"", ldir.join("error.log").display()),
+        );
+        let path = ldir.join("lighttpd.conf");
+        std::fs::write(&path, text).expect("conf");
+        let mut child = start_lighttpd(&path, port).unwrap_or_else(|e| {
+            panic!("{e} (apt-get install lighttpd lighttpd-mod-authn-sasl libsasl2-modules-db)")
+        });
+        let laddr = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut bad = Vec::new();
+        for (p, u, pw, want) in SASLDB_CASES {
+            let ours = status_at(glint.addr(), p, u, pw);
+            let theirs = status_at(laddr, p, u, pw);
+            if ours != *want || theirs != *want {
+                bad.push(format!(
+                    "{method}: {p} as {u:?}/{pw:?}: glint {ours}, lighttpd {theirs}, expected {want}"
+                ));
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        // lighttpd 1.4.69 crashes (SIGSEGV) now and then on a user named
+        // "*" after a wrong password (seen here by hand, one run in two);
+        // glint alone is asked.
+        for (u, pw) in [("*", "alice-pw"), ("*", "")] {
+            let ours = status_at(glint.addr(), "/secret/a.txt", u, pw);
+            if ours != 401 {
+                bad.push(format!(
+                    "{method}: {u:?}/{pw:?}: glint {ours}, expected 401"
+                ));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{}\nglint:\n{}\nlighttpd:\n{}",
+            bad.join("\n"),
+            glint.stderr_tail(),
+            std::fs::read_to_string(ldir.join("error.log")).unwrap_or_default()
+        );
+    }
 }

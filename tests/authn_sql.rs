@@ -5,15 +5,25 @@
 //! mod_authn_dbi (Debian's lighttpd-modules-dbi, libdbd-sqlite3,
 //! libdbd-mysql) and the answers are compared: right and wrong
 //! passwords, unknown users, user names built to break out of the SQL
-//! string, crypt(3) hashes (`$1$`, `$5$`, `$6$`, `$2b$`) and the Digest
+//! string, crypt(3) hashes (`$1$`, `$5$`, `$6$`, `$2b$`; yescrypt `$y$`
+//! and scrypt `$7$` by libxcrypt) and the Digest
 //! HA1 hex forms (MD5, SHA-256) of the stored password. Then a stopped
 //! database: a login is refused (401) on both; once it is back glint lets
 //! in again (lighttpd 1.4.69 crashes there, so is not compared); a
 //! database that hangs (SIGSTOP) holds up only glint's logins.
 //! `auth.backend = "mysql"` is refused at start-up by both (lighttpd
 //! 1.4.69 has no mod_authn_mysql).
+//!
+//! Digest over the same tables (`"method" => "digest"`; the HA1 read
+//! from the database on glint's worker threads): curl's `--digest`
+//! logins (MD5 and SHA-256 HA1s, wrong passwords, crypt(3) and plain rows
+//! that give no HA1, unknown and injected user names), and requests made
+//! here from the server's own challenge: a replayed one (let in again by
+//! both: lighttpd tracks no `nc`), a wrong realm, a stale nonce.
 
 mod common;
+#[path = "authn_sql/digest.rs"]
+mod digest;
 #[allow(dead_code)]
 #[path = "vhostdb/servers.rs"]
 mod servers;
@@ -78,10 +88,15 @@ fn users() -> Vec<(String, String)> {
         ("fred".into(), ha1("fred", "md5").to_uppercase()),
         // A plain password is no form lighttpd accepts.
         ("gina".into(), "gina-pw".into()),
-        // yescrypt, Debian's default crypt(3) scheme: glint has no yescrypt.
+        // yescrypt, Debian's default crypt(3) scheme, and scrypt: checked
+        // by libxcrypt.
         (
             "yves".into(),
             crypt("yves-pw", "$y$j9T$Fq3bcLs9cXmRpWkD0Ah7v/"),
+        ),
+        (
+            "scott".into(),
+            crypt("scott-pw", "$7$CU..../....g8LHGsCn8LXCqUf4mlRTM0"),
         ),
     ]
 }
@@ -95,6 +110,10 @@ const CASES: &[(&str, &str, &str, u16)] = &[
     ("/secret/a.txt", "erin", "erin-pw", 200),
     ("/secret/a.txt", "frank", "frank-pw", 200),
     ("/secret/a.txt", "fred", "fred-pw", 200),
+    ("/secret/a.txt", "yves", "yves-pw", 200),
+    ("/secret/a.txt", "yves", "wrong", 401),
+    ("/secret/a.txt", "scott", "scott-pw", 200),
+    ("/secret/a.txt", "scott", "scott-pwx", 401),
     ("/secret/a.txt", "alice", "wrong", 401),
     ("/secret/a.txt", "alice", "", 401),
     ("/secret/a.txt", "dave", "alice-pw", 401),
@@ -115,9 +134,33 @@ const CASES: &[(&str, &str, &str, u16)] = &[
     ("/open.txt", "", "", 200),
 ];
 
+/// Digest logins by curl: (path, user, password, status) as lighttpd
+/// answers.
+const DIGEST_CASES: &[(&str, &str, &str, u16)] = &[
+    ("/digest/a.txt", "erin", "erin-pw", 200),
+    ("/digest/a.txt", "fred", "fred-pw", 200),
+    ("/digest/a.txt", "erin", "wrong", 401),
+    ("/digest/a.txt", "erin", "", 401),
+    // A crypt(3) hash or a plain password gives no HA1.
+    ("/digest/a.txt", "alice", "alice-pw", 401),
+    ("/digest/a.txt", "gina", "gina-pw", 401),
+    // A SHA-256 HA1 is not the MD5 one the client signs with.
+    ("/digest/a.txt", "frank", "frank-pw", 401),
+    ("/digest/a.txt", "nobody", "erin-pw", 401),
+    ("/digest256/a.txt", "frank", "frank-pw", 200),
+    ("/digest256/a.txt", "frank", "wrong", 401),
+    ("/digest256/a.txt", "erin", "erin-pw", 401),
+];
+
 fn docroot() -> Docroot {
     let d = Docroot::new();
-    for p in ["secret/a.txt", "alice/a.txt", "digest/a.txt", "open.txt"] {
+    for p in [
+        "secret/a.txt",
+        "alice/a.txt",
+        "digest/a.txt",
+        "digest256/a.txt",
+        "open.txt",
+    ] {
         d.file(p, b"content\n");
     }
     d
@@ -134,11 +177,15 @@ fn config(d: &Docroot, db: &str) -> String {
          {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_dbi\" )\n\
          auth.backend = \"dbi\"\n\
          auth.backend.dbi = ( \"sql\" => \"SELECT passwd FROM users WHERE user='?' AND realm='?'\", {db} )\n\
-         auth.require = ( {a}, {b}, {c} )\n",
+         auth.require = ( {a}, {b}, {c}, {e} )\n",
         root = d.root.display(),
         a = rule("/secret/", "valid-user"),
         b = rule("/alice/", "user=alice"),
         c = rule("/digest/", "valid-user").replace("\"basic\"", "\"digest\""),
+        e = rule("/digest256/", "valid-user").replace(
+            "\"basic\"",
+            "\"digest\", \"algorithm\" => \"SHA-256\""
+        ),
     )
 }
 
@@ -225,6 +272,96 @@ impl Both {
     }
 }
 
+impl Both {
+    fn lighttpd_addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.lport))
+    }
+
+    /// Digest over the database, on both servers alike.
+    fn compare_digest(&self) {
+        let mut bad = Vec::new();
+        let servers = [
+            ("glint", self.glint.addr()),
+            ("lighttpd", self.lighttpd_addr()),
+        ];
+        for (path, user, pw, want) in DIGEST_CASES {
+            for (name, addr) in servers {
+                let got = digest::curl_digest(addr, path, user, pw);
+                if got != *want {
+                    bad.push(format!(
+                        "curl --digest {path} as {user}/{pw}: {name} {got}, expected {want}"
+                    ));
+                }
+            }
+        }
+        for (name, addr) in servers {
+            for (what, want) in signed_cases(addr) {
+                if what.1 != want {
+                    bad.push(format!("{name}: {}: {}, expected {want}", what.0, what.1));
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{}\nglint:\n{}\nlighttpd:\n{}",
+            bad.join("\n"),
+            self.glint.stderr_tail(),
+            std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+        );
+    }
+}
+
+/// Requests signed here against `addr`'s own challenge: ((what, status),
+/// the status lighttpd answers).
+fn signed_cases(addr: std::net::SocketAddr) -> Vec<((&'static str, u16), u16)> {
+    let p = "/digest/a.txt";
+    let nonce = digest::nonce_of(addr, p);
+    let status = |h: &str| digest::send_signed(addr, p, h).0;
+    let right = digest::signed(p, ("erin", "erin", "erin-pw"), REALM, &nonce, "MD5");
+    // Out of the string literal, the query would give erin's HA1.
+    let injected =
+        |u: &'static str| digest::signed(p, (u, "erin", "erin-pw"), REALM, &nonce, "MD5");
+    let old = "5f000000:00000000:0123456789abcdef0123456789abcdef";
+    vec![
+        (("signed", status(&right)), 200),
+        // lighttpd does not track nc: the same request again is let in.
+        (("replayed", status(&right)), 200),
+        (
+            (
+                "another realm",
+                status(&digest::signed(
+                    p,
+                    ("erin", "erin", "erin-pw"),
+                    "other",
+                    &nonce,
+                    "MD5",
+                )),
+            ),
+            401,
+        ),
+        (
+            (
+                "a nonce of 2020",
+                status(&digest::signed(
+                    p,
+                    ("erin", "erin", "erin-pw"),
+                    REALM,
+                    old,
+                    "MD5",
+                )),
+            ),
+            401,
+        ),
+        (("' OR '1'='1", status(&injected("' OR '1'='1"))), 401),
+        (
+            ("x' OR user='erin", status(&injected("x' OR user='erin"))),
+            401,
+        ),
+        (("erin' -- ", status(&injected("erin' -- "))), 401),
+        (("\\' OR 1=1 -- ", status(&injected("\\' OR 1=1 -- "))), 401),
+    ]
+}
+
 fn sqlite_db(path: &Path) {
     let c = rusqlite::Connection::open(path).expect("sqlite");
     c.execute_batch("CREATE TABLE users (user TEXT, realm TEXT, passwd TEXT);")
@@ -246,19 +383,7 @@ fn sqlite_logins_answered_as_lighttpd_answers() {
     );
     let both = Both::start(&config(&d, &db));
     both.compare(CASES);
-    // Where glint differs: a crypt(3) scheme it does not have refuses the
-    // login (lighttpd's libxcrypt knows yescrypt).
-    assert_eq!(
-        both.statuses("/secret/a.txt", "yves", "yves-pw"),
-        (401, 200)
-    );
-    assert_eq!(both.statuses("/secret/a.txt", "yves", "wrong"), (401, 401));
-    // Digest over dbi: glint does not serve it (500, as over ldap/pam/sasl);
-    // lighttpd challenges for it.
-    assert_eq!(
-        both.statuses("/digest/a.txt", "alice", "alice-pw"),
-        (500, 401)
-    );
+    both.compare_digest();
 }
 
 fn mariadb(dir: &TempDir) -> Mariadb {
@@ -293,6 +418,7 @@ fn mariadb_logins_answered_as_lighttpd_answers_and_survive_a_restart() {
     let d = docroot();
     let mut both = Both::start(&config(&d, &mysql_db(&my)));
     both.compare(CASES);
+    both.compare_digest();
     // Stopped: both refuse the login.
     my.stop();
     both.compare(&[

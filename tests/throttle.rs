@@ -1,8 +1,9 @@
 //! `connection.kbytes-per-second` and `server.kbytes-per-second`: downloads
-//! timed against the limit, byte-exact, over HTTP/1.0 and 1.1, TLS and
-//! HTTP/2, for static files (sendfile) and a CGI program's answer. Run
-//! against lighttpd too with `GLINT_BLACKBOX_SERVER=lighttpd` (the TLS and
-//! HTTP/2 cases start glint only).
+//! timed against the limit, byte-exact, over HTTP/1.0 and 1.1, TLS,
+//! HTTP/2 and HTTP/3 (aioquic's client, `tests/h3/h3client.py`), for
+//! static files (sendfile) and a CGI program's answer. Run against
+//! lighttpd too with `GLINT_BLACKBOX_SERVER=lighttpd` (the TLS, HTTP/2 and
+//! HTTP/3 cases start glint only).
 //!
 //! lighttpd's accounting, which glint follows: a connection may be sent its
 //! limit per second (and never more than the limit times the seconds since
@@ -11,6 +12,8 @@
 //! `n` bytes at `r` bytes a second take at least `ceil(n / r) - 1` seconds.
 
 mod common;
+#[path = "h3/json.rs"]
+mod serde_like;
 
 use common::*;
 use std::io::{Read, Write};
@@ -375,4 +378,111 @@ fn a_socket_scope_limit_leaves_other_sockets_alone() {
     let took = t.elapsed();
     eprintln!("2 x {SIZE} bytes on the limited socket in {took:?} (limit 100 KiB/s)");
     assert!(took >= Duration::from_millis(2900), "not shared: {took:?}");
+}
+
+/// Downloads `paths` at once on one HTTP/3 connection (aioquic) from
+/// glint's UDP `port`; each answer's status, length and SHA-256, and the
+/// time it all took.
+fn h3_download(port: u16, paths: &[&str]) -> (Vec<(u64, u64, String)>, Duration) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h3/h3client.py");
+    let reqs: Vec<String> = paths
+        .iter()
+        .map(|p| format!("{{\"path\": \"{p}\"}}"))
+        .collect();
+    let spec = format!(
+        "{{\"port\": {port}, \"timeout\": 30, \"requests\": [{}]}}",
+        reqs.join(", ")
+    );
+    let t = Instant::now();
+    let o = Command::new("timeout")
+        .arg("60")
+        .arg("python3")
+        .arg(script)
+        .arg(&spec)
+        .output()
+        .expect("python3 (pip install aioquic)");
+    let took = t.elapsed();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "h3client.py {spec}: {}\n{out}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = serde_like::parse(&out);
+    let answers = v
+        .get("answers")
+        .list()
+        .iter()
+        .map(|a| {
+            (
+                a.get("status").num().unwrap_or(0),
+                a.get("body_len").num().unwrap_or(0),
+                a.get("sha256").str().to_string(),
+            )
+        })
+        .collect();
+    (answers, took)
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// HTTP/3 answers are throttled with the same accounting: 200 KiB at
+/// `connection.kbytes-per-second = 50`, and two 200 KiB answers at once
+/// (two streams of one connection) under `server.kbytes-per-second =
+/// 100`, each about 4 s; the bodies byte-exact, and no CPU spent while
+/// held.
+#[test]
+fn throttled_over_http3() {
+    let d = docroot();
+    let certs = TempDir::new("h3-certs");
+    make_cert(certs.path());
+    let want = sha256_hex(&body(SIZE));
+    for (limit, paths) in [
+        ("connection.kbytes-per-second = 50", &["/slow/big.bin"][..]),
+        (
+            "server.kbytes-per-second = 100",
+            &["/slow/big.bin", "/fast/big.bin"][..],
+        ),
+    ] {
+        let port = free_port();
+        let text = format!(
+            "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = 0\n\
+             server.modules += (\"mod_openssl\")\nssl.pemfile = \"{}\"\n\
+             $SERVER[\"socket\"] == \"127.0.0.1:{port}\" {{\n  ssl.engine = \"enable\"\n  glint.h3 = \"enable\"\n}}\n{limit}\n",
+            d.root.display(),
+            certs.join("server.pem").display()
+        );
+        let s = Launch::new().config(&text).listeners(2).start();
+        let ticks = s.cpu_ticks();
+        let (answers, took) = h3_download(port, paths);
+        assert_eq!(answers.len(), paths.len(), "{limit}: {answers:?}");
+        for (status, len, sha) in &answers {
+            assert_eq!(*status, 200, "{limit}");
+            assert_eq!(*len, SIZE as u64, "{limit}: body length");
+            assert_eq!(sha, &want, "{limit}: the body differs from the file");
+        }
+        let used = s.cpu_ticks() - ticks;
+        eprintln!(
+            "HTTP/3, {limit}: {} x {SIZE} bytes in {took:?}; server CPU {used} ticks",
+            paths.len()
+        );
+        assert!(
+            took >= Duration::from_millis(2900),
+            "{limit}: too fast, {took:?}"
+        );
+        assert!(
+            took < Duration::from_secs(10),
+            "{limit}: too slow, {took:?}"
+        );
+        assert!(
+            used < 50,
+            "{limit}: the server spun while throttled: {used} ticks of CPU"
+        );
+    }
 }

@@ -137,7 +137,12 @@ pub fn verify_basic(
             return granted(creds.user);
         }
     }
-    if backend.kind.is_blocking() {
+    // (A back end that blocks, or a hash that only libxcrypt checks, and
+    // slowly: the check runs on the worker threads.)
+    let offloaded = backend
+        .users
+        .is_some_and(|u| u.kind() == backend.kind && u.is_offloaded(&creds.user));
+    if backend.kind.is_blocking() || offloaded {
         return Outcome::Blocking(creds);
     }
     let password_ok = match backend.users {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use super::ask::{Ask, Verdict};
 use super::basic::basic_challenge;
+use super::crypt::PasswordHash;
 use super::dbi::{self, DbiSpec};
 use super::gssapi::{self, GssOptions};
 use super::ldap_check::{self, LdapSpec};
@@ -30,6 +31,9 @@ pub enum Spec {
     Sasl(Arc<SaslSpec>),
     Dbi(Arc<DbiSpec>),
     Gssapi(Arc<GssOptions>),
+    /// An htpasswd hash only libxcrypt checks (yescrypt, scrypt: slow),
+    /// and whether its user is known (else it is the dummy).
+    Hash(Arc<(PasswordHash, bool)>),
 }
 
 impl Spec {
@@ -42,6 +46,19 @@ impl Spec {
             Spec::Sasl(s) => sasl::verify(s, ask, &ask.realm),
             Spec::Dbi(s) => dbi::verify(s, ask),
             Spec::Gssapi(s) => gssapi::verify(s, ask),
+            Spec::Hash(h) => {
+                let (hash, known) = h.as_ref();
+                let ok = hash.verify(&ask.password);
+                if !*known {
+                    Verdict::Denied("htpasswd: no such user".into())
+                } else if !ok {
+                    Verdict::Denied("htpasswd: wrong password".into())
+                } else if ask.rule.valid_user || ask.rule.users.contains(&ask.user) {
+                    Verdict::Granted
+                } else {
+                    Verdict::Denied("not allowed by auth.require".into())
+                }
+            }
         }
     }
 }

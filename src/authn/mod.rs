@@ -42,8 +42,9 @@
 //! | `Granted` | request goes on | `Authentication-Info: nextnonce="..."` when a Digest nonce is older than 540 s | gateways get `REMOTE_USER` = user and `AUTH_TYPE` = `Basic` / `Digest` (not set again for `extern`) |
 //! | `Unauthorized` | 401 | one `WWW-Authenticate` per value: `Basic realm="R", charset="UTF-8"`, or per algorithm `Digest realm="R", charset="UTF-8", algorithm=SHA-256, nonce="...", qop="auth"` (+ `userhash=true`, `stale=true`); none for `extern` | no header, wrong password, unknown user, user not allowed by `require`; `close` = lighttpd turns keep-alive off after a wrong password or unknown user |
 //! | `BadRequest` | 400 | | Basic: not base64, no `:`, NUL, user name not UTF-8; Digest: a syntax error or a parameter given twice, missing field, bad `response` hex, `qop=auth-int` (or any qop but `auth`), bad `username*`, `uri` not the request-target, malformed nonce |
-//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd`, `ldap`, `pam`, `sasl`, `dbi` or `gssapi` (glint gets no HA1 from them) |
+//! | `Misconfigured` | 500 | | no `auth.backend`, or `digest` over `htpasswd`, `ldap`, `pam`, `sasl` or `gssapi` (glint gets no HA1 from them) |
 //! | `Blocking` | (later) | | `ldap`, `pam`, `sasl`, `dbi`, `gssapi`: the caller runs [`external::Spec::verify`] on [`blocking`]'s threads (a full queue: 503) and [`external::conclude`] makes one of the above of its verdict |
+//! | `BlockingDigest` | (later) | | `digest` over `dbi`: the caller runs [`dbi::verify_digest`] on [`blocking`]'s threads and [`digest::conclude_digest`] makes a grant or a Digest 401 of its verdict |
 //! | `Negotiate` | (later) | | `"method" => "gssapi"` with a decoded token: the same, with [`gssapi`]'s own answers (401 `Negotiate`, 500, `AUTH_TYPE` = `GSSAPI`) |
 //!
 //! lighttpd never answers 403 from mod_auth: an authenticated user whom the
@@ -63,7 +64,10 @@
 //! The hashing runs on the event loop. Measured once by hand (release build,
 //! this 2-core machine, median per check; right, wrong and unknown within 5%
 //! of each other): bcrypt cost 10 58 ms, cost 5 1.9 ms, SHA-512-crypt at 5000
-//! rounds 1.3 ms, apr1 0.18 ms, `{SHA}`, plain and htdigest under 1 µs. So a
+//! rounds 1.3 ms, apr1 0.18 ms, `{SHA}`, plain and htdigest under 1 µs;
+//! by libxcrypt, yescrypt at Debian's default `j9T` 45 ms and scrypt's
+//! default 300 ms (by Python's crypt), which is why those go to
+//! [`blocking`]'s threads ([`userfile::UserFile::is_offloaded`]). So a
 //! rule over a cost-10 file does at most ~17 uncached Basic checks a second,
 //! and `auth.cache` is what makes such a file usable under load.
 
@@ -83,6 +87,7 @@ pub mod nonce;
 pub mod pam;
 pub mod require;
 pub mod sasl;
+mod sasl_lib;
 pub mod userfile;
 
 #[cfg(test)]
@@ -192,13 +197,20 @@ pub enum Outcome {
     /// `"method" => "gssapi"` with this decoded Negotiate token: the
     /// caller runs [`gssapi::verify`] off the loop.
     Negotiate(Vec<u8>),
+    /// A Digest check whose HA1 a back end that blocks holds (dbi): the
+    /// caller runs [`dbi::verify_digest`] off the loop and ends with
+    /// [`digest::conclude_digest`].
+    BlockingDigest(Box<digest::DigestWork>),
 }
 
 impl Outcome {
     /// The HTTP status, or `None` when the request goes on.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Outcome::Granted(_) | Outcome::Blocking(_) | Outcome::Negotiate(_) => None,
+            Outcome::Granted(_)
+            | Outcome::Blocking(_)
+            | Outcome::BlockingDigest(_)
+            | Outcome::Negotiate(_) => None,
             Outcome::Unauthorized { .. } => Some(401),
             Outcome::BadRequest { .. } => Some(400),
             Outcome::Misconfigured { .. } => Some(500),

@@ -7,8 +7,10 @@
 //! lighttpd hands libsasl2 as the user realm); the answer one such string,
 //! `OK...` or `NO...`. Then the rule (`valid-user` or `user=`).
 //!
-//! `pwcheck_method` `auxprop` and `sasldb` read libsasl2's own database
-//! file; glint does not, and refuses them when it reads the configuration.
+//! `pwcheck_method` `auxprop` and `sasldb` (lighttpd turns `sasldb` into
+//! `auxprop`) read libsasl2's own database file (`sasldb_path`, default
+//! libsasl2's `/etc/sasldb2`): glint asks libsasl2 itself
+//! ([`super::sasl_lib`]), as lighttpd does.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -30,6 +32,19 @@ pub struct SaslSpec {
     pub service: String,
     /// saslauthd's socket ([`SASLAUTHD_MUX`]).
     pub socket: String,
+    pub method: PwCheck,
+    /// `"fqdn"` (default: the host name, as lighttpd's uname()).
+    pub fqdn: String,
+}
+
+/// `pwcheck_method`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PwCheck {
+    /// Ask saslauthd (the default).
+    Saslauthd,
+    /// libsasl2's auxprop (sasldb) check; `sasldb_path` when set and not
+    /// blank.
+    Auxprop { sasldb_path: Option<String> },
 }
 
 /// Checks `opts` (`auth.backend.sasl.opts`) as lighttpd does when it
@@ -40,22 +55,31 @@ pub fn parse_opts(opts: &[(String, String)]) -> Result<SaslSpec, String> {
             .find(|(key, _)| key == k)
             .map(|(_, v)| v.as_str())
     };
-    match get("pwcheck_method") {
-        None | Some("saslauthd") => {}
-        Some(m @ ("auxprop" | "sasldb")) => {
-            return Err(format!(
-                "sasl pwcheck_method \"{m}\" reads libsasl2's sasldb, which glint does not; use \"saslauthd\""
-            ))
-        }
+    let method = match get("pwcheck_method") {
+        None | Some("saslauthd") => PwCheck::Saslauthd,
+        Some("auxprop" | "sasldb") => PwCheck::Auxprop {
+            sasldb_path: get("sasldb_path")
+                .filter(|p| !p.trim().is_empty())
+                .map(str::to_string),
+        },
         Some(m) => {
             return Err(format!(
                 "sasl pwcheck_method must be one of saslauthd, sasldb, or auxprop, not: {m}"
             ))
         }
-    }
+    };
+    let fqdn = match get("fqdn") {
+        Some(f) => f.to_string(),
+        None => nix::unistd::gethostname()
+            .map_err(|e| format!("sasl: uname(): {e}"))?
+            .to_string_lossy()
+            .into_owned(),
+    };
     Ok(SaslSpec {
         service: get("service").unwrap_or("http").to_string(),
         socket: SASLAUTHD_MUX.to_string(),
+        method,
+        fqdn,
     })
 }
 
@@ -91,8 +115,22 @@ fn ask_saslauthd(s: &SaslSpec, req: &[u8]) -> Result<bool, String> {
     Ok(answer.starts_with(b"OK"))
 }
 
-/// Checks `ask` with saslauthd; `realm` is the rule's.
+/// Checks `ask` with saslauthd or libsasl2's auxprop; `realm` is the rule's.
 pub fn verify(s: &SaslSpec, ask: &Ask, realm: &str) -> Verdict {
+    if let PwCheck::Auxprop { sasldb_path } = &s.method {
+        let check = super::sasl_lib::AuxpropCheck {
+            service: &s.service,
+            fqdn: &s.fqdn,
+            realm,
+            sasldb_path: sasldb_path.as_deref(),
+            user: &ask.user,
+            password: &ask.password,
+        };
+        if let Err(e) = super::sasl_lib::checkpass(&check) {
+            return Verdict::Denied(e);
+        }
+        return allowed(ask);
+    }
     let req = match request(&ask.user, &ask.password, &s.service, realm) {
         Ok(r) => r,
         Err(e) => return Verdict::Denied(e),
@@ -102,6 +140,10 @@ pub fn verify(s: &SaslSpec, ask: &Ask, realm: &str) -> Verdict {
         Ok(false) => return Verdict::Denied("sasl: saslauthd said no".into()),
         Err(e) => return Verdict::Denied(e),
     }
+    allowed(ask)
+}
+
+fn allowed(ask: &Ask) -> Verdict {
     if ask.rule.valid_user || ask.rule.users.contains(&ask.user) {
         Verdict::Granted
     } else {
@@ -131,8 +173,25 @@ mod tests {
             Ok("web".into())
         );
         assert!(parse_opts(&o("pwcheck_method", "saslauthd")).is_ok());
-        assert!(parse_opts(&o("pwcheck_method", "sasldb")).is_err());
-        assert!(parse_opts(&o("pwcheck_method", "auxprop")).is_err());
+        let db = |m: &str, p: &str| {
+            let mut v = o("pwcheck_method", m);
+            v.extend(o("sasldb_path", p));
+            parse_opts(&v).map(|s| s.method)
+        };
+        assert_eq!(
+            db("sasldb", "/x/db"),
+            Ok(PwCheck::Auxprop {
+                sasldb_path: Some("/x/db".into())
+            })
+        );
+        assert_eq!(
+            db("auxprop", " "),
+            Ok(PwCheck::Auxprop { sasldb_path: None })
+        );
+        assert_eq!(
+            parse_opts(&o("fqdn", "h.test")).map(|s| s.fqdn),
+            Ok("h.test".into())
+        );
         assert!(parse_opts(&o("pwcheck_method", "kerberos")).is_err());
     }
 }

@@ -147,7 +147,8 @@ impl UserFile {
         let mut plain = HashMap::new();
         let mut htpasswd = HashMap::new();
         let mut htdigest: HashMap<(String, String), Ha1s> = HashMap::new();
-        let mut schemes: Vec<(Scheme, usize)> = Vec::new();
+        // Each kind and cost, how often, and its first hash.
+        let mut schemes: Vec<(Scheme, usize, PasswordHash)> = Vec::new();
         self.userhash.clear();
         for (n, raw) in data.split(|&b| b == b'\n').enumerate() {
             let (at, user, rest) = match self.line_fields(n, raw) {
@@ -181,9 +182,9 @@ impl UserFile {
                     let (hash, note) = htpasswd_hash(&at, user, rest);
                     msgs.extend(note);
                     if let Some(h) = &hash {
-                        match schemes.iter_mut().find(|(s, _)| *s == h.scheme()) {
-                            Some((_, c)) => *c += 1,
-                            None => schemes.push((h.scheme(), 1)),
+                        match schemes.iter_mut().find(|(s, _, _)| *s == h.scheme()) {
+                            Some((_, c, _)) => *c += 1,
+                            None => schemes.push((h.scheme(), 1, h.clone())),
                         }
                     }
                     htpasswd.insert(user.to_string(), hash);
@@ -251,7 +252,7 @@ impl UserFile {
     /// The dummy secret and hash an unknown user is checked against, so that
     /// the work matches a known one's: deterministic, since an unknown user
     /// is refused whatever the dummy check says.
-    fn set_dummy(&mut self, schemes: &[(Scheme, usize)]) {
+    fn set_dummy(&mut self, schemes: &[(Scheme, usize, PasswordHash)]) {
         let seed: [u8; 64] = Sha512::new()
             .chain_update(b"glint dummy\0")
             .chain_update(self.name.as_bytes())
@@ -259,13 +260,15 @@ impl UserFile {
             .into();
         self.dummy_secret.copy_from_slice(&seed[..32]);
         // The most common kind and cost; the first seen wins a tie.
-        let mut best: Option<(Scheme, usize)> = None;
-        for &(s, c) in schemes {
-            if best.is_none_or(|(_, bc)| c > bc) {
-                best = Some((s, c));
+        let mut best: Option<&(Scheme, usize, PasswordHash)> = None;
+        for e in schemes {
+            if best.is_none_or(|b| e.1 > b.1) {
+                best = Some(e);
             }
         }
-        self.dummy_hash = best.and_then(|(s, _)| PasswordHash::dummy(s, &seed));
+        self.dummy_hash = best.and_then(|(s, _, example)| {
+            PasswordHash::dummy(*s, &seed).or_else(|| example.dummy_like(&seed))
+        });
     }
 
     fn htdigest_line(
@@ -431,6 +434,41 @@ impl UserFile {
                 let ha1 = algo.ha1(user.as_bytes(), realm.as_bytes(), password);
                 super::ct_eq(ha1.as_slice(), lookup.ha1.as_slice()) && lookup.known
             }
+        }
+    }
+
+    /// htpasswd: whether `user`'s check (or the unknown user's dummy) is
+    /// one libxcrypt makes, which takes tens to hundreds of milliseconds
+    /// (yescrypt, scrypt): it then runs on the worker threads
+    /// ([`UserFile::offloaded_hash`]), not on the loop.
+    pub fn is_offloaded(&self, user: &str) -> bool {
+        self.htpasswd_entry(user)
+            .is_some_and(|(h, _)| matches!(h.scheme(), Scheme::Libcrypt(_)))
+    }
+
+    /// The hash [`UserFile::is_offloaded`] found for `user`, for a worker
+    /// thread, and whether the user is known (else it is the dummy, whose
+    /// check is counted as [`UserFile::verify_password`] counts it).
+    pub fn offloaded_hash(&self, user: &str) -> Option<(PasswordHash, bool)> {
+        let (h, known) = self.htpasswd_entry(user)?;
+        if !matches!(h.scheme(), Scheme::Libcrypt(_)) {
+            return None;
+        }
+        if !known {
+            self.note_dummy();
+        }
+        Some((h.clone(), known))
+    }
+
+    /// The hash [`UserFile::verify_password`] checks `user` against.
+    fn htpasswd_entry(&self, user: &str) -> Option<(&PasswordHash, bool)> {
+        let Table::Htpasswd(t) = &self.table else {
+            return None;
+        };
+        match (t.get(user), &self.dummy_hash) {
+            (Some(Some(h)), _) => Some((h, true)),
+            (_, Some(dummy)) => Some((dummy, false)),
+            (_, None) => None,
         }
     }
 

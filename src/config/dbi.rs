@@ -61,7 +61,13 @@ pub(super) fn connection<'a>(t: &[(&str, &'a Value)]) -> Result<Option<(&'a str,
 /// Reads `auth.backend.dbi` (see [`connection`]; without a connection
 /// every login under it is refused).
 pub fn parse(v: &Value) -> Result<Option<DbiSpec>, String> {
-    Ok(connection(&table(v)?)?.map(|(sql, db)| DbiSpec {
+    let t = table(v)?;
+    // lighttpd's second query, for Digest clients that send a userhash
+    // (its second column the user name): glint's lookups read one column.
+    if text(&t, "sql-userhash").is_some() {
+        return Err("\"sql-userhash\" (the Digest userhash query) is not provided by glint; remove it (clients that send a userhash are then refused, as lighttpd refuses them without it)".into());
+    }
+    Ok(connection(&t)?.map(|(sql, db)| DbiSpec {
         sql: sql.to_string(),
         db,
     }))

@@ -611,14 +611,18 @@ impl Config {
             .map(|a| &a.value)
     }
 
-    /// Some scope's `auth.backend` blocks (`ldap`, `pam`): its checks run
-    /// as local jobs, so the upstream needs its local route.
+    /// Some scope's `auth.backend` blocks (`ldap`, `pam`, ...) or is an
+    /// htpasswd file (whose libxcrypt hashes are checked off the loop):
+    /// its checks run as local jobs, so the upstream needs its local route.
     pub fn blocking_auth_used(&self) -> bool {
+        use crate::authn::require::BackendKind;
         let blocking = |b: &str| {
             crate::authn::require::parse_backend(b)
                 .ok()
                 .flatten()
-                .is_some_and(|k| k.is_blocking())
+                // (An htpasswd file's libxcrypt hashes are checked on
+                // the worker threads too.)
+                .is_some_and(|k| k.is_blocking() || k == BackendKind::Htpasswd)
         };
         self.global.auth.backend.as_deref().is_some_and(blocking)
             || self

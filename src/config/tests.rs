@@ -623,6 +623,11 @@ fn errors_table() {
             "t.conf:1:1: auth.backend.dbi: dbtype \"oracle\" is not provided by glint (\"sqlite3\", \"pgsql\" and \"mysql\" are)",
         ),
         (
+            "dbi's userhash query, whose second column glint does not read",
+            "auth.backend.dbi = ( \"sql\" => \"SELECT 1\", \"sql-userhash\" => \"SELECT 1, 2\", \"dbtype\" => \"sqlite3\", \"dbname\" => \"d\" )",
+            "t.conf:1:1: auth.backend.dbi: \"sql-userhash\" (the Digest userhash query) is not provided by glint; remove it (clients that send a userhash are then refused, as lighttpd refuses them without it)",
+        ),
+        (
             "auth.backend = \"mysql\", which lighttpd 1.4.69 no longer has",
             "auth.backend = \"mysql\"",
             "t.conf:1:1: auth.backend: auth.backend not supported: \"mysql\" (lighttpd 1.4.69 has no mod_authn_mysql; use \"dbi\" with auth.backend.dbi's \"dbtype\" => \"mysql\")",
@@ -643,9 +648,9 @@ fn errors_table() {
             "t.conf:1:1: auth.backend.ldap.hostname: \"ldapi://%2frun%2fslapd\": only ldap:// and ldaps:// are supported",
         ),
         (
-            "a SASL password check glint does not read",
-            "auth.backend.sasl.opts = ( \"pwcheck_method\" => \"sasldb\" )",
-            "t.conf:1:1: auth.backend.sasl.opts: sasl pwcheck_method \"sasldb\" reads libsasl2's sasldb, which glint does not; use \"saslauthd\"",
+            "a SASL password check lighttpd does not know",
+            "auth.backend.sasl.opts = ( \"pwcheck_method\" => \"kerberos\" )",
+            "t.conf:1:1: auth.backend.sasl.opts: sasl pwcheck_method must be one of saslauthd, sasldb, or auxprop, not: kerberos",
         ),
         (
             "SSLv3 asked for on a socket",

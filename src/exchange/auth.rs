@@ -17,6 +17,7 @@ use super::{Carry, ConnInfo, GwStart, Services};
 use crate::authn::basic::Credentials;
 use crate::authn::blocking::{Pool, QUEUE, THREADS};
 use crate::authn::cache::{AuthCache, CacheOptions};
+use crate::authn::digest::DigestWork;
 use crate::authn::external::Spec;
 use crate::authn::ldap_check::{self, LdapOptions, LdapSpec};
 use crate::authn::nonce::NonceKey;
@@ -141,6 +142,11 @@ impl AuthState {
 
     /// The back-end threads (made in the process that serves: a
     /// `server.max-worker` child must not inherit threads it cannot have).
+    /// The per-process Digest nonce key.
+    pub(super) fn key(&self) -> &NonceKey {
+        &self.key
+    }
+
     pub(super) fn pool(&mut self) -> Option<&Pool> {
         if self.pool.is_none() && !self.pool_failed {
             match Pool::new(THREADS, QUEUE) {
@@ -254,9 +260,15 @@ pub(super) enum Checked {
 pub(super) struct Blocked {
     pub rule: Require,
     pub kind: BackendKind,
+    /// Basic's; for Digest the claimed user and no password.
     pub creds: Credentials,
     /// A Negotiate token (`"method" => "gssapi"`) rather than `creds`.
     pub token: Option<Vec<u8>>,
+    /// A Digest check to finish with the back end's HA1.
+    pub digest: Option<Box<DigestWork>>,
+    /// An htpasswd hash libxcrypt checks on a worker thread, and the user
+    /// file's generation (for `auth.cache`).
+    pub local: Option<(Spec, u64)>,
 }
 
 /// mod_auth for `path` under `settings`: passes when no rule covers it or
@@ -325,12 +337,21 @@ pub(super) fn check(
         .peer
         .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
     let outcome = authn::check(rule, &mut ctx, &areq);
+    let users = backend.and_then(|b| b.users);
     match (outcome, kind) {
-        (Outcome::Blocking(creds), Some(kind)) => Checked::Blocking(Box::new(Blocked {
+        (Outcome::Blocking(creds), Some(kind)) => {
+            Checked::Blocking(Box::new(blocked_basic(rule, kind, creds, users)))
+        }
+        (Outcome::BlockingDigest(work), Some(kind)) => Checked::Blocking(Box::new(Blocked {
             rule: rule.clone(),
             kind,
-            creds,
+            creds: Credentials {
+                user: work.user.clone(),
+                password: Vec::new(),
+            },
             token: None,
+            digest: Some(work),
+            local: None,
         })),
         // Negotiate uses auth.backend.gssapi.* whatever auth.backend is.
         (Outcome::Negotiate(token), _) => Checked::Blocking(Box::new(Blocked {
@@ -341,8 +362,32 @@ pub(super) fn check(
                 password: Vec::new(),
             },
             token: Some(token),
+            digest: None,
+            local: None,
         })),
         (outcome, _) => answer_outcome(sv, carry, rule.id, outcome, &ip),
+    }
+}
+
+/// A Basic check for a worker thread: the back end's, or for an
+/// htpasswd hash libxcrypt checks, that hash itself.
+fn blocked_basic(
+    rule: &Require,
+    kind: BackendKind,
+    creds: Credentials,
+    users: Option<&UserFile>,
+) -> Blocked {
+    let local = users.and_then(|u| {
+        let h = u.offloaded_hash(&creds.user)?;
+        Some((Spec::Hash(Arc::new(h)), u.generation()))
+    });
+    Blocked {
+        rule: rule.clone(),
+        kind,
+        creds,
+        token: None,
+        digest: None,
+        local,
     }
 }
 
@@ -415,7 +460,7 @@ pub(super) fn answer_outcome(
         }
         // (Handled by the caller; a back end that blocks without a
         // backend configured cannot happen.)
-        Outcome::Blocking(_) | Outcome::Negotiate(_) => {
+        Outcome::Blocking(_) | Outcome::BlockingDigest(_) | Outcome::Negotiate(_) => {
             sv.reply.error(500);
             Checked::Refused
         }

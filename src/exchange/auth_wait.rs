@@ -20,8 +20,11 @@ use super::{respond_with, Answer, Carry, ConnInfo, GwStart, Outcome, Services};
 use crate::authn;
 use crate::authn::ask::{Ask, Verdict};
 use crate::authn::blocking::{Pending, Refused, QUEUE, THREADS};
-use crate::authn::external::conclude;
+use crate::authn::dbi;
+use crate::authn::digest::{conclude_digest, DigestWork};
+use crate::authn::external::{conclude, Spec};
 use crate::authn::gssapi::negotiate_unauthorized;
+use crate::authn::nonce::NonceKey;
 use crate::authn::require::Require;
 use crate::config::Settings;
 use crate::msg::local::{LocalWork, Wake};
@@ -36,6 +39,11 @@ pub struct AuthWait {
     /// For `auth.cache`, when the verdict is a grant.
     password: Vec<u8>,
     path: String,
+    /// A Digest check (its grant is a Digest one, its refusal a Digest
+    /// challenge).
+    digest: Option<Box<DigestWork>>,
+    /// The user file's generation, for `auth.cache` (0: no file).
+    generation: u64,
     /// A Negotiate check (`"method" => "gssapi"`): never cached, refused
     /// with its own challenge.
     negotiate: bool,
@@ -104,16 +112,29 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         kind,
         creds,
         token,
+        digest,
+        local,
     } = b;
+    let negotiate = token.is_some();
+    let generation = local.as_ref().map_or(0, |(_, g)| *g);
     let ip = w
         .info
         .peer
         .map_or_else(|| "(unix socket)".to_string(), |ip| ip.to_string());
-    let negotiate = token.is_some();
-    let spec = match sv.auth.spec_for(kind, w.settings) {
+    let spec = match local.map_or_else(|| sv.auth.spec_for(kind, w.settings), |(s, _)| Ok(s)) {
         Ok(s) => s,
         Err(why) => {
-            let outcome = conclude_wait(&rule, w.path, creds.user, negotiate, Verdict::Denied(why));
+            let now = sv.clock.unix;
+            let outcome = finish(
+                &rule,
+                sv.auth.key(),
+                now,
+                w.path,
+                creds.user,
+                digest.as_deref(),
+                negotiate,
+                Verdict::Denied(why),
+            );
             return answer_outcome(sv, w.carry, rule.id, outcome, &ip);
         }
     };
@@ -137,8 +158,14 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
     };
     let pending: Pending<Verdict> = Pending::default();
     let panicked = Verdict::Denied("the back-end check failed".into());
+    let work = digest.clone();
+    let check = move || match (&spec, work) {
+        (Spec::Dbi(s), Some(work)) => dbi::verify_digest(s, &ask, &work),
+        (_, Some(_)) => Verdict::Denied("the back end holds no HA1".into()),
+        (_, None) => spec.verify(&ask),
+    };
     let submitted = match sv.auth.pool() {
-        Some(pool) => pool.submit(&pending, move || spec.verify(&ask), panicked),
+        Some(pool) => pool.submit(&pending, check, panicked),
         None => Err(Refused::Closed),
     };
     if let Err(why) = submitted {
@@ -157,6 +184,8 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         user: creds.user,
         password: creds.password,
         path: w.path.to_string(),
+        digest,
+        generation,
         negotiate,
     };
     park(sv, w, route, wait)
@@ -200,21 +229,6 @@ fn park(sv: &mut Services, w: Waiting<'_>, route: usize, wait: AuthWait) -> Chec
     Checked::Wait(g)
 }
 
-/// The outcome of a wait's verdict: a Negotiate check's refusal is its
-/// own challenge (a failure before its check ran too).
-fn conclude_wait(
-    rule: &Require,
-    path: &str,
-    user: String,
-    negotiate: bool,
-    verdict: Verdict,
-) -> authn::Outcome {
-    match verdict {
-        Verdict::Denied(why) if negotiate => negotiate_unauthorized(why),
-        v => conclude(rule, path, user, v),
-    }
-}
-
 /// The request runs again with its check's verdict: a grant goes on
 /// through the phases (and into `auth.cache`), a refusal is answered.
 #[allow(clippy::too_many_arguments)]
@@ -240,10 +254,13 @@ pub(super) fn resume(
         Verdict::Answer(authn::Outcome::Granted(_), Some(c)) => Some(Arc::clone(c)),
         _ => None,
     };
-    let outcome = conclude_wait(
+    let outcome = finish(
         &wait.rule,
+        sv.auth.key(),
+        sv.clock.unix,
         &wait.path,
         wait.user.clone(),
+        wait.digest.as_deref(),
         wait.negotiate,
         verdict,
     );
@@ -259,11 +276,19 @@ pub(super) fn resume(
         carry.vars.push(("HTTP_X_FORWARDED_KEYTAB".into(), path));
         carry.krb5_ccache = Some(c);
     }
-    if granted {
+    // (Digest logins are not cached: lighttpd caches the HA1, glint asks
+    // the database again.)
+    if granted && wait.digest.is_none() {
         if let Some(age) = settings.auth.cache_max_age {
             let now = sv.clock.unix;
             if let Some(c) = cache_for(&mut sv.auth.caches, age) {
-                c.insert(wait.rule.id, 0, &wait.user, &wait.password, now);
+                c.insert(
+                    wait.rule.id,
+                    wait.generation,
+                    &wait.user,
+                    &wait.password,
+                    now,
+                );
             }
         }
     }
@@ -277,5 +302,26 @@ pub(super) fn resume(
             orig_line: carry.orig_line.take(),
             ..Answer::taken(sv)
         }),
+    }
+}
+
+/// The request's outcome for `verdict`: Basic's, Digest's for `digest`,
+/// or for a Negotiate check a refusal with its own challenge (a failure
+/// before its check ran too).
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    path: &str,
+    user: String,
+    digest: Option<&DigestWork>,
+    negotiate: bool,
+    verdict: Verdict,
+) -> crate::authn::Outcome {
+    match (digest, verdict) {
+        (_, Verdict::Denied(why)) if negotiate => negotiate_unauthorized(why),
+        (Some(work), verdict) => conclude_digest(rule, key, now, path, work, verdict),
+        (None, verdict) => conclude(rule, path, user, verdict),
     }
 }

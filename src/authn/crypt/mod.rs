@@ -8,8 +8,11 @@
 //! (`$5$`, `$6$`, with `rounds=`), MD5-crypt (`$1$`) and traditional DES
 //! (13 characters; `htpasswd -d`, and lighttpd's own test files). DES counts
 //! only a password's first 8 bytes: the loader warns for each such line.
-//! The others (BSDi DES, yescrypt, scrypt, ...) parse to [`Unsupported`]:
-//! that user never logs in and the loader reports the line once.
+//! The others that the system's libxcrypt knows (yescrypt `$y$`, Debian's
+//! default, `$gy$`, scrypt `$7$`, BSDi DES, `$2x$`, ...) are checked by it
+//! ([`libcrypt`]), as lighttpd's crypt() call checks them; what it does not
+//! know either parses to [`Unsupported`]: that user never logs in and the
+//! loader reports the line once.
 //!
 //! Every verification computes the full hash and compares the result in
 //! constant time ([`super::ct_eq`]): no early exit on the first differing byte.
@@ -21,6 +24,7 @@ use sha2::digest::Digest;
 use sha_crypt::PasswordVerifier as _;
 
 mod des;
+pub mod libcrypt;
 
 pub use des::des_crypt;
 
@@ -59,6 +63,43 @@ pub enum Scheme {
     Sha512Crypt { rounds: u32 },
     /// Traditional DES crypt(3): 2 salt characters and 11 of hash.
     DesCrypt,
+    /// A scheme libxcrypt checks, with what sets its cost.
+    Libcrypt(CostKey),
+}
+
+/// What sets the cost of a hash libxcrypt checks: its scheme and
+/// parameters (`$y$j9T$`, `$7$CU..../....`, `$2x$05$`, `_J9..`), the salt
+/// left out where it can be told apart, at most 24 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CostKey {
+    bytes: [u8; 24],
+    len: u8,
+}
+
+impl CostKey {
+    fn of(s: &str) -> CostKey {
+        let dollars: Vec<usize> = s.match_indices('$').map(|(i, _)| i).collect();
+        let end = if s.starts_with('_') {
+            5
+        } else if s.starts_with("$7$") {
+            14
+        } else if s.starts_with("$2") {
+            7
+        } else if dollars.len() >= 4 {
+            dollars[dollars.len() - 2] + 1
+        } else if dollars.len() >= 2 {
+            dollars[1] + 1
+        } else {
+            0
+        };
+        let key = &s.as_bytes()[..end.min(s.len()).min(24)];
+        let mut bytes = [0u8; 24];
+        bytes[..key.len()].copy_from_slice(key);
+        CostKey {
+            bytes,
+            len: key.len() as u8,
+        }
+    }
 }
 
 /// Why a stored hash can never authenticate, for the load-time report.
@@ -85,6 +126,8 @@ enum Form {
     /// SHA-crypt: the whole string, which RustCrypto's `sha-crypt` reads
     /// (rounds, salt, digest) and checks in constant time.
     Sha(String),
+    /// The whole string, for libxcrypt's crypt_rn.
+    Libcrypt(String),
 }
 
 impl PasswordHash {
@@ -128,6 +171,16 @@ impl PasswordHash {
                 form: Form::Des(s.to_string()),
             });
         }
+        // lighttpd hands 13 bytes or more to crypt(); only the characters
+        // crypt(3) strings are made of (a line of junk is reported, not
+        // hashed as a DES setting).
+        let crypt_like = |b: u8| ITOA64.contains(&b) || b"$,=_".contains(&b);
+        if s.len() >= 13 && s.bytes().all(crypt_like) && libcrypt::knows(s) {
+            return Ok(PasswordHash {
+                scheme: Scheme::Libcrypt(CostKey::of(s)),
+                form: Form::Libcrypt(s.to_string()),
+            });
+        }
         bad(describe_unsupported(s))
     }
 
@@ -168,7 +221,30 @@ impl PasswordHash {
                     .verify_password(password, stored.as_str())
                     .is_ok()
             }
+            Form::Libcrypt(stored) => libcrypt::verify(password, stored),
         }
+    }
+
+    /// For a hash libxcrypt checks: one with this hash's setting (scheme,
+    /// cost and salt) and a random digest, so checking a password against
+    /// it costs what this one costs and never succeeds. `None` for the
+    /// other kinds ([`PasswordHash::dummy`] makes those).
+    pub fn dummy_like(&self, random: &[u8; 64]) -> Option<PasswordHash> {
+        let Form::Libcrypt(s) = &self.form else {
+            return None;
+        };
+        let keep = match s.rfind('$') {
+            Some(i) => i + 1,
+            None if s.starts_with('_') => 9,
+            None => 2,
+        };
+        let mut t = s.get(..keep)?.to_string();
+        for i in 0..s.len() - keep {
+            t.push(ITOA64[usize::from(random[i % 64] & 63)] as char);
+        }
+        PasswordHash::parse(&t)
+            .ok()
+            .filter(|h| h.scheme == self.scheme && h.stored() != Some(s))
     }
 
     /// A hash of `scheme`'s kind and cost with random salt and random digest:
@@ -200,6 +276,8 @@ impl PasswordHash {
             Scheme::Apr1 => format!("$apr1${}${}", crypt_chars(8, 0), crypt_chars(22, 8)),
             Scheme::Md5Crypt => format!("$1${}${}", crypt_chars(8, 0), crypt_chars(22, 8)),
             Scheme::DesCrypt => crypt_chars(13, 0),
+            // (Made from a real entry's setting: see `dummy_like`.)
+            Scheme::Libcrypt(_) => return None,
             Scheme::Sha256Crypt { rounds } | Scheme::Sha512Crypt { rounds } => {
                 let sha512 = matches!(scheme, Scheme::Sha512Crypt { .. });
                 let mut t = String::from(if sha512 { "$6$" } else { "$5$" });
@@ -227,13 +305,18 @@ impl PasswordHash {
     /// SHA-crypt); `None` for `{SHA}`, kept as its digest.
     pub fn stored(&self) -> Option<&str> {
         match &self.form {
-            Form::Bcrypt(s) | Form::Md5 { stored: s, .. } | Form::Sha(s) | Form::Des(s) => Some(s),
+            Form::Bcrypt(s)
+            | Form::Md5 { stored: s, .. }
+            | Form::Sha(s)
+            | Form::Des(s)
+            | Form::Libcrypt(s) => Some(s),
             Form::Sha1(_) => None,
         }
     }
 }
 
-/// Names the formats crypt(3) knows and glint does not, for the load report.
+/// Names the formats neither glint nor the system's libxcrypt checks, for
+/// the load report.
 fn describe_unsupported(s: &str) -> &'static str {
     match s {
         _ if s.starts_with('_') && s.len() == 20 => "BSDi extended DES crypt(3) is not supported",

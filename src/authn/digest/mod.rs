@@ -4,6 +4,11 @@
 //! `userhash` and `username*` (RFC 8187) are understood; no `opaque` is sent.
 //! lighttpd does not track `nc`, and neither does glint: replay inside the
 //! nonce's 10 minutes is not detected.
+//!
+//! Over a back end that blocks and holds HA1s (mod_authn_dbi) the checks
+//! up to the nonce run here, on the loop; the rest is a [`DigestWork`]
+//! that a worker thread finishes once the database gave the HA1
+//! ([`Outcome::BlockingDigest`]).
 
 pub use super::algorithm::{DigestAlgorithm, Hashed};
 use super::nonce::{NonceCheck, NonceKey, NEXTNONCE_AFTER};
@@ -50,6 +55,91 @@ pub fn expected_response(
             a2.as_bytes(),
         ]),
         None => algo.hash(&[a1.as_bytes(), b":", nonce, b":", a2.as_bytes()]),
+    }
+}
+
+/// A Digest check that waits for its HA1 from a back end that blocks
+/// (mod_authn_dbi): what the client sent, checked already up to the
+/// nonce, and what finishing it needs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DigestWork {
+    /// The user name as claimed (a userhash when `userhash`).
+    pub user: String,
+    pub userhash: bool,
+    pub algo: DigestAlgorithm,
+    pub sess: bool,
+    /// The client's `response`, decoded from hex.
+    pub response: Vec<u8>,
+    pub nonce: Vec<u8>,
+    pub cnonce: Vec<u8>,
+    pub nc: Vec<u8>,
+    pub qop: Option<Vec<u8>>,
+    pub method: String,
+    pub uri: Vec<u8>,
+    /// The nonce's age in seconds (for `nextnonce`).
+    pub age: i64,
+}
+
+impl std::fmt::Debug for DigestWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DigestWork")
+            .field("user", &self.user)
+            .field("algo", &self.algo)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DigestWork {
+    /// Whether the client's response is the one `ha1` gives (constant time).
+    pub fn matches(&self, ha1: &Hashed) -> bool {
+        let want = expected_response(
+            self.algo,
+            self.sess,
+            ha1,
+            &self.nonce,
+            &self.cnonce,
+            &self.nc,
+            self.qop.as_deref(),
+            self.method.as_bytes(),
+            &self.uri,
+        );
+        super::ct_eq(want.as_slice(), &self.response)
+    }
+}
+
+/// The request's outcome once a worker checked `work` for `rule`
+/// (run on the loop): a grant (`nextnonce` when the nonce is getting
+/// old), or the Digest challenge again.
+pub fn conclude_digest(
+    rule: &Require,
+    key: &NonceKey,
+    now: i64,
+    path: &str,
+    work: &DigestWork,
+    verdict: super::ask::Verdict,
+) -> Outcome {
+    match verdict {
+        super::ask::Verdict::Granted => {
+            let nkey = rule.nonce_key.as_ref().unwrap_or(key);
+            Outcome::Granted(Grant {
+                user: work.user.clone(),
+                auth_type: Some(AuthType::Digest),
+                authentication_info: (work.age > NEXTNONCE_AFTER)
+                    .then(|| format!("nextnonce=\"{}\"", nkey.make(now, work.algo, &rule.realm))),
+            })
+        }
+        super::ask::Verdict::Denied(why) => unauthorized(
+            rule,
+            key,
+            now,
+            true,
+            Some(format!(
+                "digest: auth failed for {} on {path}: {why}",
+                work.user
+            )),
+        ),
+        // (A back end with answers of its own is not a Digest one.)
+        super::ask::Verdict::Answer(outcome, _) => outcome,
     }
 }
 
@@ -142,8 +232,54 @@ fn check_digest(
     key: &NonceKey,
     req: &AuthRequest<'_>,
 ) -> Result<Grant, Outcome> {
-    let now = req.now;
     let backend = digest_backend(backend, req)?;
+    let work = checked_request(rule, key, req)?;
+    if backend.kind == BackendKind::Dbi {
+        // The HA1 is in a database: a worker thread finishes the check.
+        return Err(Outcome::BlockingDigest(Box::new(work)));
+    }
+    let now = req.now;
+    let Some(users) = backend.users else {
+        let log = format!("digest: no user file configured for {}", req.path);
+        return Err(unauthorized(rule, key, now, true, Some(log)));
+    };
+    let (algo, username) = (work.algo, &work.user);
+    // userhash: the client sent H(user:realm); find the user it stands for.
+    let user = if work.userhash {
+        users.resolve_userhash(&rule.realm, algo, &username.to_ascii_lowercase())
+    } else {
+        Some(username.clone())
+    };
+    let lookup = users.digest_ha1(user.as_deref().unwrap_or(username), &rule.realm, algo);
+    let ok = work.matches(&lookup.ha1);
+    let (Some(user), true, true) = (user, lookup.known, ok) else {
+        return Err(auth_failed(rule, key, now, username, lookup.known));
+    };
+    if !rule.matches(Some(&user), &[], None) {
+        let log = format!(
+            "digest: user {user} not allowed by require for {}",
+            req.path
+        );
+        return Err(unauthorized(rule, key, now, false, Some(log)));
+    }
+    let nkey = rule.nonce_key.as_ref().unwrap_or(key);
+    let authentication_info = (work.age > NEXTNONCE_AFTER)
+        .then(|| format!("nextnonce=\"{}\"", nkey.make(now, algo, &rule.realm)));
+    Ok(Grant {
+        user,
+        auth_type: Some(AuthType::Digest),
+        authentication_info,
+    })
+}
+
+/// The request's `Authorization: Digest` checked up to and with its nonce
+/// (all but the user's HA1), in lighttpd's order.
+fn checked_request(
+    rule: &Require,
+    key: &NonceKey,
+    req: &AuthRequest<'_>,
+) -> Result<DigestWork, Outcome> {
+    let now = req.now;
     let Some(value) = req
         .authorization
         .and_then(|v| super::strip_scheme(v, b"Digest "))
@@ -167,7 +303,6 @@ fn check_digest(
         ));
     }
     let (algo, sess) = digest_algorithm(rule, key, now, &p)?;
-    let cnonce = p.cnonce.as_deref().unwrap_or(b"");
     let mut got = [0u8; 32];
     let got = &mut got[..algo.digest_len()];
     if super::unhex(response, got).is_none() {
@@ -179,38 +314,19 @@ fn check_digest(
     check_qop_and_uri(&p, uri, req)?;
     let nkey = rule.nonce_key.as_ref().unwrap_or(key);
     let age = check_nonce(rule, key, nkey, nonce, algo, now)?;
-    let Some(users) = backend.users else {
-        let log = format!("digest: no user file configured for {}", req.path);
-        return Err(unauthorized(rule, key, now, true, Some(log)));
-    };
-    // userhash: the client sent H(user:realm); find the user it stands for.
-    let user = if userhash {
-        users.resolve_userhash(&rule.realm, algo, &username.to_ascii_lowercase())
-    } else {
-        Some(username.clone())
-    };
-    let lookup = users.digest_ha1(user.as_deref().unwrap_or(&username), &rule.realm, algo);
-    let qop = p.qop.as_deref();
-    let nc = p.nc.as_deref().unwrap_or(b"");
-    let method = req.method.as_bytes();
-    let want = expected_response(algo, sess, &lookup.ha1, nonce, cnonce, nc, qop, method, uri);
-    let ok = super::ct_eq(want.as_slice(), got);
-    let (Some(user), true, true) = (user, lookup.known, ok) else {
-        return Err(auth_failed(rule, key, now, &username, lookup.known));
-    };
-    if !rule.matches(Some(&user), &[], None) {
-        let log = format!(
-            "digest: user {user} not allowed by require for {}",
-            req.path
-        );
-        return Err(unauthorized(rule, key, now, false, Some(log)));
-    }
-    let authentication_info = (age > NEXTNONCE_AFTER)
-        .then(|| format!("nextnonce=\"{}\"", nkey.make(now, algo, &rule.realm)));
-    Ok(Grant {
-        user,
-        auth_type: Some(AuthType::Digest),
-        authentication_info,
+    Ok(DigestWork {
+        user: username,
+        userhash,
+        algo,
+        sess,
+        response: got.to_vec(),
+        nonce: nonce.clone(),
+        cnonce: p.cnonce.clone().unwrap_or_default(),
+        nc: p.nc.clone().unwrap_or_default(),
+        qop: p.qop.clone(),
+        method: req.method.to_string(),
+        uri: uri.clone(),
+        age,
     })
 }
 
@@ -224,8 +340,9 @@ fn digest_backend<'b>(
         Some(b) if b.kind == BackendKind::Htpasswd => Err(Outcome::Misconfigured {
             log: format!("auth.require \"method\" => \"digest\" invalid (try \"basic\"?) for {}: htpasswd hashes cannot give the digest HA1", req.path),
         }),
-        // lighttpd's LDAP and PAM back ends check a password, not a digest.
-        Some(b) if b.kind.is_blocking() => Err(Outcome::Misconfigured {
+        // lighttpd's LDAP, PAM and SASL back ends check a password, not
+        // a digest; dbi's holds HA1s.
+        Some(b) if b.kind.is_blocking() && b.kind != BackendKind::Dbi => Err(Outcome::Misconfigured {
             log: format!("auth.require \"method\" => \"digest\" invalid (try \"basic\"?) for {}: the auth.backend checks passwords only", req.path),
         }),
         Some(b) => Ok(b),

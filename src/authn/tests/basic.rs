@@ -314,6 +314,47 @@ fn basic_over_plain_and_htdigest() {
     }
 }
 
+/// A hash only libxcrypt checks (yescrypt: ~45 ms) goes to the worker
+/// threads, for a known user and for an unknown one (the dummy has the
+/// file's commonest setting), whatever the password; bcrypt stays here.
+#[test]
+fn libxcrypt_hashes_are_checked_off_the_loop() {
+    let key = NonceKey::from_bytes([7; 32]);
+    let yes = "$y$j9T$9QwHghd13Odi/dg.VDkbd1$2Ltr8yED.nI.XBgDISp1BSl2Z5lZOXEQLbG8K/Wa/u7";
+    let text = format!(
+        "y:{yes}\nz:{yes}\nb:$2y$04$eBxUhJxvjhg4UXhWQ4XDzO41v.Jg6GhcCKnOSlH.ADiReBlN2piJ.\n"
+    );
+    let (users, _) = UserFile::parse(BackendKind::Htpasswd, "h", text.as_bytes());
+    let r = rule("basic", "valid-user");
+    for (user, pw, offloaded) in [
+        ("y", "password", true),
+        ("y", "wrong", true),
+        ("nobody", "password", true),
+        ("b", "wrong", false),
+    ] {
+        let mut ctx = Context {
+            backend: Some(Backend {
+                kind: BackendKind::Htpasswd,
+                users: Some(&users),
+            }),
+            cache: None,
+            key: &key,
+            extern_authn: false,
+        };
+        let got = check(&r, &mut ctx, &req(Some(&encode(user, pw))));
+        assert_eq!(
+            matches!(got, Outcome::Blocking(_)),
+            offloaded,
+            "{user}/{pw}: {got:?}"
+        );
+        assert_eq!(users.offloaded_hash(user).is_some(), offloaded, "{user}");
+    }
+    let (h, known) = users.offloaded_hash("y").expect("y");
+    assert!(known && h.verify(b"password"));
+    let (d, known) = users.offloaded_hash("nobody").expect("dummy");
+    assert!(!known && !d.verify(b"password"));
+}
+
 #[test]
 fn the_cache_skips_the_hash_for_a_right_password_only() {
     let text = "alice:$2y$04$eBxUhJxvjhg4UXhWQ4XDzO41v.Jg6GhcCKnOSlH.ADiReBlN2piJ.\n";

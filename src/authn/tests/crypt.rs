@@ -97,44 +97,68 @@ fn bcrypt_truncates_at_72_bytes_like_crypt_blowfish() {
     assert!(!h.verify("a".repeat(71).as_bytes()));
 }
 
+/// Hashes made by the system's libxcrypt (crypt_gensalt + crypt, as
+/// `mkpasswd -m <scheme>` makes them), all of the password "password".
+const LIBCRYPT: &[(&str, &str)] = &[
+    (
+        "yescrypt",
+        "$y$j9T$9QwHghd13Odi/dg.VDkbd1$2Ltr8yED.nI.XBgDISp1BSl2Z5lZOXEQLbG8K/Wa/u7",
+    ),
+    (
+        "gost-yescrypt",
+        "$gy$j9T$ZxkZvgjU07tsEL6/3kFhA.$rfVFHzyFR/hegM1wXAp8u2WZ51PkAsor9d0rXO8ZQl1",
+    ),
+    (
+        "scrypt",
+        "$7$CU..../....g8LHGsCn8LXCqUf4mlRTM0$DqmHe4R7EiYUTA7HfHG2b3YSqqbby4OZnjt8uDvCHuC",
+    ),
+    (
+        "sunmd5",
+        "$md5,rounds=71269$hBqg3DgQ$$kXTyqnzOImXPWiCU/.pVG/",
+    ),
+    ("nt", "$3$$8846f7eaee8fb117ad06bdd830b7586c"),
+    ("bsdicrypt", "_J9..SeyPaNdWfqfNJYY"),
+    (
+        "sha1crypt",
+        "$sha1$229881$lBwb1u7mzXggax2tMPIp$Tay0t.jxoD23CdNZGUHhbMNx92Te",
+    ),
+    (
+        "yescrypt (mkpasswd)",
+        "$y$j9T$Dj0BRsREa/n9n9kkT6RQc0$tYlMfpxlgSFuKKGkuFTqm.VkJheSiAlY99Yly3wCkU.",
+    ),
+];
+
+#[test]
+fn schemes_only_libcrypt_has_are_checked_by_it() {
+    for (what, stored) in LIBCRYPT {
+        let h = PasswordHash::parse(stored).unwrap_or_else(|e| panic!("{what}: {e:?}"));
+        assert!(matches!(h.scheme(), Scheme::Libcrypt(_)), "{what}");
+        assert!(h.verify(b"password"), "{what}: right password");
+        assert!(!h.verify(b"passwore"), "{what}: wrong password");
+        assert!(!h.verify(b""), "{what}: empty password");
+        assert!(!h.verify(b"pass\0word"), "{what}: NUL");
+        // The dummy costs the same (same setting) and never matches.
+        let d = h
+            .dummy_like(&[7u8; 64])
+            .unwrap_or_else(|| panic!("{what}: dummy"));
+        assert_eq!(d.scheme(), h.scheme(), "{what}");
+        assert!(!d.verify(b"password"), "{what}: dummy matched");
+    }
+    // Same cost, other salt: the same kind for the dummy's choice.
+    let a = PasswordHash::parse(LIBCRYPT[0].1).expect("yescrypt");
+    let b = PasswordHash::parse(LIBCRYPT[7].1).expect("yescrypt");
+    assert_eq!(a.scheme(), b.scheme());
+}
+
 #[test]
 fn formats_glint_cannot_verify_are_named() {
     let cases: &[(&str, &str, &str)] = &[
         (
-            "mkpasswd -m bsdicrypt",
-            "_J9..8YNW/4qpckSRB2o",
-            "BSDi extended DES",
+            "a scheme neither has",
+            "$9$abcdefghijklmnop$qrstuvwxyz",
+            "unrecognised",
         ),
-        (
-            "mkpasswd -m yescrypt",
-            "$y$j9T$Dj0BRsREa/n9n9kkT6RQc0$tYlMfpxlgSFuKKGkuFTqm.VkJheSiAlY99Yly3wCkU.",
-            "yescrypt",
-        ),
-        (
-            "mkpasswd -m gost-yescrypt",
-            "$gy$j9T$mjLzK490g7rRSQed.gnsY/$fXlw0jlXDVvZqeI1MV8e3K6d4qCSPB57uc7seSgnWk7",
-            "gost-yescrypt",
-        ),
-        (
-            "mkpasswd -m scrypt",
-            "$7$CU..../....vpAuWSRtf/7bvqY7XUv8K.$f6AuPS3WQieMSSzfxPJfpgXShEjm2lRj.yKHTC6NMI.",
-            "scrypt",
-        ),
-        (
-            "mkpasswd -m sunmd5",
-            "$md5,rounds=65566$saT.FmgU$$kw2c.IDxWevRje/5Nj0N2/",
-            "SunMD5",
-        ),
-        (
-            "mkpasswd -m nt",
-            "$3$$8cc19b6a8cfeac299c2871c86b38de28",
-            "NT-Hash",
-        ),
-        (
-            "$2x$ bug mode",
-            "$2x$05$jWpANz/ZlZFKUZ4sFAG/neF1bvxvFO3/LxTdyDypsdcnemlVINdMq",
-            "$2x$",
-        ),
+        ("yescrypt cut short", "$y$j9T", "yescrypt"),
         ("empty", "", "empty"),
         ("junk", "not a hash at all", "unrecognised"),
         (

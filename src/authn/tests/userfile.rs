@@ -1,6 +1,6 @@
 //! User files: lines, messages, lookups, dummies, reloads.
 
-use crate::authn::crypt::Scheme;
+use crate::authn::crypt::{PasswordHash, Scheme};
 use crate::authn::digest::DigestAlgorithm;
 use crate::authn::require::BackendKind;
 use crate::authn::userfile::UserFile;
@@ -65,7 +65,6 @@ dave:{SHA}87u9ZqY9S/F0eUBXjsPQEDUw4h0=\n";
         vec![
             "users:2: user 'old' has a DES crypt(3) hash: only the first 8 bytes of the password count (htpasswd -B makes a bcrypt one)"
                 .to_string(),
-            "users:4: user 'yes' can never log in: yescrypt ($y$) is not supported".to_string(),
         ]
     );
     let cases: &[(&str, &str, bool)] = &[
@@ -76,7 +75,8 @@ dave:{SHA}87u9ZqY9S/F0eUBXjsPQEDUw4h0=\n";
         ("old", "password12345", true), // mkpasswd -m descrypt, salt "ab"
         ("old", "password", true),      // DES reads 8 bytes: "password" is all it checks
         ("old", "passwore", false),
-        ("yes", "password", false),
+        ("yes", "password", true), // by libxcrypt
+        ("yes", "passwore", false),
         ("nobody", "correct horse", false),
     ];
     for (user, pw, ok) in cases {
@@ -113,7 +113,17 @@ fn unknown_users_are_checked_against_a_dummy_of_the_commonest_kind() {
         (
             "a:$y$j9T$Dj0BRsREa/n9n9kkT6RQc0$tYlMfpxlgSFuKKGkuFTqm.VkJheSiAlY99Yly3wCkU.\n"
                 .to_string(),
-            None,
+            PasswordHash::parse(
+                "$y$j9T$9QwHghd13Odi/dg.VDkbd1$2Ltr8yED.nI.XBgDISp1BSl2Z5lZOXEQLbG8K/Wa/u7",
+            )
+            .ok()
+            .map(|h| h.scheme()),
+        ),
+        (
+            "a:_J9..8YNW/4qpckSRB2o\n".to_string(),
+            PasswordHash::parse("_J9..SeyPaNdWfqfNJYY")
+                .ok()
+                .map(|h| h.scheme()),
         ),
     ];
     for (text, scheme) in cases {

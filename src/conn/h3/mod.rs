@@ -259,12 +259,20 @@ impl Quic {
         match e.ep.accept(incoming, now, &mut self.tx, None) {
             Ok((ch, conn)) => {
                 self.next_gen += 1;
+                let mut s = Session::new(e.listener, peer, cx.sv.clock.mono_secs);
+                // As for HTTP/2: the limits of the connection's scope (its
+                // socket, the client's address) for all its streams.
+                let scope = cx
+                    .sv
+                    .config
+                    .connection_settings(e.listener, Some(peer.ip()));
+                s.throttle.configure(&scope);
                 let key = self.conns.insert(QConn {
                     ep,
                     ch,
                     conn,
                     gen: self.next_gen,
-                    s: Session::new(e.listener, peer, cx.sv.clock.mono_secs),
+                    s,
                     timer: None,
                     since: cx.sv.clock.mono_secs,
                 });
@@ -305,6 +313,11 @@ impl Quic {
                 let mut io = session::Io::new(cx, key, c.gen);
                 c.s.tick(&mut c.conn, &mut io);
             }
+            // A new second: a connection held by a download limit goes on
+            // (in the drive below) when its average allows.
+            if cx.sv.scope_bytes.is_new_second() {
+                c.s.throttle.new_second(now.saturating_sub(c.since));
+            }
             self.drive(key, cx);
         }
     }
@@ -315,6 +328,8 @@ impl Quic {
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
         for key in keys {
             if let Some(c) = self.conns.get_mut(key) {
+                // The answers in flight go out unthrottled, as lighttpd lets them.
+                c.s.throttle.lift();
                 c.s.goaway(&mut c.conn);
             }
             self.drive(key, cx);

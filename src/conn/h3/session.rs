@@ -93,6 +93,9 @@ pub(super) struct Session {
     pub(super) line: String,
     /// Since when no request has been open (`server.max-keep-alive-idle`).
     pub(super) idle_since: u64,
+    /// `connection.kbytes-per-second` / `server.kbytes-per-second` of the
+    /// connection's scope, for all its streams (see `write.rs`).
+    pub(super) throttle: crate::output::throttle::Throttle,
 }
 
 impl Session {
@@ -113,6 +116,7 @@ impl Session {
             section: Vec::new(),
             line: String::new(),
             idle_since: now,
+            throttle: Default::default(),
         }
     }
 

@@ -5,6 +5,14 @@
 //! them; the end of an answer finishes the stream (or resets it when the
 //! answer was cut short). Backends paused for room are pumped once their
 //! stream drained.
+//!
+//! `connection.kbytes-per-second` and `server.kbytes-per-second` limit
+//! what the request streams are given (HEADERS and DATA frames: every
+//! byte of the answers), with the accounting of the TCP connections
+//! (`output::throttle`): the connection's scope sets the limits for all
+//! its streams together, as for HTTP/2; once the second's allowance is
+//! used the connection is held, writes nothing more and waits for the
+//! tick (QUIC's own ACKs and timers go on meanwhile).
 
 use std::os::unix::fs::FileExt;
 
@@ -35,13 +43,27 @@ impl Session {
     /// finished ones and pumps paused backends.
     pub fn write_all(&mut self, conn: &mut Connection, io: &mut Io<'_>) {
         self.write_control(conn);
+        let mut budget = Budget {
+            left: self.throttle.allowance(&io.sv.scope_bytes),
+            used: 0,
+        };
+        self.write_streams(conn, io, &mut budget);
+        self.throttle.wrote(budget.used, &mut io.sv.scope_bytes);
+        if budget.left == 0 {
+            // Held until the tick lifts it (a limit was reached).
+            self.throttle.hold();
+        }
+        self.close_if_done(conn);
+    }
+
+    fn write_streams(&mut self, conn: &mut Connection, io: &mut Io<'_>, budget: &mut Budget) {
         let ids: Vec<StreamId> = self.reqs.keys().copied().collect();
         let mut pump = Vec::new();
         for id in ids {
             let Some(mut req) = self.reqs.remove(&id) else {
                 continue;
             };
-            if write_req(conn, id, &mut req, io.now()) {
+            if write_req(conn, id, &mut req, io.now(), budget) {
                 self.unacked.insert(id);
             }
             if let Some(t) = req.task.as_ref() {
@@ -59,14 +81,13 @@ impl Session {
             });
             if let Some(id) = super::session::stream_id(s) {
                 if let Some(mut req) = self.reqs.remove(&id) {
-                    if write_req(conn, id, &mut req, io.now()) {
+                    if write_req(conn, id, &mut req, io.now(), budget) {
                         self.unacked.insert(id);
                     }
                     self.settle(conn, id, req);
                 }
             }
         }
-        self.close_if_done(conn);
     }
 
     /// Puts a stream back, or lets it go once its answer is out and no
@@ -85,14 +106,38 @@ impl Session {
     }
 }
 
-/// Writes what QUIC takes of `req`'s answer, refilling as it goes.
-/// Returns true when the stream was finished now (its end sent).
-fn write_req(conn: &mut Connection, id: StreamId, req: &mut Req, now: u64) -> bool {
+/// What the download limits let the streams be given in one
+/// `write_all` (`u64::MAX`: no limit), and what they were.
+struct Budget {
+    left: u64,
+    used: u64,
+}
+
+/// Writes what QUIC and `budget` take of `req`'s answer, refilling as it
+/// goes. Returns true when the stream was finished now (its end sent).
+fn write_req(
+    conn: &mut Connection,
+    id: StreamId,
+    req: &mut Req,
+    now: u64,
+    budget: &mut Budget,
+) -> bool {
     // Bounded by QUIC's send window; this only guards a logic slip.
     for _ in 0..4096 {
         if req.out_at < req.out.len() {
-            match conn.send_stream(id).write(&req.out[req.out_at..]) {
-                Ok(n) => req.out_at += n,
+            if budget.left == 0 {
+                return false;
+            }
+            let pending = &req.out[req.out_at..];
+            let cap = usize::try_from(budget.left)
+                .unwrap_or(usize::MAX)
+                .min(pending.len());
+            match conn.send_stream(id).write(&pending[..cap]) {
+                Ok(n) => {
+                    req.out_at += n;
+                    budget.left -= n as u64;
+                    budget.used += n as u64;
+                }
                 Err(WriteError::Blocked) => return false,
                 Err(_) => {
                     // Stopped or gone: nothing more is sent.
