@@ -140,6 +140,21 @@ fn field_value<'a>(
     }
 }
 
+/// `$HTTP["host"] == pattern` as lighttpd 1.4.69 compares: the names
+/// match whether or not either side has a `:port` (a port is compared only
+/// when both have one); letters in any case.
+fn host_eq(host: &str, pattern: &str) -> bool {
+    let (h, p) = (host.as_bytes(), pattern.as_bytes());
+    if h.is_empty() || h.len() == p.len() || pattern.starts_with('/') {
+        return h.eq_ignore_ascii_case(p);
+    }
+    let (long, short) = if h.len() > p.len() { (h, p) } else { (p, h) };
+    let port = &long[short.len()..];
+    port[0] == b':'
+        && (h.len() < p.len() || port.len() <= 6)
+        && long[..short.len()].eq_ignore_ascii_case(short)
+}
+
 impl Cond {
     /// Whether the condition holds; a matching regex stores its captures in `captures`.
     pub fn matches(
@@ -158,8 +173,8 @@ impl Cond {
         let value = field_value(&self.field, facts, listener_spec, &mut ip_buf);
         let host = self.field == Field::Host;
         match &self.test {
-            Test::Eq(p) if host => value.eq_ignore_ascii_case(p),
-            Test::Ne(p) if host => !value.eq_ignore_ascii_case(p),
+            Test::Eq(p) if host => host_eq(value, p),
+            Test::Ne(p) if host => !host_eq(value, p),
             Test::Eq(p) => value == p,
             Test::Ne(p) => value != p,
             Test::Prefix(p) => value.starts_with(p.as_str()),

@@ -219,9 +219,11 @@ pub struct Scratch {
     pub path: String,
     /// The file system path being opened.
     pub fs_path: String,
-    /// The lowercased Host.
+    /// The Host as conditions and modules see it: lowercased, without a
+    /// trailing dot or the scheme's own port (see [`normalize_host`]).
     pub host: String,
-    /// The Host as sent, that `host` was made from.
+    /// The Host as sent, that `host` was made from, and a last byte for
+    /// the scheme (`s`: https, `p`: http), whose port it lost.
     pub host_raw: Vec<u8>,
     /// The URL path of a directory's index file.
     pub index_path: String,
@@ -444,7 +446,7 @@ pub fn respond(
     if conn_env.iter().any(|(k, _)| *k == "AUTH_TYPE") {
         carry.auth_type = Some("SSL_CLIENT_VERIFY");
     }
-    set_host(sv, req, &carry);
+    set_host(sv, info, req, &carry);
     let (slot, stream) = (info.ex.slot, info.ex.stream);
     let now = sv.clock.mono_secs;
     sv.board
@@ -479,10 +481,12 @@ pub fn respond(
     outcome
 }
 
-/// The request's Host, lowercased, in `sv.scratch.host` (a trusted
-/// forwarder's when it named one).
-fn set_host(sv: &mut Services, req: &Request<'_, '_>, carry: &Carry) {
+/// The request's Host in `sv.scratch.host` as [`normalize_host`] makes
+/// it (a trusted forwarder's when it named one).
+fn set_host(sv: &mut Services, info: &ConnInfo, req: &Request<'_, '_>, carry: &Carry) {
     let sc = &mut sv.scratch;
+    let https = info.scheme() == "https";
+    let tag = if https { b's' } else { b'p' };
     match carry.host.as_deref() {
         Some(h) => {
             sc.host.clear();
@@ -495,14 +499,42 @@ fn set_host(sv: &mut Services, req: &Request<'_, '_>, carry: &Carry) {
         // a rule it does not): building it cost 250 of the 8,100
         // instructions of a keep-alive request (callgrind), comparing
         // costs a tenth of that.
-        None if sc.host_raw != req.host => {
+        None if sc.host_raw.split_last() != Some((&tag, req.host)) => {
             sc.host_raw.clear();
             sc.host_raw.extend_from_slice(req.host);
+            sc.host_raw.push(tag);
             sc.host.clear();
             sc.host
                 .extend(req.host.iter().map(|&b| b.to_ascii_lowercase() as char));
+            normalize_host(&mut sc.host, if https { 443 } else { 80 });
         }
         None => {}
+    }
+}
+
+/// The Host as lighttpd's default `server.http-parseopts` (`host-strict`,
+/// `host-normalize`) leave it for `$HTTP["host"]` and the modules: a name's
+/// trailing dot removed, and the port removed when it is the scheme's own
+/// (`default_port`) or empty. So `Admin.Example.com.:80` meets the
+/// conditions written for `admin.example.com` (a block that guards that
+/// host guards every spelling of it).
+pub(crate) fn normalize_host(host: &mut String, default_port: u16) {
+    let colon = if host.starts_with('[') {
+        host.find(']').map(|i| i + 1).filter(|&i| i < host.len())
+    } else {
+        host.find(':')
+    };
+    let end = colon.unwrap_or(host.len());
+    if let Some(c) = colon {
+        let port = &host[c + 1..];
+        let own =
+            port.is_empty() || (!port.starts_with('0') && port.parse::<u16>() == Ok(default_port));
+        if own {
+            host.truncate(c);
+        }
+    }
+    if !host.starts_with('[') && end > 1 && host.as_bytes()[end - 1] == b'.' {
+        host.remove(end - 1);
     }
 }
 
@@ -515,7 +547,7 @@ pub(crate) fn respond_with(
     mut carry: Carry,
     registry: &Registry,
 ) -> Outcome {
-    set_host(sv, req, &carry);
+    set_host(sv, info, req, &carry);
     // The target of this run: the client's, or an error handler's.
     let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
     loop {

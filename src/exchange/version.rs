@@ -13,7 +13,7 @@ pub fn speaks_http11(sv: &mut Services, info: &ConnInfo, req: &Request<'_, '_>) 
     if !sv.config.http11_off_anywhere {
         return true;
     }
-    super::set_host(sv, req, &Carry::default());
+    super::set_host(sv, info, req, &Carry::default());
     let (path, query) = req.target.split_once('?').unwrap_or((req.target, ""));
     let url = if normalize(path, &mut sv.scratch.decoded, &mut sv.scratch.path).is_ok() {
         sv.scratch.path.as_str()
