@@ -982,11 +982,6 @@ fn logged(s: &Server, needle: &str) -> bool {
     wait_for(TIMEOUT, || s.stderr_tail().contains(needle))
 }
 
-/// A port nobody listens on now (the kernel's pick for port 0).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// Starts uWSGI (Debian's uwsgi-core and uwsgi-plugin-python3) serving
 /// wsgi_app.py on `socket` (`127.0.0.1:0` or a unix path) with the uwsgi

@@ -45,10 +45,6 @@ fn conf_text(dir: &Path, port: u16, log: &str, extra: &str) -> String {
     )
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
 
 /// Writes the fixture files and scripts, starts both servers (lighttpd
 /// only when `compare`).

@@ -76,10 +76,6 @@ fn conf_text(dir: &TempDir, port: u16, modules: &str, extra: &str) -> String {
     )
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
 
 /// Starts the server of [`server_kind`] on a share.
 fn dav_with(modules: &str, extra: &str) -> Dav {
