@@ -982,7 +982,6 @@ fn logged(s: &Server, needle: &str) -> bool {
     wait_for(TIMEOUT, || s.stderr_tail().contains(needle))
 }
 
-
 /// Starts uWSGI (Debian's uwsgi-core and uwsgi-plugin-python3) serving
 /// wsgi_app.py on `socket` (`127.0.0.1:0` or a unix path) with the uwsgi
 /// protocol; returns it with its TCP port or path, once both workers run.

@@ -45,7 +45,6 @@ fn conf_text(dir: &Path, port: u16, log: &str, extra: &str) -> String {
     )
 }
 
-
 /// Writes the fixture files and scripts, starts both servers (lighttpd
 /// only when `compare`).
 fn start(extra: &str, compare: bool) -> Both {

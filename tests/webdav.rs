@@ -76,7 +76,6 @@ fn conf_text(dir: &TempDir, port: u16, modules: &str, extra: &str) -> String {
     )
 }
 
-
 /// Starts the server of [`server_kind`] on a share.
 fn dav_with(modules: &str, extra: &str) -> Dav {
     let dir = TempDir::new("dav");
