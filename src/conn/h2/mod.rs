@@ -150,6 +150,8 @@ pub struct Session {
     sliced: bool,
     /// A compressed reply waits for the next turn's slice.
     pub(super) encode_pending: bool,
+    /// [`Session::compact`] ran and nothing was read since.
+    compacted: bool,
 }
 
 /// How a connection's first bytes (or its ALPN) decide the protocol.
@@ -192,6 +194,7 @@ impl Session {
             failed_at: None,
             sliced: false,
             encode_pending: false,
+            compacted: false,
         }
     }
 
@@ -228,6 +231,7 @@ impl Session {
 
     /// Bytes read: to the core, then what they caused.
     fn recv(&mut self, bytes: &[u8], io: &mut Io<'_>) {
+        self.compacted = false;
         let now_ms = io.sv.clock.mono_us / 1000;
         let result = if self.partial.is_empty() {
             self.core.recv(bytes, now_ms).map(|used| {
