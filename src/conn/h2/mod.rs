@@ -323,14 +323,16 @@ impl Session {
             h.end_stream |= end;
             return;
         }
-        if let Some(t) = self.tasks.get_mut(&stream) {
-            t.body.done |= end;
-            t.last_recv = io.now();
-        }
-        self.feed_body(stream, io);
-        if let Some(task) = self.tasks.remove(&stream) {
-            self.settle(stream, task, &mut io.sv.stats);
-        }
+        let Some(mut task) = self.tasks.remove(&stream) else {
+            // Nothing needs it (the stream's answer is done).
+            let n = self.core.body(stream).len();
+            self.core.consume_body(stream, n);
+            return;
+        };
+        task.body.done |= end;
+        task.last_recv = io.now();
+        self.feed_task(stream, &mut task, io);
+        self.settle(stream, task, &mut io.sv.stats);
     }
 
     /// Starts the exchange of a request: glint's reply, or a backend's job.
@@ -360,11 +362,10 @@ impl Session {
             }
         });
         self.line = line;
-        self.tasks.insert(stream, task);
-        self.feed_body(stream, io);
-        if let Some(task) = self.tasks.remove(&stream) {
-            self.settle(stream, task, &mut io.sv.stats);
-        }
+        // Fed and settled while out of the table: each trip through it
+        // costs a hash insert and remove and a move of the task.
+        self.feed_task(stream, &mut task, io);
+        self.settle(stream, task, &mut io.sv.stats);
     }
 
     /// Answers `req` on `stream` through the exchange.
