@@ -324,6 +324,34 @@ const fn canonical() -> Canonical {
 
 static CANON: Canonical = canonical();
 
+/// The codes of at most 8 bits (every lowercase letter, digit and `/.-_`
+/// among them) by the next 8 bits of input: `(symbol, length)`, length 0
+/// where a longer code starts. One look-up per symbol for what paths and
+/// host names are made of, where the search by length took a step per bit.
+const SHORT_BITS: usize = 8;
+
+const fn short_table() -> [(u8, u8); 1 << SHORT_BITS] {
+    let mut t = [(0u8, 0u8); 1 << SHORT_BITS];
+    let mut s = 0;
+    while s < EOS {
+        let (code, len) = CODES[s];
+        let len = len as usize;
+        if len <= SHORT_BITS {
+            let lo = (code as usize) << (SHORT_BITS - len);
+            let hi = (code as usize + 1) << (SHORT_BITS - len);
+            let mut p = lo;
+            while p < hi {
+                t[p] = (s as u8, len as u8);
+                p += 1;
+            }
+        }
+        s += 1;
+    }
+    t
+}
+
+static SHORT: [(u8, u8); 1 << SHORT_BITS] = short_table();
+
 /// Decodes `src` and appends it to `out`, refusing to let `out` grow by more
 /// than `max_out` bytes: a bound the caller derives from its header list
 /// budget, so a bomb is stopped before it is stored.
@@ -337,6 +365,18 @@ pub fn decode(src: &[u8], out: &mut Vec<u8>, max_out: usize) -> Result<(), Huffm
         nbits += 8;
         // Take whole codes off the top while there are enough bits.
         'sym: while nbits >= MIN_LEN {
+            if nbits >= SHORT_BITS {
+                let (sym, len) = SHORT[((acc >> (nbits - SHORT_BITS)) & 0xff) as usize];
+                if len != 0 {
+                    if out.len() - start >= max_out {
+                        return Err(HuffmanError::TooLong);
+                    }
+                    out.push(sym);
+                    nbits -= len as usize;
+                    acc &= (1u64 << nbits) - 1;
+                    continue 'sym;
+                }
+            }
             let mut len = MIN_LEN;
             while len <= MAX_LEN && len <= nbits {
                 let code = ((acc >> (nbits - len)) & ((1u64 << len) - 1)) as u32;

@@ -155,13 +155,6 @@ impl Connection {
             }
         }
         if self.mode == Mode::Http2 {
-            if self.out.is_empty() {
-                if let Some(s) = self.h2.as_deref_mut() {
-                    if s.open() == 0 && s.partial.is_empty() {
-                        s.compact();
-                    }
-                }
-            }
             self.release_idle_buffers(cx);
         }
     }

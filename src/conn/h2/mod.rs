@@ -150,6 +150,8 @@ pub struct Session {
     sliced: bool,
     /// A compressed reply waits for the next turn's slice.
     pub(super) encode_pending: bool,
+    /// [`Session::compact`] ran and nothing was read since.
+    compacted: bool,
 }
 
 /// How a connection's first bytes (or its ALPN) decide the protocol.
@@ -192,6 +194,7 @@ impl Session {
             failed_at: None,
             sliced: false,
             encode_pending: false,
+            compacted: false,
         }
     }
 
@@ -228,6 +231,7 @@ impl Session {
 
     /// Bytes read: to the core, then what they caused.
     fn recv(&mut self, bytes: &[u8], io: &mut Io<'_>) {
+        self.compacted = false;
         let now_ms = io.sv.clock.mono_us / 1000;
         let result = if self.partial.is_empty() {
             self.core.recv(bytes, now_ms).map(|used| {
@@ -319,14 +323,16 @@ impl Session {
             h.end_stream |= end;
             return;
         }
-        if let Some(t) = self.tasks.get_mut(&stream) {
-            t.body.done |= end;
-            t.last_recv = io.now();
-        }
-        self.feed_body(stream, io);
-        if let Some(task) = self.tasks.remove(&stream) {
-            self.settle(stream, task, &mut io.sv.stats);
-        }
+        let Some(mut task) = self.tasks.remove(&stream) else {
+            // Nothing needs it (the stream's answer is done).
+            let n = self.core.body(stream).len();
+            self.core.consume_body(stream, n);
+            return;
+        };
+        task.body.done |= end;
+        task.last_recv = io.now();
+        self.feed_task(stream, &mut task, io);
+        self.settle(stream, task, &mut io.sv.stats);
     }
 
     /// Starts the exchange of a request: glint's reply, or a backend's job.
@@ -356,11 +362,10 @@ impl Session {
             }
         });
         self.line = line;
-        self.tasks.insert(stream, task);
-        self.feed_body(stream, io);
-        if let Some(task) = self.tasks.remove(&stream) {
-            self.settle(stream, task, &mut io.sv.stats);
-        }
+        // Fed and settled while out of the table: each trip through it
+        // costs a hash insert and remove and a move of the task.
+        self.feed_task(stream, &mut task, io);
+        self.settle(stream, task, &mut io.sv.stats);
     }
 
     /// Answers `req` on `stream` through the exchange.

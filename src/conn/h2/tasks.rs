@@ -80,12 +80,6 @@ impl Tasks {
         }
     }
 
-    /// A task in the table, for what does not change its queue (the
-    /// request body's state, time stamps).
-    pub fn get_mut(&mut self, stream: &u32) -> Option<&mut Task> {
-        self.map.get_mut(stream)
-    }
-
     /// Every task, for what does not change its queue (time-outs).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&u32, &mut Task)> {
         self.map.iter_mut()

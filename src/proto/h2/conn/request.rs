@@ -62,20 +62,44 @@ impl RequestHead {
 /// Why a head or trailers are malformed (said in logs).
 pub type Malformed = &'static str;
 
+/// Bytes a field name may not hold (§8.2.1): 0x00-0x20, uppercase
+/// 0x41-0x5a, 0x7f-0xff, and a colon (allowed only as a pseudo-header's
+/// first character, checked by the caller).
+static NAME_BAD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b <= 0x20 || b.is_ascii_uppercase() || b >= 0x7f || b == b':';
+        c += 1;
+    }
+    t
+};
+
+/// Bytes a field value may not hold (§8.2.1): NUL, CR and LF.
+static VALUE_BAD: [bool; 256] = {
+    let mut t = [false; 256];
+    t[0] = true;
+    t[b'\r' as usize] = true;
+    t[b'\n' as usize] = true;
+    t
+};
+
+/// Whether `value` holds NUL, CR or LF: a table look-up per byte, where
+/// three comparisons per byte were a twentieth of a request's instructions.
+fn bad_value(value: &[u8]) -> bool {
+    value.iter().any(|&c| VALUE_BAD[c as usize])
+}
+
 /// Checks one field of a request or trailers against §8.2.1 and §8.2.2.
 fn check_field(name: &[u8], value: &[u8]) -> Result<(), Malformed> {
     if name.is_empty() {
         return Err("empty field name");
     }
-    // §8.2.1: no 0x00-0x20, no uppercase 0x41-0x5a, no 0x7f-0xff; a colon
-    // only as a pseudo-header's first character (checked by the caller).
-    if name
-        .iter()
-        .any(|&c| c <= 0x20 || c.is_ascii_uppercase() || c >= 0x7f || c == b':')
-    {
+    if name.iter().any(|&c| NAME_BAD[c as usize]) {
         return Err("field name with a character not allowed");
     }
-    if value.iter().any(|&c| c == 0 || c == b'\r' || c == b'\n') {
+    if bad_value(value) {
         return Err("field value with NUL, CR or LF");
     }
     if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t')) {
@@ -129,7 +153,7 @@ pub fn request_head(list: HeaderList) -> Result<RequestHead, Malformed> {
             if slot.replace(i).is_some() {
                 return Err("repeated pseudo-header");
             }
-            if value.iter().any(|&c| c == 0 || c == b'\r' || c == b'\n') {
+            if bad_value(value) {
                 return Err("pseudo-header value with NUL, CR or LF");
             }
             continue;
