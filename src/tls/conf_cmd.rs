@@ -8,6 +8,7 @@
 use rustls::{CipherSuite, NamedGroup};
 
 use super::ciphers;
+use super::modules::{self, TlsModule};
 
 /// OpenSSL's default TLS 1.3 ticket count (`SSL_CTX_set_num_tickets`).
 const OPENSSL_NUM_TICKETS: usize = 2;
@@ -35,22 +36,64 @@ pub struct Settings {
     pub ktls: bool,
 }
 
-/// Parses the three options into [`Settings`] plus warnings.
+/// Parses the three options into [`Settings`] plus warnings, as
+/// `mod_openssl` reads them.
 pub fn settings(
+    cipher_list: Option<&str>,
+    honor_cipher_order: Option<bool>,
+    cmds: &[(String, String)],
+) -> Result<(Settings, Vec<String>), String> {
+    module_settings(TlsModule::OpenSsl, cipher_list, honor_cipher_order, cmds)
+}
+
+/// The TLS 1.2 and 1.3 suites a cipher string selects, as `module`
+/// reads it.
+fn cipher_string(
+    module: TlsModule,
+    cs: &str,
+    key: &str,
+    explicit: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<CipherSuite>, Vec<CipherSuite>), String> {
+    if module.openssl_cipher_strings() {
+        // mod_wolfssl and mod_nss apply an explicit string to TLS 1.3 too.
+        let tls13 = if module == TlsModule::OpenSsl || !explicit {
+            ciphers::TLS13_DEFAULT.to_vec()
+        } else {
+            modules::tls13_of_cipher_string(module, cs)
+        };
+        return Ok((ciphers::tls12_suites(cs, key)?, tls13));
+    }
+    let (set, mut w) = modules::keyword_ciphers(cs, module, key)?;
+    warnings.append(&mut w);
+    let all12 = ciphers::tls12_suites("ALL", key)?;
+    Ok((
+        modules::filter(&all12, set),
+        modules::filter(&ciphers::TLS13_DEFAULT, set),
+    ))
+}
+
+/// [`settings`] for the TLS module `module` (see [`super::modules`]).
+pub fn module_settings(
+    module: TlsModule,
     cipher_list: Option<&str>,
     honor_cipher_order: Option<bool>,
     cmds: &[(String, String)],
 ) -> Result<(Settings, Vec<String>), String> {
     let mut warnings = Vec::new();
     let cipher_list = cipher_list.filter(|c| !c.trim().is_empty());
+    let (tls12_suites, tls13_suites) = cipher_string(
+        module,
+        cipher_list.unwrap_or(ciphers::LIGHTTPD_DEFAULT_CIPHER_LIST),
+        "ssl.cipher-list",
+        cipher_list.is_some(),
+        &mut warnings,
+    )?;
     let mut s = Settings {
         tls12: true,
         tls13: true,
-        tls12_suites: ciphers::tls12_suites(
-            cipher_list.unwrap_or(ciphers::LIGHTTPD_DEFAULT_CIPHER_LIST),
-            "ssl.cipher-list",
-        )?,
-        tls13_suites: ciphers::TLS13_DEFAULT.to_vec(),
+        tls12_suites,
+        tls13_suites,
         groups: None,
         // lighttpd sets server preference whenever ssl.cipher-list is set
         // ("historical use might list non-PFS ciphers").
@@ -68,6 +111,9 @@ pub fn settings(
         match key.to_ascii_lowercase().as_str() {
             "minprotocol" => min = Some(protocol(v, false).map_err(|e| err(&e))?),
             "maxprotocol" => max = Some(protocol(v, true).map_err(|e| err(&e))?),
+            k if module != TlsModule::OpenSsl => {
+                warnings.append(&mut module_command(module, &mut s, k, key, value)?)
+            }
             k => warnings.append(&mut command(&mut s, k, key, value)?),
         }
     }
@@ -133,6 +179,84 @@ fn command(s: &mut Settings, k: &str, key: &str, value: &str) -> Result<Vec<Stri
     Ok(warnings)
 }
 
+/// Command `k` as lighttpd's mod_gnutls, mod_mbedtls, mod_wolfssl and
+/// mod_nss read it: they map `CipherString`, `Ciphersuites`,
+/// `Curves`/`Groups`, `DHParameters` and the `Options` `SessionTicket`,
+/// `ServerPreference` and `Compression` themselves, and log and ignore
+/// every other key (`Protocol` included), as glint does.
+fn module_command(
+    module: TlsModule,
+    s: &mut Settings,
+    k: &str,
+    key: &str,
+    value: &str,
+) -> Result<Vec<String>, String> {
+    let who = module.name();
+    let err = |why: &str| format!("ssl.openssl.ssl-conf-cmd \"{key}\" => \"{value}\": {why}");
+    let v = value.trim();
+    let mut warnings = Vec::new();
+    match k {
+        "cipherstring" if v.is_empty() => {}
+        "cipherstring" => {
+            let (t12, t13) = cipher_string(
+                module,
+                v,
+                "ssl.openssl.ssl-conf-cmd \"CipherString\"",
+                true,
+                &mut warnings,
+            )?;
+            s.tls12_suites = t12;
+            s.tls13_suites = t13;
+        }
+        "ciphersuites" if module == TlsModule::OpenSsl || module == TlsModule::WolfSsl => {
+            return command(s, k, key, value);
+        }
+        // mod_gnutls adds these to NORMAL (or ahead of a CipherString
+        // that removes them again): no change to what rustls offers.
+        "ciphersuites" if module == TlsModule::GnuTls => {}
+        "ciphersuites" if module == TlsModule::Nss => {
+            warnings.push(format!("{who}: ssl.openssl.ssl-conf-cmd \"{key}\" ignored (not implemented in lighttpd's {who})"));
+        }
+        "ciphersuites" => {
+            return Err(err(&format!(
+                "{who} takes mbedTLS suite names here; glint does not map them"
+            )))
+        }
+        "curves" | "groups" | "dhparameters" => return command(s, k, key, value),
+        "options" => module_options(v, s, who, &mut warnings),
+        "gnutls-override" if module == TlsModule::GnuTls => {
+            return Err(err(
+                "a raw GnuTLS priority string; glint cannot evaluate GnuTLS \
+                 priority strings (security levels, signature and curve \
+                 profiles) over rustls, so it refuses rather than guess",
+            ))
+        }
+        _ => warnings.push(format!(
+            "{who}: ssl.openssl.ssl-conf-cmd \"{key}\" ignored (as lighttpd's {who} ignores it)"
+        )),
+    }
+    Ok(warnings)
+}
+
+/// `Options` as the non-OpenSSL modules read it.
+fn module_options(v: &str, s: &mut Settings, who: &str, warnings: &mut Vec<String>) {
+    for item in v.split([',', ' ', '\t']).filter(|i| !i.is_empty()) {
+        let (on, name) = match item.as_bytes()[0] {
+            b'-' => (false, &item[1..]),
+            b'+' => (true, &item[1..]),
+            _ => (true, item),
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "sessionticket" => s.session_tickets = on,
+            "serverpreference" => s.server_preference = on,
+            "compression" if !on => {}
+            _ => warnings.push(format!(
+                "{who}: ssl.openssl.ssl-conf-cmd Options {item} ignored"
+            )),
+        }
+    }
+}
+
 /// `MinProtocol` and `MaxProtocol` on top of `Protocol`; glint needs a
 /// version left, and no suites of a version that is off.
 fn versions(s: &mut Settings, min: Option<u8>, max: Option<u8>) -> Result<(), String> {
@@ -144,6 +268,10 @@ fn versions(s: &mut Settings, min: Option<u8>, max: Option<u8>) -> Result<(), St
         s.tls13 &= max >= 3;
         s.tls12 &= max >= 2;
     }
+    // A version without suites is off (mod_wolfssl's and mod_nss's cipher
+    // strings can leave TLS 1.3 none).
+    s.tls13 &= !s.tls13_suites.is_empty();
+    s.tls12 &= !s.tls12_suites.is_empty();
     if !s.tls12 && !s.tls13 {
         return Err(
             "ssl.openssl.ssl-conf-cmd leaves no protocol version: rustls has TLS 1.2 and 1.3 only"

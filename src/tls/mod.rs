@@ -51,6 +51,7 @@ pub mod conf_cmd;
 mod conn;
 mod context;
 mod load;
+pub mod modules;
 pub mod options;
 mod slot;
 mod tickets;

@@ -55,6 +55,12 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_proxy",
     "mod_cgi",
     "mod_openssl",
+    // lighttpd's other TLS modules: the same `ssl.*` options, each read as
+    // that module reads them (src/tls/modules.rs).
+    "mod_gnutls",
+    "mod_mbedtls",
+    "mod_wolfssl",
+    "mod_nss",
     "mod_webdav",
     "mod_ssi",
     "mod_magnet",
