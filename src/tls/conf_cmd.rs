@@ -53,6 +53,7 @@ fn cipher_string(
     cs: &str,
     key: &str,
     explicit: bool,
+    prior: Option<u8>,
     warnings: &mut Vec<String>,
 ) -> Result<(Vec<CipherSuite>, Vec<CipherSuite>), String> {
     if module.openssl_cipher_strings() {
@@ -64,7 +65,7 @@ fn cipher_string(
         };
         return Ok((ciphers::tls12_suites(cs, key)?, tls13));
     }
-    let (set, mut w) = modules::keyword_ciphers(cs, module, key)?;
+    let (set, mut w) = modules::keyword_ciphers(cs, module, key, prior)?;
     warnings.append(&mut w);
     let all12 = ciphers::tls12_suites("ALL", key)?;
     Ok((
@@ -87,6 +88,7 @@ pub fn module_settings(
         cipher_list.unwrap_or(ciphers::LIGHTTPD_DEFAULT_CIPHER_LIST),
         "ssl.cipher-list",
         cipher_list.is_some(),
+        None,
         &mut warnings,
     )?;
     let mut s = Settings {
@@ -203,6 +205,7 @@ fn module_command(
                 v,
                 "ssl.openssl.ssl-conf-cmd \"CipherString\"",
                 true,
+                Some(modules::bits(&s.tls12_suites) | modules::bits(&s.tls13_suites)),
                 &mut warnings,
             )?;
             s.tls12_suites = t12;

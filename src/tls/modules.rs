@@ -78,6 +78,11 @@ fn cipher_of(s: CipherSuite) -> u8 {
     }
 }
 
+/// The bulk ciphers of `suites`.
+pub fn bits(suites: &[CipherSuite]) -> u8 {
+    suites.iter().fold(0, |b, s| b | cipher_of(*s))
+}
+
 /// Keeps the suites whose bulk cipher is in `set`, in their order.
 pub fn filter(suites: &[CipherSuite], set: u8) -> Vec<CipherSuite> {
     suites
@@ -155,15 +160,27 @@ const DEFAULT_LISTS: [&str; 2] = [
 
 /// Evaluates a cipher string as mod_gnutls / mod_mbedtls do: the bulk
 /// ciphers (of those rustls has) the socket may use, and warnings for what
-/// lighttpd ignores. `key` names the option in errors.
-pub fn keyword_ciphers(s: &str, module: TlsModule, key: &str) -> Result<(u8, Vec<String>), String> {
+/// lighttpd ignores. `key` names the option in errors. mod_gnutls appends
+/// each string to one GnuTLS priority string, so a second string
+/// (`"CipherString"` after `ssl.cipher-list`) adds to `prior`, the
+/// ciphers the first left.
+pub fn keyword_ciphers(
+    s: &str,
+    module: TlsModule,
+    key: &str,
+    prior: Option<u8>,
+) -> Result<(u8, Vec<String>), String> {
     let who = module.name();
     let mut warnings = Vec::new();
     let mut rest = s;
     let mut set = 0u8;
     // mod_gnutls adds to GnuTLS's NORMAL (every cipher rustls has) unless
     // the string starts by removing all ciphers.
-    let mut base = if module == TlsModule::GnuTls { ALL } else { 0 };
+    let mut base = if module == TlsModule::GnuTls {
+        prior.unwrap_or(ALL)
+    } else {
+        0
+    };
     let first: [(&str, Option<u8>); 6] = [
         ("!ALL", Some(0)),
         ("-ALL", Some(0)),
@@ -237,7 +254,7 @@ mod tests {
     use super::*;
 
     fn set(s: &str, m: TlsModule) -> Result<u8, String> {
-        keyword_ciphers(s, m, "ssl.cipher-list").map(|(v, _)| v)
+        keyword_ciphers(s, m, "ssl.cipher-list", None).map(|(v, _)| v)
     }
 
     #[test]
@@ -262,6 +279,13 @@ mod tests {
             ),
             Ok(ALL)
         );
+    }
+
+    #[test]
+    fn gnutls_cipherstring_adds_to_the_cipher_list() {
+        let k = |s, prior| keyword_ciphers(s, TlsModule::GnuTls, "x", prior).map(|(v, _)| v);
+        assert_eq!(k("CHACHA20", Some(AES256)), Ok(AES256 | CHACHA));
+        assert_eq!(k("-ALL:CHACHA20", Some(AES256)), Ok(CHACHA));
     }
 
     #[test]
