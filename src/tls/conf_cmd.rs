@@ -48,7 +48,7 @@ pub fn settings(
 
 /// The TLS 1.2 and 1.3 suites a cipher string selects, as `module`
 /// reads it.
-fn cipher_string(
+pub(super) fn cipher_string(
     module: TlsModule,
     cs: &str,
     key: &str,
@@ -114,7 +114,7 @@ pub fn module_settings(
             "minprotocol" => min = Some(protocol(v, false).map_err(|e| err(&e))?),
             "maxprotocol" => max = Some(protocol(v, true).map_err(|e| err(&e))?),
             k if module != TlsModule::OpenSsl => {
-                warnings.append(&mut module_command(module, &mut s, k, key, value)?)
+                warnings.append(&mut modules::command(module, &mut s, k, key, value)?)
             }
             k => warnings.append(&mut command(&mut s, k, key, value)?),
         }
@@ -125,7 +125,12 @@ pub fn module_settings(
 
 /// Applies command `k` (`key` lowercased) but the protocol bounds to `s`;
 /// its warnings.
-fn command(s: &mut Settings, k: &str, key: &str, value: &str) -> Result<Vec<String>, String> {
+pub(super) fn command(
+    s: &mut Settings,
+    k: &str,
+    key: &str,
+    value: &str,
+) -> Result<Vec<String>, String> {
     let err = |why: &str| format!("ssl.openssl.ssl-conf-cmd \"{key}\" => \"{value}\": {why}");
     let v = value.trim();
     let mut warnings = Vec::new();
@@ -179,85 +184,6 @@ fn command(s: &mut Settings, k: &str, key: &str, value: &str) -> Result<Vec<Stri
         _ => return Err(err("this command has no rustls meaning")),
     }
     Ok(warnings)
-}
-
-/// Command `k` as lighttpd's mod_gnutls, mod_mbedtls, mod_wolfssl and
-/// mod_nss read it: they map `CipherString`, `Ciphersuites`,
-/// `Curves`/`Groups`, `DHParameters` and the `Options` `SessionTicket`,
-/// `ServerPreference` and `Compression` themselves, and log and ignore
-/// every other key (`Protocol` included), as glint does.
-fn module_command(
-    module: TlsModule,
-    s: &mut Settings,
-    k: &str,
-    key: &str,
-    value: &str,
-) -> Result<Vec<String>, String> {
-    let who = module.name();
-    let err = |why: &str| format!("ssl.openssl.ssl-conf-cmd \"{key}\" => \"{value}\": {why}");
-    let v = value.trim();
-    let mut warnings = Vec::new();
-    match k {
-        "cipherstring" if v.is_empty() => {}
-        "cipherstring" => {
-            let (t12, t13) = cipher_string(
-                module,
-                v,
-                "ssl.openssl.ssl-conf-cmd \"CipherString\"",
-                true,
-                Some(modules::bits(&s.tls12_suites) | modules::bits(&s.tls13_suites)),
-                &mut warnings,
-            )?;
-            s.tls12_suites = t12;
-            s.tls13_suites = t13;
-        }
-        "ciphersuites" if module == TlsModule::OpenSsl || module == TlsModule::WolfSsl => {
-            return command(s, k, key, value);
-        }
-        // mod_gnutls adds these to NORMAL (or ahead of a CipherString
-        // that removes them again): no change to what rustls offers.
-        "ciphersuites" if module == TlsModule::GnuTls => {}
-        "ciphersuites" if module == TlsModule::Nss => {
-            warnings.push(format!("{who}: ssl.openssl.ssl-conf-cmd \"{key}\" ignored (not implemented in lighttpd's {who})"));
-        }
-        "ciphersuites" => {
-            return Err(err(&format!(
-                "{who} takes mbedTLS suite names here; glint does not map them"
-            )))
-        }
-        "curves" | "groups" | "dhparameters" => return command(s, k, key, value),
-        "options" => module_options(v, s, who, &mut warnings),
-        "gnutls-override" if module == TlsModule::GnuTls => {
-            return Err(err(
-                "a raw GnuTLS priority string; glint cannot evaluate GnuTLS \
-                 priority strings (security levels, signature and curve \
-                 profiles) over rustls, so it refuses rather than guess",
-            ))
-        }
-        _ => warnings.push(format!(
-            "{who}: ssl.openssl.ssl-conf-cmd \"{key}\" ignored (as lighttpd's {who} ignores it)"
-        )),
-    }
-    Ok(warnings)
-}
-
-/// `Options` as the non-OpenSSL modules read it.
-fn module_options(v: &str, s: &mut Settings, who: &str, warnings: &mut Vec<String>) {
-    for item in v.split([',', ' ', '\t']).filter(|i| !i.is_empty()) {
-        let (on, name) = match item.as_bytes()[0] {
-            b'-' => (false, &item[1..]),
-            b'+' => (true, &item[1..]),
-            _ => (true, item),
-        };
-        match name.to_ascii_lowercase().as_str() {
-            "sessionticket" => s.session_tickets = on,
-            "serverpreference" => s.server_preference = on,
-            "compression" if !on => {}
-            _ => warnings.push(format!(
-                "{who}: ssl.openssl.ssl-conf-cmd Options {item} ignored"
-            )),
-        }
-    }
 }
 
 /// `MinProtocol` and `MaxProtocol` on top of `Protocol`; glint needs a
