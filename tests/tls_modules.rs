@@ -407,25 +407,40 @@ fn refusals() {
     );
     let (ok, out) = glint_check(&over);
     assert!(!ok, "gnutls-override must be refused");
-    assert!(out.contains("gnutls-override"), "{out}");
-    // A keyword lighttpd's mod_gnutls does not know stops both servers.
-    for module in ["mod_gnutls", "mod_mbedtls"] {
+    assert!(
+        out.contains("t.conf:8:") && out.contains("gnutls-override"),
+        "{out}"
+    );
+    // A cipher list lighttpd's mod_gnutls / mod_mbedtls cannot translate
+    // stops both servers (a GnuTLS priority string is not an
+    // ssl.cipher-list in lighttpd 1.4.69 either).
+    let cases = [
+        ("mod_gnutls", "HIGH:!aNULL"),
+        ("mod_mbedtls", "HIGH:!aNULL"),
+        ("mod_gnutls", "SECURE256:-VERS-TLS1.0:%SERVER_PRECEDENCE"),
+        ("mod_mbedtls", "kRSA"),
+    ];
+    for (module, list) in cases {
         let bad = conf(
             root,
             root,
             module,
             port,
-            "ssl.cipher-list = \"HIGH:!aNULL\"",
+            &format!("ssl.cipher-list = \"{list}\""),
         );
         let (ok, out) = glint_check(&bad);
-        assert!(!ok, "{module}: HIGH:!aNULL must be refused: {out}");
+        assert!(!ok, "{module}: {list} must be refused: {out}");
+        // At the line: the eighth of conf()'s text.
+        assert!(
+            out.contains("t.conf:8:") && out.contains("ssl.cipher-list"),
+            "{out}"
+        );
         let path = root.join("bad.conf");
         std::fs::write(&path, &bad).expect("write");
-        let lt = start_lighttpd(&path, port);
-        if let Ok(mut c) = lt {
+        if let Ok(mut c) = start_lighttpd(&path, port) {
             let _ = c.kill();
             let _ = c.wait();
-            panic!("{module}: lighttpd started with HIGH:!aNULL; glint refuses");
+            panic!("{module}: lighttpd started with {list}; glint refuses");
         }
     }
 }

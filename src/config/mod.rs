@@ -276,6 +276,13 @@ impl Config {
                 "module {second}: {first} is loaded already; one TLS module serves the ssl.* options"
             )));
         }
+        let tls_module = parsed
+            .modules
+            .iter()
+            .find_map(|(m, _)| TlsModule::from_name(m));
+        if let Some(m) = tls_module.filter(|m| *m != TlsModule::OpenSsl) {
+            options::tls_lines::check(m, &parsed.entries, &parsed.chains)?;
+        }
         for e in &parsed.entries {
             if e.key.starts_with("var.") {
                 continue;

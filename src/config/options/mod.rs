@@ -4,6 +4,7 @@ pub mod acme;
 mod authn;
 mod cgi;
 mod entries;
+pub(super) mod tls_lines;
 mod values;
 
 use super::settings::{Origin, ScopeRate, Settings};
