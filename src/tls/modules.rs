@@ -281,13 +281,16 @@ pub(super) fn command(
             s.tls12_suites = t12;
             s.tls13_suites = t13;
         }
-        "ciphersuites" if module == TlsModule::OpenSsl || module == TlsModule::WolfSsl => {
+        "ciphersuites" if module == TlsModule::OpenSsl => {
             return conf_cmd::command(s, k, key, value);
         }
         // mod_gnutls adds these to NORMAL (or ahead of a CipherString
         // that removes them again): no change to what rustls offers.
         "ciphersuites" if module == TlsModule::GnuTls => {}
-        "ciphersuites" if module == TlsModule::Nss => {
+        // Not read by lighttpd 1.4.69's mod_wolfssl (compiled out) nor
+        // mod_nss (not implemented): applying it could turn TLS 1.3 suites
+        // back on that their cipher string left off.
+        "ciphersuites" if matches!(module, TlsModule::Nss | TlsModule::WolfSsl) => {
             warnings.push(format!("{who}: ssl.openssl.ssl-conf-cmd \"{key}\" ignored (not implemented in lighttpd's {who})"));
         }
         "ciphersuites" => {
@@ -456,6 +459,20 @@ mod tests {
         .unwrap();
         assert!(!s.session_tickets && s.server_preference && !s.ktls);
         assert_eq!(w.len(), 1, "{w:?}");
+        // mod_wolfssl does not read Ciphersuites: TLS 1.3 stays as the
+        // cipher string left it.
+        let cmds = vec![(
+            "Ciphersuites".to_string(),
+            "TLS_AES_128_GCM_SHA256".to_string(),
+        )];
+        let (s, w) = conf_cmd::module_settings(
+            TlsModule::WolfSsl,
+            Some("ECDHE-ECDSA-AES256-GCM-SHA384"),
+            None,
+            &cmds,
+        )
+        .unwrap();
+        assert!(!s.tls13 && w.len() == 1, "{w:?}");
         // MinProtocol as under mod_openssl.
         let (s, _) = run(TlsModule::WolfSsl, &[("MinProtocol", "TLSv1.3")]).unwrap();
         assert!(!s.tls12 && s.tls13);
