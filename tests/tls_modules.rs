@@ -246,7 +246,7 @@ fn excluded_ciphers_are_refused() {
     let aes256_12: &[&str] = &["-tls1_2", "-cipher", "ECDHE-ECDSA-AES256-GCM-SHA384"];
     let chacha13: &[&str] = &["-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"];
     let aes256_13: &[&str] = &["-tls1_3", "-ciphersuites", "TLS_AES_256_GCM_SHA384"];
-    let cases: [(&str, &str, bool); 4] = [
+    let cases: [(&str, &str, bool); 5] = [
         // mod_gnutls: "-ALL" first empties GnuTLS's list; applies to 1.3 too.
         ("mod_gnutls", "ssl.cipher-list = \"-ALL:AES256\"", true),
         // mod_mbedtls: the keywords' list.
@@ -260,6 +260,12 @@ fn excluded_ciphers_are_refused() {
         (
             "mod_nss",
             "ssl.cipher-list = \"ECDHE-ECDSA-AES256-GCM-SHA384\"",
+            false,
+        ),
+        // mod_nss also takes NSS's own "+name,-name" form.
+        (
+            "mod_nss",
+            "ssl.cipher-list = \"+ecdhe_ecdsa_aes_256_gcm_sha_384,-ecdhe_ecdsa_chacha20_poly1305_sha_256\"",
             false,
         ),
     ];

@@ -56,6 +56,15 @@ pub(super) fn cipher_string(
     prior: Option<u8>,
     warnings: &mut Vec<String>,
 ) -> Result<(Vec<CipherSuite>, Vec<CipherSuite>), String> {
+    if module == TlsModule::Nss && explicit && !cs.contains(':') {
+        // Apache mod_nss's parser (lighttpd's mod_nss): a list with a
+        // comma and no colon is NSS's "+name,-name" form; one with
+        // neither is tried as OpenSSL's first.
+        let openssl = ciphers::tls12_suites(cs, key);
+        if cs.contains(',') || openssl.is_err() {
+            return modules::nss_native(cs, key);
+        }
+    }
     if module.openssl_cipher_strings() {
         // mod_wolfssl and mod_nss apply an explicit string to TLS 1.3 too.
         let tls13 = if module == TlsModule::OpenSsl || !explicit {

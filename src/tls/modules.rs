@@ -154,6 +154,78 @@ pub fn tls13_of_cipher_string(module: TlsModule, s: &str) -> Vec<CipherSuite> {
     filter(&super::ciphers::TLS13_DEFAULT, on & !off)
 }
 
+/// NSS's names of the suites rustls has (lighttpd's mod_nss table).
+const NSS_NAMES: [(&str, CipherSuite); 9] = [
+    (
+        "ecdhe_ecdsa_aes_128_gcm_sha_256",
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    ),
+    (
+        "ecdhe_ecdsa_aes_256_gcm_sha_384",
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    ),
+    (
+        "ecdhe_rsa_aes_256_gcm_sha_384",
+        CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+    ),
+    (
+        "ecdhe_rsa_aes_128_gcm_sha_256",
+        CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    ),
+    (
+        "ecdhe_rsa_chacha20_poly1305_sha_256",
+        CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    ),
+    (
+        "ecdhe_ecdsa_chacha20_poly1305_sha_256",
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    ),
+    ("aes_128_gcm_sha_256", CipherSuite::TLS13_AES_128_GCM_SHA256),
+    ("aes_256_gcm_sha_384", CipherSuite::TLS13_AES_256_GCM_SHA384),
+    (
+        "chacha20_poly1305_sha_256",
+        CipherSuite::TLS13_CHACHA20_POLY1305_SHA256,
+    ),
+];
+
+/// NSS's own cipher list form, `+name,-name` (each item must start with
+/// `+` or `-`, as in lighttpd's mod_nss): the TLS 1.2 and 1.3 suites
+/// enabled, in rustls's order. A name glint does not know is refused.
+pub fn nss_native(s: &str, key: &str) -> Result<(Vec<CipherSuite>, Vec<CipherSuite>), String> {
+    let mut on: Vec<CipherSuite> = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (enable, name) = match item.as_bytes()[0] {
+            b'+' => (true, &item[1..]),
+            b'-' => (false, &item[1..]),
+            _ => {
+                return Err(format!(
+                    "{key} \"{s}\": \"{item}\": mod_nss's format is +cipher1,-cipher2"
+                ))
+            }
+        };
+        let Some((_, suite)) = NSS_NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) else {
+            return Err(format!(
+                "{key} \"{s}\": NSS cipher \"{name}\" is none of the suites rustls has ({})",
+                NSS_NAMES.map(|(n, _)| n).join(", ")
+            ));
+        };
+        on.retain(|x| x != suite);
+        if enable {
+            on.push(*suite);
+        }
+    }
+    let all12 = super::ciphers::tls12_suites("ALL", key)?;
+    let t12: Vec<CipherSuite> = all12.into_iter().filter(|x| on.contains(x)).collect();
+    let t13: Vec<CipherSuite> = super::ciphers::TLS13_DEFAULT
+        .into_iter()
+        .filter(|x| on.contains(x))
+        .collect();
+    if t12.is_empty() && t13.is_empty() {
+        return Err(format!("{key} \"{s}\" enables no suite"));
+    }
+    Ok((t12, t13))
+}
+
 /// lighttpd's default cipher list, which both modules special-case.
 const DEFAULT_LISTS: [&str; 2] = [
     "ECDHE+AESGCM:ECDHE+AES256:CHACHA20:!SHA1:!SHA256:!SHA384",
@@ -413,6 +485,33 @@ mod tests {
             vec![CipherSuite::TLS13_AES_256_GCM_SHA384]
         );
         assert_eq!(n(TlsModule::Nss, "!CHACHA20:HIGH"), 2);
+    }
+
+    #[test]
+    fn nss_native_lists() {
+        let (t12, t13) =
+            nss_native("+ecdhe_ecdsa_aes_256_gcm_sha_384,+aes_256_gcm_sha_384", "x").unwrap();
+        assert_eq!(
+            t12,
+            vec![CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]
+        );
+        assert_eq!(t13, vec![CipherSuite::TLS13_AES_256_GCM_SHA384]);
+        assert!(
+            nss_native("ecdhe_rsa_aes_128_gcm_sha_256", "x").is_err(),
+            "no sign"
+        );
+        assert!(nss_native("+rsa_3des_sha", "x").is_err(), "not in rustls");
+        assert!(nss_native("+aes_128_gcm_sha_256,-aes_128_gcm_sha_256", "x").is_err());
+        // Through the module's reading: a comma and no colon is NSS form.
+        let (s, _) = conf_cmd::module_settings(
+            TlsModule::Nss,
+            Some("+ecdhe_ecdsa_chacha20_poly1305_sha_256"),
+            None,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.tls12_suites.len(), 1);
+        assert!(!s.tls13);
     }
 
     #[test]
