@@ -417,7 +417,7 @@ fn refusals() {
         out.contains("t.conf:8:") && out.contains("gnutls-override"),
         "{out}"
     );
-    // A cipher list lighttpd's mod_gnutls / mod_mbedtls cannot translate
+    // A cipher list lighttpd's mod_gnutls / mod_mbedtls / mod_wolfssl cannot take
     // stops both servers (a GnuTLS priority string is not an
     // ssl.cipher-list in lighttpd 1.4.69 either).
     let cases = [
@@ -425,6 +425,8 @@ fn refusals() {
         ("mod_mbedtls", "HIGH:!aNULL"),
         ("mod_gnutls", "SECURE256:-VERS-TLS1.0:%SERVER_PRECEDENCE"),
         ("mod_mbedtls", "kRSA"),
+        // wolfSSL takes full names and ALL/HIGH/DEFAULT, not aliases.
+        ("mod_wolfssl", "EECDH+AESGCM:CHACHA20"),
     ];
     for (module, list) in cases {
         let bad = conf(

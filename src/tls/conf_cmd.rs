@@ -65,6 +65,13 @@ pub(super) fn cipher_string(
             return modules::nss_native(cs, key);
         }
     }
+    if module == TlsModule::WolfSsl && explicit && !modules::wolfssl_takes(cs) {
+        return Err(format!(
+            "{key} \"{cs}\": wolfSSL matches none of it (it takes full suite \
+             names and ALL, HIGH or DEFAULT, not aliases such as AES256 or \
+             EECDH+AESGCM); lighttpd 1.4.69's mod_wolfssl refuses to start with it"
+        ));
+    }
     if module.openssl_cipher_strings() {
         // mod_wolfssl and mod_nss apply an explicit string to TLS 1.3 too.
         let tls13 = if module == TlsModule::OpenSsl || !explicit {
