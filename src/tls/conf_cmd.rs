@@ -72,6 +72,13 @@ pub(super) fn cipher_string(
              EECDH+AESGCM); lighttpd 1.4.69's mod_wolfssl refuses to start with it"
         ));
     }
+    let wolf;
+    let cs = if module == TlsModule::WolfSsl && explicit {
+        wolf = modules::wolfssl_string(cs);
+        wolf.as_str()
+    } else {
+        cs
+    };
     if module.openssl_cipher_strings() {
         // mod_wolfssl and mod_nss apply an explicit string to TLS 1.3 too.
         let tls13 = if module == TlsModule::OpenSsl || !explicit {

@@ -160,14 +160,26 @@ pub fn tls13_of_cipher_string(module: TlsModule, s: &str) -> Vec<CipherSuite> {
 /// Measured against Debian's lighttpd 1.4.69: `AES256` and
 /// `EECDH+AESGCM:CHACHA20` fail, `HIGH:!aNULL` and full names work.
 pub fn wolfssl_takes(s: &str) -> bool {
-    s.split(':').map(str::trim).any(|t| {
-        matches!(t, "ALL" | "HIGH" | "DEFAULT")
-            || (t.contains('-')
-                && !t.starts_with(['!', '-', '+'])
-                && t.bytes().all(|b| {
-                    b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'-' || b == b'_'
-                }))
-    })
+    s.split(':').map(str::trim).any(wolfssl_item)
+}
+
+fn wolfssl_item(t: &str) -> bool {
+    matches!(t, "ALL" | "HIGH" | "DEFAULT")
+        || (t.contains('-')
+            && !t.starts_with(['!', '-', '+'])
+            && t.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'-' || b == b'_'))
+}
+
+/// `s` without the positive items wolfSSL skips (aliases such as `AES256`),
+/// so that glint offers no suite lighttpd's mod_wolfssl would not; the
+/// `!`/`-`/`+` items stay (glint honours exclusions wolfSSL skips).
+pub fn wolfssl_string(s: &str) -> String {
+    s.split(':')
+        .map(str::trim)
+        .filter(|t| wolfssl_item(t) || t.starts_with(['!', '-', '+']))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// NSS's names of the suites rustls has (lighttpd's mod_nss table).
@@ -512,6 +524,22 @@ mod tests {
         assert!(!wolfssl_takes("EECDH+AESGCM:CHACHA20"));
         assert!(!wolfssl_takes("!ECDHE-RSA-AES128-GCM-SHA256"));
         assert!(conf_cmd::module_settings(TlsModule::WolfSsl, Some("AES256"), None, &[]).is_err());
+        // Aliases beside a name wolfSSL takes add nothing there, nor here.
+        assert_eq!(
+            wolfssl_string("AES256:ECDHE-ECDSA-AES256-GCM-SHA384:!aNULL"),
+            "ECDHE-ECDSA-AES256-GCM-SHA384:!aNULL"
+        );
+        let (st, _) = conf_cmd::module_settings(
+            TlsModule::WolfSsl,
+            Some("AES256:ECDHE-ECDSA-AES256-GCM-SHA384"),
+            None,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            st.tls12_suites,
+            vec![CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]
+        );
         // lighttpd's default list is not handed to wolfSSL that way.
         assert!(conf_cmd::module_settings(TlsModule::WolfSsl, None, None, &[]).is_ok());
     }
