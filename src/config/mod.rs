@@ -55,6 +55,7 @@ pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 
 use crate::authn::require::{parse_require, RequireTable};
+use crate::tls::modules::TlsModule;
 use build::{auth_table, check, compile_chains, scope_of};
 use cond::{Cond, Test};
 use std::cell::RefCell;
@@ -263,6 +264,24 @@ impl Config {
             if !PROVIDED_MODULES.contains(&m.as_str()) {
                 return Err(pos.error(format!("module {m} is not provided by glint")));
             }
+        }
+        // One TLS module: lighttpd 1.4.69 starts with two, and then both
+        // take hold of each TLS connection; glint refuses that at the line.
+        let mut tls = parsed
+            .modules
+            .iter()
+            .filter(|(m, _)| TlsModule::from_name(m).is_some());
+        if let (Some((first, _)), Some((second, pos))) = (tls.next(), tls.next()) {
+            return Err(pos.error(format!(
+                "module {second}: {first} is loaded already; one TLS module serves the ssl.* options"
+            )));
+        }
+        let tls_module = parsed
+            .modules
+            .iter()
+            .find_map(|(m, _)| TlsModule::from_name(m));
+        if let Some(m) = tls_module.filter(|m| *m != TlsModule::OpenSsl) {
+            options::tls_lines::check(m, &parsed.entries, &parsed.chains)?;
         }
         for e in &parsed.entries {
             if e.key.starts_with("var.") {

@@ -658,6 +658,16 @@ fn errors_table() {
             "t.conf:2:3: option ssl.use-sslv3 = \"enable\" (mod_openssl) is not provided by glint (only its default is)",
         ),
         (
+            "two TLS modules",
+            "server.modules += ( \"mod_openssl\", \"mod_gnutls\" )",
+            "t.conf:1:36: module mod_gnutls: mod_openssl is loaded already; one TLS module serves the ssl.* options",
+        ),
+        (
+            "a cipher list mod_mbedtls cannot translate, in a socket block",
+            "server.modules += ( \"mod_mbedtls\" )\n$SERVER[\"socket\"] == \":443\" {\n  ssl.cipher-list = \"kRSA\"\n}",
+            "t.conf:3:3: ssl.cipher-list \"kRSA\": mod_mbedtls does not know \"kRSA\" (lighttpd 1.4.69 refuses to start with it too) (as mod_mbedtls reads it)",
+        ),
+        (
             "cgi.assign not pairs",
             "cgi.assign = \"/usr/bin/python3\"",
             "t.conf:1:1: cgi.assign: expects an array of \"key\" => \"value\" pairs, got a string",

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::acme;
 use crate::config::{Challenge, Config};
+use crate::tls::modules::TlsModule;
 use crate::tls::{Managed, ServerOptions, SocketOptions, TicketKeys, TlsContext, TlsSpec};
 
 /// The TLS state of a server: one context per listener that speaks TLS.
@@ -59,10 +60,22 @@ fn spec_for(config: &Config, i: usize) -> Option<Result<(TlsSpec, Vec<String>), 
         // ALPN offers h2 where HTTP/2 is on (`server.h2proto`).
         h2: config.global.h2proto,
         managed,
+        module: tls_module(config),
     };
     let server = server_options(config);
     let spec = config.listeners.get(i).map_or("", |l| l.spec.as_str());
     Some(TlsSpec::from_options(&socket, &server).map_err(|e| format!("{spec}: {e}")))
+}
+
+/// The TLS module in `server.modules` (the configuration layer lets one
+/// at most through); `mod_openssl` when none is named.
+fn tls_module(config: &Config) -> TlsModule {
+    config
+        .global
+        .modules
+        .iter()
+        .find_map(|m| TlsModule::from_name(m))
+        .unwrap_or_default()
 }
 
 fn server_options(config: &Config) -> ServerOptions {

@@ -8,6 +8,7 @@
 use rustls::{CipherSuite, NamedGroup};
 
 use super::ciphers;
+use super::modules::{self, TlsModule};
 
 /// OpenSSL's default TLS 1.3 ticket count (`SSL_CTX_set_num_tickets`).
 const OPENSSL_NUM_TICKETS: usize = 2;
@@ -35,22 +36,89 @@ pub struct Settings {
     pub ktls: bool,
 }
 
-/// Parses the three options into [`Settings`] plus warnings.
+/// Parses the three options into [`Settings`] plus warnings, as
+/// `mod_openssl` reads them.
 pub fn settings(
+    cipher_list: Option<&str>,
+    honor_cipher_order: Option<bool>,
+    cmds: &[(String, String)],
+) -> Result<(Settings, Vec<String>), String> {
+    module_settings(TlsModule::OpenSsl, cipher_list, honor_cipher_order, cmds)
+}
+
+/// The TLS 1.2 and 1.3 suites a cipher string selects, as `module`
+/// reads it.
+pub(super) fn cipher_string(
+    module: TlsModule,
+    cs: &str,
+    key: &str,
+    explicit: bool,
+    prior: Option<u8>,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<CipherSuite>, Vec<CipherSuite>), String> {
+    if module == TlsModule::Nss && explicit && !cs.contains(':') {
+        // Apache mod_nss's parser (lighttpd's mod_nss): a list with a
+        // comma and no colon is NSS's "+name,-name" form; one with
+        // neither is tried as OpenSSL's first.
+        let openssl = ciphers::tls12_suites(cs, key);
+        if cs.contains(',') || openssl.is_err() {
+            return modules::nss_native(cs, key);
+        }
+    }
+    if module == TlsModule::WolfSsl && explicit && !modules::wolfssl_takes(cs) {
+        return Err(format!(
+            "{key} \"{cs}\": wolfSSL matches none of it (it takes full suite \
+             names and ALL, HIGH or DEFAULT, not aliases such as AES256 or \
+             EECDH+AESGCM); lighttpd 1.4.69's mod_wolfssl refuses to start with it"
+        ));
+    }
+    let wolf;
+    let cs = if module == TlsModule::WolfSsl && explicit {
+        wolf = modules::wolfssl_string(cs);
+        wolf.as_str()
+    } else {
+        cs
+    };
+    if module.openssl_cipher_strings() {
+        // mod_wolfssl and mod_nss apply an explicit string to TLS 1.3 too.
+        let tls13 = if module == TlsModule::OpenSsl || !explicit {
+            ciphers::TLS13_DEFAULT.to_vec()
+        } else {
+            modules::tls13_of_cipher_string(module, cs)
+        };
+        return Ok((ciphers::tls12_suites(cs, key)?, tls13));
+    }
+    let (set, mut w) = modules::keyword_ciphers(cs, module, key, prior)?;
+    warnings.append(&mut w);
+    let all12 = ciphers::tls12_suites("ALL", key)?;
+    Ok((
+        modules::filter(&all12, set),
+        modules::filter(&ciphers::TLS13_DEFAULT, set),
+    ))
+}
+
+/// [`settings`] for the TLS module `module` (see [`super::modules`]).
+pub fn module_settings(
+    module: TlsModule,
     cipher_list: Option<&str>,
     honor_cipher_order: Option<bool>,
     cmds: &[(String, String)],
 ) -> Result<(Settings, Vec<String>), String> {
     let mut warnings = Vec::new();
     let cipher_list = cipher_list.filter(|c| !c.trim().is_empty());
+    let (tls12_suites, tls13_suites) = cipher_string(
+        module,
+        cipher_list.unwrap_or(ciphers::LIGHTTPD_DEFAULT_CIPHER_LIST),
+        "ssl.cipher-list",
+        cipher_list.is_some(),
+        None,
+        &mut warnings,
+    )?;
     let mut s = Settings {
         tls12: true,
         tls13: true,
-        tls12_suites: ciphers::tls12_suites(
-            cipher_list.unwrap_or(ciphers::LIGHTTPD_DEFAULT_CIPHER_LIST),
-            "ssl.cipher-list",
-        )?,
-        tls13_suites: ciphers::TLS13_DEFAULT.to_vec(),
+        tls12_suites,
+        tls13_suites,
         groups: None,
         // lighttpd sets server preference whenever ssl.cipher-list is set
         // ("historical use might list non-PFS ciphers").
@@ -68,6 +136,9 @@ pub fn settings(
         match key.to_ascii_lowercase().as_str() {
             "minprotocol" => min = Some(protocol(v, false).map_err(|e| err(&e))?),
             "maxprotocol" => max = Some(protocol(v, true).map_err(|e| err(&e))?),
+            k if module != TlsModule::OpenSsl => {
+                warnings.append(&mut modules::command(module, &mut s, k, key, value)?)
+            }
             k => warnings.append(&mut command(&mut s, k, key, value)?),
         }
     }
@@ -77,7 +148,12 @@ pub fn settings(
 
 /// Applies command `k` (`key` lowercased) but the protocol bounds to `s`;
 /// its warnings.
-fn command(s: &mut Settings, k: &str, key: &str, value: &str) -> Result<Vec<String>, String> {
+pub(super) fn command(
+    s: &mut Settings,
+    k: &str,
+    key: &str,
+    value: &str,
+) -> Result<Vec<String>, String> {
     let err = |why: &str| format!("ssl.openssl.ssl-conf-cmd \"{key}\" => \"{value}\": {why}");
     let v = value.trim();
     let mut warnings = Vec::new();
@@ -144,6 +220,10 @@ fn versions(s: &mut Settings, min: Option<u8>, max: Option<u8>) -> Result<(), St
         s.tls13 &= max >= 3;
         s.tls12 &= max >= 2;
     }
+    // A version without suites is off (mod_wolfssl's and mod_nss's cipher
+    // strings can leave TLS 1.3 none).
+    s.tls13 &= !s.tls13_suites.is_empty();
+    s.tls12 &= !s.tls12_suites.is_empty();
     if !s.tls12 && !s.tls13 {
         return Err(
             "ssl.openssl.ssl-conf-cmd leaves no protocol version: rustls has TLS 1.2 and 1.3 only"

@@ -42,6 +42,10 @@
 //! | `ssl.acme-tls-1` | dir of `<name>.crt.pem`/`<name>.key.pem` for ALPN `acme-tls/1` | same, read at each challenge handshake |
 //! | `server.feature-flags` `ssl.session-cache` | server session cache (default off: tickets) | same, 20480 sessions as OpenSSL |
 //!
+//! lighttpd's other TLS modules (`mod_gnutls`, `mod_mbedtls`, `mod_wolfssl`,
+//! `mod_nss`) take the same options; [`modules`] reads `ssl.cipher-list` and
+//! `ssl.openssl.ssl-conf-cmd` as each of them does.
+//!
 //! TLS 1.2 and 1.3 only, no compression, no renegotiation, no 0-RTT.
 //! ALPN: `h2` (when [`SocketOptions::h2`]), `http/1.1`, `http/1.0`, and
 //! `acme-tls/1` where configured.
@@ -51,6 +55,7 @@ pub mod conf_cmd;
 mod conn;
 mod context;
 mod load;
+pub mod modules;
 pub mod options;
 mod slot;
 mod tickets;

@@ -123,6 +123,9 @@ pub struct SocketOptions {
     pub h2: bool,
     /// Certificates glint's ACME client keeps for this socket's names.
     pub managed: Vec<Managed>,
+    /// The TLS module loaded in `server.modules`, whose reading of
+    /// `ssl.cipher-list` and `ssl.openssl.ssl-conf-cmd` applies.
+    pub module: super::modules::TlsModule,
 }
 
 /// Options of the whole server.
@@ -256,7 +259,8 @@ impl TlsSpec {
                     .to_string(),
             );
         }
-        let (settings, mut w) = conf_cmd::settings(
+        let (settings, mut w) = conf_cmd::module_settings(
+            socket.module,
             socket.cipher_list.as_deref(),
             socket.honor_cipher_order,
             &socket.ssl_conf_cmd,

@@ -4,6 +4,7 @@ pub mod acme;
 mod authn;
 mod cgi;
 mod entries;
+pub(super) mod tls_lines;
 mod values;
 
 use super::settings::{Origin, ScopeRate, Settings};
@@ -55,6 +56,12 @@ pub const PROVIDED_MODULES: &[&str] = &[
     "mod_proxy",
     "mod_cgi",
     "mod_openssl",
+    // lighttpd's other TLS modules: the same `ssl.*` options, each read as
+    // that module reads them (src/tls/modules.rs).
+    "mod_gnutls",
+    "mod_mbedtls",
+    "mod_wolfssl",
+    "mod_nss",
     "mod_webdav",
     "mod_ssi",
     "mod_magnet",
