@@ -198,18 +198,22 @@ fn a_slow_libcrypt_hash_does_not_hold_up_other_requests() {
         assert_eq!(r.status, 200);
         worst = worst.max(t.elapsed());
     }
+    let mut fastest = std::time::Duration::MAX;
     for l in logins {
         let (got, want, took) = l.join().expect("login");
         assert_eq!(got, want, "{}", glint.stderr_tail());
         eprintln!("a sha1crypt login ({want}) took {took:?}");
-        assert!(
-            took > std::time::Duration::from_millis(800),
-            "the hash was not slow ({took:?}): the test shows nothing"
-        );
+        fastest = fastest.min(took);
     }
+    // A check run on the event loop would hold each static file up for
+    // about as long as a login takes; on a worker, for a small part of it.
+    assert!(
+        fastest > std::time::Duration::from_millis(300),
+        "the hash was not slow ({fastest:?}): the test shows nothing"
+    );
     eprintln!("slowest static file meanwhile: {worst:?}");
     assert!(
-        worst < std::time::Duration::from_millis(500),
-        "a static file waited {worst:?} for a password check"
+        worst < fastest / 3,
+        "a static file waited {worst:?} for a password check taking {fastest:?}"
     );
 }

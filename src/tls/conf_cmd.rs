@@ -8,10 +8,9 @@
 use rustls::{CipherSuite, NamedGroup};
 
 use super::ciphers;
-use super::modules::{self, TlsModule};
 
 /// OpenSSL's default TLS 1.3 ticket count (`SSL_CTX_set_num_tickets`).
-const OPENSSL_NUM_TICKETS: usize = 2;
+pub(super) const OPENSSL_NUM_TICKETS: usize = 2;
 
 /// The socket-wide protocol settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,116 +33,6 @@ pub struct Settings {
     pub max_fragment: Option<usize>,
     /// `Options KTLS` was asked for: kernel TLS, when the kernel has it.
     pub ktls: bool,
-}
-
-/// Parses the three options into [`Settings`] plus warnings, as
-/// `mod_openssl` reads them.
-pub fn settings(
-    cipher_list: Option<&str>,
-    honor_cipher_order: Option<bool>,
-    cmds: &[(String, String)],
-) -> Result<(Settings, Vec<String>), String> {
-    module_settings(TlsModule::OpenSsl, cipher_list, honor_cipher_order, cmds)
-}
-
-/// The TLS 1.2 and 1.3 suites a cipher string selects, as `module`
-/// reads it.
-pub(super) fn cipher_string(
-    module: TlsModule,
-    cs: &str,
-    key: &str,
-    explicit: bool,
-    prior: Option<u8>,
-    warnings: &mut Vec<String>,
-) -> Result<(Vec<CipherSuite>, Vec<CipherSuite>), String> {
-    if module == TlsModule::Nss && explicit && !cs.contains(':') {
-        // Apache mod_nss's parser (lighttpd's mod_nss): a list with a
-        // comma and no colon is NSS's "+name,-name" form; one with
-        // neither is tried as OpenSSL's first.
-        let openssl = ciphers::tls12_suites(cs, key);
-        if cs.contains(',') || openssl.is_err() {
-            return modules::nss_native(cs, key);
-        }
-    }
-    if module == TlsModule::WolfSsl && explicit && !modules::wolfssl_takes(cs) {
-        return Err(format!(
-            "{key} \"{cs}\": wolfSSL matches none of it (it takes full suite \
-             names and ALL, HIGH or DEFAULT, not aliases such as AES256 or \
-             EECDH+AESGCM); lighttpd 1.4.69's mod_wolfssl refuses to start with it"
-        ));
-    }
-    let wolf;
-    let cs = if module == TlsModule::WolfSsl && explicit {
-        wolf = modules::wolfssl_string(cs);
-        wolf.as_str()
-    } else {
-        cs
-    };
-    if module.openssl_cipher_strings() {
-        // mod_wolfssl and mod_nss apply an explicit string to TLS 1.3 too.
-        let tls13 = if module == TlsModule::OpenSsl || !explicit {
-            ciphers::TLS13_DEFAULT.to_vec()
-        } else {
-            modules::tls13_of_cipher_string(module, cs)
-        };
-        return Ok((ciphers::tls12_suites(cs, key)?, tls13));
-    }
-    let (set, mut w) = modules::keyword_ciphers(cs, module, key, prior)?;
-    warnings.append(&mut w);
-    let all12 = ciphers::tls12_suites("ALL", key)?;
-    Ok((
-        modules::filter(&all12, set),
-        modules::filter(&ciphers::TLS13_DEFAULT, set),
-    ))
-}
-
-/// [`settings`] for the TLS module `module` (see [`super::modules`]).
-pub fn module_settings(
-    module: TlsModule,
-    cipher_list: Option<&str>,
-    honor_cipher_order: Option<bool>,
-    cmds: &[(String, String)],
-) -> Result<(Settings, Vec<String>), String> {
-    let mut warnings = Vec::new();
-    let cipher_list = cipher_list.filter(|c| !c.trim().is_empty());
-    let (tls12_suites, tls13_suites) = cipher_string(
-        module,
-        cipher_list.unwrap_or(ciphers::LIGHTTPD_DEFAULT_CIPHER_LIST),
-        "ssl.cipher-list",
-        cipher_list.is_some(),
-        None,
-        &mut warnings,
-    )?;
-    let mut s = Settings {
-        tls12: true,
-        tls13: true,
-        tls12_suites,
-        tls13_suites,
-        groups: None,
-        // lighttpd sets server preference whenever ssl.cipher-list is set
-        // ("historical use might list non-PFS ciphers").
-        server_preference: honor_cipher_order.unwrap_or(cipher_list.is_some()),
-        session_tickets: true,
-        num_tickets: OPENSSL_NUM_TICKETS,
-        max_fragment: None,
-        ktls: false,
-    };
-    let mut min: Option<u8> = None;
-    let mut max: Option<u8> = None;
-    for (key, value) in cmds {
-        let err = |why: &str| format!("ssl.openssl.ssl-conf-cmd \"{key}\" => \"{value}\": {why}");
-        let v = value.trim();
-        match key.to_ascii_lowercase().as_str() {
-            "minprotocol" => min = Some(protocol(v, false).map_err(|e| err(&e))?),
-            "maxprotocol" => max = Some(protocol(v, true).map_err(|e| err(&e))?),
-            k if module != TlsModule::OpenSsl => {
-                warnings.append(&mut modules::command(module, &mut s, k, key, value)?)
-            }
-            k => warnings.append(&mut command(&mut s, k, key, value)?),
-        }
-    }
-    versions(&mut s, min, max)?;
-    Ok((s, warnings))
 }
 
 /// Applies command `k` (`key` lowercased) but the protocol bounds to `s`;
@@ -211,7 +100,7 @@ pub(super) fn command(
 
 /// `MinProtocol` and `MaxProtocol` on top of `Protocol`; glint needs a
 /// version left, and no suites of a version that is off.
-fn versions(s: &mut Settings, min: Option<u8>, max: Option<u8>) -> Result<(), String> {
+pub(super) fn versions(s: &mut Settings, min: Option<u8>, max: Option<u8>) -> Result<(), String> {
     if let Some(min) = min {
         s.tls12 &= min <= 2;
         s.tls13 &= min <= 3;
@@ -242,7 +131,7 @@ fn versions(s: &mut Settings, min: Option<u8>, max: Option<u8>) -> Result<(), St
 /// "TLSv1.2" -> 2, "TLSv1.3" -> 3; "None" means no limit. A minimum below
 /// 1.2 asks for versions rustls does not have (glint would serve fewer
 /// than the administrator asked for): an error, as is a maximum below 1.2.
-fn protocol(v: &str, is_max: bool) -> Result<u8, String> {
+pub(super) fn protocol(v: &str, is_max: bool) -> Result<u8, String> {
     let l = v.to_ascii_lowercase();
     match l.as_str() {
         "none" => Ok(if is_max { 3 } else { 2 }),
@@ -381,6 +270,7 @@ fn options(v: &str, s: &mut Settings) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::module_conf::settings;
     use super::*;
 
     fn run(pairs: &[(&str, &str)]) -> Result<Settings, String> {

@@ -55,6 +55,7 @@ pub mod conf_cmd;
 mod conn;
 mod context;
 mod load;
+pub mod module_conf;
 pub mod modules;
 pub mod options;
 mod slot;

@@ -16,8 +16,6 @@
 
 use rustls::CipherSuite;
 
-use super::conf_cmd::{self, Settings};
-
 /// The TLS module a configuration loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TlsModule {
@@ -63,8 +61,8 @@ impl TlsModule {
 
 /// Bulk ciphers rustls has, as a bit set.
 const AES128: u8 = 1;
-const AES256: u8 = 2;
-const CHACHA: u8 = 4;
+pub(super) const AES256: u8 = 2;
+pub(super) const CHACHA: u8 = 4;
 const ALL: u8 = AES128 | AES256 | CHACHA;
 
 fn cipher_of(s: CipherSuite) -> u8 {
@@ -351,94 +349,6 @@ pub fn keyword_ciphers(
     Ok((set, warnings))
 }
 
-/// Command `k` as lighttpd's mod_gnutls, mod_mbedtls, mod_wolfssl and
-/// mod_nss read it: they map `CipherString`, `Ciphersuites`,
-/// `Curves`/`Groups`, `DHParameters` and the `Options` `SessionTicket`,
-/// `ServerPreference` and `Compression` themselves, and log and ignore
-/// every other key (`Protocol` included), as glint does.
-pub(super) fn command(
-    module: TlsModule,
-    s: &mut Settings,
-    k: &str,
-    key: &str,
-    value: &str,
-) -> Result<Vec<String>, String> {
-    let who = module.name();
-    let err = |why: &str| format!("ssl.openssl.ssl-conf-cmd \"{key}\" => \"{value}\": {why}");
-    let v = value.trim();
-    let mut warnings = Vec::new();
-    match k {
-        "cipherstring" if v.is_empty() => {}
-        "cipherstring" => {
-            let (t12, t13) = conf_cmd::cipher_string(
-                module,
-                v,
-                "ssl.openssl.ssl-conf-cmd \"CipherString\"",
-                true,
-                Some(bits(&s.tls12_suites) | bits(&s.tls13_suites)),
-                &mut warnings,
-            )?;
-            s.tls12_suites = t12;
-            s.tls13_suites = t13;
-        }
-        "ciphersuites" if module == TlsModule::OpenSsl => {
-            return conf_cmd::command(s, k, key, value);
-        }
-        // mod_gnutls adds these to NORMAL (or ahead of a CipherString
-        // that removes them again): no change to what rustls offers.
-        "ciphersuites" if module == TlsModule::GnuTls => {}
-        // Not read by lighttpd 1.4.69's mod_wolfssl (compiled out) nor
-        // mod_nss (not implemented): applying it could turn TLS 1.3 suites
-        // back on that their cipher string left off.
-        "ciphersuites" if matches!(module, TlsModule::Nss | TlsModule::WolfSsl) => {
-            warnings.push(format!("{who}: ssl.openssl.ssl-conf-cmd \"{key}\" ignored (not implemented in lighttpd's {who})"));
-        }
-        "ciphersuites" => {
-            return Err(err(&format!(
-                "{who} takes mbedTLS suite names here; glint does not map them"
-            )))
-        }
-        // GnuTLS 3.6+ and NSS have no DHParameters key in lighttpd: ignored.
-        "dhparameters" if matches!(module, TlsModule::GnuTls | TlsModule::Nss) => {
-            warnings.push(format!(
-                "{who}: ssl.openssl.ssl-conf-cmd \"{key}\" ignored (as lighttpd's {who} ignores it)"
-            ));
-        }
-        "curves" | "groups" | "dhparameters" => return conf_cmd::command(s, k, key, value),
-        "options" => module_options(v, s, who, &mut warnings),
-        "gnutls-override" if module == TlsModule::GnuTls => {
-            return Err(err(
-                "a raw GnuTLS priority string; glint cannot evaluate GnuTLS \
-                 priority strings (security levels, signature and curve \
-                 profiles) over rustls, so it refuses rather than guess",
-            ))
-        }
-        _ => warnings.push(format!(
-            "{who}: ssl.openssl.ssl-conf-cmd \"{key}\" ignored (as lighttpd's {who} ignores it)"
-        )),
-    }
-    Ok(warnings)
-}
-
-/// `Options` as the non-OpenSSL modules read it.
-fn module_options(v: &str, s: &mut Settings, who: &str, warnings: &mut Vec<String>) {
-    for item in v.split([',', ' ', '\t']).filter(|i| !i.is_empty()) {
-        let (on, name) = match item.as_bytes()[0] {
-            b'-' => (false, &item[1..]),
-            b'+' => (true, &item[1..]),
-            _ => (true, item),
-        };
-        match name.to_ascii_lowercase().as_str() {
-            "sessionticket" => s.session_tickets = on,
-            "serverpreference" => s.server_preference = on,
-            "compression" if !on => {}
-            _ => warnings.push(format!(
-                "{who}: ssl.openssl.ssl-conf-cmd Options {item} ignored"
-            )),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,25 +433,11 @@ mod tests {
         assert!(!wolfssl_takes("AES256"));
         assert!(!wolfssl_takes("EECDH+AESGCM:CHACHA20"));
         assert!(!wolfssl_takes("!ECDHE-RSA-AES128-GCM-SHA256"));
-        assert!(conf_cmd::module_settings(TlsModule::WolfSsl, Some("AES256"), None, &[]).is_err());
         // Aliases beside a name wolfSSL takes add nothing there, nor here.
         assert_eq!(
             wolfssl_string("AES256:ECDHE-ECDSA-AES256-GCM-SHA384:!aNULL"),
             "ECDHE-ECDSA-AES256-GCM-SHA384:!aNULL"
         );
-        let (st, _) = conf_cmd::module_settings(
-            TlsModule::WolfSsl,
-            Some("AES256:ECDHE-ECDSA-AES256-GCM-SHA384"),
-            None,
-            &[],
-        )
-        .unwrap();
-        assert_eq!(
-            st.tls12_suites,
-            vec![CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]
-        );
-        // lighttpd's default list is not handed to wolfSSL that way.
-        assert!(conf_cmd::module_settings(TlsModule::WolfSsl, None, None, &[]).is_ok());
     }
 
     #[test]
@@ -559,16 +455,6 @@ mod tests {
         );
         assert!(nss_native("+rsa_3des_sha", "x").is_err(), "not in rustls");
         assert!(nss_native("+aes_128_gcm_sha_256,-aes_128_gcm_sha_256", "x").is_err());
-        // Through the module's reading: a comma and no colon is NSS form.
-        let (s, _) = conf_cmd::module_settings(
-            TlsModule::Nss,
-            Some("+ecdhe_ecdsa_chacha20_poly1305_sha_256"),
-            None,
-            &[],
-        )
-        .unwrap();
-        assert_eq!(s.tls12_suites.len(), 1);
-        assert!(!s.tls13);
     }
 
     #[test]
@@ -583,76 +469,5 @@ mod tests {
             assert!(set(s, TlsModule::GnuTls).is_err(), "{s}");
             assert!(set(s, TlsModule::MbedTls).is_err(), "{s}");
         }
-    }
-
-    fn run(m: TlsModule, cmds: &[(&str, &str)]) -> Result<(Settings, Vec<String>), String> {
-        let cmds: Vec<(String, String)> = cmds
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        conf_cmd::module_settings(m, None, None, &cmds)
-    }
-
-    #[test]
-    fn conf_cmd_as_the_other_modules_read_it() {
-        // Protocol and unknown keys: ignored with a warning, as lighttpd does.
-        let (s, w) = run(
-            TlsModule::GnuTls,
-            &[
-                ("Protocol", "-ALL,TLSv1.3"),
-                ("NumTickets", "0"),
-                ("DHParameters", "x.pem"),
-            ],
-        )
-        .unwrap();
-        assert!(s.tls12 && s.tls13, "Protocol is ignored");
-        assert_eq!(w.len(), 3, "{w:?}");
-        // Options: SessionTicket and ServerPreference read; others ignored.
-        let (s, w) = run(
-            TlsModule::MbedTls,
-            &[("Options", "-SessionTicket,ServerPreference,KTLS")],
-        )
-        .unwrap();
-        assert!(!s.session_tickets && s.server_preference && !s.ktls);
-        assert_eq!(w.len(), 1, "{w:?}");
-        // mod_wolfssl does not read Ciphersuites: TLS 1.3 stays as the
-        // cipher string left it.
-        let cmds = vec![(
-            "Ciphersuites".to_string(),
-            "TLS_AES_128_GCM_SHA256".to_string(),
-        )];
-        let (s, w) = conf_cmd::module_settings(
-            TlsModule::WolfSsl,
-            Some("ECDHE-ECDSA-AES256-GCM-SHA384"),
-            None,
-            &cmds,
-        )
-        .unwrap();
-        assert!(!s.tls13 && w.len() == 1, "{w:?}");
-        // MinProtocol as under mod_openssl.
-        let (s, _) = run(TlsModule::WolfSsl, &[("MinProtocol", "TLSv1.3")]).unwrap();
-        assert!(!s.tls12 && s.tls13);
-        // Refused: a raw GnuTLS priority string; mbedTLS suite names.
-        assert!(run(TlsModule::GnuTls, &[("gnutls-override", "NORMAL")]).is_err());
-        assert!(run(
-            TlsModule::MbedTls,
-            &[("Ciphersuites", "TLS-AES-128-GCM-SHA256")]
-        )
-        .is_err());
-        // mod_gnutls: CipherString adds to the cipher list's "-ALL" result.
-        let cmds = vec![("CipherString".to_string(), "CHACHA20".to_string())];
-        let (s, _) =
-            conf_cmd::module_settings(TlsModule::GnuTls, Some("-ALL:AES256"), None, &cmds).unwrap();
-        assert_eq!(bits(&s.tls12_suites), AES256 | CHACHA);
-        assert_eq!(bits(&s.tls13_suites), AES256 | CHACHA);
-        // mod_wolfssl: an explicit TLS 1.2 list leaves TLS 1.3 off.
-        let (s, _) = conf_cmd::module_settings(
-            TlsModule::WolfSsl,
-            Some("ECDHE-ECDSA-AES256-GCM-SHA384"),
-            None,
-            &[],
-        )
-        .unwrap();
-        assert!(s.tls12 && !s.tls13);
     }
 }

@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use super::conf_cmd::{self, Settings};
+use super::conf_cmd::Settings;
+use super::module_conf;
 use super::TlsError;
 
 /// lighttpd's default for `ssl.verifyclient.depth` (mod_openssl.c sets 9).
@@ -259,7 +260,7 @@ impl TlsSpec {
                     .to_string(),
             );
         }
-        let (settings, mut w) = conf_cmd::module_settings(
+        let (settings, mut w) = module_conf::module_settings(
             socket.module,
             socket.cipher_list.as_deref(),
             socket.honor_cipher_order,

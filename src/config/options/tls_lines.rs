@@ -7,7 +7,7 @@
 use super::values::{pairs, string};
 use crate::config::error::ConfigError;
 use crate::config::parser::{Block, Entry};
-use crate::tls::conf_cmd::module_settings;
+use crate::tls::module_conf::module_settings;
 use crate::tls::modules::TlsModule;
 
 /// Checks every such line of `entries` and of the blocks in `chains`.
