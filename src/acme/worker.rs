@@ -3,9 +3,8 @@
 //! failures with their back-off, and sleeps until the next thing is due.
 //!
 //! The event loop never waits for it: the certificates it writes are
-//! picked up by the TLS contexts' certificate check (each second while a
-//! name has none, every 64 s after), which swaps them in for new
-//! handshakes only.
+//! picked up by the TLS contexts' certificate check (each second), which
+//! swaps them in for new handshakes only.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};

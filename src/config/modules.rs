@@ -317,8 +317,8 @@ pub struct TlsSettings {
     pub session_cache: bool,
     /// `ssl.refresh-certs` (lighttpd 1.4.78's option; glint's default:
     /// enable): certificate and key files are read again when their mtime
-    /// changes, checked every 64 s, so that certbot's or dehydrated's
-    /// renewals need no hook (global).
+    /// changes (checked every second, read once settled for a second), so
+    /// that certbot's or dehydrated's renewals need no hook (global).
     pub refresh_certs: bool,
 }
 

@@ -110,7 +110,6 @@ struct Built {
     /// Every certificate of the socket: the scopes' own, then the managed ones.
     slots: Vec<Arc<CertSlot>>,
     last_staple_check: AtomicI64,
-    last_cert_check: AtomicI64,
 }
 
 /// A TLS socket's loaded configuration; cheap to clone. Connections keep
@@ -168,7 +167,6 @@ impl TlsContext {
             hosts,
             slots,
             last_staple_check: AtomicI64::new(now),
-            last_cert_check: AtomicI64::new(now),
         };
         Ok((
             TlsContext {
@@ -191,26 +189,25 @@ impl TlsContext {
     }
 
     /// Refreshes OCSP staples whose file changed or whose response
-    /// expired, and (`ssl.refresh-certs`) certificates whose files
-    /// changed. Call from the once-a-second tick: both checks run every
-    /// 64 s, as lighttpd's; the files of glint's ACME client (and any
-    /// certificate not loaded yet) are looked at every second, two stat(2)
-    /// calls each, so that what the client writes is served at once.
-    /// Returns whether a certificate changed.
+    /// expired (every 64 s, as lighttpd's check), and certificates whose
+    /// files changed. Call from the once-a-second tick. Certificate files
+    /// are looked at every second, two stat(2) calls each: those of glint's
+    /// ACME client (and any certificate not loaded yet) are read as soon as
+    /// they change, the others (`ssl.refresh-certs`) once they have not
+    /// changed for a second, so that a renewal by certbot is served within
+    /// two seconds (lighttpd looks every 64 s). Returns whether a
+    /// certificate changed.
     pub fn tick(&self, now: i64) -> bool {
         let last = self.built.last_staple_check.load(Ordering::Relaxed);
         if now - last >= super::tickets::CHECK_INTERVAL_SECS || now < last {
             self.refresh_staples(now);
         }
-        let last = self.built.last_cert_check.load(Ordering::Relaxed);
-        let due = now - last >= super::tickets::CHECK_INTERVAL_SECS || now < last;
         let mut changed = false;
-        if due {
-            self.built.last_cert_check.store(now, Ordering::Relaxed);
-        }
         for s in &self.built.slots {
-            if (due && self.spec.refresh_certs) || s.managed || !s.has_key() {
+            if s.managed || !s.has_key() {
                 changed |= s.refresh();
+            } else if self.spec.refresh_certs {
+                changed |= s.refresh_settled();
             }
         }
         changed

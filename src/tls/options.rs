@@ -180,7 +180,7 @@ pub struct TlsSpec {
     /// name to every scope of the socket that has none of its own for it.
     pub managed: Vec<Managed>,
     /// `ssl.refresh-certs` (glint's default: on): certificate files are
-    /// read again when their mtime changes, checked every 64 s.
+    /// read again when their mtime changes (checked every second).
     pub refresh_certs: bool,
 }
 

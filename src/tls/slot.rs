@@ -20,8 +20,8 @@ use super::TlsError;
 
 /// A response without nextUpdate is kept for an hour (lighttpd's rule).
 /// lighttpd only looks at the file within 256 s of nextUpdate; glint
-/// stats it at every check (64 s), so a renewed response is served as
-/// soon as it is written.
+/// stats it at every staple check (64 s), so a renewed response is served
+/// from the next check on.
 const STAPLE_RETRY_SECS: i64 = 3600;
 
 /// What a slot serves now.
@@ -36,6 +36,8 @@ struct Served {
     must_staple: bool,
     /// The mtimes of the certificate and key files when last read.
     stamp: Option<(SystemTime, SystemTime)>,
+    /// The mtimes seen at the last settled check ([`CertSlot::refresh_settled`]).
+    seen: Option<(SystemTime, SystemTime)>,
 }
 
 #[derive(Debug)]
@@ -151,6 +153,7 @@ impl CertSlot {
             not_after: loaded.not_after,
             must_staple: loaded.must_staple,
             stamp,
+            seen: stamp,
         };
     }
 
@@ -179,9 +182,27 @@ impl CertSlot {
     /// that does not load keeps the running certificate, logged once per
     /// change of the files.
     pub(crate) fn refresh(&self) -> bool {
+        self.refresh_when(false)
+    }
+
+    /// [`CertSlot::refresh`] once the files have settled: read only when
+    /// their mtimes are those of the previous check as well, so that the
+    /// per-second check does not read a certificate renamed into place
+    /// before its key (certbot renames one file after the other).
+    pub(crate) fn refresh_settled(&self) -> bool {
+        self.refresh_when(true)
+    }
+
+    fn refresh_when(&self, settled: bool) -> bool {
         let stamp = self.stamp();
         let (old, had_key) = match self.served() {
-            Some(s) => (s.stamp, s.key.is_some()),
+            Some(mut s) => {
+                let seen = std::mem::replace(&mut s.seen, stamp);
+                if settled && stamp != seen {
+                    return false;
+                }
+                (s.stamp, s.key.is_some())
+            }
             None => return false,
         };
         if stamp.is_none() || stamp == old {
