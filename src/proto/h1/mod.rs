@@ -8,6 +8,7 @@ pub mod parse;
 pub mod session;
 #[cfg(test)]
 mod session_tests;
+mod states;
 
 pub use encode::{write_chunk, write_head, write_last_chunk, write_reply, Fields, Framing, Head};
 pub use parse::{parse, parse_uninit};
