@@ -106,14 +106,14 @@ fn run(mut cli: Cli) -> Result<(), String> {
     // `-tt` run before the service (ExecStartPre) gets no sockets: no warning.
     let upgrading = upgraded_from.is_some() && cli.test == 0;
     let inherited = if upgrading
-        || g.systemd_socket_activation
+        || g.process.systemd_socket_activation
             && (cli.test == 0 || std::env::var_os("LISTEN_FDS").is_some())
     {
         activation::take_listen_fds()
     } else {
         Vec::new()
     };
-    if cli.test >= 2 && g.systemd_socket_activation && inherited.is_empty() {
+    if cli.test >= 2 && g.process.systemd_socket_activation && inherited.is_empty() {
         // The sockets belong to the socket unit: not bound here.
         check_error_log(&g, false)?;
         println!("Syntax OK");
@@ -173,6 +173,7 @@ fn load(cli: &mut Cli) -> Result<Option<(Config, bool)>, String> {
 /// glint this one upgrades).
 fn pid_path(g: &Settings, test: u8, upgraded_from: Option<i32>) -> Result<Option<PathBuf>, String> {
     let pid_path = g
+        .process
         .pid_file
         .as_deref()
         .filter(|p| !p.is_empty())
@@ -231,8 +232,8 @@ fn serve(
     plan: Option<upgrade::Plan>,
 ) -> Result<(), String> {
     keep_freed_heap();
-    let result = if g.max_worker > 0 {
-        workers::supervise(server, g.max_worker as usize, plan)
+    let result = if g.process.max_worker > 0 {
+        workers::supervise(server, g.process.max_worker as usize, plan)
     } else {
         server.run()
     };
@@ -241,7 +242,7 @@ fn serve(
     }
     result.map_err(|e| format!("event loop: {e}"))?;
     let st = server.stats();
-    if g.max_worker == 0 {
+    if g.process.max_worker == 0 {
         log::info!(
             "stopped after {} connections, {} requests, {} bytes sent",
             st.connections,
@@ -272,15 +273,27 @@ fn reloader(cli: Cli, base: Option<PathBuf>, started: Rc<Settings>) -> Reloader 
         check_document_root(&config.global, None)?;
         let n = &config.global;
         for (name, changed) in [
-            ("server.username", n.username != started.username),
-            ("server.groupname", n.groupname != started.groupname),
-            ("server.chroot", n.chroot != started.chroot),
-            ("server.pid-file", n.pid_file != started.pid_file),
+            (
+                "server.username",
+                n.process.username != started.process.username,
+            ),
+            (
+                "server.groupname",
+                n.process.groupname != started.process.groupname,
+            ),
+            ("server.chroot", n.process.chroot != started.process.chroot),
+            (
+                "server.pid-file",
+                n.process.pid_file != started.process.pid_file,
+            ),
             ("server.errorlog", n.errorlog != started.errorlog),
-            ("server.max-worker", n.max_worker != started.max_worker),
+            (
+                "server.max-worker",
+                n.process.max_worker != started.process.max_worker,
+            ),
             (
                 "server.systemd-socket-activation",
-                n.systemd_socket_activation != started.systemd_socket_activation,
+                n.process.systemd_socket_activation != started.process.systemd_socket_activation,
             ),
         ] {
             if changed {

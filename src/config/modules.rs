@@ -299,6 +299,40 @@ pub struct Auth {
     pub gssapi: crate::authn::gssapi::GssOptions,
 }
 
+/// The process's options (global only; a reload keeps the values glint
+/// started with and says so).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Process {
+    /// `server.username`.
+    pub username: Option<String>,
+    /// `server.groupname`.
+    pub groupname: Option<String>,
+    /// `server.chroot`.
+    pub chroot: Option<String>,
+    /// `server.pid-file`.
+    pub pid_file: Option<String>,
+    /// `server.max-worker` (default 0: one process).
+    pub max_worker: u32,
+    /// `server.graceful-shutdown-timeout` in seconds (default 8).
+    pub graceful_shutdown_timeout: u32,
+    /// `server.systemd-socket-activation` (default disable).
+    pub systemd_socket_activation: bool,
+}
+
+impl Default for Process {
+    fn default() -> Self {
+        Process {
+            username: None,
+            groupname: None,
+            chroot: None,
+            pid_file: None,
+            max_worker: 0,
+            graceful_shutdown_timeout: 8,
+            systemd_socket_activation: false,
+        }
+    }
+}
+
 /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TlsSettings {

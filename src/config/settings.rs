@@ -6,8 +6,8 @@
 //! parent's settings with the block's assignments applied.
 
 use super::modules::{
-    Access, Auth, DirListing, Expire, Magnet, Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile,
-    Status, TlsSettings, UserDir,
+    Access, Auth, DirListing, Expire, Magnet, Process, Rewrite, SetEnv, SimpleVhost, Ssi,
+    StaticFile, Status, TlsSettings, UserDir,
 };
 use super::value::Value;
 use crate::compress::DeflateSpec;
@@ -207,20 +207,8 @@ pub struct Settings {
     pub simple_vhost: SimpleVhost,
     /// mod_ssi: `ssi.*`.
     pub ssi: Ssi,
-    /// `server.username`.
-    pub username: Option<String>,
-    /// `server.groupname`.
-    pub groupname: Option<String>,
-    /// `server.chroot`.
-    pub chroot: Option<String>,
-    /// `server.pid-file`.
-    pub pid_file: Option<String>,
-    /// `server.max-worker` (default 0: one process).
-    pub max_worker: u32,
-    /// `server.graceful-shutdown-timeout` in seconds (default 8).
-    pub graceful_shutdown_timeout: u32,
-    /// `server.systemd-socket-activation` (default disable).
-    pub systemd_socket_activation: bool,
+    /// The process: user, chroot, pid file, workers (global only).
+    pub process: Process,
     /// mod_status: `status.*`.
     pub status: Status,
     /// `scgi.server`: the parsed array, read by the SCGI gateway.
@@ -449,13 +437,7 @@ impl Default for Settings {
             rewrite: Default::default(),
             simple_vhost: Default::default(),
             ssi: Default::default(),
-            username: None,
-            groupname: None,
-            chroot: None,
-            pid_file: None,
-            max_worker: 0,
-            graceful_shutdown_timeout: 8,
-            systemd_socket_activation: false,
+            process: Process::default(),
             status: Default::default(),
             scgi_server: None,
             fastcgi_server: None,

@@ -463,7 +463,7 @@ impl Server {
         for l in self.listeners.iter_mut() {
             *l = None;
         }
-        let timeout = self.sv.config.global.graceful_shutdown_timeout as u64;
+        let timeout = self.sv.config.global.process.graceful_shutdown_timeout as u64;
         self.shutdown_deadline = Some(self.sv.clock.mono_secs + timeout.max(1));
         // A handover closes idle connections once they settle instead.
         let idle: Vec<usize> = self

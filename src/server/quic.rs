@@ -43,7 +43,7 @@ pub(super) fn endpoint_specs(
         if let Some(why) = ctx.quic_unsupported() {
             return Err(refuse(format!("HTTP/3 cannot be offered with {why}")));
         }
-        if config.global.max_worker > 1 {
+        if config.global.process.max_worker > 1 {
             // Each worker would read some of a connection's datagrams.
             return Err(refuse(
                 "HTTP/3 needs one process (server.max-worker 0 or 1)".into(),

@@ -31,7 +31,7 @@ pub struct Plan {
 impl Plan {
     /// Looks up `server.username` and `server.groupname`; an unknown name is an error.
     pub fn from_settings(s: &Settings) -> Result<Plan, String> {
-        let user = match s.username.as_deref().filter(|u| !u.is_empty()) {
+        let user = match s.process.username.as_deref().filter(|u| !u.is_empty()) {
             Some(name) => Some(
                 User::from_name(name)
                     .map_err(|e| format!("server.username {name}: {e}"))?
@@ -39,7 +39,7 @@ impl Plan {
             ),
             None => None,
         };
-        let group = match s.groupname.as_deref().filter(|g| !g.is_empty()) {
+        let group = match s.process.groupname.as_deref().filter(|g| !g.is_empty()) {
             Some(name) => Some(
                 Group::from_name(name)
                     .map_err(|e| format!("server.groupname {name}: {e}"))?
@@ -48,6 +48,7 @@ impl Plan {
             None => None,
         };
         let chroot = s
+            .process
             .chroot
             .as_deref()
             .filter(|c| !c.is_empty())

@@ -285,23 +285,23 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         ("simple-vhost.default-host", &s.simple_vhost.default_host),
         ("simple-vhost.document-root", &s.simple_vhost.document_root),
         ("ssi.content-type", &s.ssi.content_type),
-        ("server.username", &s.username),
-        ("server.groupname", &s.groupname),
-        ("server.chroot", &s.chroot),
-        ("server.pid-file", &s.pid_file),
+        ("server.username", &s.process.username),
+        ("server.groupname", &s.process.groupname),
+        ("server.chroot", &s.process.chroot),
+        ("server.pid-file", &s.process.pid_file),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);
         }
     }
-    put("server.max-worker", int(u64::from(s.max_worker)));
+    put("server.max-worker", int(u64::from(s.process.max_worker)));
     put(
         "server.graceful-shutdown-timeout",
-        int(u64::from(s.graceful_shutdown_timeout)),
+        int(u64::from(s.process.graceful_shutdown_timeout)),
     );
     put(
         "server.systemd-socket-activation",
-        bool_value(s.systemd_socket_activation),
+        bool_value(s.process.systemd_socket_activation),
     );
     for (k, o) in [
         ("status.status-url", &s.status.status_url),
