@@ -299,6 +299,39 @@ pub struct Auth {
     pub gssapi: crate::authn::gssapi::GssOptions,
 }
 
+/// How the listeners of a `$SERVER["socket"]` scope are made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listener {
+    /// `server.listen-backlog` (default 1024): `listen(2)` backlog of each listener.
+    pub listen_backlog: u32,
+    /// `server.use-ipv6` (default disable): `server.bind` unset listens on `[::]`.
+    pub use_ipv6: bool,
+    /// `server.set-v6only` (default enable): IPv6 listeners take IPv6 only.
+    pub set_v6only: bool,
+    /// `server.v4mapped` (default unset): when set, IPv6 listeners take
+    /// IPv4 clients as mapped addresses (enable) or not (disable), over
+    /// `server.set-v6only`.
+    pub v4mapped: Option<bool>,
+    /// `server.socket-perms`: octal mode of unix socket listeners (e.g. "0660").
+    pub socket_perms: Option<u32>,
+    /// `server.defer-accept` (default disable, as lighttpd): TCP_DEFER_ACCEPT
+    /// on the listeners of this scope.
+    pub defer_accept: bool,
+}
+
+impl Default for Listener {
+    fn default() -> Self {
+        Listener {
+            listen_backlog: 1024,
+            use_ipv6: false,
+            set_v6only: true,
+            v4mapped: None,
+            socket_perms: None,
+            defer_accept: false,
+        }
+    }
+}
+
 /// The process's options (global only; a reload keeps the values glint
 /// started with and says so).
 #[derive(Debug, Clone, PartialEq)]

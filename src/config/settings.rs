@@ -6,7 +6,7 @@
 //! parent's settings with the block's assignments applied.
 
 use super::modules::{
-    Access, Auth, DirListing, Expire, Magnet, Process, Rewrite, SetEnv, SimpleVhost, Ssi,
+    Access, Auth, DirListing, Expire, Listener, Magnet, Process, Rewrite, SetEnv, SimpleVhost, Ssi,
     StaticFile, Status, TlsSettings, UserDir,
 };
 use super::value::Value;
@@ -160,24 +160,11 @@ pub struct Settings {
     /// connections under the block that set it may be sent per second
     /// together.
     pub scope_rate: Option<ScopeRate>,
-    /// `server.listen-backlog` (default 1024): `listen(2)` backlog of each listener.
-    pub listen_backlog: u32,
-    /// `server.use-ipv6` (default disable): `server.bind` unset listens on `[::]`.
-    pub use_ipv6: bool,
-    /// `server.set-v6only` (default enable): IPv6 listeners take IPv6 only.
-    pub set_v6only: bool,
-    /// `server.v4mapped` (default unset): when set, IPv6 listeners take
-    /// IPv4 clients as mapped addresses (enable) or not (disable), over
-    /// `server.set-v6only`.
-    pub v4mapped: Option<bool>,
+    /// How the listeners of this scope are made.
+    pub listener: Listener,
     /// `server.feature-flags` `"server.absolute-dir-redirect"` (default
     /// disable): a directory's redirect names scheme and host too.
     pub absolute_dir_redirect: bool,
-    /// `server.socket-perms`: octal mode of unix socket listeners (e.g. "0660").
-    pub socket_perms: Option<u32>,
-    /// `server.defer-accept` (default disable, as lighttpd): TCP_DEFER_ACCEPT
-    /// on the listeners of this scope.
-    pub defer_accept: bool,
     /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).
     pub tls: TlsSettings,
     /// glint's `glint.h3` (per socket; see docs/http3.md): HTTP/3 over
@@ -419,12 +406,7 @@ impl Default for Settings {
             error_intercept: false,
             conn_bytes_per_second: 0,
             scope_rate: None,
-            listen_backlog: 1024,
-            use_ipv6: false,
-            set_v6only: true,
-            socket_perms: None,
-            defer_accept: false,
-            v4mapped: None,
+            listener: Listener::default(),
             absolute_dir_redirect: false,
             tls: Default::default(),
             h3: DEFAULT_H3,

@@ -137,7 +137,7 @@ pub(super) fn bind_listener(l: &Listen, s: &crate::config::Settings) -> io::Resu
                 std::fs::remove_file(path)?;
             }
             let lst = mio::net::UnixListener::bind(path)?;
-            if let Some(mode) = s.socket_perms {
+            if let Some(mode) = s.listener.socket_perms {
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
             }
@@ -145,7 +145,7 @@ pub(super) fn bind_listener(l: &Listen, s: &crate::config::Settings) -> io::Resu
         }
         ListenAddr::Tcp { host, port } => {
             // `server.use-ipv6`: a listener without an address takes IPv6's.
-            let host = if host.is_empty() && s.use_ipv6 {
+            let host = if host.is_empty() && s.listener.use_ipv6 {
                 "::"
             } else {
                 host.as_str()
@@ -165,12 +165,15 @@ pub(super) fn bind_listener(l: &Listen, s: &crate::config::Settings) -> io::Resu
             setsockopt(&fd, sockopt::ReuseAddr, &true)?;
             if addr.is_ipv6() {
                 // `server.v4mapped`, when set, decides over `server.set-v6only`.
-                let v6only = s.v4mapped.map_or(s.set_v6only, |mapped| !mapped);
+                let v6only = s
+                    .listener
+                    .v4mapped
+                    .map_or(s.listener.set_v6only, |mapped| !mapped);
                 setsockopt(&fd, sockopt::Ipv6V6Only, &v6only)?;
             }
             bind(fd.as_raw_fd(), &SockaddrStorage::from(addr))
                 .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("{addr}: {e}")))?;
-            let backlog = i32::try_from(s.listen_backlog).unwrap_or(LISTEN_BACKLOG);
+            let backlog = i32::try_from(s.listener.listen_backlog).unwrap_or(LISTEN_BACKLOG);
             listen(&fd, Backlog::new(backlog).unwrap_or(Backlog::MAXCONN))?;
             // TCP_DEFER_ACCEPT only when asked (`server.defer-accept`, off
             // by default as in lighttpd): with it, the kernel completes
@@ -185,7 +188,7 @@ pub(super) fn bind_listener(l: &Listen, s: &crate::config::Settings) -> io::Resu
             // wake-up less (server CPU per request at ab -c 50 /index.html:
             // 20-22 µs with, 27-32 µs without, measured when glint still
             // also tried a read at once without it).
-            let deferred = s.defer_accept && set_defer_accept(&fd);
+            let deferred = s.listener.defer_accept && set_defer_accept(&fd);
             let std_listener = std::net::TcpListener::from(fd);
             Ok(Listener::Tcp(
                 mio::net::TcpListener::from_std(std_listener),

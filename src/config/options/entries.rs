@@ -231,16 +231,19 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "dir-listing.hide-header-file",
         bool_value(s.dir_listing.hide_header_file),
     );
-    put("server.listen-backlog", int(u64::from(s.listen_backlog)));
-    put("server.use-ipv6", bool_value(s.use_ipv6));
-    put("server.set-v6only", bool_value(s.set_v6only));
-    if let Some(m) = s.v4mapped {
+    put(
+        "server.listen-backlog",
+        int(u64::from(s.listener.listen_backlog)),
+    );
+    put("server.use-ipv6", bool_value(s.listener.use_ipv6));
+    put("server.set-v6only", bool_value(s.listener.set_v6only));
+    if let Some(m) = s.listener.v4mapped {
         put("server.v4mapped", bool_value(m));
     }
-    if let Some(m) = s.socket_perms {
+    if let Some(m) = s.listener.socket_perms {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }
-    put("server.defer-accept", bool_value(s.defer_accept));
+    put("server.defer-accept", bool_value(s.listener.defer_accept));
     put("glint.h3", bool_value(s.h3));
 }
 

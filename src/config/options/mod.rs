@@ -257,18 +257,18 @@ fn apply_server(
         "dir-listing.hide-readme-file" => s.dir_listing.hide_readme_file = boolean(v)?,
         "dir-listing.hide-header-file" => s.dir_listing.hide_header_file = boolean(v)?,
         "server.listen-backlog" => {
-            s.listen_backlog = match integer(v, i32::MAX as u64)? {
+            s.listener.listen_backlog = match integer(v, i32::MAX as u64)? {
                 0 => return Err("must be at least 1".into()),
                 n => n as u32,
             }
         }
         "server.h2proto" => s.h2proto = boolean(v)?,
         "server.h2c" => s.h2c = boolean(v)?,
-        "server.use-ipv6" => s.use_ipv6 = boolean(v)?,
-        "server.set-v6only" => s.set_v6only = boolean(v)?,
-        "server.v4mapped" => s.v4mapped = Some(boolean(v)?),
-        "server.socket-perms" => s.socket_perms = Some(octal_mode(v)?),
-        "server.defer-accept" => s.defer_accept = boolean(v)?,
+        "server.use-ipv6" => s.listener.use_ipv6 = boolean(v)?,
+        "server.set-v6only" => s.listener.set_v6only = boolean(v)?,
+        "server.v4mapped" => s.listener.v4mapped = Some(boolean(v)?),
+        "server.socket-perms" => s.listener.socket_perms = Some(octal_mode(v)?),
+        "server.defer-accept" => s.listener.defer_accept = boolean(v)?,
         "glint.h3" => s.h3 = boolean(v)?,
         // (Blank: no database, as lighttpd takes it.)
         "rrdtool.db-name" => s.rrdtool_db = Some(string(v)?).filter(|d| !d.trim().is_empty()),
