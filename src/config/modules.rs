@@ -299,6 +299,23 @@ pub struct Auth {
     pub gssapi: crate::authn::gssapi::GssOptions,
 }
 
+/// mod_extforward's options as they were set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExtforwardOptions {
+    /// `extforward.forwarder`: address (or network, or `all`) => `trust` /
+    /// `untrusted` (default: nobody is trusted; the module does nothing).
+    pub forwarder: Vec<(String, String)>,
+    /// `extforward.headers` (default `X-Forwarded-For`, `Forwarded-For`;
+    /// none with the PROXY protocol).
+    pub headers: Option<Vec<String>>,
+    /// `extforward.params`: `host`, `remote_user` => enable/disable.
+    pub params: Vec<(String, String)>,
+    /// `extforward.hap-PROXY` (default disable).
+    pub hap_proxy: bool,
+    /// `extforward.hap-PROXY-ssl-client-verify` (default disable).
+    pub hap_proxy_ssl_client_verify: bool,
+}
+
 /// How the listeners of a `$SERVER["socket"]` scope are made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {

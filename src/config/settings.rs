@@ -6,8 +6,8 @@
 //! parent's settings with the block's assignments applied.
 
 use super::modules::{
-    Access, Auth, DirListing, Expire, Listener, Magnet, Process, Rewrite, SetEnv, SimpleVhost, Ssi,
-    StaticFile, Status, TlsSettings, UserDir,
+    Access, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process, Rewrite,
+    SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
 use super::value::Value;
 use crate::compress::DeflateSpec;
@@ -210,18 +210,9 @@ pub struct Settings {
     pub fastcgi_scope: u32,
     /// mod_auth: `auth.*`.
     pub auth: Auth,
-    /// `extforward.forwarder`: address (or network, or `all`) => `trust` /
-    /// `untrusted` (default: nobody is trusted; the module does nothing).
-    pub extforward_forwarder: Vec<(String, String)>,
-    /// `extforward.headers` (default `X-Forwarded-For`, `Forwarded-For`;
-    /// none with the PROXY protocol).
-    pub extforward_headers: Option<Vec<String>>,
-    /// `extforward.params`: `host`, `remote_user` => enable/disable.
-    pub extforward_params: Vec<(String, String)>,
-    /// `extforward.hap-PROXY` (default disable).
-    pub extforward_hap_proxy: bool,
-    /// `extforward.hap-PROXY-ssl-client-verify` (default disable).
-    pub extforward_hap_proxy_ssl_client_verify: bool,
+    /// The `extforward.*` options as they were set (for `-p`, and to
+    /// make [`Settings::extforward`] from).
+    pub extforward_options: ExtforwardOptions,
     /// The five `extforward.*` options parsed together, when a forwarder
     /// is trusted (derived once per scope by `options::finish`).
     pub extforward: Option<Rc<ExtForward>>,
@@ -426,11 +417,7 @@ impl Default for Settings {
             scgi_scope: 0,
             fastcgi_scope: 0,
             auth: Default::default(),
-            extforward_forwarder: Vec::new(),
-            extforward_headers: None,
-            extforward_params: Vec::new(),
-            extforward_hap_proxy: false,
-            extforward_hap_proxy_ssl_client_verify: false,
+            extforward_options: ExtforwardOptions::default(),
             extforward: None,
             alias_url: Vec::new(),
             userdir: Default::default(),

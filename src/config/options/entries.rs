@@ -350,14 +350,20 @@ fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         );
     }
     put("auth.extern-authn", bool_value(s.auth.extern_authn));
-    if !s.extforward_forwarder.is_empty() {
-        put("extforward.forwarder", pairs_value(&s.extforward_forwarder));
+    if !s.extforward_options.forwarder.is_empty() {
+        put(
+            "extforward.forwarder",
+            pairs_value(&s.extforward_options.forwarder),
+        );
     }
-    if let Some(h) = &s.extforward_headers {
+    if let Some(h) = &s.extforward_options.headers {
         put("extforward.headers", list_value(h));
     }
-    if !s.extforward_params.is_empty() {
-        put("extforward.params", pairs_value(&s.extforward_params));
+    if !s.extforward_options.params.is_empty() {
+        put(
+            "extforward.params",
+            pairs_value(&s.extforward_options.params),
+        );
     }
     put(
         "url.rewrite-repeat-if-not-file",
@@ -412,10 +418,13 @@ fn userdir_proxy_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "dir-listing.auto-layout",
         bool_value(s.dir_listing.auto_layout),
     );
-    put("extforward.hap-PROXY", bool_value(s.extforward_hap_proxy));
+    put(
+        "extforward.hap-PROXY",
+        bool_value(s.extforward_options.hap_proxy),
+    );
     put(
         "extforward.hap-PROXY-ssl-client-verify",
-        bool_value(s.extforward_hap_proxy_ssl_client_verify),
+        bool_value(s.extforward_options.hap_proxy_ssl_client_verify),
     );
     if let Some(v) = &s.proxy_server {
         put("proxy.server", v.clone());

@@ -149,20 +149,21 @@ pub fn finish(s: &mut Settings) {
 
 /// The `extforward.*` options of `s` together: `None` when nobody is trusted.
 fn combined_extforward(s: &Settings) -> Result<Option<ExtForward>, String> {
-    let trust = Trust::parse(&borrowed_pairs(&s.extforward_forwarder))?;
+    let trust = Trust::parse(&borrowed_pairs(&s.extforward_options.forwarder))?;
     if trust.is_empty() {
         return Ok(None);
     }
     let headers: Option<Vec<&str>> = s
-        .extforward_headers
+        .extforward_options
+        .headers
         .as_ref()
         .map(|h| h.iter().map(String::as_str).collect());
     let xf = ExtForward::parse(
-        &borrowed_pairs(&s.extforward_forwarder),
+        &borrowed_pairs(&s.extforward_options.forwarder),
         headers.as_deref(),
-        &borrowed_pairs(&s.extforward_params),
-        s.extforward_hap_proxy,
-        s.extforward_hap_proxy_ssl_client_verify,
+        &borrowed_pairs(&s.extforward_options.params),
+        s.extforward_options.hap_proxy,
+        s.extforward_options.hap_proxy_ssl_client_verify,
     )?;
     Ok(Some(xf))
 }
@@ -373,18 +374,18 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
         "extforward.forwarder" => {
             let p = pairs(v)?;
             Trust::parse(&borrowed_pairs(&p))?;
-            s.extforward_forwarder = p;
+            s.extforward_options.forwarder = p;
         }
         "extforward.headers" => {
             let l = list(v)?;
             let b: Vec<&str> = l.iter().map(String::as_str).collect();
             parse_headers(Some(&b), false)?;
-            s.extforward_headers = Some(l);
+            s.extforward_options.headers = Some(l);
         }
         "extforward.params" => {
             let p = text_pairs(v)?;
             parse_params(&borrowed_pairs(&p))?;
-            s.extforward_params = p;
+            s.extforward_options.params = p;
         }
         "setenv.add-request-header" => s.setenv.add_request_header = header_pairs(v)?,
         "setenv.set-request-header" => s.setenv.set_request_header = header_pairs(v)?,
@@ -409,9 +410,9 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
         "dir-listing.encode-readme" => s.dir_listing.encode_readme = boolean(v)?,
         "dir-listing.encode-header" => s.dir_listing.encode_header = boolean(v)?,
         "dir-listing.auto-layout" => s.dir_listing.auto_layout = boolean(v)?,
-        "extforward.hap-PROXY" => s.extforward_hap_proxy = boolean(v)?,
+        "extforward.hap-PROXY" => s.extforward_options.hap_proxy = boolean(v)?,
         "extforward.hap-PROXY-ssl-client-verify" => {
-            s.extforward_hap_proxy_ssl_client_verify = boolean(v)?
+            s.extforward_options.hap_proxy_ssl_client_verify = boolean(v)?
         }
         _ => return Ok(None),
     }
