@@ -357,7 +357,7 @@ fn absolutize(config: &mut Config, base: &Path) {
             s.set_document_root(Some(joined));
         }
     }
-    for n in [&mut s.accesslog_filename, &mut s.errorlog]
+    for n in [&mut s.accesslog.filename, &mut s.errorlog]
         .into_iter()
         .flatten()
     {

@@ -127,7 +127,7 @@ fn lighttpd_conf_loads() {
     );
     assert!(g.mimetype_assign.len() > 1000, "mime.conf was included");
     assert!(
-        g.accesslog_filename.is_some(),
+        g.accesslog.filename.is_some(),
         "access_log.conf was included"
     );
     // dir-listing.exclude and the listing's encoding are honoured.

@@ -43,8 +43,8 @@ pub use error::ConfigError;
 pub use gateway::{Balance, GatewaySettings};
 pub use listen::{listen_from_settings, parse_socket, Listen, ListenAddr};
 pub use modules::{
-    Access, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process, Rewrite,
-    SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
+    Access, Accesslog, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process,
+    Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
 pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};

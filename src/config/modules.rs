@@ -239,6 +239,13 @@ pub struct StaticFile {
     pub use_mtime: bool,
     /// `etag.use-size` (default enable).
     pub use_size: bool,
+    /// `mimetype.use-xattr` (default disable): a regular file's type is
+    /// its extended attribute [`StaticFile::xattr_name`] when it has one.
+    pub use_xattr: bool,
+    /// `mimetype.xattr-name` (global; default `Content-Type`): the
+    /// attribute's name as the system call takes it (Linux wants the
+    /// namespace in it: `user.Content-Type`).
+    pub xattr_name: String,
 }
 
 impl Default for StaticFile {
@@ -249,6 +256,9 @@ impl Default for StaticFile {
             use_inode: true,
             use_mtime: true,
             use_size: true,
+            use_xattr: false,
+            // lighttpd's default.
+            xattr_name: "Content-Type".to_string(),
         }
     }
 }
@@ -297,6 +307,35 @@ pub struct Auth {
     /// mod_authn_gssapi's `auth.backend.gssapi.keytab`, `.principal` and
     /// `.store-creds`.
     pub gssapi: crate::authn::gssapi::GssOptions,
+}
+
+/// mod_accesslog's options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accesslog {
+    /// `accesslog.filename`: a file, or `|command` for a pipe (default: no access log).
+    pub filename: Option<String>,
+    /// `accesslog.format` (default lighttpd's `%h %V %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`).
+    pub format: Option<String>,
+    /// `accesslog.escaping`: "json" writes client bytes as JSON string
+    /// escapes; anything else is lighttpd's default `\\xHH` form.
+    pub escaping_json: bool,
+    /// `accesslog.use-syslog` (default disable): lines go to the system
+    /// log instead of `accesslog.filename`.
+    pub use_syslog: bool,
+    /// `accesslog.syslog-level` (default 6, info): their severity.
+    pub syslog_level: u8,
+}
+
+impl Default for Accesslog {
+    fn default() -> Self {
+        Accesslog {
+            filename: None,
+            format: None,
+            escaping_json: false,
+            use_syslog: false,
+            syslog_level: 6,
+        }
+    }
 }
 
 /// mod_extforward's options as they were set.

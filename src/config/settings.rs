@@ -6,8 +6,8 @@
 //! parent's settings with the block's assignments applied.
 
 use super::modules::{
-    Access, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process, Rewrite,
-    SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
+    Access, Accesslog, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process,
+    Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
 use super::value::Value;
 use crate::compress::DeflateSpec;
@@ -28,9 +28,6 @@ impl std::fmt::Display for Origin {
         write!(f, "{}:{}", self.file, self.line)
     }
 }
-
-/// `mimetype.xattr-name`'s default, lighttpd's.
-pub const DEFAULT_XATTR_NAME: &str = "Content-Type";
 
 /// `glint.h3`'s default (docs/http3.md).
 pub const DEFAULT_H3: bool = false;
@@ -125,18 +122,8 @@ pub struct Settings {
     pub mimetype_assign: Vec<(String, String)>,
     /// mod_staticfile and the ETag: `static-file.*`, `etag.*`.
     pub static_file: StaticFile,
-    /// `accesslog.filename`: a file, or `|command` for a pipe (default: no access log).
-    pub accesslog_filename: Option<String>,
-    /// `accesslog.format` (default lighttpd's `%h %V %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`).
-    pub accesslog_format: Option<String>,
-    /// `accesslog.escaping`: "json" writes client bytes as JSON string
-    /// escapes; anything else is lighttpd's default `\\xHH` form.
-    pub accesslog_escaping_json: bool,
-    /// `accesslog.use-syslog` (default disable): lines go to the system
-    /// log instead of `accesslog.filename`.
-    pub accesslog_use_syslog: bool,
-    /// `accesslog.syslog-level` (default 6, info): their severity.
-    pub accesslog_syslog_level: u8,
+    /// mod_accesslog: `accesslog.*`.
+    pub accesslog: Accesslog,
     /// `server.errorlog-use-syslog` (default disable; global).
     pub errorlog_use_syslog: bool,
     /// `server.syslog-facility` (default `daemon`; global).
@@ -260,13 +247,6 @@ pub struct Settings {
     pub rrdtool_db: Option<String>,
     /// mod_maxminddb: `maxminddb.*` and the open database.
     pub maxminddb: super::maxminddb::GeoSettings,
-    /// `mimetype.use-xattr` (default disable): a regular file's type is
-    /// its extended attribute [`Settings::xattr_name`] when it has one.
-    pub use_xattr: bool,
-    /// `mimetype.xattr-name` (global; default `Content-Type`): the
-    /// attribute's name as the system call takes it (Linux wants the
-    /// namespace in it: `user.Content-Type`).
-    pub xattr_name: String,
     /// `server.protocol-http11` (default enable): disabled, an HTTP/1.1
     /// request is answered as HTTP/1.0 and the connection closes after it.
     pub protocol_http11: bool,
@@ -384,11 +364,7 @@ impl Default for Settings {
             index_file_names: vec!["index.html".into(), "index.htm".into()],
             mimetype_assign: Vec::new(),
             static_file: Default::default(),
-            accesslog_filename: None,
-            accesslog_format: None,
-            accesslog_escaping_json: false,
-            accesslog_use_syslog: false,
-            accesslog_syslog_level: 6,
+            accesslog: Accesslog::default(),
             errorlog_use_syslog: false,
             syslog_facility: None,
             access: Default::default(),
@@ -436,8 +412,6 @@ impl Default for Settings {
             tunnel: Rc::default(),
             rrdtool_db: None,
             maxminddb: Default::default(),
-            use_xattr: false,
-            xattr_name: DEFAULT_XATTR_NAME.to_string(),
             protocol_http11: true,
             stamp: Stamp::default(),
             document_root_utf8: None,

@@ -160,7 +160,8 @@ fn log_access(
         return;
     }
     let format = settings
-        .accesslog_format
+        .accesslog
+        .format
         .as_deref()
         .unwrap_or(crate::config::DEFAULT_ACCESSLOG_FORMAT);
     let e = Entry {
@@ -174,28 +175,28 @@ fn log_access(
         server_port: sv.ports.get(info.listener).copied().unwrap_or(0),
         elapsed_us: 0,
         remote_user,
-        escaping: if settings.accesslog_escaping_json {
+        escaping: if settings.accesslog.escaping_json {
             crate::accesslog::Escaping::Json
         } else {
             crate::accesslog::Escaping::Default
         },
     };
-    if settings.accesslog_use_syslog {
+    if settings.accesslog.use_syslog {
         let facility = settings
             .syslog_facility
             .as_deref()
             .and_then(crate::syslog::facility)
             .unwrap_or(3);
         sv.logs
-            .log_syslog(facility, settings.accesslog_syslog_level, format, &e);
-    } else if let Some(name) = &settings.accesslog_filename {
+            .log_syslog(facility, settings.accesslog.syslog_level, format, &e);
+    } else if let Some(name) = &settings.accesslog.filename {
         sv.logs.log(name, format, &e);
     }
 }
 
 /// Is there an access log for this scope (a file, a pipe or the system log)?
 fn logs_access(s: &Settings) -> bool {
-    s.accesslog_filename.is_some() || s.accesslog_use_syslog
+    s.accesslog.filename.is_some() || s.accesslog.use_syslog
 }
 
 /// An answer is complete: counted, and its row on the status page's

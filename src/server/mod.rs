@@ -345,7 +345,7 @@ impl Server {
     /// Opens the access logs named by the global settings now, so that a
     /// log that cannot be opened is an error at start.
     pub fn open_logs(&mut self) -> io::Result<()> {
-        if let Some(name) = self.sv.config.global.accesslog_filename.clone() {
+        if let Some(name) = self.sv.config.global.accesslog.filename.clone() {
             self.sv
                 .logs
                 .open(&name)

@@ -114,8 +114,11 @@ fn geo_core_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
             .collect();
         put("maxminddb.env", Value::Array(pairs));
     }
-    put("mimetype.use-xattr", bool_value(s.use_xattr));
-    put("mimetype.xattr-name", Value::Str(s.xattr_name.clone()));
+    put("mimetype.use-xattr", bool_value(s.static_file.use_xattr));
+    put(
+        "mimetype.xattr-name",
+        Value::Str(s.static_file.xattr_name.clone()),
+    );
     put("server.protocol-http11", bool_value(s.protocol_http11));
 }
 
@@ -206,8 +209,8 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("etag.use-mtime", bool_value(s.static_file.use_mtime));
     put("etag.use-size", bool_value(s.static_file.use_size));
     for (k, o) in [
-        ("accesslog.filename", &s.accesslog_filename),
-        ("accesslog.format", &s.accesslog_format),
+        ("accesslog.filename", &s.accesslog.filename),
+        ("accesslog.format", &s.accesslog.format),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);

@@ -199,8 +199,8 @@ impl OpenFile {
     ) -> OpenFile {
         let len = meta.size();
         // (Regular files only, as lighttpd.)
-        let xattr = (s.use_xattr && meta.is_file())
-            .then(|| super::fs::xattr_type(&file, &s.xattr_name))
+        let xattr = (s.static_file.use_xattr && meta.is_file())
+            .then(|| super::fs::xattr_type(&file, &s.static_file.xattr_name))
             .flatten();
         let (t, charset) = match &xattr {
             Some(t) => (t.as_str(), false),
