@@ -420,6 +420,15 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// Stores an option in [`Settings::raw`], replacing an earlier value.
+    pub fn keep_raw(&mut self, k: &str, v: &Value) {
+        if let Some(slot) = self.raw.iter_mut().find(|(rk, _)| rk == k) {
+            slot.1 = v.clone();
+        } else {
+            self.raw.push((k.to_string(), v.clone()));
+        }
+    }
+
     /// Sets `server.document-root` and its UTF-8 form.
     pub fn set_document_root(&mut self, root: Option<PathBuf>) {
         self.document_root_utf8 = root.as_deref().and_then(|p| p.to_str()).map(String::from);

@@ -6,6 +6,7 @@ mod cgi;
 mod entries;
 pub(super) mod tls_lines;
 mod values;
+mod webdav;
 
 use super::settings::{Origin, ScopeRate, Settings};
 use super::value::Value;
@@ -293,7 +294,7 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
             }
             s.absolute_dir_redirect =
                 feature_flag(v, "server.absolute-dir-redirect")?.unwrap_or(false);
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "setenv.add-response-header" => s.setenv.add_response_header = pairs(v)?,
         "setenv.set-response-header" => s.setenv.set_response_header = pairs(v)?,
@@ -336,7 +337,7 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
         "scgi.protocol" => match v {
             Value::Str(p) if p == "scgi" || p == "uwsgi" => {
                 s.gateway.set(key, Some(p));
-                keep_raw(s, key, v)
+                s.keep_raw(key, v)
             }
             _ => return Err("expects \"scgi\" or \"uwsgi\"".into()),
         },
@@ -430,77 +431,55 @@ fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appl
         "proxy.balance" => {
             crate::httpup::options::parse_balance(&conf_value(v))?;
             s.gateway.set(key, v.as_str());
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "proxy.forwarded" => {
             Rc::make_mut(&mut s.proxy).forwarded =
                 crate::httpup::options::parse_forwarded(&conf_value(v))?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "proxy.header" => {
             Rc::make_mut(&mut s.proxy).header =
                 crate::httpup::options::parse_header(&conf_value(v))?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "proxy.replace-http-host" => {
             Rc::make_mut(&mut s.proxy).replace_http_host = boolean(v)?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "proxy.map-extensions" => {
             crate::httpup::options::parse_map_extensions(&conf_value(v))?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "cgi.assign" => {
             Rc::make_mut(&mut s.cgi).assign = pairs(v)?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "cgi.execute-x-only" => {
             Rc::make_mut(&mut s.cgi).execute_x_only = boolean(v)?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "cgi.x-sendfile" => {
             Rc::make_mut(&mut s.cgi).x_sendfile = boolean(v)?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "cgi.x-sendfile-docroot" => {
             Rc::make_mut(&mut s.cgi).x_sendfile_docroot = list(v)?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "cgi.local-redir" => {
             Rc::make_mut(&mut s.cgi).local_redir = boolean(v)?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "cgi.upgrade" => {
             Rc::make_mut(&mut s.cgi).upgrade = boolean(v)?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
         "cgi.limits" => {
             Rc::make_mut(&mut s.cgi).limits = cgi_limits(v)?;
-            keep_raw(s, key, v);
+            s.keep_raw(key, v);
         }
-        "webdav.activate" => {
-            Rc::make_mut(&mut s.webdav).activate = boolean(v)?;
-            keep_raw(s, key, v);
-        }
-        "webdav.is-readonly" => {
-            Rc::make_mut(&mut s.webdav).is_readonly = boolean(v)?;
-            keep_raw(s, key, v);
-        }
-        "webdav.log-xml" => {
-            Rc::make_mut(&mut s.webdav).log_xml = boolean(v)?;
-            keep_raw(s, key, v);
-        }
-        "webdav.sqlite-db-name" => {
-            // (Blank: no database, as lighttpd.)
-            Rc::make_mut(&mut s.webdav).sqlite_db_name =
-                Some(string(v)?).filter(|n| !n.trim().is_empty());
-            keep_raw(s, key, v);
-        }
-        "webdav.opts" => {
-            Rc::make_mut(&mut s.webdav).opts = crate::config::webdav::WebdavOpts::parse(v)?;
-            keep_raw(s, key, v);
-        }
-        _ => return Ok(None),
+        _ => return Ok(webdav::apply(s, key, v)?.then_some(Applied::Known)),
     }
     Ok(Some(Applied::Known))
 }
@@ -526,14 +505,14 @@ fn apply_kept(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applied>,
     match key {
         k if KEPT_OPTIONS.contains(&k) => {
             s.gateway.set(k, v.as_str());
-            keep_raw(s, k, v)
+            s.keep_raw(k, v)
         }
         k if k.starts_with("glint.acme.") => Rc::make_mut(&mut s.acme).set(k, v)?,
         k if k.starts_with("vhostdb.") => {
             if !Rc::make_mut(&mut s.vhostdb).apply(k, v)? {
                 return Ok(None);
             }
-            keep_raw(s, k, v);
+            s.keep_raw(k, v);
         }
         k if k.starts_with("sockproxy.")
             || k.starts_with("wstunnel.")
@@ -586,13 +565,4 @@ fn apply_ssl(s: &mut Settings, key: &str, v: &Value) -> Result<Applied, String> 
         _ => return Ok(Applied::Unknown),
     }
     Ok(Applied::Known)
-}
-
-/// Stores an option in [`Settings::raw`], replacing an earlier value.
-fn keep_raw(s: &mut Settings, k: &str, v: &Value) {
-    if let Some(slot) = s.raw.iter_mut().find(|(rk, _)| rk == k) {
-        slot.1 = v.clone();
-    } else {
-        s.raw.push((k.to_string(), v.clone()));
-    }
 }
