@@ -313,6 +313,28 @@ pub fn keyword_ciphers(
              1.4.69 refuses to start with it too)"
         ));
     }
+    set |= keyword_tokens(s, rest, module, key, &mut warnings)?;
+    let set = set | base;
+    if set == 0 {
+        return Err(format!(
+            "{key} \"{s}\": leaves none of the ciphers rustls has \
+             (AES-128-GCM, AES-256-GCM, CHACHA20-POLY1305)"
+        ));
+    }
+    Ok((set, warnings))
+}
+
+/// The keywords of a cipher list after its leading default: the ciphers
+/// they name (`s` is the whole list, for messages).
+fn keyword_tokens(
+    s: &str,
+    rest: &str,
+    module: TlsModule,
+    key: &str,
+    warnings: &mut Vec<String>,
+) -> Result<u8, String> {
+    let who = module.name();
+    let mut set = 0u8;
     for tok in rest.split(':').filter(|t| !t.is_empty()) {
         if matches!(tok.as_bytes()[0], b'!' | b'-' | b'+') {
             return Err(format!(
@@ -339,14 +361,7 @@ pub fn keyword_ciphers(
             }
         }
     }
-    let set = set | base;
-    if set == 0 {
-        return Err(format!(
-            "{key} \"{s}\": leaves none of the ciphers rustls has \
-             (AES-128-GCM, AES-256-GCM, CHACHA20-POLY1305)"
-        ));
-    }
-    Ok((set, warnings))
+    Ok(set)
 }
 
 #[cfg(test)]
