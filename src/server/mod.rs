@@ -103,6 +103,32 @@ pub struct Server {
     upgrade: handover::Upgrade,
 }
 
+/// The configuration's listeners: those inherited (systemd's sockets, or
+/// the old process's on an upgrade) taken up where they match, the others
+/// bound; inherited ones the configuration does not name come last.
+fn open_listeners(config: &Config, inherited: Vec<OwnedFd>) -> io::Result<Vec<Option<Listener>>> {
+    let mut pool = Vec::new();
+    for fd in inherited {
+        pool.push(Some(adopt_listener(fd)?));
+    }
+    let mut listeners = Vec::new();
+    for (i, l) in config.listeners.iter().enumerate() {
+        let found = pool
+            .iter_mut()
+            .find(|p| p.as_ref().is_some_and(|p| p.is_at(&l.addr)))
+            .and_then(Option::take);
+        let lst = match found {
+            Some(lst) => lst,
+            None => bind_listener(l, &config.socket_settings(i)).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot listen on {}: {e}", l.spec))
+            })?,
+        };
+        listeners.push(Some(lst));
+    }
+    listeners.extend(pool.into_iter().flatten().map(Some));
+    Ok(listeners)
+}
+
 impl Server {
     /// Binds every listener of `config`. Errors name the address.
     pub fn bind(config: Config) -> io::Result<Server> {
@@ -116,25 +142,7 @@ impl Server {
     pub fn bind_inherited(config: Config, inherited: Vec<OwnedFd>) -> io::Result<Server> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let mut pool = Vec::new();
-        for fd in inherited {
-            pool.push(Some(adopt_listener(fd)?));
-        }
-        let mut listeners = Vec::new();
-        for (i, l) in config.listeners.iter().enumerate() {
-            let found = pool
-                .iter_mut()
-                .find(|p| p.as_ref().is_some_and(|p| p.is_at(&l.addr)))
-                .and_then(Option::take);
-            let lst = match found {
-                Some(lst) => lst,
-                None => bind_listener(l, &config.socket_settings(i)).map_err(|e| {
-                    io::Error::new(e.kind(), format!("cannot listen on {}: {e}", l.spec))
-                })?,
-            };
-            listeners.push(Some(lst));
-        }
-        listeners.extend(pool.into_iter().flatten().map(Some));
+        let mut listeners = open_listeners(&config, inherited)?;
         let mut ports = Vec::new();
         let mut bound_ips = Vec::new();
         for (i, lst) in listeners.iter_mut().flatten().enumerate() {
