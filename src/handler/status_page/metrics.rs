@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::View;
 use crate::stats::board::State;
-use crate::stats::PROTOCOLS;
+use crate::stats::{Stats, PROTOCOLS};
 
 pub const CONTENT_TYPE: &[u8] = b"text/plain; version=0.0.4; charset=utf-8";
 
@@ -83,6 +83,21 @@ pub fn render(v: &View<'_>) -> String {
         "Times accepting paused at server.max-connections.",
         s.conn_limit_reached as f64,
     );
+    protocols(&mut m, s);
+    backends(&mut m, v.backends);
+    m.one(
+        "glint_uptime_seconds",
+        "gauge",
+        "Seconds since start.",
+        v.clock.mono_secs as f64,
+    );
+    process(&mut m, v);
+    m.0
+}
+
+/// The TLS handshakes, HTTP/2 streams, HTTP/3 connections and bytes
+/// saved by compression.
+fn protocols(m: &mut Page, s: &Stats) {
     m.family(
         "glint_tls_handshakes_total",
         "counter",
@@ -117,15 +132,6 @@ pub fn render(v: &View<'_>) -> String {
         "Bytes compression left out of answers compressed as they were sent.",
         s.compress_saved as f64,
     );
-    backends(&mut m, v.backends);
-    m.one(
-        "glint_uptime_seconds",
-        "gauge",
-        "Seconds since start.",
-        v.clock.mono_secs as f64,
-    );
-    process(&mut m, v);
-    m.0
 }
 
 /// Open connections by state (the scoreboard's states).
