@@ -300,20 +300,7 @@ pub(super) fn check(
     }
     let now = sv.clock.unix;
     let st = &mut sv.auth;
-    let backend = settings
-        .auth
-        .backend
-        .as_deref()
-        .and_then(|b| parse_backend(b).ok().flatten())
-        .map(|kind| Backend {
-            kind,
-            users: userfile_of(settings, kind).and_then(|p| {
-                st.files
-                    .iter()
-                    .find(|(k, fp, _)| *k == kind && fp == p)
-                    .map(|(_, _, f)| f)
-            }),
-        });
+    let backend = backend_of(settings, &st.files);
     let kind = backend.map(|b| b.kind);
     let cache = settings
         .auth
@@ -342,30 +329,63 @@ pub(super) fn check(
         (Outcome::Blocking(creds), Some(kind)) => {
             Checked::Blocking(Box::new(blocked_basic(rule, kind, creds, users)))
         }
-        (Outcome::BlockingDigest(work), Some(kind)) => Checked::Blocking(Box::new(Blocked {
-            rule: rule.clone(),
-            kind,
-            creds: Credentials {
-                user: work.user.clone(),
-                password: Vec::new(),
-            },
-            token: None,
-            digest: Some(work),
-            local: None,
-        })),
+        (Outcome::BlockingDigest(work), Some(kind)) => {
+            Checked::Blocking(Box::new(blocked_digest(rule, kind, work)))
+        }
         // Negotiate uses auth.backend.gssapi.* whatever auth.backend is.
-        (Outcome::Negotiate(token), _) => Checked::Blocking(Box::new(Blocked {
-            rule: rule.clone(),
-            kind: BackendKind::Gssapi,
-            creds: Credentials {
-                user: String::new(),
-                password: Vec::new(),
-            },
-            token: Some(token),
-            digest: None,
-            local: None,
-        })),
+        (Outcome::Negotiate(token), _) => {
+            Checked::Blocking(Box::new(blocked_negotiate(rule, token)))
+        }
         (outcome, _) => answer_outcome(sv, carry, rule.id, outcome, &ip),
+    }
+}
+
+/// `auth.backend` of `settings` with its user file (from `files`, the
+/// files loaded), if it has one.
+fn backend_of<'a>(
+    settings: &Settings,
+    files: &'a [(BackendKind, String, UserFile)],
+) -> Option<Backend<'a>> {
+    let kind = parse_backend(settings.auth.backend.as_deref()?)
+        .ok()
+        .flatten()?;
+    let users = userfile_of(settings, kind).and_then(|p| {
+        files
+            .iter()
+            .find(|(k, fp, _)| *k == kind && fp == p)
+            .map(|(_, _, f)| f)
+    });
+    Some(Backend { kind, users })
+}
+
+/// A Digest check for a worker thread: the back end's HA1 of the claimed
+/// user, then the rest of `work`.
+fn blocked_digest(rule: &Require, kind: BackendKind, work: Box<DigestWork>) -> Blocked {
+    Blocked {
+        rule: rule.clone(),
+        kind,
+        creds: Credentials {
+            user: work.user.clone(),
+            password: Vec::new(),
+        },
+        token: None,
+        digest: Some(work),
+        local: None,
+    }
+}
+
+/// A Negotiate token for a worker thread (auth.backend.gssapi.*).
+fn blocked_negotiate(rule: &Require, token: Vec<u8>) -> Blocked {
+    Blocked {
+        rule: rule.clone(),
+        kind: BackendKind::Gssapi,
+        creds: Credentials {
+            user: String::new(),
+            password: Vec::new(),
+        },
+        token: Some(token),
+        digest: None,
+        local: None,
     }
 }
 
