@@ -32,8 +32,20 @@ elseif path == "/long" then
   lighty.r.resp_header["X-Sum"] = tostring(n)
   lighty.r.resp_body.set({ "long run done\n" })
   return 200
+elseif path == "/phys.txt" then
+  local f = io.open("@DIR@/raw-runs", "a")
+  f:write("x")
+  f:close()
 elseif path == "/leftover" then
   lighty.r.resp_header["X-Leftover"] = tostring(leftover)
+end
+"#;
+
+/// Once the file is known: `/phys.txt` takes several quanta.
+const PHYS_SCRIPT: &str = r#"if lighty.r.req_attr["uri.path"] == "/phys.txt" then
+  local n = 0
+  for i = 1, 300000 do n = n + i % 7 end
+  lighty.r.resp_header["X-Phys"] = tostring(n)
 end
 "#;
 
@@ -61,12 +73,15 @@ impl Setup {
         std::fs::write(dir.join("root/rs-spin.txt"), "never sent\n").expect("rs-spin");
         std::fs::write(dir.join("raw.lua"), RAW_SCRIPT.replace("@DIR@", &d)).expect("raw");
         std::fs::write(dir.join("start.lua"), START_SCRIPT.replace("@DIR@", &d)).expect("start");
+        std::fs::write(dir.join("phys.lua"), PHYS_SCRIPT).expect("phys");
+        std::fs::write(dir.join("root/phys.txt"), "the file\n").expect("phys.txt");
         let conf = format!(
             "server.document-root = \"{d}/root\"\nserver.bind = \"127.0.0.1\"\n\
              server.port = 0\nserver.errorlog = \"{d}/error.log\"\n\
              server.modules += ( \"mod_magnet\" )\n\
              mimetype.assign = ( \".txt\" => \"text/plain\" )\n\
              magnet.attract-raw-url-to = ( \"{d}/raw.lua\" )\n\
+             magnet.attract-physical-path-to = ( \"{d}/phys.lua\" )\n\
              magnet.attract-response-start-to = ( \"{d}/start.lua\" )\n"
         );
         let path = dir.join("glint.conf");
@@ -194,6 +209,21 @@ fn a_run_of_several_quanta_within_its_budget_is_answered() {
         assert_eq!(r.header("X-Start"), Some("seen"));
     }
     assert!(!s.log().contains("ran longer"), "{}", s.log());
+}
+
+#[test]
+fn a_long_physical_path_script_goes_on_where_it_was_parked() {
+    let s = Setup::new();
+    let r = s.server.get("/phys.txt").expect("phys");
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.log());
+    assert_eq!(show(&r.body), "the file\n");
+    let want: u64 = (1..=300_000u64).map(|i| i % 7).sum();
+    assert_eq!(r.header("X-Phys"), Some(want.to_string().as_str()));
+    assert_eq!(r.header("X-Start"), Some("seen"));
+    // The raw-url script ran once: the run again after the parked
+    // physical-path script does not repeat the stages before it.
+    let runs = std::fs::read_to_string(s.dir.join("raw-runs")).expect("raw-runs");
+    assert_eq!(runs, "x");
 }
 
 #[test]

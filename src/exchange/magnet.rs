@@ -53,14 +53,17 @@ fn run_stage(
     files: &[String],
     ctx: &mut Ctx,
 ) -> Result<Verdict, Parked> {
-    if let Some(p) = carry.magnet.resumed.take() {
+    // (The parked run's stage takes it: the stages before it ran already.)
+    if let Some(p) = carry.magnet.resumed.take_if(|p| p.stage() == ctx.stage) {
         match p.take() {
-            Some((v, done_ctx)) if done_ctx.stage == ctx.stage => {
+            Some((v, done_ctx)) => {
                 let fresh = std::mem::replace(ctx, done_ctx);
                 done(sv, fresh);
                 return Ok(v);
             }
-            _ => log::error!("mod_magnet: a parked run's outcome went astray; running the scripts"),
+            None => {
+                log::error!("mod_magnet: a parked run's outcome went astray; running the scripts")
+            }
         }
     }
     match sv.magnet.run(files, ctx) {

@@ -133,6 +133,11 @@ pub(super) fn park(
             return None;
         }
     };
+    if run.stage() == Stage::Physical {
+        // The raw-url scripts ran for this request already: the run again
+        // does not run them again.
+        carry.magnet.raw_done = true;
+    }
     carry.magnet.wait = Some(Rc::new(MagnetWait {
         run,
         reply: RefCell::new(reply),
@@ -165,7 +170,7 @@ pub(super) fn resume(
             let old = std::mem::replace(&mut sv.reply, reply);
             sv.give_back(old);
             match wait.run.take() {
-                Some((v, ctx)) if ctx.stage == Stage::ResponseStart => {
+                Some((v, ctx)) if wait.run.stage() == Stage::ResponseStart => {
                     super::magnet::apply_response_start(sv, ctx, v);
                 }
                 _ => log::error!("mod_magnet: a response-start run ended without its outcome"),

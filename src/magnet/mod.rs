@@ -115,11 +115,12 @@ impl Magnet {
     /// `ctx` goes with it.
     pub fn run(&mut self, files: &[String], ctx: &mut Ctx) -> Ran {
         self.watchdog.ready();
+        let stage = ctx.stage;
         for (i, f) in files.iter().enumerate() {
             let mut state = match self.acquire(f) {
                 Ok(Some(s)) => s,
                 Ok(None) => {
-                    let p = Parked::new(&files[i..], std::mem::take(ctx), None);
+                    let p = Parked::new(stage, &files[i..], std::mem::take(ctx), None);
                     self.parked.push_back(p.clone());
                     return Ran::Parked(p);
                 }
@@ -136,7 +137,7 @@ impl Magnet {
                 Quantum::Suspended => {
                     // The request stays in the state; `ctx` holds the
                     // state's spare, swapped back at the end.
-                    let mut p = Parked::new(&files[i..], std::mem::take(ctx), Some(state));
+                    let mut p = Parked::new(stage, &files[i..], std::mem::take(ctx), Some(state));
                     p.ran(ran);
                     self.parked.push_back(p.clone());
                     return Ran::Parked(p);

@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::{Ctx, Magnet, Quantum, State, Verdict, TIME_SLICE};
+use super::{Ctx, Magnet, Quantum, Stage, State, Verdict, TIME_SLICE};
 use crate::msg::local::Wake;
 
 /// What [`Magnet::run`] came to.
@@ -21,6 +21,8 @@ pub enum Ran {
 
 /// A parked run of a stage's scripts.
 struct Run {
+    /// The stage the scripts run at.
+    stage: Stage,
     /// The scripts still to run, the one in progress first.
     files: Vec<String>,
     /// The request's context, or (while a state holds it) that state's
@@ -53,8 +55,9 @@ impl std::fmt::Debug for Parked {
 }
 
 impl Parked {
-    pub(super) fn new(files: &[String], ctx: Ctx, state: Option<State>) -> Parked {
+    pub(super) fn new(stage: Stage, files: &[String], ctx: Ctx, state: Option<State>) -> Parked {
         Parked(Rc::new(RefCell::new(Run {
+            stage,
             files: files.to_vec(),
             ctx,
             state,
@@ -79,6 +82,11 @@ impl Parked {
         }
         r.wake = Some(wake);
         None
+    }
+
+    /// The stage whose scripts these are.
+    pub fn stage(&self) -> Stage {
+        self.0.borrow().stage
     }
 
     /// The outcome is in.
@@ -157,7 +165,7 @@ impl Magnet {
             }
             Quantum::Over(rv) => {
                 state.swap(&mut run.ctx);
-                let v = self.ended(&file, state, rv, run.ctx.stage);
+                let v = self.ended(&file, state, rv, run.stage);
                 run.files.remove(0);
                 if v != Verdict::GoOn || run.files.is_empty() {
                     return finish(&mut run, v);

@@ -6,7 +6,6 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use mlua::thread::ThreadStatus;
 use mlua::{Function, HookTriggers, Lua, Table, Thread, Value, VmState};
 
 use super::{clib, prims, set_fn, swap_ctx, watchdog, Ctx, HOOK_EVERY, MEMORY_LIMIT, TIME_SLICE};
@@ -70,11 +69,11 @@ impl State {
         } else {
             watchdog::cpu_ns().saturating_sub(cpu)
         };
+        // SAFETY: reads the status of the live coroutine that just ran.
+        let yielded = unsafe { mlua::ffi::lua_status(self.raw) } == mlua::ffi::LUA_YIELD;
         let q = match rv {
-            Ok(_) if preempted && self.thread.status() == ThreadStatus::Resumable => {
-                Quantum::Suspended
-            }
-            Ok(_) if self.thread.status() == ThreadStatus::Resumable => {
+            Ok(_) if preempted && yielded => Quantum::Suspended,
+            Ok(_) if yielded => {
                 // The script yielded itself, outside any coroutine of its
                 // own (as run by lighttpd: an error).
                 let _ = self.reset();
@@ -92,7 +91,10 @@ impl State {
     /// leaves the coroutine's hooks off for good (no protected call
     /// inside it restores them).
     fn reset(&mut self) -> mlua::Result<()> {
-        let failed = self.thread.status() == ThreadStatus::Error;
+        // SAFETY: reads the status of the live coroutine (an error code
+        // after a run that failed).
+        let status = unsafe { mlua::ffi::lua_status(self.raw) };
+        let failed = status != mlua::ffi::LUA_OK && status != mlua::ffi::LUA_YIELD;
         if failed || self.thread.reset(self.runner.clone()).is_err() {
             self.thread = self.lua.create_thread(self.runner.clone())?;
             self.raw = self.thread.to_pointer() as *mut mlua::ffi::lua_State;
