@@ -95,6 +95,9 @@ pub struct Magnet {
     parked: VecDeque<Parked>,
     /// Loads made so far (each script's `generation`).
     loads: u64,
+    /// While the loop has other work, no parked run's quantum before
+    /// this (monotonic ns).
+    next_turn: u64,
 }
 
 impl Magnet {

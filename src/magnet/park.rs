@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::{Ctx, Magnet, Quantum, Stage, State, Verdict, TIME_SLICE};
+use super::{watchdog, Ctx, Magnet, Quantum, Stage, State, Verdict, TIME_SLICE};
 use crate::msg::local::Wake;
 
 /// What [`Magnet::run`] came to.
@@ -118,8 +118,20 @@ impl Magnet {
     }
 
     /// One turn of the parked runs: the first in line runs a quantum (or
-    /// is dropped, when its request went away).
-    pub fn step(&mut self) {
+    /// is dropped, when its request went away). `idle`: the loop had no
+    /// other work this turn; while it has, the parked runs get at most
+    /// half of its time (a quantum, then as long again for the others).
+    pub fn step(&mut self, idle: bool) {
+        if self.parked.is_empty() || (!idle && watchdog::now_ns() < self.next_turn) {
+            return;
+        }
+        let t0 = watchdog::now_ns();
+        self.turn();
+        let t1 = watchdog::now_ns();
+        self.next_turn = t1.saturating_add(t1.saturating_sub(t0));
+    }
+
+    fn turn(&mut self) {
         let Some(p) = self.parked.pop_front() else {
             return;
         };

@@ -162,7 +162,7 @@ impl Server {
             }
             // One quantum of a parked mod_magnet run, after the others'
             // work of this turn (its request is woken when it is done).
-            self.sv.magnet.step();
+            self.sv.magnet.step(events.is_empty());
             if new_second {
                 closed_any |= self.tick();
             }
