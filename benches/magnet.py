@@ -13,9 +13,10 @@ is contacted.
 A second part (glint only: lighttpd runs a script without a bound, so a
 runaway script stops it for good) shows what a runaway script costs the
 other connections: wrk -c10 on /index.html, alone and while a client asks
-again and again for a URL whose script never ends (each such request is
-stopped after its slice and answered 500); wrk's latency percentiles of the
-two runs side by side.
+again and again for a URL whose script never ends (the same script file:
+each such run is suspended every quantum, so the others are served
+between its quanta, and stopped after 200 ms of run time, answered 500);
+wrk's latency percentiles of the two runs side by side.
 
 Server CPU per request: the server's user+system CPU (all its processes
 and threads, from /proc) during the run, divided by the requests completed.
@@ -224,8 +225,8 @@ def report(args, results: dict, spin: dict) -> list[str]:
     if spin:
         lines += ["## A runaway script beside other clients (glint)", "",
                   "`wrk -t1 -c10 --latency /index.html`, alone and while one client asks for `/spin`, "
-                  "whose script loops forever, again and again (each such request is stopped "
-                  "after its slice and answered 500):", "",
+                  "whose script (the same file) loops forever, again and again (each such run is "
+                  "suspended every 1 ms quantum and stopped after 200 ms of run time, answered 500):", "",
                   "| run | req/s | p99 latency ms | errors | /spin answers |", "|---|---:|---:|---:|---|"]
         for label, r in spin.items():
             p99 = r.get("p99_ms")

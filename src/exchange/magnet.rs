@@ -12,7 +12,7 @@ use std::rc::Rc;
 use super::physical::Physical;
 use super::{endpoint, Carry, ConnInfo, Services};
 use crate::config::Settings;
-use crate::magnet::{attr, Ctx, Part, Stage, Verdict, MAX_RESTARTS};
+use crate::magnet::{attr, Ctx, Parked, Part, Ran, Stage, Verdict, MAX_RESTARTS};
 use crate::msg::{OwnedHead, Request};
 
 /// What the scripts of a stage before the response came to.
@@ -22,6 +22,9 @@ pub(super) enum Turn {
     Answered,
     /// Run the phases again on this request.
     Again(Box<OwnedHead>),
+    /// A script's run is parked: the request waits for it (see
+    /// `magnet_wait`).
+    Park(Parked),
 }
 
 /// What mod_magnet carries from one run of the phases to the next.
@@ -36,6 +39,37 @@ pub struct MagnetCarry {
     pub restarts: u8,
     /// Response headers the scripts set before the response.
     pub resp_headers: Vec<(String, String)>,
+    /// A parked script run the request waits for.
+    pub wait: Option<Rc<super::magnet_wait::MagnetWait>>,
+    /// The parked run, done: its stage takes its outcome on the run again.
+    pub resumed: Option<Parked>,
+}
+
+/// Runs `files` on `ctx`, or takes the outcome of the run of them that
+/// was parked (the request runs again after it).
+fn run_stage(
+    sv: &mut Services,
+    carry: &mut Carry,
+    files: &[String],
+    ctx: &mut Ctx,
+) -> Result<Verdict, Parked> {
+    // (The parked run's stage takes it: the stages before it ran already.)
+    if let Some(p) = carry.magnet.resumed.take_if(|p| p.stage() == ctx.stage) {
+        match p.take() {
+            Some((v, done_ctx)) => {
+                let fresh = std::mem::replace(ctx, done_ctx);
+                done(sv, fresh);
+                return Ok(v);
+            }
+            None => {
+                log::error!("mod_magnet: a parked run's outcome went astray; running the scripts")
+            }
+        }
+    }
+    match sv.magnet.run(files, ctx) {
+        Ran::Done(v) => Ok(v),
+        Ran::Parked(p) => Err(p),
+    }
 }
 
 /// mod_maxminddb's variables in `req_env`, as lighttpd fills it when a
@@ -141,7 +175,13 @@ pub(super) fn raw_url(
     let (_, query) = super::split_uri(uri);
     let mut ctx = ctx_for(sv, info, req, carry, Stage::RawUrl, (uri, query));
     geo_env(&mut ctx, settings, info);
-    let v = sv.magnet.run(&settings.magnet.raw_url, &mut ctx);
+    let v = match run_stage(sv, carry, &settings.magnet.raw_url, &mut ctx) {
+        Ok(v) => v,
+        Err(p) => {
+            done(sv, ctx);
+            return Turn::Park(p);
+        }
+    };
     let turn = match settle(sv, req, carry, &ctx, v) {
         Some(turn) => turn,
         None => changed_request(req, carry, &ctx, uri),
@@ -276,7 +316,13 @@ pub(super) fn physical(
     ctx.set_attr(attr::PHYSICAL_REL_PATH, path);
     ctx.set_attr(attr::PHYSICAL_DOC_ROOT, docroot);
     ctx.set_attr(attr::PHYSICAL_BASEDIR, &ph.base);
-    let v = sv.magnet.run(&settings.magnet.physical_path, &mut ctx);
+    let v = match run_stage(sv, carry, &settings.magnet.physical_path, &mut ctx) {
+        Ok(v) => v,
+        Err(p) => {
+            done(sv, ctx);
+            return Err(Turn::Park(p));
+        }
+    };
     if let Some(turn) = settle(sv, req, carry, &ctx, v) {
         done(sv, ctx);
         return Err(turn);
@@ -307,20 +353,21 @@ pub(super) fn physical(
 }
 
 /// `magnet.attract-response-start-to`, on glint's own answer in
-/// `sv.reply`, with the response headers earlier scripts set.
+/// `sv.reply`, with the response headers earlier scripts set. Some: a
+/// script's run is parked (the answer waits for it).
 pub(super) fn response_start(
     sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
     carry: &mut Carry,
-) {
+) -> Option<Parked> {
     for (k, v) in std::mem::take(&mut carry.magnet.resp_headers) {
         sv.reply.remove_field(&k);
         sv.reply.header(&k, v.as_bytes());
     }
     let settings = Rc::clone(&sv.reply.settings);
     if settings.magnet.response_start.is_empty() {
-        return;
+        return None;
     }
     let uri = req.target;
     let mut ctx = ctx_for(
@@ -335,7 +382,20 @@ pub(super) fn response_start(
     ctx.status = sv.reply.status;
     ctx.resp_headers = fields(&sv.reply.fields);
     ctx.body_known = sv.reply.body_bytes_in_memory();
-    let v = sv.magnet.run(&settings.magnet.response_start, &mut ctx);
+    let v = match run_stage(sv, carry, &settings.magnet.response_start, &mut ctx) {
+        Ok(v) => v,
+        Err(p) => {
+            done(sv, ctx);
+            return Some(p);
+        }
+    };
+    apply_response_start(sv, ctx, v);
+    None
+}
+
+/// What the response-start scripts changed, onto the answer in
+/// `sv.reply`.
+pub(super) fn apply_response_start(sv: &mut Services, ctx: Ctx, v: Verdict) {
     if ctx.resp_changed {
         sv.reply.fields.clear();
         for (k, v) in &ctx.resp_headers {

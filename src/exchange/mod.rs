@@ -24,6 +24,7 @@ mod gateway;
 mod geo;
 mod logging;
 mod magnet;
+mod magnet_wait;
 mod phases;
 pub mod physical;
 mod proxy;
@@ -594,21 +595,34 @@ pub(crate) fn respond_with(
             }
         }
         if !sv.reply.settings.magnet.is_empty() || !carry.magnet.resp_headers.is_empty() {
-            magnet::response_start(sv, info, req, &mut carry);
+            if let Some(run) = magnet::response_start(sv, info, req, &mut carry) {
+                // A script's run is parked: the answer waits with it.
+                let kept = Some(sv.take_reply());
+                if let Some(g) = magnet_wait::park(sv, info, req, &mut carry, (run, kept), registry)
+                {
+                    return Outcome::Gateway(g);
+                }
+            }
         }
-        if sv.reply.settings.deflate.enabled() && !sv.reply.encoding_decided {
-            let load = sv
-                .deflate
-                .load_for(&sv.reply.settings.deflate, sv.clock.mono_secs);
-            let ask = deflate::Ask::of(req.headers, req.method_str);
-            deflate::filter_reply(&mut sv.reply, &ask, load);
-        }
-        return Outcome::Reply(Answer {
-            reply: sv.take_reply(),
-            orig_line: carry.orig_line.take(),
-            remote_user: carry.remote_user.take(),
-        });
+        return reply_outcome(sv, req, &mut carry);
     }
+}
+
+/// glint's answer in `sv.reply`, compressed as the settings and the
+/// request ask, handed out.
+fn reply_outcome(sv: &mut Services, req: &Request<'_, '_>, carry: &mut Carry) -> Outcome {
+    if sv.reply.settings.deflate.enabled() && !sv.reply.encoding_decided {
+        let load = sv
+            .deflate
+            .load_for(&sv.reply.settings.deflate, sv.clock.mono_secs);
+        let ask = deflate::Ask::of(req.headers, req.method_str);
+        deflate::filter_reply(&mut sv.reply, &ask, load);
+    }
+    Outcome::Reply(Answer {
+        reply: sv.take_reply(),
+        orig_line: carry.orig_line.take(),
+        remote_user: carry.remote_user.take(),
+    })
 }
 
 /// The error handler to run for an answer with `status`, if the settings

@@ -60,6 +60,7 @@ pub(super) fn respond_once(
             Turn::GoOn => {}
             Turn::Answered => return Once::Reply,
             Turn::Again(head) => return Once::Again(head),
+            Turn::Park(p) => return park(sv, info, req, carry, p, registry),
         }
     }
     if req.method == Method::Unknown {
@@ -92,6 +93,22 @@ pub(super) fn respond_once(
         return route(sv, info, req, carry, raw_path, query, registry);
     }
     Once::Reply
+}
+
+/// A script's run is parked: the request waits for it (or is answered,
+/// when it cannot wait).
+fn park(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    run: crate::magnet::Parked,
+    registry: &Registry,
+) -> Once {
+    match super::magnet_wait::park(sv, info, req, carry, (run, None), registry) {
+        Some(g) => Once::Gateway(g),
+        None => Once::Reply,
+    }
 }
 
 /// glint's ACME client's http-01 answer (RFC 8555 8.3), before rewrites,
@@ -301,6 +318,7 @@ fn route(
                     give_back(sv, indexed, path);
                     return match turn {
                         Turn::Again(head) => Once::Again(head),
+                        Turn::Park(p) => park(sv, info, req, carry, p, registry),
                         _ => Once::Reply,
                     };
                 }

@@ -37,6 +37,10 @@ pub fn rerun(
     } = gw;
     let mut headers = Vec::new();
     let first = head.view(&mut headers);
+    if carry.magnet.wait.is_some() {
+        // A parked mod_magnet run is done (not a run again of its own).
+        return super::magnet_wait::resume(sv, info, &first, carry, &settings, registry);
+    }
     carry
         .orig_line
         .get_or_insert_with(|| first.request_line.to_vec());

@@ -2,33 +2,46 @@
 //! at three points of a request, with lighttpd's `lighty.*` interface.
 //!
 //! Each script file has a Lua state of its own, compiled once and again
-//! when the file changes (its mtime or size). A run is bounded: a
-//! watchdog stops a script that runs past [`TIME_SLICE`] (see
+//! when the file changes (its mtime or size). A run is bounded: a run
+//! longer than a [`QUANTUM`] is suspended and its request parked (see
+//! [`park`]), to go on after the loop served the other connections; a
+//! run that has used [`TIME_SLICE`] of run time in all is stopped (see
 //! [`watchdog`]), and each state may allocate at most [`MEMORY_LIMIT`];
 //! either, or any error in the script, ends the run with its traceback in
-//! the error log.
+//! the error log. While a run of a script is suspended, that script's
+//! next requests run in a second state (up to [`MAX_STATES`]).
 //! A request whose settings name no script never touches Lua.
 
 mod clib;
 pub mod ctx;
+mod park;
 mod prims;
+mod state;
 mod watchdog;
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::rc::Rc;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime};
 
-use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
+use mlua::{Lua, Table, Value};
 
 pub use ctx::{attr, Ctx, Part, Stage};
+pub use park::{Parked, Ran};
+use state::{Quantum, State};
 
-/// Longest a script may run for one request before it is stopped.
+/// Longest a script may run for one request (its quanta summed) before
+/// it is stopped.
 pub const TIME_SLICE: Duration = Duration::from_millis(200);
+/// Longest a script runs before the loop serves others: then the run is
+/// suspended and goes on later.
+pub const QUANTUM: Duration = Duration::from_millis(1);
+/// Most Lua states of one script (more only while runs are suspended);
+/// requests for it beyond them wait their turn.
+pub const MAX_STATES: usize = 4;
 /// Most memory one script's Lua state may hold.
 pub const MEMORY_LIMIT: usize = 64 << 20;
 /// A coroutine's hook looks at the clock every this many Lua instructions.
-const HOOK_EVERY: u32 = 10_000;
+const HOOK_EVERY: i32 = 10_000;
 /// `lighty.RESTART_REQUEST`.
 pub const RESTART_REQUEST: i64 = 99;
 /// Most restarts of one request (lighttpd's limit): then 500.
@@ -47,7 +60,7 @@ pub enum Verdict {
     Failed,
 }
 
-/// One script file's compiled state.
+/// One script file: its states, loaded from the same version of it.
 struct Script {
     /// The inotify watch on the file while it is the one loaded: until it
     /// reports a change, the file is not looked at again.
@@ -55,21 +68,15 @@ struct Script {
     /// A change was reported (or there is no watch): stat the file before
     /// the next run.
     stale: bool,
-    /// The state itself: the functions and tables above only refer to it.
-    _lua: Lua,
-    env: Table,
-    clear: Function,
-    /// When the running script must stop (monotonic ns; 0 between runs):
-    /// what the hooks of the script's coroutines look at.
-    deadline: Rc<Cell<u64>>,
-    /// The request of the run, where the primitives find it (the state's
-    /// app data).
-    ctx: Rc<RefCell<Ctx>>,
-    /// Runs the script in its environment (the prelude's `run` bound to
-    /// them: a call without arguments).
-    runner: Function,
-    /// The state's main thread, for the watchdog's hook.
-    state: *mut mlua::ffi::lua_State,
+    /// The states not running (the last one used on top).
+    idle: Vec<State>,
+    /// States out for a suspended run.
+    busy: usize,
+    /// The load the states are of: a state of an older one is dropped
+    /// when its run ends.
+    generation: u64,
+    /// The file's text, for a second state.
+    src: std::rc::Rc<[u8]>,
     mtime: Option<SystemTime>,
     size: u64,
 }
@@ -84,6 +91,13 @@ pub struct Magnet {
     /// The context of the last run, its buffers kept for the next.
     spare: Option<Ctx>,
     watchdog: watchdog::Watchdog,
+    /// The suspended runs and those waiting for a state, in turn.
+    parked: VecDeque<Parked>,
+    /// Loads made so far (each script's `generation`).
+    loads: u64,
+    /// While the loop has other work, no parked run's quantum before
+    /// this (monotonic ns).
+    next_turn: u64,
 }
 
 impl Magnet {
@@ -98,50 +112,97 @@ impl Magnet {
         self.spare = Some(ctx);
     }
 
-    /// Runs `files` in order on `ctx` while each says go on.
-    pub fn run(&mut self, files: &[String], ctx: &mut Ctx) -> Verdict {
-        for f in files {
-            match self.run_one(f, ctx) {
-                Verdict::GoOn => {}
-                v => return v,
+    /// Runs `files` in order on `ctx` while each says go on. A run that
+    /// needs more than a quantum (or finds every state of its script
+    /// busy) is parked: its request waits on the [`Parked`] handle, and
+    /// `ctx` goes with it.
+    pub fn run(&mut self, files: &[String], ctx: &mut Ctx) -> Ran {
+        self.watchdog.ready();
+        let stage = ctx.stage;
+        for (i, f) in files.iter().enumerate() {
+            let mut state = match self.acquire(f) {
+                Ok(Some(s)) => s,
+                Ok(None) => {
+                    let p = Parked::new(stage, &files[i..], std::mem::take(ctx), None);
+                    self.parked.push_back(p.clone());
+                    return Ran::Parked(p);
+                }
+                Err(e) => {
+                    log::error!("loading script {f} failed: {e}");
+                    return Ran::Done(Verdict::Failed);
+                }
+            };
+            // The request goes where the primitives look for it (a swap:
+            // no allocation, no copy of what it holds).
+            state.swap(ctx);
+            let (q, ran) = state.go(true, TIME_SLICE.as_nanos() as u64);
+            match q {
+                Quantum::Suspended => {
+                    // The request stays in the state; `ctx` holds the
+                    // state's spare, swapped back at the end.
+                    let mut p = Parked::new(stage, &files[i..], std::mem::take(ctx), Some(state));
+                    p.ran(ran);
+                    self.parked.push_back(p.clone());
+                    return Ran::Parked(p);
+                }
+                Quantum::Over(rv) => {
+                    state.swap(ctx);
+                    let v = self.ended(f, state, rv, ctx.stage);
+                    if v != Verdict::GoOn {
+                        return Ran::Done(v);
+                    }
+                }
             }
         }
-        Verdict::GoOn
+        Ran::Done(Verdict::GoOn)
     }
 
-    fn run_one(&mut self, file: &str, ctx: &mut Ctx) -> Verdict {
-        self.watchdog.ready();
-        let script = match self.script(file) {
-            Ok(s) => s,
-            Err(e) => {
-                log::error!("loading script {file} failed: {e}");
-                return Verdict::Failed;
-            }
-        };
-        let start = watchdog::begin(script.state);
-        script
-            .deadline
-            .set(start.saturating_add(TIME_SLICE.as_nanos() as u64));
-        // The request goes where the primitives look for it (a swap: no
-        // allocation, no copy of what it holds).
-        swap_ctx(&script.ctx, ctx);
-        let rv = script.runner.call::<Value>(());
-        swap_ctx(&script.ctx, ctx);
-        watchdog::end(script.state);
-        script.deadline.set(0);
-        // A run that failed left its globals behind (one that returned
-        // cleared them itself: one call into Lua per run, not two).
+    /// A run of `file` in `state` ended with `rv`: the state goes back
+    /// to its script; what the run asks for.
+    fn ended(
+        &mut self,
+        file: &str,
+        mut state: State,
+        rv: mlua::Result<Value>,
+        stage: Stage,
+    ) -> Verdict {
         if rv.is_err() {
-            if let Err(e) = script.clear.call::<()>(script.env.clone()) {
-                log::error!("{file}: clearing after the run: {e}");
-            }
+            state.clean_up(file);
         }
+        self.release(file, state);
         match rv {
             Err(e) => {
                 log::error!("lua: {file}: {e}");
                 Verdict::Failed
             }
-            Ok(v) => verdict(file, &v, ctx.stage),
+            Ok(v) => verdict(file, &v, stage),
+        }
+    }
+
+    /// A state of `file`'s script to run it in: an idle one, a new one
+    /// while the script has fewer than [`MAX_STATES`], else None.
+    fn acquire(&mut self, file: &str) -> Result<Option<State>, String> {
+        let script = self.script(file)?;
+        if let Some(s) = script.idle.pop() {
+            script.busy += 1;
+            return Ok(Some(s));
+        }
+        if script.busy >= MAX_STATES {
+            return Ok(None);
+        }
+        let s = state::load(file, &script.src, script.generation).map_err(|e| e.to_string())?;
+        script.busy += 1;
+        Ok(Some(s))
+    }
+
+    /// `state` ran: back with its script, or dropped when the script was
+    /// loaded anew meanwhile.
+    fn release(&mut self, file: &str, state: State) {
+        if let Some(script) = self.scripts.get_mut(file) {
+            if state.generation == script.generation {
+                script.busy = script.busy.saturating_sub(1);
+                script.idle.push(state);
+            }
         }
     }
 
@@ -222,7 +283,22 @@ impl Magnet {
             .get(file)
             .is_some_and(|s| s.mtime == mtime && s.size == size);
         if !fresh {
-            let s = load(file, mtime, size).map_err(|e| e.to_string())?;
+            let src: std::rc::Rc<[u8]> = std::fs::read(file).map_err(|e| e.to_string())?.into();
+            self.loads += 1;
+            let generation = self.loads;
+            let first = state::load(file, &src, generation).map_err(|e| e.to_string())?;
+            // Every state of the script is of the new text: those out for
+            // a suspended run are dropped when it ends.
+            let s = Script {
+                watch: None,
+                stale: true,
+                idle: vec![first],
+                busy: 0,
+                generation,
+                src,
+                mtime,
+                size,
+            };
             if let Some(old) = self.scripts.insert(file.to_string(), s) {
                 self.unwatch(old.watch);
             }
@@ -308,75 +384,4 @@ fn swap_ctx(shared: &RefCell<Ctx>, ctx: &mut Ctx) {
         // Only a primitive borrows it, and none runs now.
         Err(_) => log::error!("mod_magnet: the request is in use"),
     }
-}
-
-/// The hook of a script's coroutines: stops the run past its deadline.
-fn deadline_hook(
-    deadline: Rc<Cell<u64>>,
-) -> impl Fn(&Lua, &mlua::debug::Debug) -> mlua::Result<VmState> {
-    move |_, debug| match deadline.get() {
-        d if d != 0 && watchdog::now_ns() > d => {
-            let line = debug.current_line().unwrap_or(0);
-            let src = debug.source().short_src.unwrap_or_default().into_owned();
-            Err(mlua::Error::runtime(format!(
-                "{src}:{line}: script stopped: ran longer than {} ms",
-                TIME_SLICE.as_millis()
-            )))
-        }
-        _ => Ok(VmState::Continue),
-    }
-}
-
-/// A new state for `file`: the standard libraries, the `lighty` table,
-/// the memory limit, and the script compiled.
-fn load(file: &str, mtime: Option<SystemTime>, size: u64) -> mlua::Result<Script> {
-    let src = std::fs::read(file).map_err(mlua::Error::external)?;
-    let lua = Lua::new();
-    let prims = prims::table(&lua)?;
-    let ctx: Rc<RefCell<Ctx>> = Rc::default();
-    lua.set_app_data(Rc::clone(&ctx));
-    let deadline: Rc<Cell<u64>> = Rc::default();
-    let dl = Rc::clone(&deadline);
-    // The coroutines a script makes: bounded by a count hook of their
-    // own (the watchdog's hook reaches only the script's main thread).
-    set_fn(&lua, &prims, "guard", move |_, co: mlua::Thread| {
-        co.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            deadline_hook(Rc::clone(&dl)),
-        )
-    })?;
-    let c = clib::table(&lua)?;
-    let (bind, clear, base): (Function, Function, Table) = lua
-        .load(include_str!("prelude.lua"))
-        .set_name("=magnet-prelude")
-        .call((prims, c))?;
-    let env = lua.create_table()?;
-    let meta = lua.create_table()?;
-    meta.set("__index", base)?;
-    meta.set("__metatable", false)?;
-    env.set_metatable(Some(meta))?;
-    let func = lua
-        .load(&src[..])
-        .set_name(format!("@{file}"))
-        .set_environment(env.clone())
-        .into_function()?;
-    let runner: Function = bind.call((func, env.clone()))?;
-    let mut state = std::ptr::null_mut();
-    // SAFETY: only reads the pointer of the state's main thread, which
-    // lives as long as `lua` (kept beside it in the Script).
-    unsafe { lua.exec_raw::<()>((), |l| state = l)? };
-    lua.set_memory_limit(MEMORY_LIMIT)?;
-    Ok(Script {
-        watch: None,
-        stale: true,
-        _lua: lua,
-        env,
-        clear,
-        deadline,
-        ctx,
-        runner,
-        state,
-        mtime,
-        size,
-    })
 }

@@ -1,21 +1,28 @@
-//! Stops a script that runs past its time slice, without a hook on every
-//! Lua instruction while scripts behave.
+//! Suspends a script run at the end of its quantum and stops it at the
+//! end of its budget, without a hook on every Lua instruction while
+//! scripts behave.
 //!
 //! A count hook makes the Lua VM leave its fast path on every instruction
 //! (about a tenth of a trivial script's cost). Instead, while scripts run,
-//! a POSIX timer sends the loop's thread `SIGURG` every quarter slice; the
-//! handler looks at the run in progress (a sequence number and its start,
-//! in atomics the loop writes at each run's start and end) and, when it has
-//! lasted longer than the slice, installs a hook on the running state with
-//! `lua_sethook`, the one Lua function made to be called from a signal
-//! handler (Lua's own interpreter stops a script on SIGINT the same way).
-//! The hook fires at the next instruction and raises the error that ends
-//! the run; the loop removes it after the run. No thread is started, and
-//! the timer stops itself after a few seconds without a run.
+//! a POSIX timer sends the loop's thread `SIGURG` every [`QUANTUM`]; the
+//! handler looks at the run in progress (a sequence number and the start
+//! of its quantum, in atomics the loop writes as each quantum begins and
+//! ends) and, when it has lasted longer than the quantum, installs a hook
+//! on the run's coroutine with `lua_sethook`, the one Lua function made to
+//! be called from a signal handler (Lua's own interpreter stops a script
+//! on SIGINT the same way). The hook fires at the next instruction and
+//! yields the coroutine (Lua 5.4 lets a count hook yield): the run is
+//! suspended, and goes on later from where it was. A resumed run is a
+//! long one: it gets a count hook at once, which looks at the clock every
+//! [`HOOK_EVERY`] instructions. Once the run's budget is used up, the hook
+//! raises the error that ends it. The loop removes the hook after each
+//! quantum. No thread is started, and the timer stops itself after a few
+//! seconds without a run.
 //!
-//! Coroutines are Lua states of their own, which a hook on the script's
-//! state does not reach: those a script makes get a count hook (see the
-//! `guard` primitive), as all of a state's did before.
+//! Coroutines are Lua states of their own, which a hook on the run's
+//! coroutine does not reach: those a script makes get a count hook (see
+//! the `guard` primitive) that stops the run at the end of its budget;
+//! time spent inside them is not cut into quanta.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -25,18 +32,24 @@ use nix::libc;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::time::{clock_gettime, ClockId};
 
-use super::TIME_SLICE;
+use super::{HOOK_EVERY, QUANTUM};
 
 /// The Lua state whose script runs now (null between runs).
 static RUNNING: AtomicPtr<ffi::lua_State> = AtomicPtr::new(std::ptr::null_mut());
 /// The number of the run in progress (or of the last one).
 static SEQ: AtomicU64 = AtomicU64::new(0);
-/// When the run in progress started (monotonic ns), 0 between runs.
+/// When the quantum in progress started (monotonic ns), 0 between runs.
 static STARTED: AtomicU64 = AtomicU64::new(0);
-/// The run the handler stopped (each run at most once).
+/// The quantum the handler set the hook in (each quantum at most once).
 static TRIP: AtomicU64 = AtomicU64::new(u64::MAX);
-/// The handler installed the stop hook during the current run.
+/// The handler installed the hook during the current quantum.
 static TRIPPED: AtomicBool = AtomicBool::new(false);
+/// When the run in progress has used up its budget: monotonic ns, or
+/// with [`BUDGET_CPU`] the thread's CPU time in ns.
+static BUDGET_END: AtomicU64 = AtomicU64::new(u64::MAX);
+static BUDGET_CPU: AtomicBool = AtomicBool::new(false);
+/// The hook suspended the run of the current quantum.
+static PREEMPTED: AtomicBool = AtomicBool::new(false);
 /// The timer (a `timer_t`: the first one a process makes is 0, a null
 /// pointer), meaningful while [`HAVE_TIMER`] is set.
 static TIMER: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
@@ -47,8 +60,10 @@ static ARMED: AtomicBool = AtomicBool::new(false);
 static QUIET_TICKS: AtomicU32 = AtomicU32::new(0);
 static LAST_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// The timer's period while scripts run.
+const TICK: std::time::Duration = QUANTUM;
 /// Ticks without a run after which the timer stops (5 s).
-const IDLE_TICKS: u32 = 100;
+const IDLE_TICKS: u32 = (5_000_000_000 / TICK.as_nanos()) as u32;
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn now_ns() -> u64 {
@@ -57,6 +72,18 @@ pub fn now_ns() -> u64 {
             .saturating_mul(1_000_000_000)
             .saturating_add(t.tv_nsec() as u64),
         Err(_) => 0,
+    }
+}
+
+/// The CPU time this thread has used, in nanoseconds: what a resumed
+/// run's budget is counted in (a system call, so only for runs past
+/// their first quantum; time the thread waits for a CPU is no run time).
+pub fn cpu_ns() -> u64 {
+    match clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID) {
+        Ok(t) => (t.tv_sec() as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec() as u64),
+        Err(_) => now_ns(),
     }
 }
 
@@ -133,31 +160,46 @@ fn set_timer(every_ns: u64) {
     unsafe { libc::timer_settime(id, 0, &spec, std::ptr::null_mut()) };
 }
 
-/// A run of the script of `state` begins. Returns when (monotonic ns).
-pub fn begin(state: *mut ffi::lua_State) -> u64 {
+/// A quantum of a run begins on the coroutine `state`, with `left` ns of
+/// the run's budget left; `resumed`: the run was suspended before (it
+/// gets a count hook at once: it is a long one). Returns when (monotonic
+/// ns).
+pub fn begin(state: *mut ffi::lua_State, left: u64, resumed: bool) -> u64 {
     let seq = SEQ.load(Ordering::Relaxed).wrapping_add(1);
     SEQ.store(seq, Ordering::SeqCst);
     let now = now_ns().max(1);
+    // (A first quantum is short: its budget is counted on the wall clock,
+    // with no system call.)
+    let base = if resumed { cpu_ns() } else { now };
+    BUDGET_CPU.store(resumed, Ordering::SeqCst);
+    BUDGET_END.store(base.saturating_add(left), Ordering::SeqCst);
+    PREEMPTED.store(false, Ordering::SeqCst);
     STARTED.store(now, Ordering::SeqCst);
     RUNNING.store(state, Ordering::SeqCst);
+    if resumed {
+        // SAFETY: `state` is the live coroutine about to be resumed on
+        // this thread.
+        unsafe { ffi::lua_sethook(state, Some(stop), ffi::LUA_MASKCOUNT, HOOK_EVERY) };
+    }
     if !ARMED.load(Ordering::Relaxed) {
         ARMED.store(true, Ordering::SeqCst);
         QUIET_TICKS.store(0, Ordering::SeqCst);
-        set_timer(TIME_SLICE.as_nanos() as u64 / 4);
+        set_timer(TICK.as_nanos() as u64);
     }
     now
 }
 
-/// The run ended: when the handler stopped it, its hook is removed (the
-/// state runs the next request at full speed again).
-pub fn end(state: *mut ffi::lua_State) {
+/// The quantum ended: any hook on the coroutine is removed (the state
+/// runs the next request at full speed again). Returns whether the hook
+/// suspended the run.
+pub fn end(state: *mut ffi::lua_State) -> bool {
     RUNNING.store(std::ptr::null_mut(), Ordering::SeqCst);
     STARTED.store(0, Ordering::SeqCst);
-    if TRIPPED.swap(false, Ordering::SeqCst) {
-        // SAFETY: `state` is the live state that just ran, on this
-        // thread; no signal sets a hook on it any more (RUNNING is null).
-        unsafe { ffi::lua_sethook(state, None, 0, 0) };
-    }
+    TRIPPED.store(false, Ordering::SeqCst);
+    // SAFETY: `state` is the live coroutine that just ran, on this
+    // thread; no signal sets a hook on it any more (RUNNING is null).
+    unsafe { ffi::lua_sethook(state, None, 0, 0) };
+    PREEMPTED.swap(false, Ordering::SeqCst)
 }
 
 extern "C" fn on_tick(_sig: libc::c_int) {
@@ -174,7 +216,7 @@ extern "C" fn on_tick(_sig: libc::c_int) {
         }
         return;
     }
-    let overdue = now_ns().saturating_sub(started) > TIME_SLICE.as_nanos() as u64;
+    let overdue = now_ns().saturating_sub(started) > QUANTUM.as_nanos() as u64;
     if !overdue || TRIP.swap(seq, Ordering::SeqCst) == seq {
         return;
     }
@@ -185,17 +227,49 @@ extern "C" fn on_tick(_sig: libc::c_int) {
     unsafe { ffi::lua_sethook(state, Some(stop), ffi::LUA_MASKCOUNT, 1) };
 }
 
-/// The hook the handler installs: ends the run with an error naming the
-/// script's file and line.
+/// The hook on a run's coroutine (set by the handler once the run is
+/// past its quantum, or at once on a resumed run): suspends the run when
+/// its quantum is over, ends it with an error naming the script's file
+/// and line when its budget is.
 unsafe extern "C-unwind" fn stop(state: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
-    // SAFETY: called by Lua with its running state, inside the protected
-    // call that runs the script; lua_error unwinds to that call (this
-    // frame holds nothing to drop).
+    let now = now_ns();
+    let spent = if BUDGET_CPU.load(Ordering::SeqCst) {
+        cpu_ns()
+    } else {
+        now
+    };
+    if spent > BUDGET_END.load(Ordering::SeqCst) {
+        // SAFETY: called by Lua with its running state, inside the
+        // protected resume of the run; lua_error unwinds to it (this
+        // frame holds nothing to drop). The hook stays, on every
+        // instruction: a script that catches the error meets it again.
+        unsafe {
+            ffi::lua_sethook(state, Some(stop), ffi::LUA_MASKCOUNT, 1);
+            ffi::luaL_where(state, 0);
+            ffi::lua_pushstring(state, STOP_MSG.as_ptr());
+            ffi::lua_concat(state, 2);
+            ffi::lua_error(state);
+        }
+    }
+    let quantum_over =
+        now.saturating_sub(STARTED.load(Ordering::SeqCst)) > QUANTUM.as_nanos() as u64;
+    // (Only the run's own coroutine is suspended: one the script made
+    // that inherited this hook yields to the script, never.)
+    if !quantum_over || state != RUNNING.load(Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: as above; yielding from a count hook with no results is
+    // what Lua 5.4 allows (the hook returns, Lua then yields the
+    // coroutine to its resume).
     unsafe {
-        ffi::luaL_where(state, 0);
-        ffi::lua_pushstring(state, STOP_MSG.as_ptr());
-        ffi::lua_concat(state, 2);
-        ffi::lua_error(state);
+        if ffi::lua_isyieldable(state) != 0 {
+            PREEMPTED.store(true, Ordering::SeqCst);
+            ffi::lua_yield(state, 0);
+        } else {
+            // Inside a C function's call (a sort's comparison, a gsub
+            // callback): look again a little later.
+            ffi::lua_sethook(state, Some(stop), ffi::LUA_MASKCOUNT, 1000);
+        }
     }
 }
 
@@ -206,7 +280,7 @@ const STOP_MSG: &std::ffi::CStr = c"script stopped: ran longer than 200 ms";
 mod tests {
     #[test]
     fn the_message_says_the_slice() {
-        let ms = super::TIME_SLICE.as_millis().to_string();
+        let ms = crate::magnet::TIME_SLICE.as_millis().to_string();
         assert!(super::STOP_MSG
             .to_string_lossy()
             .contains(&format!("than {ms} ms")));

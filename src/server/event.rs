@@ -87,7 +87,8 @@ impl Server {
         loop {
             let to_next_second = 1_000_000 - self.sv.clock.mono_us % 1_000_000;
             // A backend said "busy": look again in 10 ms rather than at the next tick.
-            let wait = if self.accept_more || !self.wake.is_empty() {
+            // (Parked mod_magnet runs: their next quantum after this turn's events.)
+            let wait = if self.accept_more || !self.wake.is_empty() || self.sv.magnet.has_parked() {
                 Duration::ZERO
             } else if self.sv.upstream.holds_answers() {
                 // A CGI answer held for its length: its end is due any moment.
@@ -159,6 +160,9 @@ impl Server {
                     closed_any |= self.after_drive(ex.slot, d);
                 }
             }
+            // One quantum of a parked mod_magnet run, after the others'
+            // work of this turn (its request is woken when it is done).
+            self.sv.magnet.step(events.is_empty());
             if new_second {
                 closed_any |= self.tick();
             }

@@ -65,7 +65,9 @@ impl Gateways {
         if c.cgi_used {
             g.add_cgi_route(c);
         }
-        if c.webdav_used() || c.blocking_auth_used() || c.vhostdb_used() {
+        // (mod_magnet: a long script run parks its request as a local job.)
+        let magnet = c.global.modules.iter().any(|m| m == "mod_magnet");
+        if c.webdav_used() || c.blocking_auth_used() || c.vhostdb_used() || magnet {
             g.add_local_route();
         }
         g.settle_keep();

@@ -1,0 +1,186 @@
+//! A request whose mod_magnet script runs past its quantum waits without
+//! holding up the others: the run is suspended (see `magnet::park`), and
+//! the request becomes a local job of the upstream whose answer is "run
+//! on", as a request waiting for a blocking `auth.backend` does (see
+//! `auth_wait`: HTTP/1, HTTP/2 and HTTP/3 wait the same way, a client
+//! that goes away cancels the run). The loop gives the parked runs their
+//! quanta after the other work of each turn; when the scripts are done,
+//! the job answers and the request runs again, taking their outcome where
+//! they ran ([`super::magnet`]) instead of running them again. The
+//! response-start scripts' request keeps glint's answer here meanwhile.
+
+use std::cell::RefCell;
+use std::io;
+use std::rc::Rc;
+
+use mio::Registry;
+
+use super::{Carry, ConnInfo, GwStart, Outcome, Services};
+use crate::config::Settings;
+use crate::magnet::{Parked, Stage};
+use crate::msg::local::{LocalWork, Wake};
+use crate::msg::{Method, Reply, Request};
+use crate::upstream::{HttpBody, JobSpec, Protocol, Upload};
+
+/// What a parked request carries to its run again.
+pub struct MagnetWait {
+    run: Parked,
+    /// glint's answer the response-start scripts run on.
+    reply: RefCell<Option<Reply>>,
+}
+
+impl std::fmt::Debug for MagnetWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MagnetWait")
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The local job's work: wait for the scripts, then answer "200" (run
+/// on). Dropped before they are done (the client went away), it drops
+/// the run.
+struct ParkWork {
+    run: Parked,
+    sent: bool,
+}
+
+/// The authorizer's answer that makes the connection run the request again.
+const RUN_ON: &[u8] = b"Status: 200\r\n\r\n";
+
+impl LocalWork for ParkWork {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        Ok(data.len())
+    }
+
+    fn finish(&mut self) {}
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.sent {
+            return Ok(0);
+        }
+        if !self.run.is_done() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = RUN_ON.len().min(buf.len());
+        buf[..n].copy_from_slice(&RUN_ON[..n]);
+        self.sent = n == RUN_ON.len();
+        Ok(n)
+    }
+
+    fn wake_when_ready(&mut self, wake: Wake) -> Option<Wake> {
+        self.run.on_done(wake)
+    }
+}
+
+impl Drop for ParkWork {
+    fn drop(&mut self) {
+        if !self.run.is_done() {
+            self.run.cancel();
+        }
+    }
+}
+
+/// Parks `req` on `run` (with glint's answer `reply` for a response-start
+/// script): the gateway exchange to wait on, or None when it cannot
+/// wait (the answer, 500 or the upstream's refusal, is in `sv.reply`).
+pub(super) fn park(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    (run, reply): (Parked, Option<Reply>),
+    registry: &Registry,
+) -> Option<Box<GwStart>> {
+    let settings: Rc<Settings> = match &reply {
+        Some(r) => Rc::clone(&r.settings),
+        None => Rc::clone(&sv.reply.settings),
+    };
+    let Some(route) = sv.upstream.local_route else {
+        log::error!("mod_magnet: no local route to park a long script run on");
+        run.cancel();
+        sv.reply.reset(settings, req.method == Method::Head);
+        sv.reply.error(500);
+        return None;
+    };
+    let job = JobSpec {
+        route,
+        protocol: Protocol::Cgi,
+        upload: Upload::http(Vec::new(), HttpBody::Length(0)),
+        settings: Rc::clone(&settings),
+        hash_path: 0,
+        hash_ip: 0,
+        authorizer: true,
+        local_redir: false,
+        head_only: req.method == Method::Head,
+        method: String::new(),
+        http: None,
+        cgi: None,
+        local: Some(Box::new(ParkWork {
+            run: run.clone(),
+            sent: false,
+        })),
+    };
+    let job = match sv
+        .upstream
+        .start(job, info.ex, sv.clock.mono_secs, registry)
+    {
+        Ok(j) => j,
+        Err(status) => {
+            run.cancel();
+            sv.reply.reset(settings, req.method == Method::Head);
+            sv.reply.error(status);
+            return None;
+        }
+    };
+    if run.stage() == Stage::Physical {
+        // The raw-url scripts ran for this request already: the run again
+        // does not run them again.
+        carry.magnet.raw_done = true;
+    }
+    carry.magnet.wait = Some(Rc::new(MagnetWait {
+        run,
+        reply: RefCell::new(reply),
+    }));
+    let mut g = GwStart::whole(job, &settings, req, carry, route, info);
+    g.authorizer = true;
+    Some(g)
+}
+
+/// The request's scripts are done: it runs again, the stage that parked
+/// taking their outcome (a response-start script's goes onto the answer
+/// kept for it).
+pub(super) fn resume(
+    sv: &mut Services,
+    info: &ConnInfo,
+    first: &Request<'_, '_>,
+    mut carry: Carry,
+    settings: &Rc<Settings>,
+    registry: &Registry,
+) -> Outcome {
+    let head_only = first.method == Method::Head;
+    let Some(wait) = carry.magnet.wait.take() else {
+        sv.reply.reset(Rc::clone(settings), head_only);
+        sv.reply.error(500);
+        return super::reply_outcome(sv, first, &mut carry);
+    };
+    let reply = wait.reply.borrow_mut().take();
+    match reply {
+        Some(reply) => {
+            let old = std::mem::replace(&mut sv.reply, reply);
+            sv.give_back(old);
+            match wait.run.take() {
+                Some((v, ctx)) if wait.run.stage() == Stage::ResponseStart => {
+                    super::magnet::apply_response_start(sv, ctx, v);
+                }
+                _ => log::error!("mod_magnet: a response-start run ended without its outcome"),
+            }
+            super::reply_outcome(sv, first, &mut carry)
+        }
+        None => {
+            carry.magnet.resumed = Some(wait.run.clone());
+            sv.reply.reset(Rc::clone(settings), head_only);
+            super::respond_with(sv, info, first, carry, registry)
+        }
+    }
+}

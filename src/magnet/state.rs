@@ -1,0 +1,184 @@
+//! One Lua state of a script: the standard libraries, the `lighty` table,
+//! the script compiled, and the coroutine its runs go in (so that a run
+//! past its quantum can be suspended and resumed later; see
+//! [`super::watchdog`]).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use mlua::{Function, HookTriggers, Lua, Table, Thread, Value, VmState};
+
+use super::{clib, prims, set_fn, swap_ctx, watchdog, Ctx, HOOK_EVERY, MEMORY_LIMIT, TIME_SLICE};
+
+/// A compiled script in a Lua state of its own.
+pub(super) struct State {
+    /// The state itself: the functions and tables below only refer to it.
+    lua: Lua,
+    env: Table,
+    clear: Function,
+    /// When the running script must stop (monotonic ns; 0 between
+    /// quanta): what the hooks of the script's coroutines look at.
+    deadline: Rc<Cell<u64>>,
+    /// The request of the run, where the primitives find it (the state's
+    /// app data).
+    ctx: Rc<RefCell<Ctx>>,
+    /// Runs the script in its environment (the prelude's `run` bound to
+    /// them: a call without arguments).
+    runner: Function,
+    /// The coroutine a run goes in (made once, reset for each run).
+    thread: Thread,
+    /// The coroutine's `lua_State`, for the watchdog's hook.
+    raw: *mut mlua::ffi::lua_State,
+    /// The load of the file this state holds (see `Script::generation`).
+    pub generation: u64,
+}
+
+/// What a quantum of a run came to.
+pub(super) enum Quantum {
+    /// The run used up its quantum and is suspended (resume it later).
+    Suspended,
+    /// The run is over: the script's return value or its error.
+    Over(mlua::Result<Value>),
+}
+
+impl State {
+    /// Swaps `ctx` with the request the primitives see.
+    pub fn swap(&self, ctx: &mut Ctx) {
+        swap_ctx(&self.ctx, ctx);
+    }
+
+    /// Runs the script (`fresh`: from its start; else on from where it
+    /// was suspended) for at most a quantum, with `left` ns of its budget
+    /// left. Returns what it came to and the ns it ran.
+    pub fn go(&mut self, fresh: bool, left: u64) -> (Quantum, u64) {
+        if fresh {
+            if let Err(e) = self.reset() {
+                return (Quantum::Over(Err(e)), 0);
+            }
+        }
+        let start = watchdog::begin(self.raw, left, !fresh);
+        let cpu = if fresh { 0 } else { watchdog::cpu_ns() };
+        self.deadline.set(start.saturating_add(left));
+        let rv = self.thread.resume::<Value>(());
+        let preempted = watchdog::end(self.raw);
+        self.deadline.set(0);
+        // Run time: on the wall clock for a first quantum, in CPU time
+        // for a resumed one (see `watchdog::cpu_ns`).
+        let ran = if fresh {
+            watchdog::now_ns().saturating_sub(start)
+        } else {
+            watchdog::cpu_ns().saturating_sub(cpu)
+        };
+        // SAFETY: reads the status of the live coroutine that just ran.
+        let yielded = unsafe { mlua::ffi::lua_status(self.raw) } == mlua::ffi::LUA_YIELD;
+        let q = match rv {
+            Ok(_) if preempted && yielded => Quantum::Suspended,
+            Ok(_) if yielded => {
+                // The script yielded itself, outside any coroutine of its
+                // own (as run by lighttpd: an error).
+                let _ = self.reset();
+                Quantum::Over(Err(mlua::Error::runtime(
+                    "attempt to yield from outside a coroutine",
+                )))
+            }
+            other => Quantum::Over(other),
+        };
+        (q, ran)
+    }
+
+    /// The coroutine made ready for a run from the start. One whose run
+    /// failed is replaced: an error raised by a hook (the watchdog's)
+    /// leaves the coroutine's hooks off for good (no protected call
+    /// inside it restores them).
+    fn reset(&mut self) -> mlua::Result<()> {
+        // SAFETY: reads the status of the live coroutine (an error code
+        // after a run that failed).
+        let status = unsafe { mlua::ffi::lua_status(self.raw) };
+        let failed = status != mlua::ffi::LUA_OK && status != mlua::ffi::LUA_YIELD;
+        if failed || self.thread.reset(self.runner.clone()).is_err() {
+            self.thread = self.lua.create_thread(self.runner.clone())?;
+            self.raw = self.thread.to_pointer() as *mut mlua::ffi::lua_State;
+        }
+        Ok(())
+    }
+
+    /// A run that failed (or was abandoned) left its globals behind (one
+    /// that returned cleared them itself: one call into Lua per run, not
+    /// two); its coroutine is closed (what its stack held is garbage).
+    pub fn clean_up(&mut self, file: &str) {
+        if let Err(e) = self.reset() {
+            log::error!("{file}: closing the run: {e}");
+        }
+        if let Err(e) = self.clear.call::<()>(self.env.clone()) {
+            log::error!("{file}: clearing after the run: {e}");
+        }
+    }
+}
+
+/// The hook of a script's coroutines: stops the run past its deadline.
+fn deadline_hook(
+    deadline: Rc<Cell<u64>>,
+) -> impl Fn(&Lua, &mlua::debug::Debug) -> mlua::Result<VmState> {
+    move |_, debug| match deadline.get() {
+        d if d != 0 && watchdog::now_ns() > d => {
+            let line = debug.current_line().unwrap_or(0);
+            let src = debug.source().short_src.unwrap_or_default().into_owned();
+            Err(mlua::Error::runtime(format!(
+                "{src}:{line}: script stopped: ran longer than {} ms",
+                TIME_SLICE.as_millis()
+            )))
+        }
+        _ => Ok(VmState::Continue),
+    }
+}
+
+/// A new state for the script `src` of `file`: the standard libraries,
+/// the `lighty` table, the memory limit, and the script compiled.
+pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<State> {
+    let lua = Lua::new();
+    let prims = prims::table(&lua)?;
+    let ctx: Rc<RefCell<Ctx>> = Rc::default();
+    lua.set_app_data(Rc::clone(&ctx));
+    let deadline: Rc<Cell<u64>> = Rc::default();
+    let dl = Rc::clone(&deadline);
+    // The coroutines a script makes: bounded by a count hook of their
+    // own (the watchdog's hook reaches only the run's coroutine).
+    set_fn(&lua, &prims, "guard", move |_, co: mlua::Thread| {
+        co.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY as u32),
+            deadline_hook(Rc::clone(&dl)),
+        )
+    })?;
+    let c = clib::table(&lua)?;
+    let (bind, clear, base): (Function, Function, Table) = lua
+        .load(include_str!("prelude.lua"))
+        .set_name("=magnet-prelude")
+        .call((prims, c))?;
+    let env = lua.create_table()?;
+    let meta = lua.create_table()?;
+    meta.set("__index", base)?;
+    meta.set("__metatable", false)?;
+    env.set_metatable(Some(meta))?;
+    let func = lua
+        .load(src)
+        .set_name(format!("@{file}"))
+        .set_environment(env.clone())
+        .into_function()?;
+    let runner: Function = bind.call((func, env.clone()))?;
+    let thread = lua.create_thread(runner.clone())?;
+    // (A thread's pointer is its lua_State, which lives as long as the
+    // thread, kept beside it.)
+    let raw = thread.to_pointer() as *mut mlua::ffi::lua_State;
+    lua.set_memory_limit(MEMORY_LIMIT)?;
+    Ok(State {
+        lua,
+        env,
+        clear,
+        deadline,
+        ctx,
+        runner,
+        thread,
+        raw,
+        generation,
+    })
+}
