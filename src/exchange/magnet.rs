@@ -7,13 +7,14 @@
 //! of them (without the scripts and rewrites that already ran);
 //! `lighty.RESTART_REQUEST` runs the request again from the start.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::physical::Physical;
 use super::{endpoint, Carry, ConnInfo, Services};
 use crate::config::Settings;
 use crate::magnet::{attr, Ctx, Parked, Part, Ran, Stage, Verdict, MAX_RESTARTS};
-use crate::msg::{OwnedHead, Request};
+use crate::msg::{OwnedHead, Reply, Request};
 
 /// What the scripts of a stage before the response came to.
 pub(super) enum Turn {
@@ -25,6 +26,21 @@ pub(super) enum Turn {
     /// A script's run is parked: the request waits for it (see
     /// `magnet_wait`).
     Park(Parked),
+}
+
+/// What a parked request carries to its run again.
+pub struct MagnetWait {
+    pub(super) run: Parked,
+    /// glint's answer the response-start scripts run on.
+    pub(super) reply: RefCell<Option<Reply>>,
+}
+
+impl std::fmt::Debug for MagnetWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MagnetWait")
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What mod_magnet carries from one run of the phases to the next.
@@ -40,7 +56,7 @@ pub struct MagnetCarry {
     /// Response headers the scripts set before the response.
     pub resp_headers: Vec<(String, String)>,
     /// A parked script run the request waits for.
-    pub wait: Option<Rc<super::magnet_wait::MagnetWait>>,
+    pub wait: Option<Rc<MagnetWait>>,
     /// The parked run, done: its stage takes its outcome on the run again.
     pub resumed: Option<Parked>,
 }

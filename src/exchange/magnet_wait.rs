@@ -15,27 +15,13 @@ use std::rc::Rc;
 
 use mio::Registry;
 
+use super::magnet::MagnetWait;
 use super::{Carry, ConnInfo, GwStart, Outcome, Services};
 use crate::config::Settings;
 use crate::magnet::{Parked, Stage};
 use crate::msg::local::{LocalWork, Wake};
 use crate::msg::{Method, Reply, Request};
 use crate::upstream::{HttpBody, JobSpec, Protocol, Upload};
-
-/// What a parked request carries to its run again.
-pub struct MagnetWait {
-    run: Parked,
-    /// glint's answer the response-start scripts run on.
-    reply: RefCell<Option<Reply>>,
-}
-
-impl std::fmt::Debug for MagnetWait {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MagnetWait")
-            .field("run", &self.run)
-            .finish_non_exhaustive()
-    }
-}
 
 /// The local job's work: wait for the scripts, then answer "200" (run
 /// on). Dropped before they are done (the client went away), it drops

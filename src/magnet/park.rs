@@ -8,7 +8,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::{watchdog, Ctx, Magnet, Quantum, Stage, State, Verdict, TIME_SLICE};
-use crate::msg::local::Wake;
+
+/// Called once a parked run is done: wakes its request (the upstream's
+/// local-job wake; a plain closure, so that this layer needs no import).
+pub type Wake = Box<dyn FnOnce() + Send>;
 
 /// What [`Magnet::run`] came to.
 pub enum Ran {
