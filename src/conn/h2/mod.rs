@@ -293,12 +293,16 @@ impl Session {
                         });
                     } else {
                         self.start(stream, &head, end_stream, io);
+                        self.core.recycle(head.into_list());
                     }
                 }
                 Event::Data {
                     stream, end_stream, ..
                 } => self.on_body(stream, end_stream, io),
-                Event::Trailers { stream, .. } => self.on_body(stream, true, io),
+                Event::Trailers { stream, fields } => {
+                    self.core.recycle(fields);
+                    self.on_body(stream, true, io);
+                }
                 Event::Reset { stream, code, .. } => {
                     log::debug!("HTTP/2 stream {stream} reset: {code:?}");
                     self.drop_stream(stream, io.sv);
@@ -490,6 +494,7 @@ impl Session {
                 break;
             };
             self.start(h.stream, &h.head, h.end_stream, io);
+            self.core.recycle(h.head.into_list());
         }
     }
 

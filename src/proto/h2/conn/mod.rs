@@ -162,6 +162,8 @@ pub struct Connection {
     encoder: hpack::Encoder,
     pending: Option<Pending>,
     block: Vec<u8>,
+    /// Field lists given back by the caller, for the next blocks.
+    spare_lists: Vec<HeaderList>,
     conn_send: i64,
     conn_recv: i64,
     conn_unacked: u32,
@@ -204,6 +206,7 @@ impl Connection {
             encoder: hpack::Encoder::new(),
             pending: None,
             block: Vec::new(),
+            spare_lists: Vec::new(),
             conn_send: 65_535,
             conn_recv: 65_535,
             conn_unacked: 0,
@@ -285,6 +288,7 @@ impl Connection {
         }
         self.scratch = Vec::new();
         self.block = Vec::new();
+        self.spare_lists = Vec::new();
         self.encoder.compact();
         self.decoder.compact();
         self.sched.compact();

@@ -57,6 +57,11 @@ impl RequestHead {
     pub fn content_length(&self) -> Option<u64> {
         self.content_length
     }
+
+    /// The decoded list, for [`super::Connection::recycle`].
+    pub fn into_list(self) -> HeaderList {
+        self.list
+    }
 }
 
 /// Why a head or trailers are malformed (said in logs).

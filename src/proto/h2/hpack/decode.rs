@@ -44,6 +44,19 @@ impl HeaderList {
         }
     }
 
+    /// Empties the list and makes room for `bytes` of names and values
+    /// and `fields` fields (a list reused for the next block).
+    pub fn reset(&mut self, bytes: usize, fields: usize) {
+        self.clear();
+        self.bytes.reserve(bytes);
+        self.fields.reserve(fields);
+    }
+
+    /// Bytes of names and values the list holds without growing.
+    pub fn capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.fields.clear();
