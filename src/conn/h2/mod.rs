@@ -50,7 +50,7 @@ use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead};
 use crate::stats::Stats;
 use fields::{FieldBuf, HeadCache};
 use sink::{send_reply, StreamSink};
-use stream::Task;
+use stream::{Task, ViewScratch};
 use tasks::Tasks;
 
 /// Memory one stream's answer may have queued before its backend is asked
@@ -139,8 +139,9 @@ pub struct Session {
     pump: Vec<u32>,
     /// Scratch for an unframed request body given to a job.
     chunk: Vec<u8>,
-    /// Scratch for the request line the access log shows.
-    line: String,
+    /// What building request views reuses (the request line the access
+    /// log shows, the header vector).
+    view: ViewScratch,
     /// The core's events of one read, reused.
     events: Vec<Event>,
     /// When the connection was first seen failed (GOAWAY for an error
@@ -189,7 +190,7 @@ impl Session {
             idle_since: now,
             pump: Vec::new(),
             chunk: Vec::new(),
-            line: String::new(),
+            view: ViewScratch::default(),
             events: Vec::new(),
             failed_at: None,
             sliced: false,
@@ -344,8 +345,8 @@ impl Session {
         let head_only = head.method() == b"HEAD";
         let mut task = Task::new(io.now(), end_stream, head_only);
         let info = io.info_for(stream);
-        let mut line = std::mem::take(&mut self.line);
-        stream::with_request(head, end_stream, &mut line, |r| match r {
+        let mut scratch = std::mem::take(&mut self.view);
+        stream::with_request(head, end_stream, &mut scratch, |r| match r {
             Ok(req) => self.respond(stream, &mut task, req, &info, io),
             Err((status, why)) => {
                 log::debug!("bad HTTP/2 request from {:?}: {why}", info.peer);
@@ -365,7 +366,7 @@ impl Session {
                 io.sv.give_back(r);
             }
         });
-        self.line = line;
+        self.view = scratch;
         // Fed and settled while out of the table: each trip through it
         // costs a hash insert and remove and a move of the task.
         self.feed_task(stream, &mut task, io);
