@@ -330,8 +330,7 @@ impl Session {
         }
         let Some(mut task) = self.tasks.remove(&stream) else {
             // Nothing needs it (the stream's answer is done).
-            let n = self.core.body(stream).len();
-            self.core.consume_body(stream, n);
+            self.core.consume_all_body(stream);
             return;
         };
         task.body.done |= end;
@@ -455,8 +454,7 @@ impl Session {
         if !task.body.done {
             self.core.drop_body(stream);
         } else {
-            let n = self.core.body(stream).len();
-            self.core.consume_body(stream, n);
+            self.core.consume_all_body(stream);
         }
         stats.h2_streams_open = stats.h2_streams_open.saturating_sub(1);
     }

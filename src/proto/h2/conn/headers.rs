@@ -217,7 +217,8 @@ impl Connection {
                 s.priority = s.priority.apply(v);
             }
         }
-        if let Some(i) = self.early_priority.iter().position(|(sid, _)| *sid == id) {
+        let early = || self.early_priority.iter().position(|(sid, _)| *sid == id);
+        if let Some(i) = (!self.early_priority.is_empty()).then(early).flatten() {
             if let Some((_, pr)) = self.early_priority.remove(i) {
                 s.priority = pr;
             }

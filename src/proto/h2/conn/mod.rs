@@ -442,6 +442,19 @@ impl Connection {
         }
     }
 
+    /// Consumes all of `stream`'s buffered body ([`Self::consume_body`]
+    /// of [`Self::body`]'s length) with one look-up, and none more when
+    /// there is nothing to consume (every request without a body).
+    pub fn consume_all_body(&mut self, stream: StreamId) {
+        let n = match self.streams.get(&stream) {
+            // Nothing to credit; only a closed record waits to be removed.
+            Some(s) if s.buffered() == 0 && s.state != State::Closed => return,
+            Some(s) => s.buffered(),
+            None => return,
+        };
+        self.consume_body(stream, n);
+    }
+
     /// Cancels a stream from this side (a backend failed, the handler gave
     /// up): RST_STREAM(`code`), and the stream is gone.
     pub fn reset_stream(&mut self, stream: StreamId, code: ErrorCode) {
