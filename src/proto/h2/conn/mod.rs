@@ -492,11 +492,8 @@ impl Connection {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
-        match s.state {
-            State::Open => s.state = State::HalfClosedLocal,
-            // The caller still has body to read: keep the record for it.
-            State::HalfClosedRemote if s.buffered() > 0 => s.state = State::Closed,
-            _ => self.remove_stream(stream, Closed::EndStream),
+        if end_local(s) {
+            self.remove_stream(stream, Closed::EndStream);
         }
     }
 
@@ -511,4 +508,16 @@ impl Connection {
             self.note_closed(stream, how);
         }
     }
+}
+
+/// This side sent END_STREAM on `s`: its new state, or true when the
+/// record is to go ([`Connection::close_local`]).
+fn end_local(s: &mut Stream) -> bool {
+    match s.state {
+        State::Open => s.state = State::HalfClosedLocal,
+        // The caller still has body to read: keep the record for it.
+        State::HalfClosedRemote if s.buffered() > 0 => s.state = State::Closed,
+        _ => return true,
+    }
+    false
 }

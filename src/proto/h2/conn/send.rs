@@ -75,7 +75,10 @@ impl Connection {
         if generation != self.encoder.generation() {
             return Err(SendError::Stale);
         }
-        let s = self.streams.get(&stream).ok_or(SendError::NoSuchStream)?;
+        let s = self
+            .streams
+            .get_mut(&stream)
+            .ok_or(SendError::NoSuchStream)?;
         if !s.local_open() {
             return Err(SendError::Finished);
         }
@@ -84,12 +87,11 @@ impl Connection {
         }
         let informational = (100..200).contains(&status);
         let end = end_stream && !informational;
+        s.response_started |= !informational;
+        let gone = end && super::end_local(s);
         encode::headers(&mut self.out, stream, block, end, self.peer.max_frame_size);
-        if let Some(s) = self.streams.get_mut(&stream) {
-            s.response_started |= !informational;
-        }
-        if end {
-            self.close_local(stream);
+        if gone {
+            self.remove_stream(stream, Closed::EndStream);
         }
         Ok(())
     }
@@ -143,7 +145,8 @@ impl Connection {
         len: usize,
         end_stream: bool,
     ) -> Result<[u8; HEADER_LEN], SendError> {
-        let budget = self.send_window(stream);
+        // One look-up of the record for all of it: a DATA frame per small
+        // answer made four.
         let s = self
             .streams
             .get_mut(&stream)
@@ -154,13 +157,14 @@ impl Connection {
         if !s.response_started {
             return Err(SendError::NoHead);
         }
+        let budget = flow::budget(s.send_window, self.conn_send, self.peer.max_frame_size);
         if len > budget {
             return Err(SendError::OverWindow);
         }
         s.send_window -= len as i64;
         self.conn_send -= len as i64;
-        if end_stream {
-            self.close_local(stream);
+        if end_stream && super::end_local(s) {
+            self.remove_stream(stream, Closed::EndStream);
         }
         Ok(encode::data_header(stream, len, end_stream))
     }
