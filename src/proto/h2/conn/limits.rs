@@ -88,11 +88,13 @@ pub const RECENTLY_CLOSED: usize = 64;
 
 /// Decoded field lists kept for reuse once the caller is done with a request
 /// head ([`super::Connection::recycle`]): a read of ten requests decodes ten
-/// lists before the first is answered, so a few tens keep a busy
-/// connection from allocating and freeing two buffers per request. Only
-/// lists of at most [`SPARE_LIST_BYTES`] are kept; all go when the
-/// connection is compacted (idle).
-pub const SPARE_LISTS: usize = 32;
+/// lists before the first is answered, one of a hundred (a client using
+/// all of [`MAX_CONCURRENT_STREAMS`]) a hundred, so as many keep a busy
+/// connection from allocating and freeing two buffers per request (about
+/// 1 KiB a list for a browser's head: 100 KiB at most while the
+/// connection is busy). Only lists of at most [`SPARE_LIST_BYTES`] are
+/// kept; all go when the connection is compacted (idle).
+pub const SPARE_LISTS: usize = MAX_CONCURRENT_STREAMS as usize;
 
 /// The largest list capacity (names and values) kept for reuse: a browser's
 /// head decodes to about 1,200 bytes.
