@@ -208,6 +208,10 @@ fn auth_run(
 
 /// mod_status: true when the path is its page and it answered.
 fn status_page_answered(sv: &mut Services, query: &str) -> bool {
+    // Every request passes here: the figures are copied only for a page.
+    if !status_page::is_page(&sv.scratch.path, &sv.reply.settings.status) {
+        return false;
+    }
     let stats = sv.stats_now();
     let backends = if sv.reply.settings.status.metrics_url.as_deref() == Some(&sv.scratch.path) {
         sv.backend_figures()

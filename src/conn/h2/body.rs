@@ -16,8 +16,7 @@ impl Session {
     pub(super) fn feed_body(&mut self, stream: u32, io: &mut Io<'_>) {
         let Some(mut task) = self.tasks.remove(&stream) else {
             if !self.held.iter().any(|h| h.stream == stream) {
-                let n = self.core.body(stream).len();
-                self.core.consume_body(stream, n);
+                self.core.consume_all_body(stream);
             }
             return;
         };
@@ -73,8 +72,7 @@ impl Session {
             (stream::Use::Hold, _) => None,
             (stream::Use::Feed, Some(g)) => Some(g.start.job),
             _ => {
-                let n = self.core.body(stream).len();
-                self.core.consume_body(stream, n);
+                self.core.consume_all_body(stream);
                 None
             }
         }
@@ -125,8 +123,7 @@ impl Session {
             log::warn!("an HTTP/2 request body for a backend is over its limit; answering 413");
         }
         task.body.use_ = stream::Use::Drop;
-        let n = self.core.body(stream).len();
-        self.core.consume_body(stream, n);
+        self.core.consume_all_body(stream);
         let date = io.sv.clock.http_date;
         let mut sink = StreamSink {
             core: &mut self.core,
@@ -174,7 +171,6 @@ impl Session {
         io.sv.upstream.finish(gw.start.job);
         exchange::log_gateway(io.sv, &info, &gw.start, gw.status, gw.body_sent);
         task.body.use_ = stream::Use::Drop;
-        let n = self.core.body(stream).len();
-        self.core.consume_body(stream, n);
+        self.core.consume_all_body(stream);
     }
 }

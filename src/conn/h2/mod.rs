@@ -50,7 +50,7 @@ use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead};
 use crate::stats::Stats;
 use fields::{FieldBuf, HeadCache};
 use sink::{send_reply, StreamSink};
-use stream::Task;
+use stream::{Task, ViewScratch};
 use tasks::Tasks;
 
 /// Memory one stream's answer may have queued before its backend is asked
@@ -139,8 +139,9 @@ pub struct Session {
     pump: Vec<u32>,
     /// Scratch for an unframed request body given to a job.
     chunk: Vec<u8>,
-    /// Scratch for the request line the access log shows.
-    line: String,
+    /// What building request views reuses (the request line the access
+    /// log shows, the header vector).
+    view: ViewScratch,
     /// The core's events of one read, reused.
     events: Vec<Event>,
     /// When the connection was first seen failed (GOAWAY for an error
@@ -189,7 +190,7 @@ impl Session {
             idle_since: now,
             pump: Vec::new(),
             chunk: Vec::new(),
-            line: String::new(),
+            view: ViewScratch::default(),
             events: Vec::new(),
             failed_at: None,
             sliced: false,
@@ -293,12 +294,16 @@ impl Session {
                         });
                     } else {
                         self.start(stream, &head, end_stream, io);
+                        self.core.recycle(head.into_list());
                     }
                 }
                 Event::Data {
                     stream, end_stream, ..
                 } => self.on_body(stream, end_stream, io),
-                Event::Trailers { stream, .. } => self.on_body(stream, true, io),
+                Event::Trailers { stream, fields } => {
+                    self.core.recycle(fields);
+                    self.on_body(stream, true, io);
+                }
                 Event::Reset { stream, code, .. } => {
                     log::debug!("HTTP/2 stream {stream} reset: {code:?}");
                     self.drop_stream(stream, io.sv);
@@ -325,8 +330,7 @@ impl Session {
         }
         let Some(mut task) = self.tasks.remove(&stream) else {
             // Nothing needs it (the stream's answer is done).
-            let n = self.core.body(stream).len();
-            self.core.consume_body(stream, n);
+            self.core.consume_all_body(stream);
             return;
         };
         task.body.done |= end;
@@ -340,8 +344,8 @@ impl Session {
         let head_only = head.method() == b"HEAD";
         let mut task = Task::new(io.now(), end_stream, head_only);
         let info = io.info_for(stream);
-        let mut line = std::mem::take(&mut self.line);
-        stream::with_request(head, end_stream, &mut line, |r| match r {
+        let mut scratch = std::mem::take(&mut self.view);
+        stream::with_request(head, end_stream, &mut scratch, |r| match r {
             Ok(req) => self.respond(stream, &mut task, req, &info, io),
             Err((status, why)) => {
                 log::debug!("bad HTTP/2 request from {:?}: {why}", info.peer);
@@ -361,7 +365,7 @@ impl Session {
                 io.sv.give_back(r);
             }
         });
-        self.line = line;
+        self.view = scratch;
         // Fed and settled while out of the table: each trip through it
         // costs a hash insert and remove and a move of the task.
         self.feed_task(stream, &mut task, io);
@@ -450,8 +454,7 @@ impl Session {
         if !task.body.done {
             self.core.drop_body(stream);
         } else {
-            let n = self.core.body(stream).len();
-            self.core.consume_body(stream, n);
+            self.core.consume_all_body(stream);
         }
         stats.h2_streams_open = stats.h2_streams_open.saturating_sub(1);
     }
@@ -490,6 +493,7 @@ impl Session {
                 break;
             };
             self.start(h.stream, &h.head, h.end_stream, io);
+            self.core.recycle(h.head.into_list());
         }
     }
 

@@ -206,6 +206,46 @@ impl Task {
 /// Why a request head cannot be served: the status and the reason logged.
 pub type Refused = (u16, &'static str);
 
+/// What building request views reuses from one request to the next on a
+/// connection.
+#[derive(Debug, Default)]
+pub struct ViewScratch {
+    /// The request line the access log shows.
+    pub line: String,
+    /// The memory of the header vector (empty between requests).
+    headers: Vec<Header<'static>>,
+    /// The last `:authority` found valid on this connection: a client sends
+    /// the same one on every request, which is compared instead of parsed
+    /// again.
+    host_ok: Vec<u8>,
+}
+
+impl ViewScratch {
+    /// Lets go of the memory (an idle connection).
+    pub fn compact(&mut self) {
+        *self = ViewScratch::default();
+    }
+
+    /// The header vector's memory, emptied, for headers of any lifetime.
+    fn take_headers<'h>(&mut self) -> Vec<Header<'h>> {
+        std::mem::take(&mut self.headers)
+    }
+
+    /// Keeps `headers`' memory for the next request. Emptied, a vector of
+    /// headers borrowing the request is turned into one of `'static`
+    /// headers by collecting it in place, which keeps its allocation.
+    fn keep_headers(&mut self, mut headers: Vec<Header<'_>>) {
+        headers.clear();
+        self.headers = headers
+            .into_iter()
+            .map(|_| Header {
+                name: "",
+                value: b"",
+            })
+            .collect();
+    }
+}
+
 /// Builds the [`Request`] the exchange sees of an HTTP/2 request head and
 /// hands it to `f`: `:method`, `:path` as the target, `:authority` as the
 /// host (checked as HTTP/1's parser checks Host, for the docroot a virtual
@@ -216,14 +256,15 @@ pub type Refused = (u16, &'static str);
 pub fn with_request<R>(
     head: &RequestHead,
     end_stream: bool,
-    line: &mut String,
+    scratch: &mut ViewScratch,
     f: impl FnOnce(Result<&Request<'_, '_>, Refused>) -> R,
 ) -> R {
-    with_request_of(2, head, end_stream, line, f)
+    with_view(2, head, end_stream, scratch, f)
 }
 
 /// [`with_request`] for HTTP/`major` (2, or 3 for an HTTP/3 stream, whose
-/// heads follow the same rules: RFC 9114 §4.3).
+/// heads follow the same rules: RFC 9114 §4.3), with only the request line
+/// kept from one request to the next.
 pub fn with_request_of<R>(
     major: u8,
     head: &RequestHead,
@@ -231,63 +272,78 @@ pub fn with_request_of<R>(
     line: &mut String,
     f: impl FnOnce(Result<&Request<'_, '_>, Refused>) -> R,
 ) -> R {
-    let (method_str, target, host) = match pseudo_fields(head) {
+    let mut scratch = ViewScratch {
+        line: std::mem::take(line),
+        ..ViewScratch::default()
+    };
+    let r = with_view(major, head, end_stream, &mut scratch, f);
+    *line = scratch.line;
+    r
+}
+
+fn with_view<R>(
+    major: u8,
+    head: &RequestHead,
+    end_stream: bool,
+    scratch: &mut ViewScratch,
+    f: impl FnOnce(Result<&Request<'_, '_>, Refused>) -> R,
+) -> R {
+    let (method_str, target, host) = match pseudo_fields(head, &mut scratch.host_ok) {
         Ok(p) => p,
         Err(why) => return f(Err(why)),
     };
     let mut cookie: Vec<u8> = Vec::new();
-    let (n_fields, has_host) = match scan_fields(head, &mut cookie) {
-        Ok(scan) => scan,
-        Err(why) => return f(Err(why)),
+    let mut headers = scratch.take_headers();
+    let r = match view_fields(head, host, &mut cookie, &mut headers) {
+        Err(why) => f(Err(why)),
+        Ok(()) => {
+            let body = match head.content_length() {
+                _ if end_stream => Body::None,
+                Some(0) => Body::None,
+                Some(n) => Body::Length(n),
+                None => Body::Chunked,
+            };
+            let line = &mut scratch.line;
+            line.clear();
+            line.push_str(method_str);
+            line.push(' ');
+            line.push_str(target);
+            line.push_str(if major == 3 { " HTTP/3.0" } else { " HTTP/2.0" });
+            let req = Request {
+                method: Method::from_token(method_str),
+                method_str,
+                target,
+                minor: 0,
+                major,
+                headers: &headers,
+                head_len: 0,
+                body,
+                keep_alive: true,
+                host,
+                request_line: line.as_bytes(),
+            };
+            f(Ok(&req))
+        }
     };
-    if n_fields > MAX_HEADERS {
-        return f(Err((431, "too many header fields")));
-    }
-    let mut headers: Vec<Header<'_>> = Vec::with_capacity(n_fields + 1);
-    if !has_host {
-        headers.push(Header {
-            name: "host",
-            value: host,
-        });
-    }
-    if let Err(why) = push_fields(head, &cookie, &mut headers) {
-        return f(Err(why));
-    }
-    let body = match head.content_length() {
-        _ if end_stream => Body::None,
-        Some(0) => Body::None,
-        Some(n) => Body::Length(n),
-        None => Body::Chunked,
-    };
-    line.clear();
-    line.push_str(method_str);
-    line.push(' ');
-    line.push_str(target);
-    line.push_str(if major == 3 { " HTTP/3.0" } else { " HTTP/2.0" });
-    let req = Request {
-        method: Method::from_token(method_str),
-        method_str,
-        target,
-        minor: 0,
-        major,
-        headers: &headers,
-        head_len: 0,
-        body,
-        keep_alive: true,
-        host,
-        request_line: line.as_bytes(),
-    };
-    f(Ok(&req))
+    scratch.keep_headers(headers);
+    r
 }
 
-/// The method, target and host of a request head, checked.
-fn pseudo_fields(head: &RequestHead) -> Result<(&str, &str, &[u8]), Refused> {
-    let Ok(method_str) = std::str::from_utf8(head.method()) else {
-        return Err((400, "method is not a token"));
+/// The method, target and host of a request head, checked. `host_ok` is
+/// the last host found valid (see [`ViewScratch`]).
+fn pseudo_fields<'h>(
+    head: &'h RequestHead,
+    host_ok: &mut Vec<u8>,
+) -> Result<(&'h str, &'h str, &'h [u8]), Refused> {
+    let method_str = match head.method() {
+        b"GET" => "GET",
+        b"HEAD" => "HEAD",
+        b"POST" => "POST",
+        m => match std::str::from_utf8(m) {
+            Ok(m) if m.bytes().all(is_tchar) => m,
+            _ => return Err((400, "method is not a token")),
+        },
     };
-    if !method_str.bytes().all(is_tchar) {
-        return Err((400, "method is not a token"));
-    }
     let Some(path) = head.path() else {
         // CONNECT (RFC 9113 §8.5): glint tunnels nothing.
         return Err((405, "CONNECT"));
@@ -300,56 +356,67 @@ fn pseudo_fields(head: &RequestHead) -> Result<(&str, &str, &[u8]), Refused> {
     if host.is_empty() {
         return Err((400, "no :authority"));
     }
-    if !valid_host(host) {
-        return Err((400, "invalid :authority"));
+    if host != host_ok.as_slice() {
+        if !valid_host(host) {
+            return Err((400, "invalid :authority"));
+        }
+        host_ok.clear();
+        host_ok.extend_from_slice(host);
     }
     Ok((method_str, target, host))
 }
 
-/// A first look at the fields: how many, whether `host` is among them,
-/// split `cookie` fields joined into `cookie`, an expectation glint does
-/// not meet refused.
-fn scan_fields(head: &RequestHead, cookie: &mut Vec<u8>) -> Result<(usize, bool), Refused> {
-    let mut n_fields = 0;
-    let mut has_host = false;
-    for (name, value) in head.fields() {
-        n_fields += 1;
-        if name == b"cookie" {
-            if !cookie.is_empty() {
-                cookie.extend_from_slice(b"; ");
-            }
-            cookie.extend_from_slice(value);
-        } else if name == b"host" {
-            has_host = true;
-        } else if name == b"expect" && !value.eq_ignore_ascii_case(b"100-continue") {
-            return Err((417, "unsupported expectation"));
-        }
-    }
-    Ok((n_fields, has_host))
-}
-
-/// The fields as headers, the joined `cookie` in the place of the first.
-fn push_fields<'h>(
+/// The fields as headers, in one pass: a `host` from `:authority` first
+/// when the client sent none, split `cookie` fields joined into `cookie`
+/// in the place of the first, an expectation glint does not meet refused.
+fn view_fields<'h>(
     head: &'h RequestHead,
-    cookie: &'h [u8],
+    host: &'h [u8],
+    cookie: &'h mut Vec<u8>,
     headers: &mut Vec<Header<'h>>,
 ) -> Result<(), Refused> {
-    let mut cookie_done = false;
+    headers.push(Header {
+        name: "host",
+        value: host,
+    });
+    let mut has_host = false;
+    let mut cookie_at = None;
+    let mut n_fields = 0;
     for (name, value) in head.fields() {
+        n_fields += 1;
         // The core checked names: visible ASCII, so always a str.
         let Ok(name) = std::str::from_utf8(name) else {
             return Err((400, "field name"));
         };
-        if name == "cookie" {
-            if !std::mem::replace(&mut cookie_done, true) {
-                headers.push(Header {
-                    name: "cookie",
-                    value: cookie,
-                });
+        match name {
+            "cookie" => {
+                if cookie_at.is_some() {
+                    cookie.extend_from_slice(b"; ");
+                } else {
+                    cookie_at = Some(headers.len());
+                    headers.push(Header { name, value: &[] });
+                }
+                cookie.extend_from_slice(value);
+                continue;
             }
-            continue;
+            "host" if !has_host => {
+                // The client's own: no field made from :authority.
+                has_host = true;
+                headers.remove(0);
+                cookie_at = cookie_at.map(|i| i - 1);
+            }
+            "expect" if !value.eq_ignore_ascii_case(b"100-continue") => {
+                return Err((417, "unsupported expectation"));
+            }
+            _ => {}
         }
         headers.push(Header { name, value });
+    }
+    if n_fields > MAX_HEADERS {
+        return Err((431, "too many header fields"));
+    }
+    if let Some(i) = cookie_at {
+        headers[i].value = cookie;
     }
     Ok(())
 }
@@ -384,7 +451,7 @@ mod tests {
         let mut f: Vec<(&str, &str)> = BASE.to_vec();
         f.extend([("cookie", "a=1"), ("accept", "*/*"), ("cookie", "b=2")]);
         let h = head(&f);
-        with_request(&h, true, &mut String::new(), |r| {
+        with_request(&h, true, &mut ViewScratch::default(), |r| {
             let Ok(r) = r else { panic!("{r:?}") };
             assert_eq!(r.method, Method::Get);
             assert_eq!(r.target, "/a/b?c=d");
@@ -399,12 +466,42 @@ mod tests {
         let mut f: Vec<(&str, &str)> = BASE.to_vec();
         f[0].1 = "POST";
         f.push(("content-length", "5"));
-        with_request(&head(&f), false, &mut String::new(), |r| {
+        with_request(&head(&f), false, &mut ViewScratch::default(), |r| {
             assert_eq!(r.map(|r| r.body), Ok(Body::Length(5)));
         });
         f.pop();
-        with_request(&head(&f), false, &mut String::new(), |r| {
+        with_request(&head(&f), false, &mut ViewScratch::default(), |r| {
             assert_eq!(r.map(|r| r.body), Ok(Body::Chunked), "no length: collected");
+        });
+    }
+
+    #[test]
+    fn scratch_kept_across_requests() {
+        let mut scratch = ViewScratch::default();
+        let mut f: Vec<(&str, &str)> = BASE.to_vec();
+        f.extend([
+            ("cookie", "a=1"),
+            ("host", "example.com:8443"),
+            ("cookie", "b=2"),
+        ]);
+        with_request(&head(&f), true, &mut scratch, |r| {
+            let Ok(r) = r else { panic!("{r:?}") };
+            let names: Vec<&str> = r.headers.iter().map(|h| h.name).collect();
+            assert_eq!(names, ["cookie", "host"], "the client's host, no other");
+            assert_eq!(r.header("cookie"), Some(&b"a=1; b=2"[..]));
+        });
+        let cap = scratch.headers.capacity();
+        assert!(cap >= 2, "the header vector's memory is kept");
+        // The same authority again: accepted without parsing it again.
+        with_request(&head(&BASE), true, &mut scratch, |r| {
+            assert_eq!(r.map(|r| r.headers.len()).ok(), Some(1));
+        });
+        assert_eq!(scratch.headers.capacity(), cap);
+        // Another, invalid one after a valid one is still refused.
+        let mut f: Vec<(&str, &str)> = BASE.to_vec();
+        f[2].1 = "a/b";
+        with_request(&head(&f), true, &mut scratch, |r| {
+            assert_eq!(r.map(|_| ()).map_err(|e| e.0), Err(400));
         });
     }
 
@@ -455,7 +552,7 @@ mod tests {
         ];
         for (why, fields, status) in cases {
             let h = head(fields);
-            with_request(&h, true, &mut String::new(), |r| {
+            with_request(&h, true, &mut ViewScratch::default(), |r| {
                 assert_eq!(r.map(|_| ()).map_err(|e| e.0), Err(*status), "{why}");
             });
         }
@@ -464,7 +561,7 @@ mod tests {
             .collect();
         let mut f: Vec<(&str, &str)> = BASE.to_vec();
         f.extend(many.iter().map(|(n, v)| (n.as_str(), v.as_str())));
-        with_request(&head(&f), true, &mut String::new(), |r| {
+        with_request(&head(&f), true, &mut ViewScratch::default(), |r| {
             assert_eq!(r.map(|_| ()).map_err(|e| e.0), Err(431));
         });
     }

@@ -43,10 +43,21 @@ fn file_of(c: &Chunk) -> Option<*const File> {
     }
 }
 
+/// The files of a task's file pieces; `task.files` counts them, and most
+/// answers have none: their queue is not walked.
+fn file_pieces(task: &Task) -> impl Iterator<Item = *const File> + '_ {
+    let pieces = if task.files > 0 {
+        Some(task.pieces.iter().filter_map(file_of))
+    } else {
+        None
+    };
+    pieces.into_iter().flatten()
+}
+
 impl Tasks {
     pub fn insert(&mut self, stream: u32, task: Task) {
         self.mem += task.mem;
-        for f in task.pieces.iter().filter_map(file_of) {
+        for f in file_pieces(&task) {
             match self.files.iter_mut().find(|(p, _)| *p == f) {
                 Some((_, n)) => *n += 1,
                 None => self.files.push((f, 1)),
@@ -70,7 +81,7 @@ impl Tasks {
 
     fn forget(&mut self, task: &Task) {
         self.mem = self.mem.saturating_sub(task.mem);
-        for f in task.pieces.iter().filter_map(file_of) {
+        for f in file_pieces(task) {
             if let Some(i) = self.files.iter().position(|(p, _)| *p == f) {
                 self.files[i].1 -= 1;
                 if self.files[i].1 == 0 {

@@ -96,7 +96,7 @@ impl Session {
         self.heads = HeadCache::default();
         self.partial = Vec::new();
         self.chunk = Vec::new();
-        self.line = String::new();
+        self.view.compact();
         self.pump = Vec::new();
         self.events = Vec::new();
     }

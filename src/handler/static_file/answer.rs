@@ -2,6 +2,7 @@
 //! §13.2.2), the form mod_deflate chose, 304, and the file whole, one
 //! range of it or several (multipart/byteranges).
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use httparse::Header;
@@ -134,30 +135,42 @@ fn precondition_failed(cond: &Conditions<'_>, etag: Option<&[u8]>, v: &Validator
 }
 
 /// The validators of the form chosen: If-None-Match meets the variant's tag.
-struct FormValidators {
-    etag: Option<Vec<u8>>,
+/// The file's own tag is borrowed, not copied, for the common answer.
+struct FormValidators<'v> {
+    etag: Option<Cow<'v, [u8]>>,
     last_modified: [u8; 29],
     mtime: i64,
     vary: bool,
 }
 
-impl FormValidators {
-    fn of(form: &Form, coding: Option<Coding>, v: &Validators, vary: bool) -> FormValidators {
+impl<'v> FormValidators<'v> {
+    fn of(
+        form: &Form,
+        coding: Option<Coding>,
+        v: &'v Validators,
+        vary: bool,
+    ) -> FormValidators<'v> {
+        let owned = |t: Option<String>| t.map(|t| Cow::Owned(t.into_bytes()));
         let (etag, last_modified, mtime) = match (form, coding) {
             (Form::Variant(var, _), Some(c)) => (
-                var.base_etag.as_deref().and_then(|t| variant_etag(t, c)),
+                owned(var.base_etag.as_deref().and_then(|t| variant_etag(t, c))),
                 var.last_modified,
                 var.mtime,
             ),
             (_, Some(c)) => (
-                v.etag_string().and_then(|t| variant_etag(&t, c)),
+                owned(v.etag_string().and_then(|t| variant_etag(&t, c))),
                 v.last_modified,
                 v.mtime,
             ),
-            (_, None) => (v.etag_string(), v.last_modified, v.mtime),
+            // The tag is ASCII (see `etag_tag`): as it is.
+            (_, None) => (
+                v.etag.as_ref().map(|t| Cow::Borrowed(&t[..])),
+                v.last_modified,
+                v.mtime,
+            ),
         };
         FormValidators {
-            etag: etag.map(String::into_bytes),
+            etag,
             last_modified,
             mtime,
             vary,
@@ -176,7 +189,7 @@ impl FormValidators {
 }
 
 /// If-None-Match, or else If-Modified-Since, says the client has it.
-fn is_not_modified(cond: &Conditions<'_>, method: Method, fv: &FormValidators) -> bool {
+fn is_not_modified(cond: &Conditions<'_>, method: Method, fv: &FormValidators<'_>) -> bool {
     if let Some(inm) = cond.if_none_match {
         etag_matches(inm, fv.etag.as_deref(), true)
     } else if let Some(d) = cond
@@ -198,7 +211,7 @@ fn send_coded(
     r: &mut Reply,
     of: &OpenFile,
     form: Form,
-    fv: &FormValidators,
+    fv: &FormValidators<'_>,
     c: Coding,
 ) {
     r.start(200);

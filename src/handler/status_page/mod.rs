@@ -43,6 +43,19 @@ impl View<'_> {
 }
 
 /// Answers when `path` is one of the configured status URLs; returns false otherwise.
+/// Whether `path` is one of mod_status's pages under `s`: the figures a
+/// page shows are gathered only then.
+pub fn is_page(path: &str, s: &crate::config::Status) -> bool {
+    [
+        &s.status_url,
+        &s.statistics_url,
+        &s.metrics_url,
+        &s.config_url,
+    ]
+    .iter()
+    .any(|u| u.as_deref() == Some(path))
+}
+
 pub fn serve(path: &str, query: &str, r: &mut Reply, v: &View<'_>) -> bool {
     let settings = std::rc::Rc::clone(&r.settings);
     let s = &settings.status;

@@ -86,6 +86,20 @@ pub const MAX_STREAM_ID: u32 = 0x7fff_ffff;
 /// existed (PROTOCOL_ERROR). Only the last 64 are kept, so memory is fixed.
 pub const RECENTLY_CLOSED: usize = 64;
 
+/// Decoded field lists kept for reuse once the caller is done with a request
+/// head ([`super::Connection::recycle`]): a read of ten requests decodes ten
+/// lists before the first is answered, one of a hundred (a client using
+/// all of [`MAX_CONCURRENT_STREAMS`]) a hundred, so as many keep a busy
+/// connection from allocating and freeing two buffers per request (about
+/// 1 KiB a list for a browser's head: 100 KiB at most while the
+/// connection is busy). Only lists of at most [`SPARE_LIST_BYTES`] are
+/// kept; all go when the connection is compacted (idle).
+pub const SPARE_LISTS: usize = MAX_CONCURRENT_STREAMS as usize;
+
+/// The largest list capacity (names and values) kept for reuse: a browser's
+/// head decodes to about 1,200 bytes.
+pub const SPARE_LIST_BYTES: usize = 4096;
+
 /// The limits of one connection; `Config::default()` holds the constants above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {

@@ -4,7 +4,8 @@
 //! [`Event`]s; control frames and response heads are queued in an output
 //! buffer ([`Connection::output`]) the caller writes to the socket; DATA
 //! frames are framed by [`Connection::data_header`] and their payload sent
-//! by the caller from wherever it lives. The reading side is in `recv.rs`
+//! by the caller from wherever it lives. The sending side is in `send.rs`;
+//! the reading side in `recv.rs`
 //! (frames with field blocks and DATA) and `control.rs` (the rest).
 
 mod control;
@@ -15,6 +16,7 @@ pub mod limits;
 pub mod priority;
 mod recv;
 pub mod request;
+mod send;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -160,6 +162,8 @@ pub struct Connection {
     encoder: hpack::Encoder,
     pending: Option<Pending>,
     block: Vec<u8>,
+    /// Field lists given back by the caller, for the next blocks.
+    spare_lists: Vec<HeaderList>,
     conn_send: i64,
     conn_recv: i64,
     conn_unacked: u32,
@@ -202,6 +206,7 @@ impl Connection {
             encoder: hpack::Encoder::new(),
             pending: None,
             block: Vec::new(),
+            spare_lists: Vec::new(),
             conn_send: 65_535,
             conn_recv: 65_535,
             conn_unacked: 0,
@@ -283,6 +288,7 @@ impl Connection {
         }
         self.scratch = Vec::new();
         self.block = Vec::new();
+        self.spare_lists = Vec::new();
         self.encoder.compact();
         self.decoder.compact();
         self.sched.compact();
@@ -358,166 +364,6 @@ impl Connection {
             self.goaway_sent = Some(self.last_stream);
             encode::goaway(&mut self.out, self.last_stream, ErrorCode::NO_ERROR, b"");
         }
-    }
-
-    /// Encodes a response head. Status 1xx may come before the final one;
-    /// connection-specific fields (`connection`, `keep-alive`, ...) are
-    /// dropped, as HTTP/2 forbids them (§8.2.2). The frames go into
-    /// [`Self::output`].
-    pub fn send_headers<'f>(
-        &mut self,
-        stream: StreamId,
-        status: u16,
-        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
-        end_stream: bool,
-    ) -> Result<(), SendError> {
-        let s = self.streams.get(&stream).ok_or(SendError::NoSuchStream)?;
-        if !s.local_open() {
-            return Err(SendError::Finished);
-        }
-        if s.response_started {
-            return Err(SendError::HeadAlreadySent);
-        }
-        let informational = (100..200).contains(&status);
-        self.scratch.clear();
-        let fields = fields.into_iter().filter(|(n, _)| !connection_specific(n));
-        self.encoder.encode_head(&mut self.scratch, status, fields);
-        let end = end_stream && !informational;
-        encode::headers(
-            &mut self.out,
-            stream,
-            &self.scratch,
-            end,
-            self.peer.max_frame_size,
-        );
-        if let Some(s) = self.streams.get_mut(&stream) {
-            s.response_started |= !informational;
-        }
-        if end {
-            self.close_local(stream);
-        }
-        Ok(())
-    }
-
-    /// The HPACK encoder's generation (see `hpack::Encoder::generation`):
-    /// read it before [`Self::send_headers`] and after; when both agree, the
-    /// block just sent ([`Self::last_head_block`]) may be sent again with
-    /// [`Self::send_head_block`] on another stream while the generation
-    /// stays the same. A server whose answers repeat (a static file's head
-    /// differs from one request to the next only in `date`, once a second)
-    /// saves the encoding.
-    pub fn encoder_generation(&self) -> u64 {
-        self.encoder.generation()
-    }
-
-    /// The field block the last [`Self::send_headers`] encoded.
-    pub fn last_head_block(&self) -> &[u8] {
-        &self.scratch
-    }
-
-    /// Sends a head `block` encoded earlier by [`Self::send_headers`] on
-    /// this connection, at encoder generation `generation`, for `status`.
-    /// Refused ([`SendError::Stale`]) when the table has changed since: the
-    /// caller encodes afresh.
-    pub fn send_head_block(
-        &mut self,
-        stream: StreamId,
-        status: u16,
-        block: &[u8],
-        generation: u64,
-        end_stream: bool,
-    ) -> Result<(), SendError> {
-        if generation != self.encoder.generation() {
-            return Err(SendError::Stale);
-        }
-        let s = self.streams.get(&stream).ok_or(SendError::NoSuchStream)?;
-        if !s.local_open() {
-            return Err(SendError::Finished);
-        }
-        if s.response_started {
-            return Err(SendError::HeadAlreadySent);
-        }
-        let informational = (100..200).contains(&status);
-        let end = end_stream && !informational;
-        encode::headers(&mut self.out, stream, block, end, self.peer.max_frame_size);
-        if let Some(s) = self.streams.get_mut(&stream) {
-            s.response_started |= !informational;
-        }
-        if end {
-            self.close_local(stream);
-        }
-        Ok(())
-    }
-
-    /// Ends the response with trailers (fields without pseudo-headers).
-    pub fn send_trailers<'f>(
-        &mut self,
-        stream: StreamId,
-        fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
-    ) -> Result<(), SendError> {
-        let s = self.streams.get(&stream).ok_or(SendError::NoSuchStream)?;
-        if !s.local_open() {
-            return Err(SendError::Finished);
-        }
-        if !s.response_started {
-            return Err(SendError::NoHead);
-        }
-        self.scratch.clear();
-        let fields = fields.into_iter().filter(|(n, _)| !connection_specific(n));
-        self.encoder.encode_fields(&mut self.scratch, fields);
-        encode::headers(
-            &mut self.out,
-            stream,
-            &self.scratch,
-            true,
-            self.peer.max_frame_size,
-        );
-        self.close_local(stream);
-        Ok(())
-    }
-
-    /// How many payload bytes the next DATA frame on `stream` may carry:
-    /// bounded by the stream's and the connection's send windows and the
-    /// peer's SETTINGS_MAX_FRAME_SIZE. 0 when blocked or not sendable.
-    pub fn send_window(&self, stream: StreamId) -> usize {
-        match self.streams.get(&stream) {
-            Some(s) if s.local_open() && s.response_started => {
-                flow::budget(s.send_window, self.conn_send, self.peer.max_frame_size)
-            }
-            _ => 0,
-        }
-    }
-
-    /// The 9-byte header of a DATA frame of `len` bytes, debiting both
-    /// windows. The caller sends it and then exactly `len` payload bytes,
-    /// after everything in [`Self::output`] at this moment. `len` 0 with
-    /// `end_stream` ends the response whatever the windows.
-    pub fn data_header(
-        &mut self,
-        stream: StreamId,
-        len: usize,
-        end_stream: bool,
-    ) -> Result<[u8; HEADER_LEN], SendError> {
-        let budget = self.send_window(stream);
-        let s = self
-            .streams
-            .get_mut(&stream)
-            .ok_or(SendError::NoSuchStream)?;
-        if !s.local_open() {
-            return Err(SendError::Finished);
-        }
-        if !s.response_started {
-            return Err(SendError::NoHead);
-        }
-        if len > budget {
-            return Err(SendError::OverWindow);
-        }
-        s.send_window -= len as i64;
-        self.conn_send -= len as i64;
-        if end_stream {
-            self.close_local(stream);
-        }
-        Ok(encode::data_header(stream, len, end_stream))
     }
 
     /// Says whether `stream` has response data waiting to be sent; ready
@@ -596,6 +442,19 @@ impl Connection {
         }
     }
 
+    /// Consumes all of `stream`'s buffered body ([`Self::consume_body`]
+    /// of [`Self::body`]'s length) with one look-up, and none more when
+    /// there is nothing to consume (every request without a body).
+    pub fn consume_all_body(&mut self, stream: StreamId) {
+        let n = match self.streams.get(&stream) {
+            // Nothing to credit; only a closed record waits to be removed.
+            Some(s) if s.buffered() == 0 && s.state != State::Closed => return,
+            Some(s) => s.buffered(),
+            None => return,
+        };
+        self.consume_body(stream, n);
+    }
+
     /// Cancels a stream from this side (a backend failed, the handler gave
     /// up): RST_STREAM(`code`), and the stream is gone.
     pub fn reset_stream(&mut self, stream: StreamId, code: ErrorCode) {
@@ -633,11 +492,8 @@ impl Connection {
         let Some(s) = self.streams.get_mut(&stream) else {
             return;
         };
-        match s.state {
-            State::Open => s.state = State::HalfClosedLocal,
-            // The caller still has body to read: keep the record for it.
-            State::HalfClosedRemote if s.buffered() > 0 => s.state = State::Closed,
-            _ => self.remove_stream(stream, Closed::EndStream),
+        if end_local(s) {
+            self.remove_stream(stream, Closed::EndStream);
         }
     }
 
@@ -654,15 +510,14 @@ impl Connection {
     }
 }
 
-/// Fields HTTP/2 forbids (RFC 9113 §8.2.2), dropped from responses.
-fn connection_specific(name: &[u8]) -> bool {
-    [
-        &b"connection"[..],
-        b"keep-alive",
-        b"proxy-connection",
-        b"transfer-encoding",
-        b"upgrade",
-    ]
-    .iter()
-    .any(|c| c.eq_ignore_ascii_case(name))
+/// This side sent END_STREAM on `s`: its new state, or true when the
+/// record is to go ([`Connection::close_local`]).
+fn end_local(s: &mut Stream) -> bool {
+    match s.state {
+        State::Open => s.state = State::HalfClosedLocal,
+        // The caller still has body to read: keep the record for it.
+        State::HalfClosedRemote if s.buffered() > 0 => s.state = State::Closed,
+        _ => return true,
+    }
+    false
 }

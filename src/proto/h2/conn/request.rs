@@ -6,46 +6,67 @@ use crate::proto::h2::hpack::HeaderList;
 
 /// A validated request head. The pseudo-header fields are found once; the
 /// regular fields are read with [`RequestHead::fields`] in the order sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Kept small (indexes as `u32`, [`NONE`] for absent): it moves from the
+/// decoder through the event queue to the caller with every request.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestHead {
     list: HeaderList,
-    method: Option<usize>,
-    scheme: Option<usize>,
-    authority: Option<usize>,
-    path: Option<usize>,
+    /// Where `:method`, `:scheme`, `:authority` and `:path` are in `list`.
+    pseudo: [u32; 4],
     /// Where the regular fields start in `list`.
-    first_field: usize,
+    first_field: u32,
     content_length: Option<u64>,
 }
 
+/// No such pseudo-header field.
+const NONE: u32 = u32::MAX;
+const METHOD: usize = 0;
+const SCHEME: usize = 1;
+const AUTHORITY: usize = 2;
+const PATH: usize = 3;
+
+impl Default for RequestHead {
+    fn default() -> RequestHead {
+        RequestHead {
+            list: HeaderList::default(),
+            pseudo: [NONE; 4],
+            first_field: 0,
+            content_length: None,
+        }
+    }
+}
+
 impl RequestHead {
-    fn value(&self, at: Option<usize>) -> Option<&[u8]> {
-        self.list.get(at?).map(|(_, v)| v)
+    fn value(&self, which: usize) -> Option<&[u8]> {
+        match self.pseudo[which] {
+            NONE => None,
+            at => self.list.get(at as usize).map(|(_, v)| v),
+        }
     }
 
     pub fn method(&self) -> &[u8] {
-        self.value(self.method).unwrap_or_default()
+        self.value(METHOD).unwrap_or_default()
     }
 
     /// `:scheme`; absent only for CONNECT.
     pub fn scheme(&self) -> Option<&[u8]> {
-        self.value(self.scheme)
+        self.value(SCHEME)
     }
 
     /// `:authority`, or the `host` field when it is absent (§8.3.1).
     pub fn authority(&self) -> Option<&[u8]> {
-        self.value(self.authority).or_else(|| self.header(b"host"))
+        self.value(AUTHORITY).or_else(|| self.header(b"host"))
     }
 
     /// `:path`: origin form, or `*` for OPTIONS; absent only for CONNECT.
     pub fn path(&self) -> Option<&[u8]> {
-        self.value(self.path)
+        self.value(PATH)
     }
 
     /// The regular fields as sent. Names are lowercase. `cookie` may come
     /// split in several fields (§8.2.3); join them with "; " for one value.
     pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        self.list.iter().skip(self.first_field)
+        self.list.iter().skip(self.first_field as usize)
     }
 
     /// The first regular field called `name` (lowercase).
@@ -56,6 +77,11 @@ impl RequestHead {
     /// The `content-length`, when sent; DATA is checked against it.
     pub fn content_length(&self) -> Option<u64> {
         self.content_length
+    }
+
+    /// The decoded list, for [`super::Connection::recycle`].
+    pub fn into_list(self) -> HeaderList {
+        self.list
     }
 }
 
@@ -130,61 +156,25 @@ fn content_length(prev: Option<u64>, value: &[u8]) -> Result<u64, Malformed> {
 
 /// Turns a decoded list into a request head (§8.3.1), or says why not.
 pub fn request_head(list: HeaderList) -> Result<RequestHead, Malformed> {
-    let mut h = RequestHead {
-        first_field: list.len(),
-        ..RequestHead::default()
-    };
-    let mut regular = false;
-    let mut host: Option<usize> = None;
-    for (i, (name, value)) in list.iter().enumerate() {
-        if let Some(pseudo) = name.strip_prefix(b":") {
-            // §8.3: every pseudo-header comes before the regular fields.
-            if regular {
-                return Err("pseudo-header after a regular field");
-            }
-            let slot = match pseudo {
-                b"method" => &mut h.method,
-                b"scheme" => &mut h.scheme,
-                b"authority" => &mut h.authority,
-                b"path" => &mut h.path,
-                // :protocol needs SETTINGS_ENABLE_CONNECT_PROTOCOL, not sent.
-                _ => return Err("unknown or response pseudo-header"),
-            };
-            if slot.replace(i).is_some() {
-                return Err("repeated pseudo-header");
-            }
-            if bad_value(value) {
-                return Err("pseudo-header value with NUL, CR or LF");
-            }
-            continue;
-        }
-        if !regular {
-            regular = true;
-            h.first_field = i;
-        }
-        check_field(name, value)?;
-        match name {
-            b"content-length" => h.content_length = Some(content_length(h.content_length, value)?),
-            b"host" if host.is_none() => host = Some(i),
-            _ => {}
-        }
-    }
+    let mut h = RequestHead::default();
+    let (first_field, host) = scan(&list, &mut h)?;
+    h.first_field = first_field;
     h.list = list;
-    let method = h.value(h.method).ok_or("no :method")?;
+    let method = h.value(METHOD).ok_or("no :method")?;
     if method.is_empty() {
         return Err("empty :method");
     }
     if method == b"CONNECT" {
         // §8.5: only :method and :authority.
-        if h.scheme.is_some() || h.path.is_some() {
+        if h.pseudo[SCHEME] != NONE || h.pseudo[PATH] != NONE {
             return Err("CONNECT with :scheme or :path");
         }
-        if h.authority.is_none() {
+        if h.pseudo[AUTHORITY] == NONE {
             return Err("CONNECT without :authority");
         }
     } else {
-        let scheme = h.value(h.scheme).ok_or("no :scheme")?;
-        let path = h.value(h.path).ok_or("no :path")?;
+        let scheme = h.value(SCHEME).ok_or("no :scheme")?;
+        let path = h.value(PATH).ok_or("no :path")?;
         if scheme.is_empty() {
             return Err("empty :scheme");
         }
@@ -197,12 +187,56 @@ pub fn request_head(list: HeaderList) -> Result<RequestHead, Malformed> {
         }
     }
     // §8.3.1: a host field naming another entity than :authority.
-    if let (Some(a), Some(host)) = (h.value(h.authority), host.and_then(|i| h.list.get(i))) {
+    if let (Some(a), Some(host)) = (h.value(AUTHORITY), host.and_then(|i| h.list.get(i))) {
         if !a.eq_ignore_ascii_case(host.1) {
             return Err("host differs from :authority");
         }
     }
     Ok(h)
+}
+
+/// The fields of a request head in order, checked (§8.2.1, §8.2.2, §8.3):
+/// the pseudo-headers' places and the `content-length` into `h`; returns
+/// where the regular fields start and where the first `host` is.
+fn scan(list: &HeaderList, h: &mut RequestHead) -> Result<(u32, Option<usize>), Malformed> {
+    let mut first_field = list.len() as u32;
+    let mut regular = false;
+    let mut host: Option<usize> = None;
+    for (i, (name, value)) in list.iter().enumerate() {
+        if name.first() == Some(&b':') {
+            // §8.3: every pseudo-header comes before the regular fields.
+            if regular {
+                return Err("pseudo-header after a regular field");
+            }
+            let which = match name {
+                b":method" => METHOD,
+                b":scheme" => SCHEME,
+                b":authority" => AUTHORITY,
+                b":path" => PATH,
+                // :protocol needs SETTINGS_ENABLE_CONNECT_PROTOCOL, not sent.
+                _ => return Err("unknown or response pseudo-header"),
+            };
+            if h.pseudo[which] != NONE {
+                return Err("repeated pseudo-header");
+            }
+            h.pseudo[which] = i as u32;
+            if bad_value(value) {
+                return Err("pseudo-header value with NUL, CR or LF");
+            }
+            continue;
+        }
+        if !regular {
+            regular = true;
+            first_field = i as u32;
+        }
+        check_field(name, value)?;
+        match name {
+            b"content-length" => h.content_length = Some(content_length(h.content_length, value)?),
+            b"host" if host.is_none() => host = Some(i),
+            _ => {}
+        }
+    }
+    Ok((first_field, host))
 }
 
 /// Checks trailers: regular fields only (§8.1).

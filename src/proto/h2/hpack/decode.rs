@@ -27,8 +27,9 @@ impl From<CompressionError> for DecodeError {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct HeaderList {
     pub(super) bytes: Vec<u8>,
-    /// (name start, name end = value start, value end) into `bytes`.
-    fields: Vec<(usize, usize, usize)>,
+    /// (name start, name end = value start, value end) into `bytes`: `u32`,
+    /// as a list is bounded by SETTINGS_MAX_HEADER_LIST_SIZE (a `u32`).
+    fields: Vec<(u32, u32, u32)>,
     /// The RFC 9113 §6.5.2 size: name + value + 32 for each field.
     size: usize,
 }
@@ -42,6 +43,19 @@ impl HeaderList {
             fields: Vec::with_capacity(fields),
             size: 0,
         }
+    }
+
+    /// Empties the list and makes room for `bytes` of names and values
+    /// and `fields` fields (a list reused for the next block).
+    pub fn reset(&mut self, bytes: usize, fields: usize) {
+        self.clear();
+        self.bytes.reserve(bytes);
+        self.fields.reserve(fields);
+    }
+
+    /// Bytes of names and values the list holds without growing.
+    pub fn capacity(&self) -> usize {
+        self.bytes.capacity()
     }
 
     pub fn clear(&mut self) {
@@ -66,21 +80,28 @@ impl HeaderList {
     /// Field `i` as (name, value).
     pub fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
         let &(n, v, e) = self.fields.get(i)?;
+        self.span(n, v, e)
+    }
+
+    fn span(&self, n: u32, v: u32, e: u32) -> Option<(&[u8], &[u8])> {
+        let (n, v, e) = (n as usize, v as usize, e as usize);
         Some((self.bytes.get(n..v)?, self.bytes.get(v..e)?))
     }
 
     /// The fields in the order they were sent.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        (0..self.fields.len()).filter_map(|i| self.get(i))
+        self.fields
+            .iter()
+            .filter_map(|&(n, v, e)| self.span(n, v, e))
     }
 
     /// Adds a field; used by the decoder and by tests that build lists.
     pub fn push(&mut self, name: &[u8], value: &[u8]) {
-        let n = self.bytes.len();
+        let n = self.bytes.len() as u32;
         self.bytes.extend_from_slice(name);
-        let v = self.bytes.len();
+        let v = self.bytes.len() as u32;
         self.bytes.extend_from_slice(value);
-        self.fields.push((n, v, self.bytes.len()));
+        self.fields.push((n, v, self.bytes.len() as u32));
         self.size += name.len() + value.len() + ENTRY_OVERHEAD;
     }
 }
