@@ -2,10 +2,9 @@
 //! (validators, type, small content, compressed forms), kept for about a
 //! second, and the index files found in directories.
 
+use crate::hash::StrMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fs::{File, Metadata};
-use std::hash::BuildHasherDefault;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
@@ -85,37 +84,8 @@ impl Variant {
 const CACHE_ENTRIES: usize = 1024;
 const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
-/// The hash of the [`FileCache`]'s keys: FxHash (rustc's: a rotate, xor
-/// and multiply per 8 bytes), with the well-mixed high bits rotated down
-/// for hashbrown's bucket index. std's SipHash cost 170 of the 8,100
-/// instructions of a keep-alive request for a small file (callgrind).
 /// Flooding is no concern here: only paths that opened are inserted.
-#[derive(Default, Clone, Copy)]
-pub struct PathHasher(u64);
-
-const FX_K: u64 = 0xf135_7aea_2e62_a9c5;
-
-impl std::hash::Hasher for PathHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = self.0;
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            h = (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(FX_K);
-        }
-        for &b in words.remainder() {
-            h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(FX_K);
-        }
-        self.0 = h;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0.rotate_left(26)
-    }
-}
-
-type PathMap<V> = HashMap<String, V, BuildHasherDefault<PathHasher>>;
+type PathMap<V> = StrMap<V>;
 
 /// Recently opened files by file system path, and the index file found
 /// in recently asked directories.

@@ -23,7 +23,7 @@ use answer::serve_file;
 use fs::{open, redirect_to_dir};
 
 pub use super::mime::content_type;
-pub use cache::{FileCache, OpenFile, PathHasher};
+pub use cache::{FileCache, OpenFile};
 pub use index::find_index;
 pub use validators::etag_of;
 
