@@ -299,6 +299,36 @@ fn request_and_response_header_edits() {
 }
 
 #[test]
+fn request_reads_as_lighttpd_gives_them() {
+    let b = start(
+        "magnet.attract-raw-url-to = ( \"@DIR@/scripts/reads.lua\" )",
+        true,
+    );
+    let req = get_req(
+        "/p/q.html?a=1&b",
+        &["X-Twice: one", "X-Once: solo", "X-Twice: two"],
+    );
+    let r = b.ask(&req, &["Content-Type"]);
+    assert_eq!(r.status, 200);
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    for want in [
+        "twice=one, two",
+        "case=solo",
+        "missing=nil",
+        "numkey=nil",
+        "host=test",
+        "path=/p/q.html",
+        "query=a=1&b",
+        "method=GET",
+        "env=/p/q.html",
+        "unknown=nil",
+        "attrnum=nil",
+    ] {
+        assert!(body.lines().any(|l| l == want), "{want} in {body}");
+    }
+}
+
+#[test]
 fn restart_request_runs_the_new_target_and_is_bounded() {
     let b = start(
         "magnet.attract-raw-url-to = ( \"@DIR@/scripts/restart.lua\" )",

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use super::physical::Physical;
 use super::{endpoint, Carry, ConnInfo, Services};
 use crate::config::Settings;
-use crate::magnet::{attr, Ctx, Parked, Part, Ran, Stage, Verdict, MAX_RESTARTS};
+use crate::magnet::{attr, AddrText, Ctx, Parked, Part, Ran, Stage, Verdict, MAX_RESTARTS};
 use crate::msg::{OwnedHead, Reply, Request};
 
 /// What the scripts of a stage before the response came to.
@@ -91,6 +91,9 @@ fn run_stage(
 /// mod_maxminddb's variables in `req_env`, as lighttpd fills it when a
 /// script reads it (over a variable of the same name already there).
 fn geo_env(ctx: &mut Ctx, settings: &Settings, info: &ConnInfo) {
+    if settings.maxminddb.active().is_none() {
+        return;
+    }
     for g in super::geo::vars(settings, info).iter() {
         // (Under the name as written: lighttpd makes CGI names of them
         // only for backends.)
@@ -143,9 +146,10 @@ fn ctx_for(
     c.set_attr(attr::REQUEST_URI, uri);
     c.set_attr(attr::REQUEST_PATH_INFO, "");
     let mut n = itoa::Buffer::new();
-    push_ip(c.attr_buf(attr::REMOTE_ADDR), info.peer);
+    let [peer_text, server_text] = sv.magnet.addr_texts();
+    push_ip(c.attr_buf(attr::REMOTE_ADDR), info.peer, peer_text);
     c.set_attr(attr::REMOTE_PORT, n.format(info.peer_port));
-    push_ip(c.attr_buf(attr::SERVER_ADDR), addr);
+    push_ip(c.attr_buf(attr::SERVER_ADDR), addr, server_text);
     c.set_attr(attr::SERVER_PORT, n.format(port));
     c.set_attr(attr::PROTOCOL, req.protocol());
     c.set_attr(attr::SERVER_NAME, super::host_without_port(host));
@@ -153,9 +157,21 @@ fn ctx_for(
     c
 }
 
-/// `ip` in its usual text form onto `out` (nothing when there is none);
-/// IPv4, every request's case, without the formatting machinery.
-fn push_ip(out: &mut String, ip: Option<std::net::IpAddr>) {
+/// `ip` in its usual text form onto `out` (nothing when there is none),
+/// from `last` when it is the address formatted last time (a keep-alive
+/// client's every request).
+fn push_ip(out: &mut String, ip: Option<std::net::IpAddr>, last: &mut AddrText) {
+    if last.0 != ip {
+        last.1.clear();
+        format_ip(&mut last.1, ip);
+        last.0 = ip;
+    }
+    out.push_str(&last.1);
+}
+
+/// `ip` in its usual text form onto `out`; IPv4 without the formatting
+/// machinery.
+fn format_ip(out: &mut String, ip: Option<std::net::IpAddr>) {
     use std::fmt::Write as _;
     match ip {
         Some(std::net::IpAddr::V4(v4)) => {
@@ -487,20 +503,23 @@ mod tests {
 
     #[test]
     fn addresses_as_text() {
+        // One kept text across them all: each differs from the last.
+        let mut last = (None, String::new());
         for ip in [
             "127.0.0.1",
             "0.0.0.0",
             "255.10.0.99",
+            "255.10.0.99",
             "::1",
             "2001:db8::8:1",
+            "127.0.0.1",
         ] {
-            let mut s = String::from("stale");
-            s.clear();
-            push_ip(&mut s, ip.parse().ok());
+            let mut s = String::new();
+            push_ip(&mut s, ip.parse().ok(), &mut last);
             assert_eq!(s, ip);
         }
         let mut s = String::new();
-        push_ip(&mut s, None);
+        push_ip(&mut s, None, &mut last);
         assert_eq!(s, "");
     }
 }

@@ -20,7 +20,7 @@ mod state;
 mod watchdog;
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
 use mlua::{Lua, Table, Value};
@@ -84,7 +84,7 @@ struct Script {
 /// The scripts loaded so far, by file name.
 #[derive(Default)]
 pub struct Magnet {
-    scripts: HashMap<String, Script>,
+    scripts: crate::hash::StrMap<Script>,
     /// Watches the loaded scripts (see [`Magnet::watcher`]); without it
     /// every run stats its file.
     inotify: Option<nix::sys::inotify::Inotify>,
@@ -98,13 +98,26 @@ pub struct Magnet {
     /// While the loop has other work, no parked run's quantum before
     /// this (monotonic ns).
     next_turn: u64,
+    /// The client's and the server's address as `req_attr` gave them
+    /// last (see [`Magnet::addr_texts`]).
+    addr_texts: [AddrText; 2],
 }
+
+/// An address and its text form.
+pub type AddrText = (Option<std::net::IpAddr>, String);
 
 impl Magnet {
     /// A context to fill for a run (the last one's buffers, when there is
     /// one).
     pub fn take_ctx(&mut self) -> Ctx {
         self.spare.take().unwrap_or_default()
+    }
+
+    /// Where the text of the client's and the server's address is kept
+    /// from one request to the next: formatted again only when the
+    /// address differs.
+    pub fn addr_texts(&mut self) -> &mut [AddrText; 2] {
+        &mut self.addr_texts
     }
 
     /// Keeps `ctx`'s buffers for the next run.

@@ -139,6 +139,7 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
     let prims = prims::table(&lua)?;
     let ctx: Rc<RefCell<Ctx>> = Rc::default();
     lua.set_app_data(Rc::clone(&ctx));
+    prims::fast_reads(&lua, &prims, &ctx)?;
     let deadline: Rc<Cell<u64>> = Rc::default();
     let dl = Rc::clone(&deadline);
     // The coroutines a script makes: bounded by a count hook of their
