@@ -62,6 +62,8 @@ pub enum Verdict {
 
 /// One script file: its states, loaded from the same version of it.
 struct Script {
+    /// The file's name as the configuration gives it.
+    file: String,
     /// The inotify watch on the file while it is the one loaded: until it
     /// reports a change, the file is not looked at again.
     watch: Option<nix::sys::inotify::WatchDescriptor>,
@@ -81,10 +83,16 @@ struct Script {
     size: u64,
 }
 
-/// The scripts loaded so far, by file name.
+/// The scripts loaded so far.
 #[derive(Default)]
 pub struct Magnet {
-    scripts: crate::hash::StrMap<Script>,
+    /// Each file's script (one a file's new version replaces in place).
+    scripts: Vec<Script>,
+    /// The index in `scripts` of each file.
+    by_name: crate::hash::StrMap<usize>,
+    /// The script run last: a configuration with one script finds it
+    /// without hashing its name.
+    last: usize,
     /// Watches the loaded scripts (see [`Magnet::watcher`]); without it
     /// every run stats its file.
     inotify: Option<nix::sys::inotify::Inotify>,
@@ -195,7 +203,11 @@ impl Magnet {
     /// A state of `file`'s script to run it in: an idle one, a new one
     /// while the script has fewer than [`MAX_STATES`], else None.
     fn acquire(&mut self, file: &str) -> Result<Option<State>, String> {
-        let script = self.script(file)?;
+        let i = self.script(file)?;
+        let script = self
+            .scripts
+            .get_mut(i)
+            .ok_or_else(|| "script vanished".to_string())?;
         if let Some(s) = script.idle.pop() {
             script.busy += 1;
             return Ok(Some(s));
@@ -211,7 +223,7 @@ impl Magnet {
     /// `state` ran: back with its script, or dropped when the script was
     /// loaded anew meanwhile.
     fn release(&mut self, file: &str, state: State) {
-        if let Some(script) = self.scripts.get_mut(file) {
+        if let Some(script) = self.find(file).and_then(|i| self.scripts.get_mut(i)) {
             if state.generation == script.generation {
                 script.busy = script.busy.saturating_sub(1);
                 script.idle.push(state);
@@ -250,7 +262,7 @@ impl Magnet {
     pub fn forget_watcher(&mut self) {
         self.inotify = None;
         self.watchdog.forget();
-        for s in self.scripts.values_mut() {
+        for s in self.scripts.iter_mut() {
             s.watch = None;
             s.stale = true;
         }
@@ -266,7 +278,7 @@ impl Magnet {
                 break;
             }
             for ev in events {
-                for s in self.scripts.values_mut() {
+                for s in self.scripts.iter_mut() {
                     if s.watch == Some(ev.wd) {
                         s.stale = true;
                         any = true;
@@ -279,50 +291,37 @@ impl Magnet {
         }
     }
 
-    /// The script of `file`, loaded (again, when the file changed). The
-    /// file is stat'ed only when its watch reported a change (or it has
-    /// none): a script on every request costs no system call.
-    fn script(&mut self, file: &str) -> Result<&mut Script, String> {
-        if self.scripts.get(file).is_some_and(|s| !s.stale) {
-            return self
-                .scripts
-                .get_mut(file)
-                .ok_or_else(|| "script vanished".to_string());
+    /// The index of `file`'s script, if loaded.
+    #[inline]
+    fn find(&self, file: &str) -> Option<usize> {
+        if self.scripts.get(self.last).is_some_and(|s| s.file == file) {
+            return Some(self.last);
+        }
+        self.by_name.get(file).copied()
+    }
+
+    /// The index of the script of `file`, loaded (again, when the file
+    /// changed). The file is stat'ed only when its watch reported a
+    /// change (or it has none): a script on every request costs no
+    /// system call.
+    fn script(&mut self, file: &str) -> Result<usize, String> {
+        let found = self.find(file);
+        if let Some(i) = found.filter(|&i| !self.scripts[i].stale) {
+            self.last = i;
+            return Ok(i);
         }
         let meta = std::fs::metadata(file).map_err(|e| e.to_string())?;
         let (mtime, size) = (meta.modified().ok(), meta.len());
-        let fresh = self
-            .scripts
-            .get(file)
-            .is_some_and(|s| s.mtime == mtime && s.size == size);
-        if !fresh {
-            let src: std::rc::Rc<[u8]> = std::fs::read(file).map_err(|e| e.to_string())?.into();
-            self.loads += 1;
-            let generation = self.loads;
-            let first = state::load(file, &src, generation).map_err(|e| e.to_string())?;
-            // Every state of the script is of the new text: those out for
-            // a suspended run are dropped when it ends.
-            let s = Script {
-                watch: None,
-                stale: true,
-                idle: vec![first],
-                busy: 0,
-                generation,
-                src,
-                mtime,
-                size,
-            };
-            if let Some(old) = self.scripts.insert(file.to_string(), s) {
-                self.unwatch(old.watch);
-            }
-        }
+        let fresh =
+            found.is_some_and(|i| self.scripts[i].mtime == mtime && self.scripts[i].size == size);
+        let i = match found {
+            Some(i) if fresh => i,
+            _ => self.load(file, found, mtime, size)?,
+        };
         // Watch the file as it is now (a new inode after an editor's
         // rename), before it can change again.
         let watch = self.watch(file);
-        let s = self
-            .scripts
-            .get_mut(file)
-            .ok_or_else(|| "script vanished".to_string())?;
+        let s = &mut self.scripts[i];
         if s.watch != watch {
             let old = s.watch.take();
             s.watch = watch;
@@ -331,9 +330,49 @@ impl Magnet {
         } else {
             s.stale = watch.is_none();
         }
-        self.scripts
-            .get_mut(file)
-            .ok_or_else(|| "script vanished".to_string())
+        self.last = i;
+        Ok(i)
+    }
+
+    /// Loads `file` (its first state), in place of the script at `at`
+    /// when there is one; returns its index.
+    fn load(
+        &mut self,
+        file: &str,
+        at: Option<usize>,
+        mtime: Option<SystemTime>,
+        size: u64,
+    ) -> Result<usize, String> {
+        let src: std::rc::Rc<[u8]> = std::fs::read(file).map_err(|e| e.to_string())?.into();
+        self.loads += 1;
+        let generation = self.loads;
+        let first = state::load(file, &src, generation).map_err(|e| e.to_string())?;
+        // Every state of the script is of the new text: those out for a
+        // suspended run are dropped when it ends.
+        let s = Script {
+            file: file.to_string(),
+            watch: None,
+            stale: true,
+            idle: vec![first],
+            busy: 0,
+            generation,
+            src,
+            mtime,
+            size,
+        };
+        Ok(match at {
+            Some(i) => {
+                let old = std::mem::replace(&mut self.scripts[i], s);
+                self.unwatch(old.watch);
+                i
+            }
+            None => {
+                self.scripts.push(s);
+                let i = self.scripts.len() - 1;
+                self.by_name.insert(file.to_string(), i);
+                i
+            }
+        })
     }
 
     fn watch(&self, file: &str) -> Option<nix::sys::inotify::WatchDescriptor> {
@@ -348,7 +387,7 @@ impl Magnet {
         // The same inode may be watched for a newer load: inotify gives
         // one descriptor per inode, so only drop it when no script has it.
         if let (Some(ino), Some(wd)) = (&self.inotify, wd) {
-            if !self.scripts.values().any(|s| s.watch == Some(wd)) {
+            if !self.scripts.iter().any(|s| s.watch == Some(wd)) {
                 let _ = ino.rm_watch(wd);
             }
         }
