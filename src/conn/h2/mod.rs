@@ -33,6 +33,7 @@
 mod body;
 mod drive;
 pub(in crate::conn) mod fields;
+mod pieces;
 mod sink;
 pub(in crate::conn) mod stream;
 mod tasks;

@@ -37,6 +37,7 @@ impl Default for RequestHead {
 }
 
 impl RequestHead {
+    #[inline]
     fn value(&self, which: usize) -> Option<&[u8]> {
         match self.pseudo[which] {
             NONE => None,
@@ -44,37 +45,44 @@ impl RequestHead {
         }
     }
 
+    #[inline]
     pub fn method(&self) -> &[u8] {
         self.value(METHOD).unwrap_or_default()
     }
 
     /// `:scheme`; absent only for CONNECT.
+    #[inline]
     pub fn scheme(&self) -> Option<&[u8]> {
         self.value(SCHEME)
     }
 
     /// `:authority`, or the `host` field when it is absent (§8.3.1).
+    #[inline]
     pub fn authority(&self) -> Option<&[u8]> {
         self.value(AUTHORITY).or_else(|| self.header(b"host"))
     }
 
     /// `:path`: origin form, or `*` for OPTIONS; absent only for CONNECT.
+    #[inline]
     pub fn path(&self) -> Option<&[u8]> {
         self.value(PATH)
     }
 
     /// The regular fields as sent. Names are lowercase. `cookie` may come
     /// split in several fields (§8.2.3); join them with "; " for one value.
+    #[inline]
     pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.list.iter().skip(self.first_field as usize)
     }
 
     /// The first regular field called `name` (lowercase).
+    #[inline]
     pub fn header(&self, name: &[u8]) -> Option<&[u8]> {
         self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 
     /// The `content-length`, when sent; DATA is checked against it.
+    #[inline]
     pub fn content_length(&self) -> Option<u64> {
         self.content_length
     }

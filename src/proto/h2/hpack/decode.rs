@@ -64,31 +64,37 @@ impl HeaderList {
         self.size = 0;
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.fields.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
 
     /// The §6.5.2 size of what was stored.
+    #[inline]
     pub fn size(&self) -> usize {
         self.size
     }
 
     /// Field `i` as (name, value).
+    #[inline]
     pub fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
         let &(n, v, e) = self.fields.get(i)?;
         self.span(n, v, e)
     }
 
+    #[inline]
     fn span(&self, n: u32, v: u32, e: u32) -> Option<(&[u8], &[u8])> {
         let (n, v, e) = (n as usize, v as usize, e as usize);
         Some((self.bytes.get(n..v)?, self.bytes.get(v..e)?))
     }
 
     /// The fields in the order they were sent.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.fields
             .iter()
@@ -96,6 +102,7 @@ impl HeaderList {
     }
 
     /// Adds a field; used by the decoder and by tests that build lists.
+    #[inline]
     pub fn push(&mut self, name: &[u8], value: &[u8]) {
         let n = self.bytes.len() as u32;
         self.bytes.extend_from_slice(name);
