@@ -387,11 +387,15 @@ fn view_fields<'h>(
     let mut has_host = false;
     let mut cookie_at = None;
     let mut n_fields = 0;
-    for (name, value) in head.fields() {
+    for (known, name, value) in head.fields_named() {
         n_fields += 1;
         // The core checked names: visible ASCII, so always a str.
-        let Ok(name) = std::str::from_utf8(name) else {
-            return Err((400, "field name"));
+        let name = match known {
+            Some(name) => name,
+            None => match std::str::from_utf8(name) {
+                Ok(name) => name,
+                Err(_) => return Err((400, "field name")),
+            },
         };
         match name {
             "cookie" => {

@@ -2,7 +2,7 @@
 //! a decoded field list a request, or the stream malformed (a stream error
 //! of type PROTOCOL_ERROR, §8.1.1).
 
-use crate::proto::h2::hpack::HeaderList;
+use crate::proto::h2::hpack::{known_name, HeaderList, KnownName, KNOWN_VALUE};
 
 /// A validated request head. The pseudo-header fields are found once; the
 /// regular fields are read with [`RequestHead::fields`] in the order sent.
@@ -75,6 +75,16 @@ impl RequestHead {
         self.list.iter().skip(self.first_field as usize)
     }
 
+    /// [`RequestHead::fields`] with the name as `str` where the decoder
+    /// knows it for a static table's (see [`crate::proto::h2::hpack::KnownName`]).
+    #[inline]
+    pub fn fields_named(&self) -> impl Iterator<Item = (Option<&'static str>, &[u8], &[u8])> + '_ {
+        self.list
+            .iter_known()
+            .skip(self.first_field as usize)
+            .map(|(k, n, v)| (known_name(k), n, v))
+    }
+
     /// The first regular field called `name` (lowercase).
     #[inline]
     pub fn header(&self, name: &[u8]) -> Option<&[u8]> {
@@ -127,17 +137,29 @@ fn bad_value(value: &[u8]) -> bool {
 
 /// Checks one field of a request or trailers against §8.2.1 and §8.2.2.
 fn check_field(name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-    if name.is_empty() {
-        return Err("empty field name");
+    check_known_field(0, name, value)
+}
+
+/// [`check_field`] of a field the decoder knows as `known`: a static
+/// table's name is a lowercase token, and its value too when the whole
+/// field is the static entry, so those bytes need no look at.
+fn check_known_field(known: KnownName, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+    if known & !KNOWN_VALUE == 0 {
+        if name.is_empty() {
+            return Err("empty field name");
+        }
+        if name.iter().any(|&c| NAME_BAD[c as usize]) {
+            return Err("field name with a character not allowed");
+        }
     }
-    if name.iter().any(|&c| NAME_BAD[c as usize]) {
-        return Err("field name with a character not allowed");
-    }
-    if bad_value(value) {
-        return Err("field value with NUL, CR or LF");
-    }
-    if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t')) {
-        return Err("field value with surrounding whitespace");
+    if known & KNOWN_VALUE == 0 {
+        if bad_value(value) {
+            return Err("field value with NUL, CR or LF");
+        }
+        if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t'))
+        {
+            return Err("field value with surrounding whitespace");
+        }
     }
     // §8.2.2: connection-specific fields have no meaning in HTTP/2.
     match name {
@@ -210,17 +232,22 @@ fn scan(list: &HeaderList, h: &mut RequestHead) -> Result<(u32, Option<usize>), 
     let mut first_field = list.len() as u32;
     let mut regular = false;
     let mut host: Option<usize> = None;
-    for (i, (name, value)) in list.iter().enumerate() {
+    for (i, (known, name, value)) in list.iter_known().enumerate() {
         if name.first() == Some(&b':') {
             // §8.3: every pseudo-header comes before the regular fields.
             if regular {
                 return Err("pseudo-header after a regular field");
             }
-            let which = match name {
-                b":method" => METHOD,
-                b":scheme" => SCHEME,
-                b":authority" => AUTHORITY,
-                b":path" => PATH,
+            let which = match (known & !KNOWN_VALUE, name) {
+                // Static entries 1 to 7 (RFC 7541 Appendix A).
+                (1, _) => AUTHORITY,
+                (2 | 3, _) => METHOD,
+                (4 | 5, _) => PATH,
+                (6 | 7, _) => SCHEME,
+                (_, b":method") => METHOD,
+                (_, b":scheme") => SCHEME,
+                (_, b":authority") => AUTHORITY,
+                (_, b":path") => PATH,
                 // :protocol needs SETTINGS_ENABLE_CONNECT_PROTOCOL, not sent.
                 _ => return Err("unknown or response pseudo-header"),
             };
@@ -228,7 +255,7 @@ fn scan(list: &HeaderList, h: &mut RequestHead) -> Result<(u32, Option<usize>), 
                 return Err("repeated pseudo-header");
             }
             h.pseudo[which] = i as u32;
-            if bad_value(value) {
+            if known & KNOWN_VALUE == 0 && bad_value(value) {
                 return Err("pseudo-header value with NUL, CR or LF");
             }
             continue;
@@ -237,7 +264,7 @@ fn scan(list: &HeaderList, h: &mut RequestHead) -> Result<(u32, Option<usize>), 
             regular = true;
             first_field = i as u32;
         }
-        check_field(name, value)?;
+        check_known_field(known, name, value)?;
         match name {
             b"content-length" => h.content_length = Some(content_length(h.content_length, value)?),
             b"host" if host.is_none() => host = Some(i),
@@ -378,6 +405,66 @@ mod tests {
         ];
         for (why, fields) in cases {
             assert!(request_head(list(fields)).is_err(), "{why}");
+        }
+    }
+
+    /// Fields whose names the HPACK decoder took from the static table
+    /// (directly or through a dynamic entry) are checked as other fields
+    /// are, without a look at their name's bytes.
+    #[test]
+    fn heads_with_known_names() {
+        use crate::proto::h2::hpack::{Decoder, KNOWN_VALUE};
+        let mut d = Decoder::default();
+        let mut decode = |block: &[u8]| {
+            let mut l = HeaderList::default();
+            d.decode(block, 1 << 16, &mut l).map(|()| l)
+        };
+        // :method GET, :scheme http, :path / (indexed); :authority "h" and
+        // user-agent "x" (literals with indexing, names from the table).
+        let first = [0x82, 0x86, 0x84, 0x41, 1, b'h', 0x7a, 1, b'x'];
+        let Ok(l) = decode(&first) else {
+            panic!("decode")
+        };
+        let known: Vec<u8> = l.iter_known().map(|(k, ..)| k).collect();
+        assert_eq!(
+            known,
+            [2 | KNOWN_VALUE, 6 | KNOWN_VALUE, 4 | KNOWN_VALUE, 1, 58]
+        );
+        // The same fields from the dynamic table keep their names' index.
+        let Ok(l) = decode(&[0x82, 0x86, 0x84, 0xbf, 0xbe]) else {
+            panic!("decode")
+        };
+        let known: Vec<u8> = l.iter_known().map(|(k, ..)| k).collect();
+        assert_eq!(
+            known,
+            [2 | KNOWN_VALUE, 6 | KNOWN_VALUE, 4 | KNOWN_VALUE, 1, 58]
+        );
+        let h = request_head(l).unwrap_or_default();
+        assert_eq!(
+            (h.authority(), h.path()),
+            (Some(&b"h"[..]), Some(&b"/"[..]))
+        );
+        let named: Vec<_> = h.fields_named().collect();
+        assert_eq!(named, [(Some("user-agent"), &b"user-agent"[..], &b"x"[..])]);
+        // Still refused: transfer-encoding (static entry 57, literal
+        // without indexing), a value with surrounding whitespace or a NUL.
+        let cases: [(&[u8], &str); 3] = [
+            (
+                &[0x82, 0x86, 0x84, 0x0f, 0x2a, 0],
+                "connection-specific field",
+            ),
+            (
+                &[0x82, 0x86, 0x84, 0x0f, 0x2b, 2, b' ', b'x'],
+                "field value with surrounding whitespace",
+            ),
+            (
+                &[0x82, 0x86, 0x04, 2, b'/', 0],
+                "pseudo-header value with NUL, CR or LF",
+            ),
+        ];
+        for (bad, why) in cases {
+            let Ok(l) = decode(bad) else { panic!("decode") };
+            assert_eq!(request_head(l).err(), Some(why), "{bad:?}");
         }
     }
 
