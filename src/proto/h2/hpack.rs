@@ -322,6 +322,15 @@ impl DynamicTable {
         self.get_known(i).map(|(n, v, _)| (n, v))
     }
 
+    /// Entry `i`'s name and value as one slice, the name's length and the
+    /// static-table index of the name.
+    #[inline]
+    pub fn get_joined(&self, i: usize) -> Option<(&[u8], usize, KnownName)> {
+        self.entries
+            .get(i)
+            .map(|(b, n, k)| (&b[..], *n as usize, *k))
+    }
+
     /// [`DynamicTable::get`] with the static-table index of the name.
     #[inline]
     pub fn get_known(&self, i: usize) -> Option<(&[u8], &[u8], KnownName)> {

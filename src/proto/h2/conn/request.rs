@@ -186,10 +186,19 @@ fn content_length(prev: Option<u64>, value: &[u8]) -> Result<u64, Malformed> {
 
 /// Turns a decoded list into a request head (§8.3.1), or says why not.
 pub fn request_head(list: HeaderList) -> Result<RequestHead, Malformed> {
-    let mut h = RequestHead::default();
-    let (first_field, host) = scan(&list, &mut h)?;
-    h.first_field = first_field;
-    h.list = list;
+    // Built around `list` once it is scanned: no empty list made and
+    // dropped per request.
+    let mut found = Found {
+        pseudo: [NONE; 4],
+        content_length: None,
+    };
+    let (first_field, host) = scan(&list, &mut found)?;
+    let h = RequestHead {
+        list,
+        pseudo: found.pseudo,
+        first_field,
+        content_length: found.content_length,
+    };
     let method = h.value(METHOD).ok_or("no :method")?;
     if method.is_empty() {
         return Err("empty :method");
@@ -228,7 +237,13 @@ pub fn request_head(list: HeaderList) -> Result<RequestHead, Malformed> {
 /// The fields of a request head in order, checked (§8.2.1, §8.2.2, §8.3):
 /// the pseudo-headers' places and the `content-length` into `h`; returns
 /// where the regular fields start and where the first `host` is.
-fn scan(list: &HeaderList, h: &mut RequestHead) -> Result<(u32, Option<usize>), Malformed> {
+/// What [`scan`] finds besides where the fields are.
+struct Found {
+    pseudo: [u32; 4],
+    content_length: Option<u64>,
+}
+
+fn scan(list: &HeaderList, h: &mut Found) -> Result<(u32, Option<usize>), Malformed> {
     let mut first_field = list.len() as u32;
     let mut regular = false;
     let mut host: Option<usize> = None;

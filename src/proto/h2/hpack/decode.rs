@@ -117,6 +117,18 @@ impl HeaderList {
         self.push_known(name, value, 0);
     }
 
+    /// Adds a field whose name (`name_len` bytes) and value are one slice,
+    /// as a dynamic entry and a decoded literal hold them: one copy.
+    #[inline]
+    fn push_joined(&mut self, field: &[u8], name_len: usize, known: KnownName) {
+        let n = self.bytes.len() as u32;
+        reserve(&mut self.bytes, field.len());
+        self.bytes.extend_from_slice(field);
+        let v = n + name_len.min(field.len()) as u32;
+        self.fields.push((n, v, self.bytes.len() as u32, known));
+        self.size += field.len() + ENTRY_OVERHEAD;
+    }
+
     /// Adds a field whose name the decoder knows as `known`.
     #[inline]
     fn push_known(&mut self, name: &[u8], value: &[u8], known: KnownName) {
@@ -197,6 +209,19 @@ impl Decoder {
             if b & 0x80 != 0 {
                 // §6.1 indexed field.
                 let i = decode_int(&mut block, 7)? as usize;
+                at_start = false;
+                if i > STATIC_TABLE.len() {
+                    let (field, name_len, known) = self
+                        .table
+                        .get_joined(i - STATIC_TABLE.len() - 1)
+                        .ok_or(CompressionError("index past the dynamic table"))?;
+                    if !over && fits(list, max_list_size, field.len()) {
+                        list.push_joined(field, name_len, known);
+                    } else {
+                        over = true;
+                    }
+                    continue;
+                }
                 let (name, value, known) = lookup(&self.table, i)?;
                 // A static entry's value is known too.
                 let known = if i <= STATIC_TABLE.len() {
@@ -287,7 +312,7 @@ impl Decoder {
         // Not `<= room`: room saturates at 0, which an empty field would pass.
         let stored = whole && !over && fits(list, max_list_size, name.len() + value.len());
         if stored {
-            list.push_known(name, value, known);
+            list.push_joined(&self.scratch, name_len, known);
         }
         if indexing {
             if whole {
