@@ -33,6 +33,7 @@
 mod body;
 mod drive;
 pub(in crate::conn) mod fields;
+mod pieces;
 mod sink;
 pub(in crate::conn) mod stream;
 mod tasks;
@@ -343,10 +344,10 @@ impl Session {
     fn start(&mut self, stream: u32, head: &RequestHead, end_stream: bool, io: &mut Io<'_>) {
         let head_only = head.method() == b"HEAD";
         let mut task = Task::new(io.now(), end_stream, head_only);
-        let info = io.info_for(stream);
+        let mut info = io.info_for(stream);
         let mut scratch = std::mem::take(&mut self.view);
         stream::with_request(head, end_stream, &mut scratch, |r| match r {
-            Ok(req) => self.respond(stream, &mut task, req, &info, io),
+            Ok(req) => self.respond(stream, &mut task, req, &mut info, io),
             Err((status, why)) => {
                 log::debug!("bad HTTP/2 request from {:?}: {why}", info.peer);
                 let r = exchange::error_reply(io.sv, status);
@@ -378,13 +379,12 @@ impl Session {
         stream: u32,
         task: &mut Task,
         req: &Request<'_, '_>,
-        info: &ConnInfo,
+        info: &mut ConnInfo,
         io: &mut Io<'_>,
     ) {
         // mod_extforward may change who the client is: logged so.
-        let mut info = info.clone();
-        let outcome = exchange::respond(io.sv, &mut info, req, io.env, io.registry);
-        self.take_outcome(stream, task, outcome, req, &info, io);
+        let outcome = exchange::respond(io.sv, info, req, io.env, io.registry);
+        self.take_outcome(stream, task, outcome, req, info, io);
     }
 
     /// Sends glint's reply now (and logs it), or holds the gateway

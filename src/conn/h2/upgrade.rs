@@ -100,8 +100,8 @@ impl super::Session {
         io.sv.stats.h2_streams += 1;
         io.sv.stats.h2_streams_open += 1;
         let mut task = Task::new(io.now(), true, req.method == crate::msg::Method::Head);
-        let info = io.info_for(1);
-        self.respond(1, &mut task, req, &info, io);
+        let mut info = io.info_for(1);
+        self.respond(1, &mut task, req, &mut info, io);
         self.settle(1, task, &mut io.sv.stats);
     }
 }

@@ -13,6 +13,7 @@ mod encode;
 mod tests;
 
 pub use decode::{DecodeError, Decoder, HeaderList};
+
 pub use encode::Encoder;
 
 use crate::proto::huffman;
@@ -91,6 +92,41 @@ pub const STATIC_TABLE: [(&[u8], &[u8]); 61] = [
     (b"via", b""), // 60
     (b"www-authenticate", b""), // 61
 ];
+
+/// What the decoder knows of a field's name: the index (1..=61) of the
+/// static-table entry whose name it is, 0 when it came as a literal (or
+/// from a dynamic entry whose name did); with [`KNOWN_VALUE`] set, the
+/// value is that static entry's too. Such names need no check of their
+/// bytes (they are lowercase tokens) and have a `&'static str`
+/// ([`STATIC_NAMES`]): a client's request names mostly come so, first
+/// from the static table and then from dynamic entries that took the name.
+pub type KnownName = u8;
+
+/// In a [`KnownName`]: the field is the static entry, value included.
+pub const KNOWN_VALUE: KnownName = 0x80;
+
+/// The static table's names as `str`, index 1 first.
+pub static STATIC_NAMES: [&str; 61] = {
+    let mut t = [""; 61];
+    let mut i = 0;
+    while i < 61 {
+        t[i] = match std::str::from_utf8(STATIC_TABLE[i].0) {
+            Ok(s) => s,
+            Err(_) => panic!("static table names are ASCII"),
+        };
+        i += 1;
+    }
+    t
+};
+
+/// The name of a field the decoder knows as `known`, as `str`.
+#[inline]
+pub fn known_name(known: KnownName) -> Option<&'static str> {
+    match known & !KNOWN_VALUE {
+        0 => None,
+        k => STATIC_NAMES.get(usize::from(k) - 1).copied(),
+    }
+}
 
 /// A decoding failure: RFC 7541 §2.1 makes every one a COMPRESSION_ERROR on
 /// the connection, since the dynamic tables can no longer agree.
@@ -204,8 +240,9 @@ pub fn encode_string(out: &mut Vec<u8>, s: &[u8]) {
 /// accounting and the §4.4 eviction on insert.
 #[derive(Debug, Default)]
 pub struct DynamicTable {
-    /// Each entry's name and value in one allocation, and the name's length.
-    entries: std::collections::VecDeque<(Box<[u8]>, usize)>,
+    /// Each entry's name and value in one allocation, the name's length,
+    /// and the static-table index of its name (see [`KnownName`]).
+    entries: std::collections::VecDeque<(Box<[u8]>, u32, KnownName)>,
     size: usize,
     max_size: usize,
 }
@@ -245,7 +282,7 @@ impl DynamicTable {
     fn evict_to(&mut self, room: usize) {
         while self.size > room {
             match self.entries.pop_back() {
-                Some((b, _)) => self.size -= b.len() + ENTRY_OVERHEAD,
+                Some((b, ..)) => self.size -= b.len() + ENTRY_OVERHEAD,
                 None => break,
             }
         }
@@ -260,6 +297,12 @@ impl DynamicTable {
     /// §4.4: evict until the entry fits, then add it; an entry larger than
     /// the whole table empties it and is not added.
     pub fn insert(&mut self, name: &[u8], value: &[u8]) {
+        self.insert_known(name, value, 0);
+    }
+
+    /// [`DynamicTable::insert`] of an entry whose name is the static
+    /// table's entry `known` (0: not known to be).
+    pub fn insert_known(&mut self, name: &[u8], value: &[u8], known: KnownName) {
         let need = name.len() + value.len() + ENTRY_OVERHEAD;
         if need > self.max_size {
             self.clear();
@@ -269,19 +312,38 @@ impl DynamicTable {
         let mut b = Vec::with_capacity(name.len() + value.len());
         b.extend_from_slice(name);
         b.extend_from_slice(value);
-        self.entries.push_front((b.into_boxed_slice(), name.len()));
+        self.entries
+            .push_front((b.into_boxed_slice(), name.len() as u32, known));
         self.size += need;
     }
 
     /// Entry `i`, 0 being the newest (HPACK index 62).
     pub fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        self.entries.get(i).map(|(b, n)| b.split_at(*n))
+        self.get_known(i).map(|(n, v, _)| (n, v))
+    }
+
+    /// Entry `i`'s name and value as one slice, the name's length and the
+    /// static-table index of the name.
+    #[inline]
+    pub fn get_joined(&self, i: usize) -> Option<(&[u8], usize, KnownName)> {
+        self.entries
+            .get(i)
+            .map(|(b, n, k)| (&b[..], *n as usize, *k))
+    }
+
+    /// [`DynamicTable::get`] with the static-table index of the name.
+    #[inline]
+    pub fn get_known(&self, i: usize) -> Option<(&[u8], &[u8], KnownName)> {
+        self.entries.get(i).map(|(b, n, k)| {
+            let (n, v) = b.split_at(*n as usize);
+            (n, v, *k)
+        })
     }
 
     /// The position of an exact (name, value) match, newest first.
     pub fn find(&self, name: &[u8], value: &[u8]) -> Option<usize> {
-        self.entries.iter().position(|(b, n)| {
-            *n == name.len()
+        self.entries.iter().position(|(b, n, _)| {
+            *n as usize == name.len()
                 && b.len() == name.len() + value.len()
                 && b.starts_with(name)
                 && b.ends_with(value)

@@ -2,7 +2,7 @@
 //! a decoded field list a request, or the stream malformed (a stream error
 //! of type PROTOCOL_ERROR, §8.1.1).
 
-use crate::proto::h2::hpack::HeaderList;
+use crate::proto::h2::hpack::{known_name, HeaderList, KnownName, KNOWN_VALUE};
 
 /// A validated request head. The pseudo-header fields are found once; the
 /// regular fields are read with [`RequestHead::fields`] in the order sent.
@@ -37,6 +37,7 @@ impl Default for RequestHead {
 }
 
 impl RequestHead {
+    #[inline]
     fn value(&self, which: usize) -> Option<&[u8]> {
         match self.pseudo[which] {
             NONE => None,
@@ -44,37 +45,54 @@ impl RequestHead {
         }
     }
 
+    #[inline]
     pub fn method(&self) -> &[u8] {
         self.value(METHOD).unwrap_or_default()
     }
 
     /// `:scheme`; absent only for CONNECT.
+    #[inline]
     pub fn scheme(&self) -> Option<&[u8]> {
         self.value(SCHEME)
     }
 
     /// `:authority`, or the `host` field when it is absent (§8.3.1).
+    #[inline]
     pub fn authority(&self) -> Option<&[u8]> {
         self.value(AUTHORITY).or_else(|| self.header(b"host"))
     }
 
     /// `:path`: origin form, or `*` for OPTIONS; absent only for CONNECT.
+    #[inline]
     pub fn path(&self) -> Option<&[u8]> {
         self.value(PATH)
     }
 
     /// The regular fields as sent. Names are lowercase. `cookie` may come
     /// split in several fields (§8.2.3); join them with "; " for one value.
+    #[inline]
     pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.list.iter().skip(self.first_field as usize)
     }
 
+    /// [`RequestHead::fields`] with the name as `str` where the decoder
+    /// knows it for a static table's (see [`crate::proto::h2::hpack::KnownName`]).
+    #[inline]
+    pub fn fields_named(&self) -> impl Iterator<Item = (Option<&'static str>, &[u8], &[u8])> + '_ {
+        self.list
+            .iter_known()
+            .skip(self.first_field as usize)
+            .map(|(k, n, v)| (known_name(k), n, v))
+    }
+
     /// The first regular field called `name` (lowercase).
+    #[inline]
     pub fn header(&self, name: &[u8]) -> Option<&[u8]> {
         self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 
     /// The `content-length`, when sent; DATA is checked against it.
+    #[inline]
     pub fn content_length(&self) -> Option<u64> {
         self.content_length
     }
@@ -119,17 +137,29 @@ fn bad_value(value: &[u8]) -> bool {
 
 /// Checks one field of a request or trailers against §8.2.1 and §8.2.2.
 fn check_field(name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-    if name.is_empty() {
-        return Err("empty field name");
+    check_known_field(0, name, value)
+}
+
+/// [`check_field`] of a field the decoder knows as `known`: a static
+/// table's name is a lowercase token, and its value too when the whole
+/// field is the static entry, so those bytes need no look at.
+fn check_known_field(known: KnownName, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+    if known & !KNOWN_VALUE == 0 {
+        if name.is_empty() {
+            return Err("empty field name");
+        }
+        if name.iter().any(|&c| NAME_BAD[c as usize]) {
+            return Err("field name with a character not allowed");
+        }
     }
-    if name.iter().any(|&c| NAME_BAD[c as usize]) {
-        return Err("field name with a character not allowed");
-    }
-    if bad_value(value) {
-        return Err("field value with NUL, CR or LF");
-    }
-    if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t')) {
-        return Err("field value with surrounding whitespace");
+    if known & KNOWN_VALUE == 0 {
+        if bad_value(value) {
+            return Err("field value with NUL, CR or LF");
+        }
+        if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t'))
+        {
+            return Err("field value with surrounding whitespace");
+        }
     }
     // §8.2.2: connection-specific fields have no meaning in HTTP/2.
     match name {
@@ -156,10 +186,19 @@ fn content_length(prev: Option<u64>, value: &[u8]) -> Result<u64, Malformed> {
 
 /// Turns a decoded list into a request head (§8.3.1), or says why not.
 pub fn request_head(list: HeaderList) -> Result<RequestHead, Malformed> {
-    let mut h = RequestHead::default();
-    let (first_field, host) = scan(&list, &mut h)?;
-    h.first_field = first_field;
-    h.list = list;
+    // Built around `list` once it is scanned: no empty list made and
+    // dropped per request.
+    let mut found = Found {
+        pseudo: [NONE; 4],
+        content_length: None,
+    };
+    let (first_field, host) = scan(&list, &mut found)?;
+    let h = RequestHead {
+        list,
+        pseudo: found.pseudo,
+        first_field,
+        content_length: found.content_length,
+    };
     let method = h.value(METHOD).ok_or("no :method")?;
     if method.is_empty() {
         return Err("empty :method");
@@ -198,21 +237,32 @@ pub fn request_head(list: HeaderList) -> Result<RequestHead, Malformed> {
 /// The fields of a request head in order, checked (§8.2.1, §8.2.2, §8.3):
 /// the pseudo-headers' places and the `content-length` into `h`; returns
 /// where the regular fields start and where the first `host` is.
-fn scan(list: &HeaderList, h: &mut RequestHead) -> Result<(u32, Option<usize>), Malformed> {
+/// What [`scan`] finds besides where the fields are.
+struct Found {
+    pseudo: [u32; 4],
+    content_length: Option<u64>,
+}
+
+fn scan(list: &HeaderList, h: &mut Found) -> Result<(u32, Option<usize>), Malformed> {
     let mut first_field = list.len() as u32;
     let mut regular = false;
     let mut host: Option<usize> = None;
-    for (i, (name, value)) in list.iter().enumerate() {
+    for (i, (known, name, value)) in list.iter_known().enumerate() {
         if name.first() == Some(&b':') {
             // §8.3: every pseudo-header comes before the regular fields.
             if regular {
                 return Err("pseudo-header after a regular field");
             }
-            let which = match name {
-                b":method" => METHOD,
-                b":scheme" => SCHEME,
-                b":authority" => AUTHORITY,
-                b":path" => PATH,
+            let which = match (known & !KNOWN_VALUE, name) {
+                // Static entries 1 to 7 (RFC 7541 Appendix A).
+                (1, _) => AUTHORITY,
+                (2 | 3, _) => METHOD,
+                (4 | 5, _) => PATH,
+                (6 | 7, _) => SCHEME,
+                (_, b":method") => METHOD,
+                (_, b":scheme") => SCHEME,
+                (_, b":authority") => AUTHORITY,
+                (_, b":path") => PATH,
                 // :protocol needs SETTINGS_ENABLE_CONNECT_PROTOCOL, not sent.
                 _ => return Err("unknown or response pseudo-header"),
             };
@@ -220,7 +270,7 @@ fn scan(list: &HeaderList, h: &mut RequestHead) -> Result<(u32, Option<usize>), 
                 return Err("repeated pseudo-header");
             }
             h.pseudo[which] = i as u32;
-            if bad_value(value) {
+            if known & KNOWN_VALUE == 0 && bad_value(value) {
                 return Err("pseudo-header value with NUL, CR or LF");
             }
             continue;
@@ -229,7 +279,7 @@ fn scan(list: &HeaderList, h: &mut RequestHead) -> Result<(u32, Option<usize>), 
             regular = true;
             first_field = i as u32;
         }
-        check_field(name, value)?;
+        check_known_field(known, name, value)?;
         match name {
             b"content-length" => h.content_length = Some(content_length(h.content_length, value)?),
             b"host" if host.is_none() => host = Some(i),
@@ -370,6 +420,66 @@ mod tests {
         ];
         for (why, fields) in cases {
             assert!(request_head(list(fields)).is_err(), "{why}");
+        }
+    }
+
+    /// Fields whose names the HPACK decoder took from the static table
+    /// (directly or through a dynamic entry) are checked as other fields
+    /// are, without a look at their name's bytes.
+    #[test]
+    fn heads_with_known_names() {
+        use crate::proto::h2::hpack::{Decoder, KNOWN_VALUE};
+        let mut d = Decoder::default();
+        let mut decode = |block: &[u8]| {
+            let mut l = HeaderList::default();
+            d.decode(block, 1 << 16, &mut l).map(|()| l)
+        };
+        // :method GET, :scheme http, :path / (indexed); :authority "h" and
+        // user-agent "x" (literals with indexing, names from the table).
+        let first = [0x82, 0x86, 0x84, 0x41, 1, b'h', 0x7a, 1, b'x'];
+        let Ok(l) = decode(&first) else {
+            panic!("decode")
+        };
+        let known: Vec<u8> = l.iter_known().map(|(k, ..)| k).collect();
+        assert_eq!(
+            known,
+            [2 | KNOWN_VALUE, 6 | KNOWN_VALUE, 4 | KNOWN_VALUE, 1, 58]
+        );
+        // The same fields from the dynamic table keep their names' index.
+        let Ok(l) = decode(&[0x82, 0x86, 0x84, 0xbf, 0xbe]) else {
+            panic!("decode")
+        };
+        let known: Vec<u8> = l.iter_known().map(|(k, ..)| k).collect();
+        assert_eq!(
+            known,
+            [2 | KNOWN_VALUE, 6 | KNOWN_VALUE, 4 | KNOWN_VALUE, 1, 58]
+        );
+        let h = request_head(l).unwrap_or_default();
+        assert_eq!(
+            (h.authority(), h.path()),
+            (Some(&b"h"[..]), Some(&b"/"[..]))
+        );
+        let named: Vec<_> = h.fields_named().collect();
+        assert_eq!(named, [(Some("user-agent"), &b"user-agent"[..], &b"x"[..])]);
+        // Still refused: transfer-encoding (static entry 57, literal
+        // without indexing), a value with surrounding whitespace or a NUL.
+        let cases: [(&[u8], &str); 3] = [
+            (
+                &[0x82, 0x86, 0x84, 0x0f, 0x2a, 0],
+                "connection-specific field",
+            ),
+            (
+                &[0x82, 0x86, 0x84, 0x0f, 0x2b, 2, b' ', b'x'],
+                "field value with surrounding whitespace",
+            ),
+            (
+                &[0x82, 0x86, 0x04, 2, b'/', 0],
+                "pseudo-header value with NUL, CR or LF",
+            ),
+        ];
+        for (bad, why) in cases {
+            let Ok(l) = decode(bad) else { panic!("decode") };
+            assert_eq!(request_head(l).err(), Some(why), "{bad:?}");
         }
     }
 

@@ -1,8 +1,8 @@
 //! The HPACK decoder: one per connection, fed each complete field block.
 
 use super::{
-    decode_int, decode_string, CompressionError, DynamicTable, DEFAULT_TABLE_SIZE, ENTRY_OVERHEAD,
-    STATIC_TABLE,
+    decode_int, decode_string, CompressionError, DynamicTable, KnownName, DEFAULT_TABLE_SIZE,
+    ENTRY_OVERHEAD, KNOWN_VALUE, STATIC_TABLE,
 };
 
 /// Why a block did not give a header list.
@@ -28,8 +28,9 @@ impl From<CompressionError> for DecodeError {
 pub struct HeaderList {
     pub(super) bytes: Vec<u8>,
     /// (name start, name end = value start, value end) into `bytes`: `u32`,
-    /// as a list is bounded by SETTINGS_MAX_HEADER_LIST_SIZE (a `u32`).
-    fields: Vec<(u32, u32, u32)>,
+    /// as a list is bounded by SETTINGS_MAX_HEADER_LIST_SIZE (a `u32`);
+    /// and what the decoder knows of the name ([`KnownName`]).
+    fields: Vec<(u32, u32, u32, KnownName)>,
     /// The RFC 9113 §6.5.2 size: name + value + 32 for each field.
     size: usize,
 }
@@ -49,8 +50,8 @@ impl HeaderList {
     /// and `fields` fields (a list reused for the next block).
     pub fn reset(&mut self, bytes: usize, fields: usize) {
         self.clear();
-        self.bytes.reserve(bytes);
-        self.fields.reserve(fields);
+        reserve(&mut self.bytes, bytes);
+        reserve(&mut self.fields, fields);
     }
 
     /// Bytes of names and values the list holds without growing.
@@ -64,45 +65,91 @@ impl HeaderList {
         self.size = 0;
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.fields.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
 
     /// The §6.5.2 size of what was stored.
+    #[inline]
     pub fn size(&self) -> usize {
         self.size
     }
 
     /// Field `i` as (name, value).
+    #[inline]
     pub fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        let &(n, v, e) = self.fields.get(i)?;
+        let &(n, v, e, _) = self.fields.get(i)?;
         self.span(n, v, e)
     }
 
+    #[inline]
     fn span(&self, n: u32, v: u32, e: u32) -> Option<(&[u8], &[u8])> {
         let (n, v, e) = (n as usize, v as usize, e as usize);
         Some((self.bytes.get(n..v)?, self.bytes.get(v..e)?))
     }
 
     /// The fields in the order they were sent.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.fields
             .iter()
-            .filter_map(|&(n, v, e)| self.span(n, v, e))
+            .filter_map(|&(n, v, e, _)| self.span(n, v, e))
+    }
+
+    /// The fields in order with what the decoder knows of each name
+    /// ([`KnownName`]; 0 for a list not made by [`Decoder`]).
+    #[inline]
+    pub fn iter_known(&self) -> impl Iterator<Item = (KnownName, &[u8], &[u8])> + '_ {
+        self.fields
+            .iter()
+            .filter_map(|&(n, v, e, k)| self.span(n, v, e).map(|(n, v)| (k, n, v)))
     }
 
     /// Adds a field; used by the decoder and by tests that build lists.
+    #[inline]
     pub fn push(&mut self, name: &[u8], value: &[u8]) {
+        self.push_known(name, value, 0);
+    }
+
+    /// Adds a field whose name (`name_len` bytes) and value are one slice,
+    /// as a dynamic entry and a decoded literal hold them: one copy.
+    #[inline]
+    fn push_joined(&mut self, field: &[u8], name_len: usize, known: KnownName) {
         let n = self.bytes.len() as u32;
+        reserve(&mut self.bytes, field.len());
+        self.bytes.extend_from_slice(field);
+        let v = n + name_len.min(field.len()) as u32;
+        self.fields.push((n, v, self.bytes.len() as u32, known));
+        self.size += field.len() + ENTRY_OVERHEAD;
+    }
+
+    /// Adds a field whose name the decoder knows as `known`.
+    #[inline]
+    fn push_known(&mut self, name: &[u8], value: &[u8], known: KnownName) {
+        let n = self.bytes.len() as u32;
+        reserve(&mut self.bytes, name.len() + value.len());
         self.bytes.extend_from_slice(name);
         let v = self.bytes.len() as u32;
         self.bytes.extend_from_slice(value);
-        self.fields.push((n, v, self.bytes.len() as u32));
+        self.fields.push((n, v, self.bytes.len() as u32, known));
         self.size += name.len() + value.len() + ENTRY_OVERHEAD;
+    }
+}
+
+/// `v.reserve(n)` with the test of the room it already has inline: the
+/// list is sized for its block beforehand, so the room is nearly always
+/// there, and the call to `reserve` that found so was ~70 instructions of
+/// a small request.
+#[inline]
+fn reserve<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() - v.len() < n {
+        v.reserve(n);
     }
 }
 
@@ -162,10 +209,29 @@ impl Decoder {
             if b & 0x80 != 0 {
                 // §6.1 indexed field.
                 let i = decode_int(&mut block, 7)? as usize;
-                let (name, value) = lookup(&self.table, i)?;
+                at_start = false;
+                if i > STATIC_TABLE.len() {
+                    let (field, name_len, known) = self
+                        .table
+                        .get_joined(i - STATIC_TABLE.len() - 1)
+                        .ok_or(CompressionError("index past the dynamic table"))?;
+                    if !over && fits(list, max_list_size, field.len()) {
+                        list.push_joined(field, name_len, known);
+                    } else {
+                        over = true;
+                    }
+                    continue;
+                }
+                let (name, value, known) = lookup(&self.table, i)?;
+                // A static entry's value is known too.
+                let known = if i <= STATIC_TABLE.len() {
+                    known | KNOWN_VALUE
+                } else {
+                    known
+                };
                 at_start = false;
                 if !over && fits(list, max_list_size, name.len() + value.len()) {
-                    list.push(name, value);
+                    list.push_known(name, value, known);
                 } else {
                     over = true;
                 }
@@ -223,10 +289,12 @@ impl Decoder {
             room
         };
         self.scratch.clear();
+        let mut known = 0;
         let mut whole = if name_index == 0 {
             decode_string(block, &mut self.scratch, bound)?
         } else {
-            let (name, _) = lookup(&self.table, name_index)?;
+            let (name, _, k) = lookup(&self.table, name_index)?;
+            known = k;
             let fit = name.len() <= bound;
             if fit {
                 self.scratch.extend_from_slice(name);
@@ -244,11 +312,11 @@ impl Decoder {
         // Not `<= room`: room saturates at 0, which an empty field would pass.
         let stored = whole && !over && fits(list, max_list_size, name.len() + value.len());
         if stored {
-            list.push(name, value);
+            list.push_joined(&self.scratch, name_len, known);
         }
         if indexing {
             if whole {
-                self.table.insert(name, value);
+                self.table.insert_known(name, value, known);
             } else {
                 // Larger than the bound, which is at least the table size:
                 // §4.4 says such an entry empties the table.
@@ -259,13 +327,19 @@ impl Decoder {
     }
 }
 
-/// Index `i` of the combined address space (§2.3.3): 1..=61 static, then dynamic.
-fn lookup(table: &DynamicTable, i: usize) -> Result<(&[u8], &[u8]), CompressionError> {
+/// Index `i` of the combined address space (§2.3.3): 1..=61 static, then
+/// dynamic; with the static index of the name ([`KnownName`], without
+/// [`KNOWN_VALUE`]).
+#[inline]
+fn lookup(table: &DynamicTable, i: usize) -> Result<(&[u8], &[u8], KnownName), CompressionError> {
     match i {
         0 => Err(CompressionError("index 0")),
-        1..=61 => Ok(STATIC_TABLE[i - 1]),
+        1..=61 => {
+            let (n, v) = STATIC_TABLE[i - 1];
+            Ok((n, v, i as KnownName))
+        }
         _ => table
-            .get(i - 62)
+            .get_known(i - 62)
             .ok_or(CompressionError("index past the dynamic table")),
     }
 }
