@@ -104,20 +104,7 @@ fn join(a: &str, b: &str) -> String {
 /// stays); `None` (logged) when the result is not UTF-8.
 fn decode(raw: &[u8]) -> Option<String> {
     let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let hex = |j: usize| raw.get(j).copied().and_then(crate::syntax::hex_value);
-        match (raw[i], hex(i + 1), hex(i + 2)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push(h << 4 | l);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
+    crate::syntax::percent_decode_lenient(raw, &mut out);
     match String::from_utf8(out) {
         Ok(s) if !s.contains('\0') => Some(s),
         Ok(s) => Some(s[..s.find('\0').unwrap_or(s.len())].to_string()),

@@ -187,18 +187,7 @@ pub fn write_chunk(out: &mut Output, data: &[u8]) {
         return;
     }
     let m = &mut out.mem;
-    let mut hex = [0u8; 16];
-    let mut i = hex.len();
-    let mut n = data.len();
-    loop {
-        i -= 1;
-        hex[i] = crate::syntax::HEX_LOWER[n & 15];
-        n >>= 4;
-        if n == 0 {
-            break;
-        }
-    }
-    m.extend_from_slice(&hex[i..]);
+    crate::syntax::push_hex_number(m, data.len() as u64);
     m.extend_from_slice(b"\r\n");
     m.extend_from_slice(data);
     m.extend_from_slice(b"\r\n");
