@@ -102,7 +102,7 @@ fn run(mut cli: Cli) -> Result<(), String> {
     }
     let g = Rc::clone(&config.global);
     let pid_path = pid_path(&g, cli.test, upgraded_from)?;
-    raise_fd_limit(g.max_fds);
+    raise_fd_limit(g.limits.max_fds);
     // `-tt` run before the service (ExecStartPre) gets no sockets: no warning.
     let upgrading = upgraded_from.is_some() && cli.test == 0;
     let inherited = if upgrading
@@ -405,8 +405,8 @@ fn apply_overrides(config: &mut Config, cli: &Cli) {
         s.port = p;
     }
     if let Some(n) = cli.max_connections {
-        s.max_connections = n;
-        s.max_fds = s.max_fds.max(n.saturating_mul(2).saturating_add(64));
+        s.limits.max_connections = n;
+        s.limits.max_fds = s.limits.max_fds.max(n.saturating_mul(2).saturating_add(64));
     }
     if cli.bind.is_some() || cli.port.is_some() {
         let first = glint::config::listen_from_settings(s);

@@ -108,7 +108,7 @@ fn lighttpd_conf_loads() {
     assert_eq!(specs, [":80"]);
     let g = &c.global;
     assert_eq!(g.port, 80);
-    assert_eq!(g.max_fds, 16384);
+    assert_eq!(g.limits.max_fds, 16384);
     assert_eq!(g.process.username.as_deref(), Some("lighttpd"));
     assert_eq!(g.modules, ["mod_access", "mod_accesslog"]);
     assert_eq!(

@@ -21,10 +21,12 @@ pub mod dbi;
 mod error;
 mod gateway;
 mod lexer;
+mod limits;
 mod listen;
 pub mod maxminddb;
 mod modules;
 mod options;
+mod origin;
 mod parser;
 mod pattern;
 mod query;
@@ -41,6 +43,7 @@ mod tests;
 
 pub use error::ConfigError;
 pub use gateway::{Balance, GatewaySettings};
+pub use limits::{Limits, ScopeRate};
 pub use listen::{listen_from_settings, parse_socket, Listen, ListenAddr};
 pub use modules::{
     Access, Accesslog, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process,
@@ -48,10 +51,9 @@ pub use modules::{
 };
 pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
+pub use origin::Origin;
 pub use pattern::Pattern;
-pub use settings::{
-    CgiLimits, CgiSettings, Origin, ScopeRate, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT,
-};
+pub use settings::{CgiLimits, CgiSettings, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT};
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 

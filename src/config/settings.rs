@@ -5,29 +5,18 @@
 //! conditional block (`$HTTP["host"] == ... { }`) produces a copy of its
 //! parent's settings with the block's assignments applied.
 
+use super::limits::Limits;
 use super::modules::{
     Access, Accesslog, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process,
     Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
+use super::origin::Origin;
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
 use crate::httpup::options::ProxyOptions;
 use std::path::PathBuf;
 use std::rc::Rc;
-
-/// Where a value was set: shown in start-up errors ("set at glint.conf:12").
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Origin {
-    pub file: String,
-    pub line: u32,
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
-    }
-}
 
 /// `glint.h3`'s default (docs/http3.md).
 pub const DEFAULT_H3: bool = false;
@@ -78,6 +67,9 @@ pub struct Settings {
     pub document_root: Option<PathBuf>,
     /// Where `server.document-root` was set, for the start-up error.
     pub document_root_origin: Option<Origin>,
+    /// The connection limits and time-outs: `server.max-*`,
+    /// `connection.kbytes-per-second`, `server.kbytes-per-second`.
+    pub limits: Limits,
     /// `server.port` (default 80).
     pub port: u16,
     /// `server.bind`: address, host name or unix socket path (default: all addresses).
@@ -90,22 +82,6 @@ pub struct Settings {
     pub errorlog: Option<String>,
     /// `server.modules`.
     pub modules: Vec<String>,
-    /// `server.max-keep-alive-requests` (default 1000; 0 disables keep-alive).
-    pub max_keep_alive_requests: u32,
-    /// `server.max-keep-alive-idle` in seconds (default 5).
-    pub max_keep_alive_idle: u32,
-    /// `server.max-read-idle` in seconds (default 60).
-    pub max_read_idle: u32,
-    /// `server.max-write-idle` in seconds (default 360).
-    pub max_write_idle: u32,
-    /// `server.max-connections` (default: a third of `server.max-fds`, 1365).
-    pub max_connections: u32,
-    /// `server.max-fds` (default 4096): glint raises RLIMIT_NOFILE to this.
-    pub max_fds: u32,
-    /// `server.max-request-size` in kbytes: the largest request body (default 0 = no limit).
-    pub max_request_size_kb: u64,
-    /// `server.max-request-field-size` in bytes: the largest request head (default 8192).
-    pub max_request_field_size: u32,
     /// `server.follow-symlink` (default enable).
     pub follow_symlink: bool,
     /// `server.range-requests` (default enable).
@@ -140,13 +116,6 @@ pub struct Settings {
     /// answer is replaced by glint's own error answer for its status
     /// (`server.errorfile-prefix`, `server.error-handler`).
     pub error_intercept: bool,
-    /// `connection.kbytes-per-second` in bytes (default 0: no limit): what
-    /// one connection may be sent per second.
-    pub conn_bytes_per_second: u64,
-    /// `server.kbytes-per-second` (default unset: no limit): what all the
-    /// connections under the block that set it may be sent per second
-    /// together.
-    pub scope_rate: Option<ScopeRate>,
     /// How the listeners of this scope are made.
     pub listener: Listener,
     /// `server.feature-flags` `"server.absolute-dir-redirect"` (default
@@ -255,32 +224,6 @@ pub struct Settings {
     pub document_root_utf8: Option<String>,
 }
 
-/// One assignment of `server.kbytes-per-second`: the connections whose
-/// settings come from it share one count of bytes per second (a nested
-/// block that does not set it again shares its parent's), as lighttpd
-/// keeps one counter per assignment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScopeRate {
-    /// The assignment's place (file and line): every scope merged from it
-    /// has the same.
-    pub id: u64,
-    /// The limit in bytes per second (`kbytes * 1024`, never 0).
-    pub bytes_per_second: u64,
-}
-
-impl ScopeRate {
-    /// The limit `kbytes` assigned at `origin` (None for 0: no limit).
-    pub fn assigned(kbytes: u16, origin: &Origin) -> Option<ScopeRate> {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (&origin.file, origin.line).hash(&mut h);
-        (kbytes > 0).then(|| ScopeRate {
-            id: h.finish(),
-            bytes_per_second: u64::from(kbytes) << 10,
-        })
-    }
-}
-
 /// mod_cgi's options of one scope.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CgiSettings {
@@ -342,20 +285,13 @@ impl Default for Settings {
         Settings {
             document_root: None,
             document_root_origin: None,
+            limits: Limits::default(),
             port: 80,
             bind: None,
             tag: concat!("glint/", env!("CARGO_PKG_VERSION")).to_string(),
             server_name: None,
             errorlog: None,
             modules: Vec::new(),
-            max_keep_alive_requests: 1000,
-            max_keep_alive_idle: 5,
-            max_read_idle: 60,
-            max_write_idle: 360,
-            max_connections: 1365,
-            max_fds: 4096,
-            max_request_size_kb: 0,
-            max_request_field_size: 8192,
             follow_symlink: true,
             range_requests: true,
             errorfile_prefix: None,
@@ -371,8 +307,6 @@ impl Default for Settings {
             force_lowercase_filenames: false,
             error_handler: None,
             error_intercept: false,
-            conn_bytes_per_second: 0,
-            scope_rate: None,
             listener: Listener::default(),
             absolute_dir_redirect: false,
             tls: Default::default(),

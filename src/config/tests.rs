@@ -305,7 +305,7 @@ fn options_table() {
             |s| s.rewrite.once.len() == 1,
         ),
         ("max-request-size", "server.max-request-size = 1024", |s| {
-            s.max_request_size_kb == 1024
+            s.limits.max_request_size_kb == 1024
         }),
         (
             "document-root origin",

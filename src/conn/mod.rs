@@ -291,8 +291,8 @@ impl Connection {
                 && self.out.pending_mem() < PIPELINE_HIGH_WATER
                 && self.out.pending_files() < PIPELINE_MAX_FILES,
             limits: h1::Limits {
-                max_head: (g.max_request_field_size as usize).min(crate::buf::INPUT_BUF),
-                max_requests: g.max_keep_alive_requests,
+                max_head: (g.limits.max_request_field_size as usize).min(crate::buf::INPUT_BUF),
+                max_requests: g.limits.max_keep_alive_requests,
             },
         }
     }

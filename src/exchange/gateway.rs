@@ -215,7 +215,7 @@ pub(super) fn body_framing(
             return Err(status);
         }
     }
-    let limit = match settings.max_request_size_kb {
+    let limit = match settings.limits.max_request_size_kb {
         0 => u64::MAX,
         kb => kb.saturating_mul(1024),
     };

@@ -133,7 +133,8 @@ fn acme_http01_answered(sv: &mut Services, req: &Request<'_, '_>, target: &str) 
 fn body_too_large(req: &Request<'_, '_>, settings: &Settings) -> bool {
     match req.body {
         Body::Length(n) => {
-            settings.max_request_size_kb > 0 && n > settings.max_request_size_kb * 1024
+            settings.limits.max_request_size_kb > 0
+                && n > settings.limits.max_request_size_kb * 1024
         }
         _ => false,
     }

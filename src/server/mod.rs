@@ -176,7 +176,7 @@ impl Server {
             bound_ips.push(lst.bound_ip());
         }
         let cache_dirs = config.deflate_cache_dirs();
-        let max_connections = config.global.max_connections.max(1) as usize;
+        let max_connections = config.global.limits.max_connections.max(1) as usize;
         let gateways = crate::upstream::Gateways::from_config(&config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let auth = crate::exchange::AuthState::from_config(&config);

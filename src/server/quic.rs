@@ -56,7 +56,7 @@ pub(super) fn endpoint_specs(
             listener: i,
             addr: t.local_addr()?,
             tls: ctx.quic_config(),
-            idle: Duration::from_secs(u64::from(config.global.max_read_idle.max(1))),
+            idle: Duration::from_secs(u64::from(config.global.limits.max_read_idle.max(1))),
         });
     }
     Ok(specs)

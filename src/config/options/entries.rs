@@ -154,19 +154,22 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     }
     put("server.modules", list_value(&s.modules));
     for (k, n) in [
-        ("server.max-keep-alive-requests", s.max_keep_alive_requests),
-        ("server.max-keep-alive-idle", s.max_keep_alive_idle),
-        ("server.max-read-idle", s.max_read_idle),
-        ("server.max-write-idle", s.max_write_idle),
-        ("server.max-connections", s.max_connections),
-        ("server.max-fds", s.max_fds),
+        (
+            "server.max-keep-alive-requests",
+            s.limits.max_keep_alive_requests,
+        ),
+        ("server.max-keep-alive-idle", s.limits.max_keep_alive_idle),
+        ("server.max-read-idle", s.limits.max_read_idle),
+        ("server.max-write-idle", s.limits.max_write_idle),
+        ("server.max-connections", s.limits.max_connections),
+        ("server.max-fds", s.limits.max_fds),
     ] {
         put(k, int(u64::from(n)));
     }
-    put("server.max-request-size", int(s.max_request_size_kb));
+    put("server.max-request-size", int(s.limits.max_request_size_kb));
     put(
         "server.max-request-field-size",
-        int(u64::from(s.max_request_field_size)),
+        int(u64::from(s.limits.max_request_field_size)),
     );
     put("server.h2proto", bool_value(s.h2proto));
     put("server.h2c", bool_value(s.h2c));
@@ -175,9 +178,9 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("server.error-intercept", bool_value(s.error_intercept));
     put(
         "connection.kbytes-per-second",
-        int(s.conn_bytes_per_second >> 10),
+        int(s.limits.conn_bytes_per_second >> 10),
     );
-    if let Some(r) = s.scope_rate {
+    if let Some(r) = s.limits.scope_rate {
         put("server.kbytes-per-second", int(r.bytes_per_second >> 10));
     }
     for (k, o) in [

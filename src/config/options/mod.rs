@@ -8,7 +8,9 @@ pub(super) mod tls_lines;
 mod values;
 mod webdav;
 
-use super::settings::{Origin, ScopeRate, Settings};
+use super::limits::ScopeRate;
+use super::origin::Origin;
+use super::settings::Settings;
 use super::value::Value;
 use crate::authn::require::{parse_backend, parse_require, BackendKind, Method};
 use crate::forwarded::options::{parse_headers, parse_params, ExtForward, Trust};
@@ -218,14 +220,14 @@ fn apply_server(
         "server.name" => s.server_name = Some(string(v)?),
         "server.errorlog" => s.errorlog = Some(string(v)?),
         "server.modules" => s.modules = list(v)?,
-        "server.max-keep-alive-requests" => s.max_keep_alive_requests = uint32(v)?,
-        "server.max-keep-alive-idle" => s.max_keep_alive_idle = uint32(v)?,
-        "server.max-read-idle" => s.max_read_idle = uint32(v)?,
-        "server.max-write-idle" => s.max_write_idle = uint32(v)?,
-        "server.max-connections" => s.max_connections = uint32(v)?,
-        "server.max-fds" => s.max_fds = uint32(v)?,
-        "server.max-request-size" => s.max_request_size_kb = integer(v, u64::MAX)?,
-        "server.max-request-field-size" => s.max_request_field_size = uint32(v)?,
+        "server.max-keep-alive-requests" => s.limits.max_keep_alive_requests = uint32(v)?,
+        "server.max-keep-alive-idle" => s.limits.max_keep_alive_idle = uint32(v)?,
+        "server.max-read-idle" => s.limits.max_read_idle = uint32(v)?,
+        "server.max-write-idle" => s.limits.max_write_idle = uint32(v)?,
+        "server.max-connections" => s.limits.max_connections = uint32(v)?,
+        "server.max-fds" => s.limits.max_fds = uint32(v)?,
+        "server.max-request-size" => s.limits.max_request_size_kb = integer(v, u64::MAX)?,
+        "server.max-request-field-size" => s.limits.max_request_field_size = uint32(v)?,
         "server.follow-symlink" => s.follow_symlink = boolean(v)?,
         "server.range-requests" => s.range_requests = boolean(v)?,
         "server.errorfile-prefix" => s.errorfile_prefix = Some(string(v)?),
@@ -252,9 +254,9 @@ fn apply_server(
         "server.error-handler" => s.error_handler = Some(string(v)?),
         "server.error-intercept" => s.error_intercept = boolean(v)?,
         "connection.kbytes-per-second" => {
-            s.conn_bytes_per_second = u64::from(uint16(v)?) << 10;
+            s.limits.conn_bytes_per_second = u64::from(uint16(v)?) << 10;
         }
-        "server.kbytes-per-second" => s.scope_rate = ScopeRate::assigned(uint16(v)?, origin),
+        "server.kbytes-per-second" => s.limits.scope_rate = ScopeRate::assigned(uint16(v)?, origin),
         "dir-listing.exclude" => s.dir_listing.exclude = regex_list(v)?,
         "dir-listing.hide-readme-file" => s.dir_listing.hide_readme_file = boolean(v)?,
         "dir-listing.hide-header-file" => s.dir_listing.hide_header_file = boolean(v)?,

@@ -37,7 +37,7 @@ impl View<'_> {
     /// (lighttpd's BusyServers and IdleServers).
     fn busy_idle(&self) -> (u64, u64) {
         let busy = self.board.rows().count() as u64;
-        let max = u64::from(self.config.global.max_connections.max(1));
+        let max = u64::from(self.config.global.limits.max_connections.max(1));
         (busy, max.saturating_sub(busy))
     }
 }
