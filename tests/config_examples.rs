@@ -44,11 +44,16 @@ fn freebsd_fastcgi_seed() {
     );
     let specs: Vec<&str> = c.listeners.iter().map(|l| l.spec.as_str()).collect();
     assert_eq!(specs, [":80", "192.168.159.254:80"]);
-    let php = c.global.fastcgi_server.as_ref().and_then(|v| v.get(".php"));
+    let php = c
+        .global
+        .backends
+        .fastcgi_server
+        .as_ref()
+        .and_then(|v| v.get(".php"));
     let Some(Value::Array(hosts)) = php else {
         panic!(
             "fastcgi.server has no .php entry: {:?}",
-            c.global.fastcgi_server
+            c.global.backends.fastcgi_server
         );
     };
     let host = &hosts[0].1;
@@ -67,7 +72,7 @@ fn freebsd_fastcgi_seed() {
 fn scgi_seed() {
     let c = load("examples/seed000-scgi.conf");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
-    let scgi = c.global.scgi_server.as_ref();
+    let scgi = c.global.backends.scgi_server.as_ref();
     let tcp = scgi
         .and_then(|v| v.get("/scgi-test"))
         .and_then(|v| v.get("localhost"));

@@ -42,7 +42,7 @@ pub mod webdav;
 mod tests;
 
 pub use error::ConfigError;
-pub use gateway::{Balance, GatewaySettings};
+pub use gateway::{Backends, Balance, GatewaySettings};
 pub use limits::{Limits, ScopeRate};
 pub use listen::{listen_from_settings, parse_socket, Listen, ListenAddr};
 pub use modules::{
@@ -177,8 +177,8 @@ impl Config {
     pub fn from_settings(settings: Settings) -> Config {
         let listeners = vec![listen_from_settings(&settings)];
         let mut settings = settings;
-        settings.scgi_scope = 0;
-        settings.fastcgi_scope = 0;
+        settings.backends.scgi_scope = 0;
+        settings.backends.fastcgi_scope = 0;
         settings.auth.scope = 0;
         options::finish(&mut settings);
         let mut warnings = Vec::new();
@@ -207,7 +207,7 @@ impl Config {
                 vec![(settings.auth.require.clone(), Rc::new(table))]
             }
         };
-        settings.proxy_scope = 0;
+        settings.backends.proxy_scope = 0;
         reset_tunnel_scopes(&mut settings);
         let geo_dbs = maxminddb::Databases::default();
         settings.maxminddb.finish(&settings.modules, &geo_dbs);
@@ -216,9 +216,9 @@ impl Config {
             http11_off_anywhere: !settings.protocol_http11,
             extforward_anywhere: settings.extforward.is_some(),
             auth_requires,
-            scgi_servers: vec![settings.scgi_server.clone()],
-            fastcgi_servers: vec![settings.fastcgi_server.clone()],
-            proxy_servers: vec![settings.proxy_server.clone()],
+            scgi_servers: vec![settings.backends.scgi_server.clone()],
+            fastcgi_servers: vec![settings.backends.fastcgi_server.clone()],
+            proxy_servers: vec![settings.backends.proxy_server.clone()],
             cgi_used: !settings.cgi.assign.is_empty(),
             sockproxy_servers: vec![settings.tunnel.sockproxy_server.clone()],
             wstunnel_servers: vec![settings.tunnel.wstunnel_server.clone()],
@@ -297,8 +297,8 @@ impl Config {
         let chains = compile_chains(parsed.chains, &socket_map, &mut assigns, &mut warnings)?;
         let (scgi_servers, fastcgi_servers, proxy_servers) =
             build::server_tables(&global, &assigns);
-        global.scgi_scope = 0;
-        global.fastcgi_scope = 0;
+        global.backends.scgi_scope = 0;
+        global.backends.fastcgi_scope = 0;
         global.auth.scope = 0;
         options::finish(&mut global);
         // (`options::apply` checked every value at its line already.)
@@ -308,7 +308,7 @@ impl Config {
                 .iter()
                 .flatten()
                 .any(|a| a.key == "extforward.forwarder");
-        global.proxy_scope = 0;
+        global.backends.proxy_scope = 0;
         let (sockproxy_servers, wstunnel_servers, ajp13_servers) =
             build::tunnel_tables(&global, &assigns);
         reset_tunnel_scopes(&mut global);
@@ -431,8 +431,8 @@ impl Config {
             }
         }
         // Once per combination: which gateway route tables apply.
-        s.scgi_scope = scope_of(&self.scgi_servers, &s.scgi_server);
-        s.fastcgi_scope = scope_of(&self.fastcgi_servers, &s.fastcgi_server);
+        s.backends.scgi_scope = scope_of(&self.scgi_servers, &s.backends.scgi_server);
+        s.backends.fastcgi_scope = scope_of(&self.fastcgi_servers, &s.backends.fastcgi_server);
         s.auth.scope = self
             .auth_requires
             .iter()
@@ -440,7 +440,7 @@ impl Config {
             .unwrap_or(0) as u32;
         options::finish(&mut s);
         s.maxminddb.finish(&s.modules, &self.geo_dbs);
-        s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
+        s.backends.proxy_scope = scope_of(&self.proxy_servers, &s.backends.proxy_server);
         let sock = scope_of(&self.sockproxy_servers, &s.tunnel.sockproxy_server);
         let ws = scope_of(&self.wstunnel_servers, &s.tunnel.wstunnel_server);
         let ajp = scope_of(&self.ajp13_servers, &s.tunnel.ajp13_server);

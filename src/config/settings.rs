@@ -154,16 +154,6 @@ pub struct Settings {
     pub process: Process,
     /// mod_status: `status.*`.
     pub status: Status,
-    /// `scgi.server`: the parsed array, read by the SCGI gateway.
-    pub scgi_server: Option<Value>,
-    /// `fastcgi.server`: the parsed array, read by the FastCGI gateway.
-    pub fastcgi_server: Option<Value>,
-    /// Which of [`crate::config::Config::scgi_servers`] `scgi_server` is
-    /// (0: the global scope's): picks the gateway routes of a request
-    /// without comparing the values.
-    pub scgi_scope: u32,
-    /// Which of [`crate::config::Config::fastcgi_servers`] `fastcgi_server` is.
-    pub fastcgi_scope: u32,
     /// mod_auth: `auth.*`.
     pub auth: Auth,
     /// The `extforward.*` options as they were set (for `-p`, and to
@@ -191,10 +181,6 @@ pub struct Settings {
     pub deflate: Rc<DeflateSpec>,
     /// Those options as they were set, in order, for `-p`.
     pub deflate_options: Vec<(String, Value)>,
-    /// `proxy.server`: the parsed array, read by the HTTP proxy.
-    pub proxy_server: Option<Value>,
-    /// Which of [`crate::config::Config::proxy_servers`] `proxy_server` is.
-    pub proxy_scope: u32,
     /// `proxy.forwarded`, `proxy.header`, `proxy.replace-http-host`: how a
     /// request goes upstream (shared: most scopes never change them).
     pub proxy: Rc<ProxyOptions>,
@@ -206,6 +192,9 @@ pub struct Settings {
     pub webdav: Rc<super::webdav::WebdavSettings>,
     /// mod_vhostdb's `vhostdb.*` options.
     pub vhostdb: Rc<super::vhostdb::VhostDbSettings>,
+    /// `scgi.server`, `fastcgi.server`, `proxy.server`: the arrays and
+    /// which scope's each is.
+    pub backends: super::gateway::Backends,
     /// `*.balance` and `scgi.protocol`.
     pub gateway: super::gateway::GatewaySettings,
     /// mod_sockproxy's and mod_wstunnel's options (shared: most scopes
@@ -322,10 +311,6 @@ impl Default for Settings {
             ssi: Default::default(),
             process: Process::default(),
             status: Default::default(),
-            scgi_server: None,
-            fastcgi_server: None,
-            scgi_scope: 0,
-            fastcgi_scope: 0,
             auth: Default::default(),
             extforward_options: ExtforwardOptions::default(),
             extforward: None,
@@ -335,13 +320,12 @@ impl Default for Settings {
             raw: Vec::new(),
             deflate: Rc::default(),
             deflate_options: Vec::new(),
-            proxy_server: None,
-            proxy_scope: 0,
             proxy: Rc::default(),
             cgi: Rc::default(),
             acme: Rc::default(),
             webdav: Rc::default(),
             vhostdb: Rc::default(),
+            backends: Default::default(),
             gateway: Default::default(),
             tunnel: Rc::default(),
             rrdtool_db: None,

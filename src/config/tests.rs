@@ -325,7 +325,8 @@ fn options_table() {
             "fastcgi.server kept",
             "fastcgi.server = ( \".php\" => ( ( \"socket\" => \"/s\" ) ) )",
             |s| {
-                s.fastcgi_server
+                s.backends
+                    .fastcgi_server
                     .as_ref()
                     .and_then(|v| v.get(".php"))
                     .is_some()
@@ -1327,7 +1328,13 @@ $HTTP["host"] == "d" {
     // The global value, then each distinct one a block sets.
     assert_eq!(c.scgi_servers.len(), 3);
     assert_eq!(c.fastcgi_servers, vec![None, c.fastcgi_servers[1].clone()]);
-    assert_eq!((c.global.scgi_scope, c.global.fastcgi_scope), (0, 0));
+    assert_eq!(
+        (
+            c.global.backends.scgi_scope,
+            c.global.backends.fastcgi_scope
+        ),
+        (0, 0)
+    );
     let scopes = |host: &'static str, url: &'static str| {
         let r = Req {
             host,
@@ -1337,14 +1344,14 @@ $HTTP["host"] == "d" {
         .resolve(&c);
         let s = &r.settings;
         assert_eq!(
-            c.scgi_servers[s.scgi_scope as usize], s.scgi_server,
+            c.scgi_servers[s.backends.scgi_scope as usize], s.backends.scgi_server,
             "{host}{url}"
         );
         assert_eq!(
-            c.fastcgi_servers[s.fastcgi_scope as usize], s.fastcgi_server,
+            c.fastcgi_servers[s.backends.fastcgi_scope as usize], s.backends.fastcgi_server,
             "{host}{url}"
         );
-        (s.scgi_scope, s.fastcgi_scope)
+        (s.backends.scgi_scope, s.backends.fastcgi_scope)
     };
     assert_eq!(scopes("a", "/x"), (0, 0));
     assert_eq!(scopes("b", "/x"), (1, 0));

@@ -325,10 +325,10 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     if s.status.no_sort {
         put("status.enable-sort", bool_value(false));
     }
-    if let Some(v) = &s.scgi_server {
+    if let Some(v) = &s.backends.scgi_server {
         put("scgi.server", v.clone());
     }
-    if let Some(v) = &s.fastcgi_server {
+    if let Some(v) = &s.backends.fastcgi_server {
         put("fastcgi.server", v.clone());
     }
 }
@@ -432,7 +432,7 @@ fn userdir_proxy_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "extforward.hap-PROXY-ssl-client-verify",
         bool_value(s.extforward_options.hap_proxy_ssl_client_verify),
     );
-    if let Some(v) = &s.proxy_server {
+    if let Some(v) = &s.backends.proxy_server {
         put("proxy.server", v.clone());
     }
 }

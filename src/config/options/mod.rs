@@ -334,8 +334,8 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
         "status.config-url" => s.status.config_url = Some(string(v)?),
         "status.enable-sort" => s.status.no_sort = !boolean(v)?,
         "glint.metrics-url" => s.status.metrics_url = Some(string(v)?),
-        "scgi.server" => s.scgi_server = Some(array(v)?),
-        "fastcgi.server" => s.fastcgi_server = Some(array(v)?),
+        "scgi.server" => s.backends.scgi_server = Some(array(v)?),
+        "fastcgi.server" => s.backends.fastcgi_server = Some(array(v)?),
         "scgi.protocol" => match v {
             Value::Str(p) if p == "scgi" || p == "uwsgi" => {
                 s.gateway.set(key, Some(p));
@@ -428,7 +428,7 @@ fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appl
         "proxy.server" => {
             // Checked whole now, so that a request never meets a bad one.
             crate::httpup::options::parse_servers(&conf_value(v))?;
-            s.proxy_server = Some(array(v)?);
+            s.backends.proxy_server = Some(array(v)?);
         }
         "proxy.balance" => {
             crate::httpup::options::parse_balance(&conf_value(v))?;
