@@ -116,7 +116,7 @@ fn lighttpd_conf_loads() {
         Some(copy.dir.join("server_root").join("htdocs"))
     );
     assert_eq!(
-        g.index_file_names,
+        g.files.index_file_names,
         [
             "index.xhtml",
             "index.html",
@@ -125,7 +125,10 @@ fn lighttpd_conf_loads() {
             "index.php"
         ]
     );
-    assert!(g.mimetype_assign.len() > 1000, "mime.conf was included");
+    assert!(
+        g.files.mimetype_assign.len() > 1000,
+        "mime.conf was included"
+    );
     assert!(
         g.accesslog.filename.is_some(),
         "access_log.conf was included"

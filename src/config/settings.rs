@@ -11,6 +11,7 @@ use super::modules::{
     Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
 use super::origin::Origin;
+use super::server_options::FileOptions;
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
@@ -82,20 +83,16 @@ pub struct Settings {
     pub errorlog: Option<String>,
     /// `server.modules`.
     pub modules: Vec<String>,
-    /// `server.follow-symlink` (default enable).
-    pub follow_symlink: bool,
-    /// `server.range-requests` (default enable).
-    pub range_requests: bool,
+    /// How files are found and sent: `server.follow-symlink`,
+    /// `server.range-requests`, `server.force-lowercase-filenames`,
+    /// `index-file.names`, `mimetype.assign`.
+    pub files: FileOptions,
     /// `server.errorfile-prefix`: `<prefix><status>.html` is the body of an error.
     pub errorfile_prefix: Option<String>,
     /// `server.error-handler-404`: a URL served instead of a 404.
     pub error_handler_404: Option<String>,
     /// mod_dirlisting: `dir-listing.*`.
     pub dir_listing: DirListing,
-    /// `index-file.names` (default `index.html`, `index.htm`).
-    pub index_file_names: Vec<String>,
-    /// `mimetype.assign`: suffix => type, checked before mime_guess (longest suffix wins).
-    pub mimetype_assign: Vec<(String, String)>,
     /// mod_staticfile and the ETag: `static-file.*`, `etag.*`.
     pub static_file: StaticFile,
     /// mod_accesslog: `accesslog.*`.
@@ -106,9 +103,6 @@ pub struct Settings {
     pub syslog_facility: Option<String>,
     /// mod_access: `url.access-deny`, `url.access-allow`.
     pub access: Access,
-    /// `server.force-lowercase-filenames` (default disable): file system
-    /// paths are looked up in lowercase and access suffixes match without case.
-    pub force_lowercase_filenames: bool,
     /// `server.error-handler`: a URL run instead of any error answer
     /// (4xx, 5xx) glint itself would give, as a GET; the status stays.
     pub error_handler: Option<String>,
@@ -281,19 +275,15 @@ impl Default for Settings {
             server_name: None,
             errorlog: None,
             modules: Vec::new(),
-            follow_symlink: true,
-            range_requests: true,
+            files: FileOptions::default(),
             errorfile_prefix: None,
             error_handler_404: None,
             dir_listing: Default::default(),
-            index_file_names: vec!["index.html".into(), "index.htm".into()],
-            mimetype_assign: Vec::new(),
             static_file: Default::default(),
             accesslog: Accesslog::default(),
             errorlog_use_syslog: false,
             syslog_facility: None,
             access: Default::default(),
-            force_lowercase_filenames: false,
             error_handler: None,
             error_intercept: false,
             listener: Listener::default(),

@@ -278,7 +278,7 @@ fn options_table() {
             s.bind.as_deref() == Some("127.0.0.1")
         }),
         ("enable", "server.follow-symlink = \"disable\"", |s| {
-            !s.follow_symlink
+            !s.files.follow_symlink
         }),
         ("boolean integer", "server.dir-listing = 1", |s| {
             s.dir_listing.activate
@@ -289,7 +289,7 @@ fn options_table() {
         (
             "index-file.names",
             "index-file.names = (\"a\", \"b\")",
-            |s| s.index_file_names == ["a", "b"],
+            |s| s.files.index_file_names == ["a", "b"],
         ),
         ("single string as list", "url.access-deny = \"~\"", |s| {
             s.access.deny == ["~"]
@@ -297,7 +297,7 @@ fn options_table() {
         (
             "mimetype.assign",
             "mimetype.assign = (\".x\" => \"t/x\")",
-            |s| s.mimetype_assign == [(".x".to_string(), "t/x".to_string())],
+            |s| s.files.mimetype_assign == [(".x".to_string(), "t/x".to_string())],
         ),
         (
             "url.rewrite is rewrite-once",
@@ -1025,9 +1025,9 @@ fn append_in_block_extends_outer_value() {
         ..Req::default()
     }
     .resolve(&c);
-    assert_eq!(r.settings.index_file_names, ["a", "b"]);
+    assert_eq!(r.settings.files.index_file_names, ["a", "b"]);
     assert_eq!(r.settings.tag, "12");
-    assert_eq!(c.global.index_file_names, ["a"]);
+    assert_eq!(c.global.files.index_file_names, ["a"]);
 }
 
 #[test]

@@ -173,8 +173,8 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     );
     put("server.h2proto", bool_value(s.h2proto));
     put("server.h2c", bool_value(s.h2c));
-    put("server.follow-symlink", bool_value(s.follow_symlink));
-    put("server.range-requests", bool_value(s.range_requests));
+    put("server.follow-symlink", bool_value(s.files.follow_symlink));
+    put("server.range-requests", bool_value(s.files.range_requests));
     put("server.error-intercept", bool_value(s.error_intercept));
     put(
         "connection.kbytes-per-second",
@@ -201,8 +201,8 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "dir-listing.hide-dotfiles",
         bool_value(s.dir_listing.hide_dotfiles),
     );
-    put("index-file.names", list_value(&s.index_file_names));
-    put("mimetype.assign", pairs_value(&s.mimetype_assign));
+    put("index-file.names", list_value(&s.files.index_file_names));
+    put("mimetype.assign", pairs_value(&s.files.mimetype_assign));
     put(
         "static-file.exclude-extensions",
         list_value(&s.static_file.exclude_extensions),
@@ -223,7 +223,7 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("url.access-allow", list_value(&s.access.allow));
     put(
         "server.force-lowercase-filenames",
-        bool_value(s.force_lowercase_filenames),
+        bool_value(s.files.force_lowercase_filenames),
     );
     if let Some(v) = opt(&s.error_handler) {
         put("server.error-handler", v);

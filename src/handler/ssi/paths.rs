@@ -20,7 +20,7 @@ pub(super) struct Found {
 /// Resolves `t` as included from `doc`; `None` (logged) when the path is
 /// not UTF-8 once decoded or names a symlink that may not be followed.
 pub(super) fn resolve(page: &Page<'_>, doc: &Doc, t: &Target<'_>) -> Option<Found> {
-    let lc = page.settings.force_lowercase_filenames;
+    let lc = page.settings.files.force_lowercase_filenames;
     let found = match *t {
         Target::File(f) => {
             let rel = simplify(&decode(f)?);
@@ -46,7 +46,7 @@ pub(super) fn resolve(page: &Page<'_>, doc: &Doc, t: &Target<'_>) -> Option<Foun
             }
         }
     };
-    if !page.settings.follow_symlink && symlink_below(&found.physical, page.docroot) {
+    if !page.settings.files.follow_symlink && symlink_below(&found.physical, page.docroot) {
         log::error!(
             "ssi: {} has a symlink on its way, not followed",
             found.physical

@@ -1,0 +1,32 @@
+//! Core `server.*` options of one scope, grouped by what they decide: how
+//! files are found and sent, glint's own error answers, which HTTP versions
+//! are offered, where the error log goes.
+
+/// How files are found and sent: symlinks, ranges, case, index files,
+/// content types.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOptions {
+    /// `server.follow-symlink` (default enable).
+    pub follow_symlink: bool,
+    /// `server.range-requests` (default enable).
+    pub range_requests: bool,
+    /// `server.force-lowercase-filenames` (default disable): file system
+    /// paths are looked up in lowercase and access suffixes match without case.
+    pub force_lowercase_filenames: bool,
+    /// `index-file.names` (default `index.html`, `index.htm`).
+    pub index_file_names: Vec<String>,
+    /// `mimetype.assign`: suffix => type, checked before mime_guess (longest suffix wins).
+    pub mimetype_assign: Vec<(String, String)>,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        FileOptions {
+            follow_symlink: true,
+            range_requests: true,
+            force_lowercase_filenames: false,
+            index_file_names: vec!["index.html".into(), "index.htm".into()],
+            mimetype_assign: Vec::new(),
+        }
+    }
+}
