@@ -30,3 +30,20 @@ impl Default for FileOptions {
         }
     }
 }
+
+/// glint's own error answers: their page files, the handlers run instead,
+/// and whether a backend's error is replaced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ErrorPages {
+    /// `server.errorfile-prefix`: `<prefix><status>.html` is the body of an error.
+    pub errorfile_prefix: Option<String>,
+    /// `server.error-handler-404`: a URL served instead of a 404.
+    pub error_handler_404: Option<String>,
+    /// `server.error-handler`: a URL run instead of any error answer
+    /// (4xx, 5xx) glint itself would give, as a GET; the status stays.
+    pub error_handler: Option<String>,
+    /// `server.error-intercept` (default disable): a backend's 4xx or 5xx
+    /// answer is replaced by glint's own error answer for its status
+    /// (`server.errorfile-prefix`, `server.error-handler`).
+    pub error_intercept: bool,
+}

@@ -11,7 +11,7 @@ use super::modules::{
     Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
 use super::origin::Origin;
-use super::server_options::FileOptions;
+use super::server_options::{ErrorPages, FileOptions};
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
@@ -87,10 +87,9 @@ pub struct Settings {
     /// `server.range-requests`, `server.force-lowercase-filenames`,
     /// `index-file.names`, `mimetype.assign`.
     pub files: FileOptions,
-    /// `server.errorfile-prefix`: `<prefix><status>.html` is the body of an error.
-    pub errorfile_prefix: Option<String>,
-    /// `server.error-handler-404`: a URL served instead of a 404.
-    pub error_handler_404: Option<String>,
+    /// glint's own error answers: `server.errorfile-prefix`,
+    /// `server.error-handler`, `server.error-handler-404`, `server.error-intercept`.
+    pub errors: ErrorPages,
     /// mod_dirlisting: `dir-listing.*`.
     pub dir_listing: DirListing,
     /// mod_staticfile and the ETag: `static-file.*`, `etag.*`.
@@ -103,13 +102,6 @@ pub struct Settings {
     pub syslog_facility: Option<String>,
     /// mod_access: `url.access-deny`, `url.access-allow`.
     pub access: Access,
-    /// `server.error-handler`: a URL run instead of any error answer
-    /// (4xx, 5xx) glint itself would give, as a GET; the status stays.
-    pub error_handler: Option<String>,
-    /// `server.error-intercept` (default disable): a backend's 4xx or 5xx
-    /// answer is replaced by glint's own error answer for its status
-    /// (`server.errorfile-prefix`, `server.error-handler`).
-    pub error_intercept: bool,
     /// How the listeners of this scope are made.
     pub listener: Listener,
     /// `server.feature-flags` `"server.absolute-dir-redirect"` (default
@@ -276,16 +268,13 @@ impl Default for Settings {
             errorlog: None,
             modules: Vec::new(),
             files: FileOptions::default(),
-            errorfile_prefix: None,
-            error_handler_404: None,
+            errors: ErrorPages::default(),
             dir_listing: Default::default(),
             static_file: Default::default(),
             accesslog: Accesslog::default(),
             errorlog_use_syslog: false,
             syslog_facility: None,
             access: Default::default(),
-            error_handler: None,
-            error_intercept: false,
             listener: Listener::default(),
             absolute_dir_redirect: false,
             tls: Default::default(),

@@ -859,7 +859,7 @@ fn condition_table() {
             |r| root_is(r, "/ten"),
         ),
         ("CIDR != inside", Req::default(), |r| {
-            r.settings.errorfile_prefix.is_none()
+            r.settings.errors.errorfile_prefix.is_none()
         }),
         (
             "CIDR != outside",
@@ -867,7 +867,7 @@ fn condition_table() {
                 ip: "198.51.100.1",
                 ..Req::default()
             },
-            |r| r.settings.errorfile_prefix.as_deref() == Some("/outside"),
+            |r| r.settings.errors.errorfile_prefix.as_deref() == Some("/outside"),
         ),
         (
             "CIDR v6",

@@ -40,14 +40,14 @@ pub(super) fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Opt
 /// `server.error-handler` takes every error (as a GET); the older
 /// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
 pub(crate) fn error_handler_of(s: &Settings, status: u16) -> Option<ErrorRun> {
-    if let Some(h) = s.error_handler.as_deref() {
+    if let Some(h) = s.errors.error_handler.as_deref() {
         return Some(ErrorRun {
             target: h.to_string(),
             status,
             generic: true,
         });
     }
-    match (s.error_handler_404.as_deref(), status) {
+    match (s.errors.error_handler_404.as_deref(), status) {
         (Some(h), 403 | 404) => Some(ErrorRun {
             target: h.to_string(),
             status,

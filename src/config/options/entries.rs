@@ -175,7 +175,10 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("server.h2c", bool_value(s.h2c));
     put("server.follow-symlink", bool_value(s.files.follow_symlink));
     put("server.range-requests", bool_value(s.files.range_requests));
-    put("server.error-intercept", bool_value(s.error_intercept));
+    put(
+        "server.error-intercept",
+        bool_value(s.errors.error_intercept),
+    );
     put(
         "connection.kbytes-per-second",
         int(s.limits.conn_bytes_per_second >> 10),
@@ -184,8 +187,8 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         put("server.kbytes-per-second", int(r.bytes_per_second >> 10));
     }
     for (k, o) in [
-        ("server.errorfile-prefix", &s.errorfile_prefix),
-        ("server.error-handler-404", &s.error_handler_404),
+        ("server.errorfile-prefix", &s.errors.errorfile_prefix),
+        ("server.error-handler-404", &s.errors.error_handler_404),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);
@@ -225,7 +228,7 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "server.force-lowercase-filenames",
         bool_value(s.files.force_lowercase_filenames),
     );
-    if let Some(v) = opt(&s.error_handler) {
+    if let Some(v) = opt(&s.errors.error_handler) {
         put("server.error-handler", v);
     }
     put("dir-listing.exclude", list_value(&s.dir_listing.exclude));

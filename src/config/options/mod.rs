@@ -230,8 +230,8 @@ fn apply_server(
         "server.max-request-field-size" => s.limits.max_request_field_size = uint32(v)?,
         "server.follow-symlink" => s.files.follow_symlink = boolean(v)?,
         "server.range-requests" => s.files.range_requests = boolean(v)?,
-        "server.errorfile-prefix" => s.errorfile_prefix = Some(string(v)?),
-        "server.error-handler-404" => s.error_handler_404 = Some(string(v)?),
+        "server.errorfile-prefix" => s.errors.errorfile_prefix = Some(string(v)?),
+        "server.error-handler-404" => s.errors.error_handler_404 = Some(string(v)?),
         "server.dir-listing" | "dir-listing.activate" => s.dir_listing.activate = boolean(v)?,
         "dir-listing.hide-dotfiles" => s.dir_listing.hide_dotfiles = boolean(v)?,
         "index-file.names" | "server.indexfiles" => s.files.index_file_names = list(v)?,
@@ -251,8 +251,8 @@ fn apply_server(
         "url.access-deny" => s.access.deny = list(v)?,
         "url.access-allow" => s.access.allow = list(v)?,
         "server.force-lowercase-filenames" => s.files.force_lowercase_filenames = boolean(v)?,
-        "server.error-handler" => s.error_handler = Some(string(v)?),
-        "server.error-intercept" => s.error_intercept = boolean(v)?,
+        "server.error-handler" => s.errors.error_handler = Some(string(v)?),
+        "server.error-intercept" => s.errors.error_intercept = boolean(v)?,
         "connection.kbytes-per-second" => {
             s.limits.conn_bytes_per_second = u64::from(uint16(v)?) << 10;
         }
