@@ -54,7 +54,7 @@ pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
 pub use origin::Origin;
 pub use pattern::Pattern;
-pub use server_options::{ErrorPages, FileOptions};
+pub use server_options::{ErrorPages, FileOptions, Protocols};
 pub use settings::{CgiLimits, CgiSettings, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT};
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
@@ -215,7 +215,7 @@ impl Config {
         settings.maxminddb.finish(&settings.modules, &geo_dbs);
         Config {
             geo_dbs,
-            http11_off_anywhere: !settings.protocol_http11,
+            http11_off_anywhere: !settings.protocols.protocol_http11,
             extforward_anywhere: settings.extforward.is_some(),
             auth_requires,
             scgi_servers: vec![settings.backends.scgi_server.clone()],
@@ -318,7 +318,7 @@ impl Config {
             || assigns.iter().flatten().any(|a| a.key == "cgi.assign");
         let geo_dbs = build::geo_databases(&parsed.entries, &global, &assigns, &mut warnings)?;
         global.maxminddb.finish(&global.modules, &geo_dbs);
-        let http11_off_anywhere = !global.protocol_http11
+        let http11_off_anywhere = !global.protocols.protocol_http11
             || assigns
                 .iter()
                 .flatten()

@@ -47,3 +47,38 @@ pub struct ErrorPages {
     /// (`server.errorfile-prefix`, `server.error-handler`).
     pub error_intercept: bool,
 }
+
+/// `glint.h3`'s default (docs/http3.md).
+pub const DEFAULT_H3: bool = false;
+
+/// The HTTP versions offered: HTTP/1.1, HTTP/2 (by ALPN, preface or
+/// Upgrade) and HTTP/3.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Protocols {
+    /// glint's `glint.h3` (per socket; see docs/http3.md): HTTP/3 over
+    /// QUIC on a UDP socket beside each TLS socket of this scope.
+    pub h3: bool,
+    /// `server.h2proto` (or `server.feature-flags` `"server.h2proto"`):
+    /// HTTP/2 is offered, by ALPN `h2` over TLS and to a client that opens
+    /// a cleartext connection with the HTTP/2 preface (lighttpd's default:
+    /// on; global).
+    pub h2proto: bool,
+    /// `server.h2c` (or its `server.feature-flags` form): HTTP/1.1's
+    /// `Upgrade: h2c` is followed on cleartext connections; needs
+    /// `h2proto` (lighttpd's default: on; global).
+    pub h2c: bool,
+    /// `server.protocol-http11` (default enable): disabled, an HTTP/1.1
+    /// request is answered as HTTP/1.0 and the connection closes after it.
+    pub protocol_http11: bool,
+}
+
+impl Default for Protocols {
+    fn default() -> Self {
+        Protocols {
+            h3: DEFAULT_H3,
+            h2proto: true,
+            h2c: true,
+            protocol_http11: true,
+        }
+    }
+}

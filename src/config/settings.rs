@@ -11,16 +11,13 @@ use super::modules::{
     Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
 use super::origin::Origin;
-use super::server_options::{ErrorPages, FileOptions};
+use super::server_options::{ErrorPages, FileOptions, Protocols};
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
 use crate::httpup::options::ProxyOptions;
 use std::path::PathBuf;
 use std::rc::Rc;
-
-/// `glint.h3`'s default (docs/http3.md).
-pub const DEFAULT_H3: bool = false;
 
 /// A number unique to each [`Settings`] value this process made (built,
 /// cloned, defaulted): caches key their entries by it, never by an
@@ -109,21 +106,12 @@ pub struct Settings {
     pub absolute_dir_redirect: bool,
     /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).
     pub tls: TlsSettings,
-    /// glint's `glint.h3` (per socket; see docs/http3.md): HTTP/3 over
-    /// QUIC on a UDP socket beside each TLS socket of this scope.
-    pub h3: bool,
+    /// The HTTP versions offered: `server.protocol-http11`, `server.h2proto`,
+    /// `server.h2c`, `glint.h3`.
+    pub protocols: Protocols,
     /// The `ssl.*` options of a connection scope (certificate, key, CAs,
     /// client certificates, OCSP, ACME), `None` where unset.
     pub ssl: crate::tls::ScopeOptions,
-    /// `server.h2proto` (or `server.feature-flags` `"server.h2proto"`):
-    /// HTTP/2 is offered, by ALPN `h2` over TLS and to a client that opens
-    /// a cleartext connection with the HTTP/2 preface (lighttpd's default:
-    /// on; global).
-    pub h2proto: bool,
-    /// `server.h2c` (or its `server.feature-flags` form): HTTP/1.1's
-    /// `Upgrade: h2c` is followed on cleartext connections; needs
-    /// `h2proto` (lighttpd's default: on; global).
-    pub h2c: bool,
     /// mod_setenv: `setenv.*`.
     pub setenv: SetEnv,
     /// mod_expire: `expire.*`.
@@ -191,9 +179,6 @@ pub struct Settings {
     pub rrdtool_db: Option<String>,
     /// mod_maxminddb: `maxminddb.*` and the open database.
     pub maxminddb: super::maxminddb::GeoSettings,
-    /// `server.protocol-http11` (default enable): disabled, an HTTP/1.1
-    /// request is answered as HTTP/1.0 and the connection closes after it.
-    pub protocol_http11: bool,
     /// `document_root` as UTF-8, set beside it by
     /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
     pub document_root_utf8: Option<String>,
@@ -278,10 +263,8 @@ impl Default for Settings {
             listener: Listener::default(),
             absolute_dir_redirect: false,
             tls: Default::default(),
-            h3: DEFAULT_H3,
+            protocols: Protocols::default(),
             ssl: crate::tls::ScopeOptions::default(),
-            h2proto: true,
-            h2c: true,
             setenv: Default::default(),
             expire: Default::default(),
             magnet: Default::default(),
@@ -309,7 +292,6 @@ impl Default for Settings {
             tunnel: Rc::default(),
             rrdtool_db: None,
             maxminddb: Default::default(),
-            protocol_http11: true,
             stamp: Stamp::default(),
             document_root_utf8: None,
         }

@@ -119,7 +119,10 @@ fn geo_core_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "mimetype.xattr-name",
         Value::Str(s.static_file.xattr_name.clone()),
     );
-    put("server.protocol-http11", bool_value(s.protocol_http11));
+    put(
+        "server.protocol-http11",
+        bool_value(s.protocols.protocol_http11),
+    );
 }
 
 /// An optional string option's value, if set.
@@ -171,8 +174,8 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "server.max-request-field-size",
         int(u64::from(s.limits.max_request_field_size)),
     );
-    put("server.h2proto", bool_value(s.h2proto));
-    put("server.h2c", bool_value(s.h2c));
+    put("server.h2proto", bool_value(s.protocols.h2proto));
+    put("server.h2c", bool_value(s.protocols.h2c));
     put("server.follow-symlink", bool_value(s.files.follow_symlink));
     put("server.range-requests", bool_value(s.files.range_requests));
     put(
@@ -253,7 +256,7 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }
     put("server.defer-accept", bool_value(s.listener.defer_accept));
-    put("glint.h3", bool_value(s.h3));
+    put("glint.h3", bool_value(s.protocols.h3));
 }
 
 /// Headers, expiry, redirects and rewrites, virtual hosts, the daemon's

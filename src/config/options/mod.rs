@@ -266,14 +266,14 @@ fn apply_server(
                 n => n as u32,
             }
         }
-        "server.h2proto" => s.h2proto = boolean(v)?,
-        "server.h2c" => s.h2c = boolean(v)?,
+        "server.h2proto" => s.protocols.h2proto = boolean(v)?,
+        "server.h2c" => s.protocols.h2c = boolean(v)?,
         "server.use-ipv6" => s.listener.use_ipv6 = boolean(v)?,
         "server.set-v6only" => s.listener.set_v6only = boolean(v)?,
         "server.v4mapped" => s.listener.v4mapped = Some(boolean(v)?),
         "server.socket-perms" => s.listener.socket_perms = Some(octal_mode(v)?),
         "server.defer-accept" => s.listener.defer_accept = boolean(v)?,
-        "glint.h3" => s.h3 = boolean(v)?,
+        "glint.h3" => s.protocols.h3 = boolean(v)?,
         // (Blank: no database, as lighttpd takes it.)
         "rrdtool.db-name" => s.rrdtool_db = Some(string(v)?).filter(|d| !d.trim().is_empty()),
         _ => return Ok(None),
@@ -289,10 +289,10 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
             super::support::feature_flags(v)?;
             s.tls.session_cache = feature_flag(v, "ssl.session-cache")?.unwrap_or(false);
             if let Some(on) = feature_flag(v, "server.h2proto")? {
-                s.h2proto = on;
+                s.protocols.h2proto = on;
             }
             if let Some(on) = feature_flag(v, "server.h2c")? {
-                s.h2c = on;
+                s.protocols.h2c = on;
             }
             s.absolute_dir_redirect =
                 feature_flag(v, "server.absolute-dir-redirect")?.unwrap_or(false);
@@ -496,7 +496,7 @@ fn apply_geo_core(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appli
         "mimetype.use-xattr" => s.static_file.use_xattr = boolean(v)?,
         // (As lighttpd, a blank name is taken as it is: no attribute has it.)
         "mimetype.xattr-name" => s.static_file.xattr_name = string(v)?,
-        "server.protocol-http11" => s.protocol_http11 = boolean(v)?,
+        "server.protocol-http11" => s.protocols.protocol_http11 = boolean(v)?,
         _ => return Ok(None),
     }
     Ok(Some(Applied::Known))
