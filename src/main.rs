@@ -286,7 +286,10 @@ fn reloader(cli: Cli, base: Option<PathBuf>, started: Rc<Settings>) -> Reloader 
                 "server.pid-file",
                 n.process.pid_file != started.process.pid_file,
             ),
-            ("server.errorlog", n.errorlog != started.errorlog),
+            (
+                "server.errorlog",
+                n.error_log.file != started.error_log.file,
+            ),
             (
                 "server.max-worker",
                 n.process.max_worker != started.process.max_worker,
@@ -306,7 +309,7 @@ fn reloader(cli: Cli, base: Option<PathBuf>, started: Rc<Settings>) -> Reloader 
 
 /// `server.syslog-facility` as a number (default `daemon`).
 fn syslog_facility(s: &Settings) -> Result<u8, String> {
-    let name = s.syslog_facility.as_deref().unwrap_or("daemon");
+    let name = s.error_log.syslog_facility.as_deref().unwrap_or("daemon");
     glint::syslog::facility(name)
         .ok_or_else(|| format!("server.syslog-facility {name}: no such facility"))
 }
@@ -314,7 +317,7 @@ fn syslog_facility(s: &Settings) -> Result<u8, String> {
 /// `server.errorlog`: a file, opened now (before privileges are dropped)
 /// when `switch`, else only checked (`-tt`). Pipes are not supported.
 fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
-    if s.errorlog_use_syslog {
+    if s.error_log.use_syslog {
         // `server.errorlog-use-syslog` wins over `server.errorlog`, as in lighttpd.
         if !switch {
             return Ok(());
@@ -323,7 +326,7 @@ fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
         return glint::errorlog::open_syslog(facility)
             .map_err(|e| format!("server.errorlog-use-syslog: {e}"));
     }
-    let Some(name) = s.errorlog.as_deref().filter(|n| !n.is_empty()) else {
+    let Some(name) = s.error_log.file.as_deref().filter(|n| !n.is_empty()) else {
         return Ok(());
     };
     if name.starts_with('|') {
@@ -357,7 +360,7 @@ fn absolutize(config: &mut Config, base: &Path) {
             s.set_document_root(Some(joined));
         }
     }
-    for n in [&mut s.accesslog.filename, &mut s.errorlog]
+    for n in [&mut s.accesslog.filename, &mut s.error_log.file]
         .into_iter()
         .flatten()
     {

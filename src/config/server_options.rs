@@ -82,3 +82,14 @@ impl Default for Protocols {
         }
     }
 }
+
+/// Where the error log goes: a file, a pipe, or syslog (global).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ErrorLog {
+    /// `server.errorlog`: file for the error log (default stderr).
+    pub file: Option<String>,
+    /// `server.errorlog-use-syslog` (default disable; global).
+    pub use_syslog: bool,
+    /// `server.syslog-facility` (default `daemon`; global).
+    pub syslog_facility: Option<String>,
+}

@@ -11,7 +11,7 @@ use super::modules::{
     Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
 use super::origin::Origin;
-use super::server_options::{ErrorPages, FileOptions, Protocols};
+use super::server_options::{ErrorLog, ErrorPages, FileOptions, Protocols};
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
@@ -76,8 +76,9 @@ pub struct Settings {
     pub tag: String,
     /// `server.name`: used in redirects when the request has no Host.
     pub server_name: Option<String>,
-    /// `server.errorlog`: file for the error log (default stderr).
-    pub errorlog: Option<String>,
+    /// The error log: `server.errorlog`, `server.errorlog-use-syslog`,
+    /// `server.syslog-facility`.
+    pub error_log: ErrorLog,
     /// `server.modules`.
     pub modules: Vec<String>,
     /// How files are found and sent: `server.follow-symlink`,
@@ -93,10 +94,6 @@ pub struct Settings {
     pub static_file: StaticFile,
     /// mod_accesslog: `accesslog.*`.
     pub accesslog: Accesslog,
-    /// `server.errorlog-use-syslog` (default disable; global).
-    pub errorlog_use_syslog: bool,
-    /// `server.syslog-facility` (default `daemon`; global).
-    pub syslog_facility: Option<String>,
     /// mod_access: `url.access-deny`, `url.access-allow`.
     pub access: Access,
     /// How the listeners of this scope are made.
@@ -250,15 +247,13 @@ impl Default for Settings {
             bind: None,
             tag: concat!("glint/", env!("CARGO_PKG_VERSION")).to_string(),
             server_name: None,
-            errorlog: None,
+            error_log: ErrorLog::default(),
             modules: Vec::new(),
             files: FileOptions::default(),
             errors: ErrorPages::default(),
             dir_listing: Default::default(),
             static_file: Default::default(),
             accesslog: Accesslog::default(),
-            errorlog_use_syslog: false,
-            syslog_facility: None,
             access: Default::default(),
             listener: Listener::default(),
             absolute_dir_redirect: false,

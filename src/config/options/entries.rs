@@ -149,7 +149,7 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("server.tag", Value::Str(s.tag.clone()));
     for (k, o) in [
         ("server.name", &s.server_name),
-        ("server.errorlog", &s.errorlog),
+        ("server.errorlog", &s.error_log.file),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);
