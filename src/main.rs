@@ -383,8 +383,11 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
         None => {
             let settings = Settings {
                 document_root: Some(PathBuf::from("www")),
-                bind: Some("127.0.0.1".into()),
-                port: 8080,
+                listener: glint::config::Listener {
+                    bind: Some("127.0.0.1".into()),
+                    port: 8080,
+                    ..Default::default()
+                },
                 ..Settings::default()
             };
             return Ok(Config::from_settings(settings));
@@ -402,10 +405,10 @@ fn apply_overrides(config: &mut Config, cli: &Cli) {
         s.document_root_origin = None;
     }
     if let Some(b) = &cli.bind {
-        s.bind = Some(b.clone());
+        s.listener.bind = Some(b.clone());
     }
     if let Some(p) = cli.port {
-        s.port = p;
+        s.listener.port = p;
     }
     if let Some(n) = cli.max_connections {
         s.limits.max_connections = n;

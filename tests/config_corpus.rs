@@ -107,7 +107,7 @@ fn lighttpd_conf_loads() {
     let specs: Vec<&str> = c.listeners.iter().map(|l| l.spec.as_str()).collect();
     assert_eq!(specs, [":80"]);
     let g = &c.global;
-    assert_eq!(g.port, 80);
+    assert_eq!(g.listener.port, 80);
     assert_eq!(g.limits.max_fds, 16384);
     assert_eq!(g.process.username.as_deref(), Some("lighttpd"));
     assert_eq!(g.modules, ["mod_access", "mod_accesslog"]);

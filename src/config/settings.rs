@@ -68,10 +68,6 @@ pub struct Settings {
     /// The connection limits and time-outs: `server.max-*`,
     /// `connection.kbytes-per-second`, `server.kbytes-per-second`.
     pub limits: Limits,
-    /// `server.port` (default 80).
-    pub port: u16,
-    /// `server.bind`: address, host name or unix socket path (default: all addresses).
-    pub bind: Option<String>,
     /// `server.tag`: the `Server` response header (default `glint/<version>`).
     pub tag: String,
     /// `server.name`: used in redirects when the request has no Host.
@@ -96,7 +92,8 @@ pub struct Settings {
     pub accesslog: Accesslog,
     /// mod_access: `url.access-deny`, `url.access-allow`.
     pub access: Access,
-    /// How the listeners of this scope are made.
+    /// Where and how the listeners of this scope are made (`server.port`,
+    /// `server.bind`, `server.listen-backlog`, ...).
     pub listener: Listener,
     /// `server.feature-flags` `"server.absolute-dir-redirect"` (default
     /// disable): a directory's redirect names scheme and host too.
@@ -243,8 +240,6 @@ impl Default for Settings {
             document_root: None,
             document_root_origin: None,
             limits: Limits::default(),
-            port: 80,
-            bind: None,
             tag: concat!("glint/", env!("CARGO_PKG_VERSION")).to_string(),
             server_name: None,
             error_log: ErrorLog::default(),

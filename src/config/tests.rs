@@ -270,12 +270,12 @@ fn evaluator_table() {
 fn options_table() {
     type Check = fn(&Settings) -> bool;
     let cases: Vec<(&str, &str, Check)> = vec![
-        ("port", "server.port = 8080", |s| s.port == 8080),
+        ("port", "server.port = 8080", |s| s.listener.port == 8080),
         ("port as digit string", "server.port = \"81\"", |s| {
-            s.port == 81
+            s.listener.port == 81
         }),
         ("bind", "server.bind = \"127.0.0.1\"", |s| {
-            s.bind.as_deref() == Some("127.0.0.1")
+            s.listener.bind.as_deref() == Some("127.0.0.1")
         }),
         ("enable", "server.follow-symlink = \"disable\"", |s| {
             !s.files.follow_symlink

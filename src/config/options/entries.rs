@@ -142,8 +142,8 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
             Value::Str(d.to_string_lossy().into_owned()),
         );
     }
-    put("server.port", int(u64::from(s.port)));
-    if let Some(v) = opt(&s.bind) {
+    put("server.port", int(u64::from(s.listener.port)));
+    if let Some(v) = opt(&s.listener.bind) {
         put("server.bind", v);
     }
     put("server.tag", Value::Str(s.tag.clone()));

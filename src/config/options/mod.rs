@@ -214,8 +214,8 @@ fn apply_server(
             s.set_document_root(Some(PathBuf::from(string(v)?)));
             s.document_root_origin = Some(origin.clone());
         }
-        "server.port" => s.port = uint16(v)?,
-        "server.bind" => s.bind = Some(string(v)?),
+        "server.port" => s.listener.port = uint16(v)?,
+        "server.bind" => s.listener.bind = Some(string(v)?),
         "server.tag" => s.tag = string(v)?,
         "server.name" => s.server_name = Some(string(v)?),
         "server.errorlog" => s.error_log.file = Some(string(v)?),
