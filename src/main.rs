@@ -354,7 +354,7 @@ fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
 /// paths, so that a daemon started with relative ones serves the same files.
 fn absolutize(config: &mut Config, base: &Path) {
     let s = Rc::make_mut(&mut config.global);
-    if let Some(d) = &s.document_root {
+    if let Some(d) = &s.paths.document_root {
         if d.is_relative() {
             let joined = base.join(d);
             s.set_document_root(Some(joined));
@@ -382,7 +382,10 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
         None if Path::new(DEFAULT_CONFIG).is_file() => Config::load(Path::new(DEFAULT_CONFIG)),
         None => {
             let settings = Settings {
-                document_root: Some(PathBuf::from("www")),
+                paths: glint::config::PathMapping {
+                    document_root: Some(PathBuf::from("www")),
+                    ..Default::default()
+                },
                 listener: glint::config::Listener {
                     bind: Some("127.0.0.1".into()),
                     port: 8080,
@@ -402,7 +405,7 @@ fn apply_overrides(config: &mut Config, cli: &Cli) {
     let s = Rc::make_mut(&mut config.global);
     if let Some(d) = &cli.document_root {
         s.set_document_root(Some(d.clone()));
-        s.document_root_origin = None;
+        s.paths.document_root_origin = None;
     }
     if let Some(b) = &cli.bind {
         s.listener.bind = Some(b.clone());
@@ -426,7 +429,7 @@ fn apply_overrides(config: &mut Config, cli: &Cli) {
 /// Fails at start, not at the first request, when the docroot is missing.
 /// With `server.chroot`, the docroot is a path inside the chroot.
 fn check_document_root(s: &Settings, chroot: Option<&Path>) -> Result<(), String> {
-    let Some(root) = &s.document_root else {
+    let Some(root) = &s.paths.document_root else {
         return Err("server.document-root is not set".into());
     };
     let inside;
@@ -438,6 +441,7 @@ fn check_document_root(s: &Settings, chroot: Option<&Path>) -> Result<(), String
         None => root,
     };
     let at = s
+        .paths
         .document_root_origin
         .as_ref()
         .map(|o| format!(" (set at {o})"))

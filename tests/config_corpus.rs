@@ -112,7 +112,7 @@ fn lighttpd_conf_loads() {
     assert_eq!(g.process.username.as_deref(), Some("lighttpd"));
     assert_eq!(g.modules, ["mod_access", "mod_accesslog"]);
     assert_eq!(
-        g.document_root,
+        g.paths.document_root,
         Some(copy.dir.join("server_root").join("htdocs"))
     );
     assert_eq!(

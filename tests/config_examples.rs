@@ -31,7 +31,7 @@ fn default_configuration() {
         }
     );
     let cwd = std::env::current_dir().unwrap_or_default();
-    assert_eq!(c.global.document_root, Some(cwd.join("www")));
+    assert_eq!(c.global.paths.document_root, Some(cwd.join("www")));
 }
 
 #[test]
@@ -39,7 +39,7 @@ fn freebsd_fastcgi_seed() {
     let c = load("examples/seed004-freebsd.conf");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     assert_eq!(
-        c.global.document_root.as_deref(),
+        c.global.paths.document_root.as_deref(),
         Some(Path::new("/usr/local/www/data"))
     );
     let specs: Vec<&str> = c.listeners.iter().map(|l| l.spec.as_str()).collect();

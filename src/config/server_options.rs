@@ -1,6 +1,10 @@
 //! Core `server.*` options of one scope, grouped by what they decide: how
 //! files are found and sent, glint's own error answers, which HTTP versions
-//! are offered, where the error log goes.
+//! are offered, where the error log goes, where a request's files are.
+
+use std::path::PathBuf;
+
+use super::origin::Origin;
 
 /// How files are found and sent: symlinks, ranges, case, index files,
 /// content types.
@@ -92,4 +96,25 @@ pub struct ErrorLog {
     pub use_syslog: bool,
     /// `server.syslog-facility` (default `daemon`; global).
     pub syslog_facility: Option<String>,
+}
+
+/// Where a request's files are: the document root, mod_evhost's pattern,
+/// mod_alias's prefixes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PathMapping {
+    /// `server.document-root`: the directory files are served from.
+    pub document_root: Option<PathBuf>,
+    /// Where `server.document-root` was set, for the start-up error.
+    pub document_root_origin: Option<Origin>,
+    /// `evhost.path-pattern`: the docroot built from the Host's parts
+    /// (`%0` domain, `%1` tld, `%2` domain without tld, `%3`.. subdomains,
+    /// `%_` the whole name).
+    pub evhost_path_pattern: Option<String>,
+    /// `alias.url`: URL prefix => file system path; the longest prefix
+    /// that starts the path maps it below its directory.
+    pub alias_url: Vec<(String, String)>,
+    /// `document_root` as UTF-8, set beside it by
+    /// [`super::Settings::set_document_root`] (see
+    /// [`super::Settings::docroot_str`]).
+    pub document_root_utf8: Option<String>,
 }

@@ -10,8 +10,7 @@ use super::modules::{
     Access, Accesslog, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process,
     Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
-use super::origin::Origin;
-use super::server_options::{ErrorLog, ErrorPages, FileOptions, Protocols};
+use super::server_options::{ErrorLog, ErrorPages, FileOptions, PathMapping, Protocols};
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
@@ -61,10 +60,9 @@ impl PartialEq for Stamp {
 pub struct Settings {
     /// What caches key their entries by (see [`Stamp`]).
     pub stamp: Stamp,
-    /// `server.document-root`: the directory files are served from.
-    pub document_root: Option<PathBuf>,
-    /// Where `server.document-root` was set, for the start-up error.
-    pub document_root_origin: Option<Origin>,
+    /// Where a request's files are: `server.document-root` (and where it was
+    /// set), `evhost.path-pattern`, `alias.url`.
+    pub paths: PathMapping,
     /// The connection limits and time-outs: `server.max-*`,
     /// `connection.kbytes-per-second`, `server.kbytes-per-second`.
     pub limits: Limits,
@@ -130,15 +128,8 @@ pub struct Settings {
     /// The five `extforward.*` options parsed together, when a forwarder
     /// is trusted (derived once per scope by `options::finish`).
     pub extforward: Option<Rc<ExtForward>>,
-    /// `alias.url`: URL prefix => file system path; the longest prefix
-    /// that starts the path maps it below its directory.
-    pub alias_url: Vec<(String, String)>,
     /// mod_userdir: `userdir.*`.
     pub userdir: UserDir,
-    /// `evhost.path-pattern`: the docroot built from the Host's parts
-    /// (`%0` domain, `%1` tld, `%2` domain without tld, `%3`.. subdomains,
-    /// `%_` the whole name).
-    pub evhost_path_pattern: Option<String>,
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
@@ -173,9 +164,6 @@ pub struct Settings {
     pub rrdtool_db: Option<String>,
     /// mod_maxminddb: `maxminddb.*` and the open database.
     pub maxminddb: super::maxminddb::GeoSettings,
-    /// `document_root` as UTF-8, set beside it by
-    /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
-    pub document_root_utf8: Option<String>,
 }
 
 /// mod_cgi's options of one scope.
@@ -237,8 +225,7 @@ pub const DEFAULT_ACCESSLOG_FORMAT: &str =
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            document_root: None,
-            document_root_origin: None,
+            paths: PathMapping::default(),
             limits: Limits::default(),
             tag: concat!("glint/", env!("CARGO_PKG_VERSION")).to_string(),
             server_name: None,
@@ -266,9 +253,7 @@ impl Default for Settings {
             auth: Default::default(),
             extforward_options: ExtforwardOptions::default(),
             extforward: None,
-            alias_url: Vec::new(),
             userdir: Default::default(),
-            evhost_path_pattern: None,
             raw: Vec::new(),
             deflate: Rc::default(),
             deflate_options: Vec::new(),
@@ -283,7 +268,6 @@ impl Default for Settings {
             rrdtool_db: None,
             maxminddb: Default::default(),
             stamp: Stamp::default(),
-            document_root_utf8: None,
         }
     }
 }
@@ -300,8 +284,8 @@ impl Settings {
 
     /// Sets `server.document-root` and its UTF-8 form.
     pub fn set_document_root(&mut self, root: Option<PathBuf>) {
-        self.document_root_utf8 = root.as_deref().and_then(|p| p.to_str()).map(String::from);
-        self.document_root = root;
+        self.paths.document_root_utf8 = root.as_deref().and_then(|p| p.to_str()).map(String::from);
+        self.paths.document_root = root;
     }
 
     /// The document root as a `&str` (None when unset or not UTF-8).
@@ -309,9 +293,9 @@ impl Settings {
     /// instructions of the 8,100 of a keep-alive request (callgrind), so
     /// the setter keeps it converted; a root set otherwise is converted here.
     pub fn docroot_str(&self) -> Option<&str> {
-        match &self.document_root_utf8 {
+        match &self.paths.document_root_utf8 {
             Some(s) => Some(s),
-            None => self.document_root.as_deref().and_then(|p| p.to_str()),
+            None => self.paths.document_root.as_deref().and_then(|p| p.to_str()),
         }
     }
 }

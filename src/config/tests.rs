@@ -311,7 +311,7 @@ fn options_table() {
             "document-root origin",
             "\n server.document-root = \"/w\"",
             |s| {
-                s.document_root_origin
+                s.paths.document_root_origin
                     == Some(Origin {
                         file: "t.conf".into(),
                         line: 2,
@@ -773,7 +773,7 @@ fn condition_table() {
     };
     type Check = fn(&Resolved) -> bool;
     fn root_is(r: &Resolved, want: &str) -> bool {
-        r.settings.document_root.as_deref() == Some(Path::new(want))
+        r.settings.paths.document_root.as_deref() == Some(Path::new(want))
     }
     let cases: Vec<(&str, Req, Check)> = vec![
         (
@@ -949,7 +949,7 @@ fn condition_table() {
         assert!(
             ok(&r),
             "{desc}: {:?} {:?}",
-            r.settings.document_root,
+            r.settings.paths.document_root,
             r.captures
         );
     }
@@ -996,7 +996,7 @@ fn else_chains_and_nesting() {
         }
         .resolve(&c);
         assert_eq!(
-            r.settings.document_root.as_deref(),
+            r.settings.paths.document_root.as_deref(),
             Some(Path::new(root)),
             "{desc}"
         );
@@ -1071,7 +1071,7 @@ $SERVER["socket"] =~ "8081$" { server.name = "by regex" }
     );
     let r0 = Req::default().resolve(&c);
     assert_eq!(
-        r0.settings.document_root.as_deref(),
+        r0.settings.paths.document_root.as_deref(),
         Some(Path::new("/main"))
     );
     assert_eq!(r0.settings.tag, "same as global");
@@ -1081,7 +1081,7 @@ $SERVER["socket"] =~ "8081$" { server.name = "by regex" }
     }
     .resolve(&c);
     assert_eq!(
-        r1.settings.document_root.as_deref(),
+        r1.settings.paths.document_root.as_deref(),
         Some(Path::new("/second"))
     );
     assert_eq!(r1.settings.server_name.as_deref(), Some("by regex"));
@@ -1163,7 +1163,7 @@ fn assert_round_trip(desc: &str, c: &Config) {
     };
     let strip = |s: &Settings| {
         let mut s = s.clone();
-        s.document_root_origin = None;
+        s.paths.document_root_origin = None;
         s
     };
     assert_eq!(strip(&again.global), strip(&c.global), "{desc}");

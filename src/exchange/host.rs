@@ -71,7 +71,7 @@ pub(crate) fn normalize_host(host: &mut String, default_port: u16) {
 /// `server.document-root`.
 /// Borrowed from the settings in the common case: no allocation per request.
 pub(super) fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
-    if let Some(pattern) = s.evhost_path_pattern.as_deref() {
+    if let Some(pattern) = s.paths.evhost_path_pattern.as_deref() {
         // mod_evhost: the docroot from the Host's parts, when it exists.
         if let Some(d) = physical::evhost(pattern, host_without_port(host)) {
             return Some(Cow::Owned(d));

@@ -62,7 +62,7 @@ pub fn map<'a>(s: &'a Settings, docroot: &'a str, path: &'a str) -> Result<Physi
 /// longest) prefix that starts the path, ending at a segment boundary.
 fn alias<'a>(s: &'a Settings, path: &'a str) -> Result<Option<Physical<'a>>, u16> {
     let lc = s.files.force_lowercase_filenames;
-    for (key, target) in &s.alias_url {
+    for (key, target) in &s.paths.alias_url {
         let Some(head) = path.get(..key.len()) else {
             continue;
         };
@@ -311,13 +311,12 @@ mod tests {
     use super::*;
 
     fn settings(alias: &[(&str, &str)]) -> Settings {
-        Settings {
-            alias_url: alias
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..Settings::default()
-        }
+        let mut s = Settings::default();
+        s.paths.alias_url = alias
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        s
     }
 
     #[test]

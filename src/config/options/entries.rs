@@ -136,7 +136,7 @@ fn int(n: u64) -> Value {
 
 /// The core's `server.*` options.
 fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
-    if let Some(d) = &s.document_root {
+    if let Some(d) = &s.paths.document_root {
         put(
             "server.document-root",
             Value::Str(d.to_string_lossy().into_owned()),
@@ -382,7 +382,7 @@ fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         pairs_value(&s.rewrite.repeat_if_not_file),
     );
     for (k, p) in [
-        ("alias.url", &s.alias_url),
+        ("alias.url", &s.paths.alias_url),
         ("setenv.add-request-header", &s.setenv.add_request_header),
         ("setenv.set-request-header", &s.setenv.set_request_header),
         ("setenv.add-environment", &s.setenv.add_environment),
@@ -400,7 +400,7 @@ fn userdir_proxy_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     for (k, o) in [
         ("userdir.path", &s.userdir.path),
         ("userdir.basepath", &s.userdir.basepath),
-        ("evhost.path-pattern", &s.evhost_path_pattern),
+        ("evhost.path-pattern", &s.paths.evhost_path_pattern),
         ("dir-listing.encoding", &s.dir_listing.encoding),
         ("dir-listing.external-css", &s.dir_listing.external_css),
         ("dir-listing.external-js", &s.dir_listing.external_js),

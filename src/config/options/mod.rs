@@ -212,7 +212,7 @@ fn apply_server(
     match key {
         "server.document-root" => {
             s.set_document_root(Some(PathBuf::from(string(v)?)));
-            s.document_root_origin = Some(origin.clone());
+            s.paths.document_root_origin = Some(origin.clone());
         }
         "server.port" => s.listener.port = uint16(v)?,
         "server.bind" => s.listener.bind = Some(string(v)?),
@@ -394,7 +394,7 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
         "setenv.set-request-header" => s.setenv.set_request_header = header_pairs(v)?,
         "setenv.add-environment" => s.setenv.add_environment = pairs(v)?,
         "setenv.set-environment" => s.setenv.set_environment = pairs(v)?,
-        "alias.url" => s.alias_url = alias_url(v)?,
+        "alias.url" => s.paths.alias_url = alias_url(v)?,
         "userdir.path" => s.userdir.path = Some(string(v)?),
         "userdir.basepath" => {
             s.userdir.basepath = Some(string(v)?).filter(|b| !b.trim().is_empty())
@@ -403,7 +403,7 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
         "userdir.include-user" => s.userdir.include_user = Some(list(v)?),
         "userdir.letterhomes" => s.userdir.letterhomes = boolean(v)?,
         "userdir.active" => s.userdir.active = boolean(v)?,
-        "evhost.path-pattern" => s.evhost_path_pattern = Some(string(v)?),
+        "evhost.path-pattern" => s.paths.evhost_path_pattern = Some(string(v)?),
         "dir-listing.encoding" => s.dir_listing.encoding = nonblank(v)?,
         "dir-listing.external-css" => s.dir_listing.external_css = nonblank(v)?,
         "dir-listing.external-js" => s.dir_listing.external_js = nonblank(v)?,
