@@ -54,7 +54,7 @@ pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
 pub use origin::Origin;
 pub use pattern::Pattern;
-pub use server_options::{ErrorLog, ErrorPages, FileOptions, PathMapping, Protocols};
+pub use server_options::{ErrorLog, ErrorPages, FileOptions, Identity, PathMapping, Protocols};
 pub use settings::{CgiLimits, CgiSettings, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT};
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;

@@ -118,3 +118,26 @@ pub struct PathMapping {
     /// [`super::Settings::docroot_str`]).
     pub document_root_utf8: Option<String>,
 }
+
+/// How glint names itself and its host in answers: the `Server` header,
+/// the host of a redirect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identity {
+    /// `server.tag`: the `Server` response header (default `glint/<version>`).
+    pub tag: String,
+    /// `server.name`: used in redirects when the request has no Host.
+    pub server_name: Option<String>,
+    /// `server.feature-flags` `"server.absolute-dir-redirect"` (default
+    /// disable): a directory's redirect names scheme and host too.
+    pub absolute_dir_redirect: bool,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Identity {
+            tag: concat!("glint/", env!("CARGO_PKG_VERSION")).to_string(),
+            server_name: None,
+            absolute_dir_redirect: false,
+        }
+    }
+}

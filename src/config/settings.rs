@@ -10,7 +10,7 @@ use super::modules::{
     Access, Accesslog, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process,
     Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
-use super::server_options::{ErrorLog, ErrorPages, FileOptions, PathMapping, Protocols};
+use super::server_options::{ErrorLog, ErrorPages, FileOptions, Identity, PathMapping, Protocols};
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
@@ -55,8 +55,9 @@ impl PartialEq for Stamp {
     }
 }
 
-/// The settings in force for one request (or, before any request, the global scope).
-#[derive(Debug, Clone, PartialEq)]
+/// The settings in force for one request (or, before any request, the
+/// global scope). Each group's `Default` holds lighttpd's defaults.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Settings {
     /// What caches key their entries by (see [`Stamp`]).
     pub stamp: Stamp,
@@ -66,10 +67,9 @@ pub struct Settings {
     /// The connection limits and time-outs: `server.max-*`,
     /// `connection.kbytes-per-second`, `server.kbytes-per-second`.
     pub limits: Limits,
-    /// `server.tag`: the `Server` response header (default `glint/<version>`).
-    pub tag: String,
-    /// `server.name`: used in redirects when the request has no Host.
-    pub server_name: Option<String>,
+    /// How glint names itself and its host in answers: `server.tag`,
+    /// `server.name`, `server.feature-flags` `"server.absolute-dir-redirect"`.
+    pub identity: Identity,
     /// The error log: `server.errorlog`, `server.errorlog-use-syslog`,
     /// `server.syslog-facility`.
     pub error_log: ErrorLog,
@@ -93,9 +93,6 @@ pub struct Settings {
     /// Where and how the listeners of this scope are made (`server.port`,
     /// `server.bind`, `server.listen-backlog`, ...).
     pub listener: Listener,
-    /// `server.feature-flags` `"server.absolute-dir-redirect"` (default
-    /// disable): a directory's redirect names scheme and host too.
-    pub absolute_dir_redirect: bool,
     /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).
     pub tls: TlsSettings,
     /// The HTTP versions offered: `server.protocol-http11`, `server.h2proto`,
@@ -221,56 +218,6 @@ impl Default for CgiLimits {
 /// lighttpd's default access log format.
 pub const DEFAULT_ACCESSLOG_FORMAT: &str =
     "%h %V %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\"";
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            paths: PathMapping::default(),
-            limits: Limits::default(),
-            tag: concat!("glint/", env!("CARGO_PKG_VERSION")).to_string(),
-            server_name: None,
-            error_log: ErrorLog::default(),
-            modules: Vec::new(),
-            files: FileOptions::default(),
-            errors: ErrorPages::default(),
-            dir_listing: Default::default(),
-            static_file: Default::default(),
-            accesslog: Accesslog::default(),
-            access: Default::default(),
-            listener: Listener::default(),
-            absolute_dir_redirect: false,
-            tls: Default::default(),
-            protocols: Protocols::default(),
-            ssl: crate::tls::ScopeOptions::default(),
-            setenv: Default::default(),
-            expire: Default::default(),
-            magnet: Default::default(),
-            rewrite: Default::default(),
-            simple_vhost: Default::default(),
-            ssi: Default::default(),
-            process: Process::default(),
-            status: Default::default(),
-            auth: Default::default(),
-            extforward_options: ExtforwardOptions::default(),
-            extforward: None,
-            userdir: Default::default(),
-            raw: Vec::new(),
-            deflate: Rc::default(),
-            deflate_options: Vec::new(),
-            proxy: Rc::default(),
-            cgi: Rc::default(),
-            acme: Rc::default(),
-            webdav: Rc::default(),
-            vhostdb: Rc::default(),
-            backends: Default::default(),
-            gateway: Default::default(),
-            tunnel: Rc::default(),
-            rrdtool_db: None,
-            maxminddb: Default::default(),
-            stamp: Stamp::default(),
-        }
-    }
-}
 
 impl Settings {
     /// Stores an option in [`Settings::raw`], replacing an earlier value.

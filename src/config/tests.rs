@@ -793,14 +793,16 @@ fn condition_table() {
             },
             |r| root_is(r, "/a"),
         ),
-        ("!= host", Req::default(), |r| r.settings.tag == "not-b"),
+        ("!= host", Req::default(), |r| {
+            r.settings.identity.tag == "not-b"
+        }),
         (
             "!= host not taken",
             Req {
                 host: "b.example",
                 ..Req::default()
             },
-            |r| r.settings.tag != "not-b",
+            |r| r.settings.identity.tag != "not-b",
         ),
         (
             "=~ with captures",
@@ -816,7 +818,7 @@ fn condition_table() {
                 url: "/x",
                 ..Req::default()
             },
-            |r| r.settings.server_name.as_deref() == Some("dynamic"),
+            |r| r.settings.identity.server_name.as_deref() == Some("dynamic"),
         ),
         (
             "!~ not taken",
@@ -824,7 +826,7 @@ fn condition_table() {
                 url: "/static/x",
                 ..Req::default()
             },
-            |r| r.settings.server_name.is_none(),
+            |r| r.settings.identity.server_name.is_none(),
         ),
         (
             "=^",
@@ -1001,7 +1003,7 @@ fn else_chains_and_nesting() {
             "{desc}"
         );
         if !tag.is_empty() {
-            assert_eq!(r.settings.tag, tag, "{desc}");
+            assert_eq!(r.settings.identity.tag, tag, "{desc}");
             assert_eq!(
                 r.captures,
                 ["/x/1", "1"],
@@ -1026,7 +1028,7 @@ fn append_in_block_extends_outer_value() {
     }
     .resolve(&c);
     assert_eq!(r.settings.files.index_file_names, ["a", "b"]);
-    assert_eq!(r.settings.tag, "12");
+    assert_eq!(r.settings.identity.tag, "12");
     assert_eq!(c.global.files.index_file_names, ["a"]);
 }
 
@@ -1074,7 +1076,7 @@ $SERVER["socket"] =~ "8081$" { server.name = "by regex" }
         r0.settings.paths.document_root.as_deref(),
         Some(Path::new("/main"))
     );
-    assert_eq!(r0.settings.tag, "same as global");
+    assert_eq!(r0.settings.identity.tag, "same as global");
     let r1 = Req {
         listener: 1,
         ..Req::default()
@@ -1084,7 +1086,10 @@ $SERVER["socket"] =~ "8081$" { server.name = "by regex" }
         r1.settings.paths.document_root.as_deref(),
         Some(Path::new("/second"))
     );
-    assert_eq!(r1.settings.server_name.as_deref(), Some("by regex"));
+    assert_eq!(
+        r1.settings.identity.server_name.as_deref(),
+        Some("by regex")
+    );
 }
 
 #[test]

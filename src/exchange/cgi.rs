@@ -243,7 +243,7 @@ pub(super) fn request_env(
         server_addr,
         server_port,
         server_name: host_name(req.host),
-        server_software: &settings.tag,
+        server_software: &settings.identity.tag,
         scgi: false,
         authorizer: false,
     })

@@ -145,7 +145,7 @@ pub(super) fn start(
         server_addr,
         server_port,
         server_name: host_name(req.host),
-        server_software: &settings.tag,
+        server_software: &settings.identity.tag,
         scgi: protocol == Protocol::Scgi,
         authorizer,
     });

@@ -146,9 +146,9 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     if let Some(v) = opt(&s.listener.bind) {
         put("server.bind", v);
     }
-    put("server.tag", Value::Str(s.tag.clone()));
+    put("server.tag", Value::Str(s.identity.tag.clone()));
     for (k, o) in [
-        ("server.name", &s.server_name),
+        ("server.name", &s.identity.server_name),
         ("server.errorlog", &s.error_log.file),
     ] {
         if let Some(v) = opt(o) {

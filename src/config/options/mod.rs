@@ -216,8 +216,8 @@ fn apply_server(
         }
         "server.port" => s.listener.port = uint16(v)?,
         "server.bind" => s.listener.bind = Some(string(v)?),
-        "server.tag" => s.tag = string(v)?,
-        "server.name" => s.server_name = Some(string(v)?),
+        "server.tag" => s.identity.tag = string(v)?,
+        "server.name" => s.identity.server_name = Some(string(v)?),
         "server.errorlog" => s.error_log.file = Some(string(v)?),
         "server.modules" => s.modules = list(v)?,
         "server.max-keep-alive-requests" => s.limits.max_keep_alive_requests = uint32(v)?,
@@ -294,7 +294,7 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
             if let Some(on) = feature_flag(v, "server.h2c")? {
                 s.protocols.h2c = on;
             }
-            s.absolute_dir_redirect =
+            s.identity.absolute_dir_redirect =
                 feature_flag(v, "server.absolute-dir-redirect")?.unwrap_or(false);
             s.keep_raw(key, v);
         }

@@ -105,7 +105,7 @@ pub(super) fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Reply) {
     let mut loc = Vec::with_capacity(req.path.len() * 3 + req.query.len() + 4);
     // The feature flag `server.absolute-dir-redirect`: scheme and host
     // first (a request without a Host gets the relative form).
-    if r.settings.absolute_dir_redirect && !req.host.is_empty() {
+    if r.settings.identity.absolute_dir_redirect && !req.host.is_empty() {
         loc.extend_from_slice(req.scheme.as_bytes());
         loc.extend_from_slice(b"://");
         loc.extend_from_slice(req.host);

@@ -75,7 +75,7 @@ pub fn serve(path: &str, query: &str, r: &mut Reply, v: &View<'_>) -> bool {
             let refresh = query
                 .strip_prefix("refresh=")
                 .and_then(|n| n.parse::<u64>().ok());
-            let page = html::page(v, !s.no_sort, refresh, &settings.tag);
+            let page = html::page(v, !s.no_sort, refresh, &settings.identity.tag);
             send(r, b"text/html; charset=utf-8", &page);
         }
         return true;

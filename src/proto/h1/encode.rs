@@ -70,9 +70,9 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
         m.extend_from_slice(h.date);
         m.extend_from_slice(b"\r\n");
     }
-    if own_server && !h.settings.tag.is_empty() {
+    if own_server && !h.settings.identity.tag.is_empty() {
         m.extend_from_slice(b"Server: ");
-        m.extend_from_slice(h.settings.tag.as_bytes());
+        m.extend_from_slice(h.settings.identity.tag.as_bytes());
         m.extend_from_slice(b"\r\n");
     }
     // `setenv.set-response-header` replaces a field of the same name (an
