@@ -118,7 +118,7 @@ $HTTP["remoteip"] == "10.0.0.0/8" { url.access-deny = ( "" ) }
             headers: &headers,
         };
         g.bench_function(name, |b| {
-            b.iter(|| black_box(config.resolve(black_box(&facts)).settings.port))
+            b.iter(|| black_box(config.resolve(black_box(&facts)).settings.listener.port))
         });
     }
     g.finish();

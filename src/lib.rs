@@ -35,10 +35,11 @@
 //!    [`geo`] (mod_maxminddb's database and lookups),
 //!    [`sockopt`] (the TCP options nix has no wrapper for) and [`sqldb`]
 //!    (blocking SQL clients for lookups on worker threads).
-//! 9. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
-//!    hex, percent-encoding, the Host check), once; [`syslog`], the
-//!    system log's socket (the error log and the access log use it); and
-//!    [`ldap`], a small synchronous LDAPv3 client (mod_authn_ldap's).
+//! 9. [`syslog`], the system log's socket (the error log and the access
+//!    log use it); and [`ldap`], a small synchronous LDAPv3 client
+//!    (mod_authn_ldap's).
+//! 10. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
+//!     hex, percent-encoding, the Host check), once.
 pub mod service;
 
 pub mod server;

@@ -102,7 +102,7 @@ fn run(mut cli: Cli) -> Result<(), String> {
     }
     let g = Rc::clone(&config.global);
     let pid_path = pid_path(&g, cli.test, upgraded_from)?;
-    raise_fd_limit(g.max_fds);
+    raise_fd_limit(g.limits.max_fds);
     // `-tt` run before the service (ExecStartPre) gets no sockets: no warning.
     let upgrading = upgraded_from.is_some() && cli.test == 0;
     let inherited = if upgrading
@@ -286,7 +286,10 @@ fn reloader(cli: Cli, base: Option<PathBuf>, started: Rc<Settings>) -> Reloader 
                 "server.pid-file",
                 n.process.pid_file != started.process.pid_file,
             ),
-            ("server.errorlog", n.errorlog != started.errorlog),
+            (
+                "server.errorlog",
+                n.error_log.file != started.error_log.file,
+            ),
             (
                 "server.max-worker",
                 n.process.max_worker != started.process.max_worker,
@@ -306,7 +309,7 @@ fn reloader(cli: Cli, base: Option<PathBuf>, started: Rc<Settings>) -> Reloader 
 
 /// `server.syslog-facility` as a number (default `daemon`).
 fn syslog_facility(s: &Settings) -> Result<u8, String> {
-    let name = s.syslog_facility.as_deref().unwrap_or("daemon");
+    let name = s.error_log.syslog_facility.as_deref().unwrap_or("daemon");
     glint::syslog::facility(name)
         .ok_or_else(|| format!("server.syslog-facility {name}: no such facility"))
 }
@@ -314,7 +317,7 @@ fn syslog_facility(s: &Settings) -> Result<u8, String> {
 /// `server.errorlog`: a file, opened now (before privileges are dropped)
 /// when `switch`, else only checked (`-tt`). Pipes are not supported.
 fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
-    if s.errorlog_use_syslog {
+    if s.error_log.use_syslog {
         // `server.errorlog-use-syslog` wins over `server.errorlog`, as in lighttpd.
         if !switch {
             return Ok(());
@@ -323,7 +326,7 @@ fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
         return glint::errorlog::open_syslog(facility)
             .map_err(|e| format!("server.errorlog-use-syslog: {e}"));
     }
-    let Some(name) = s.errorlog.as_deref().filter(|n| !n.is_empty()) else {
+    let Some(name) = s.error_log.file.as_deref().filter(|n| !n.is_empty()) else {
         return Ok(());
     };
     if name.starts_with('|') {
@@ -351,13 +354,13 @@ fn check_error_log(s: &Settings, switch: bool) -> Result<(), String> {
 /// paths, so that a daemon started with relative ones serves the same files.
 fn absolutize(config: &mut Config, base: &Path) {
     let s = Rc::make_mut(&mut config.global);
-    if let Some(d) = &s.document_root {
+    if let Some(d) = &s.paths.document_root {
         if d.is_relative() {
             let joined = base.join(d);
             s.set_document_root(Some(joined));
         }
     }
-    for n in [&mut s.accesslog.filename, &mut s.errorlog]
+    for n in [&mut s.accesslog.filename, &mut s.error_log.file]
         .into_iter()
         .flatten()
     {
@@ -379,9 +382,15 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
         None if Path::new(DEFAULT_CONFIG).is_file() => Config::load(Path::new(DEFAULT_CONFIG)),
         None => {
             let settings = Settings {
-                document_root: Some(PathBuf::from("www")),
-                bind: Some("127.0.0.1".into()),
-                port: 8080,
+                paths: glint::config::PathMapping {
+                    document_root: Some(PathBuf::from("www")),
+                    ..Default::default()
+                },
+                listener: glint::config::Listener {
+                    bind: Some("127.0.0.1".into()),
+                    port: 8080,
+                    ..Default::default()
+                },
                 ..Settings::default()
             };
             return Ok(Config::from_settings(settings));
@@ -396,17 +405,17 @@ fn apply_overrides(config: &mut Config, cli: &Cli) {
     let s = Rc::make_mut(&mut config.global);
     if let Some(d) = &cli.document_root {
         s.set_document_root(Some(d.clone()));
-        s.document_root_origin = None;
+        s.paths.document_root_origin = None;
     }
     if let Some(b) = &cli.bind {
-        s.bind = Some(b.clone());
+        s.listener.bind = Some(b.clone());
     }
     if let Some(p) = cli.port {
-        s.port = p;
+        s.listener.port = p;
     }
     if let Some(n) = cli.max_connections {
-        s.max_connections = n;
-        s.max_fds = s.max_fds.max(n.saturating_mul(2).saturating_add(64));
+        s.limits.max_connections = n;
+        s.limits.max_fds = s.limits.max_fds.max(n.saturating_mul(2).saturating_add(64));
     }
     if cli.bind.is_some() || cli.port.is_some() {
         let first = glint::config::listen_from_settings(s);
@@ -420,7 +429,7 @@ fn apply_overrides(config: &mut Config, cli: &Cli) {
 /// Fails at start, not at the first request, when the docroot is missing.
 /// With `server.chroot`, the docroot is a path inside the chroot.
 fn check_document_root(s: &Settings, chroot: Option<&Path>) -> Result<(), String> {
-    let Some(root) = &s.document_root else {
+    let Some(root) = &s.paths.document_root else {
         return Err("server.document-root is not set".into());
     };
     let inside;
@@ -432,6 +441,7 @@ fn check_document_root(s: &Settings, chroot: Option<&Path>) -> Result<(), String
         None => root,
     };
     let at = s
+        .paths
         .document_root_origin
         .as_ref()
         .map(|o| format!(" (set at {o})"))

@@ -40,15 +40,75 @@ pub fn hex_string(bytes: &[u8]) -> String {
     s
 }
 
+/// `bytes` as upper-case hex.
+pub fn hex_upper_string(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    push_hex(&mut s, bytes, HEX_UPPER);
+    s
+}
+
+/// Appends `n` in lower-case hex without leading zeros (a chunk size).
+/// No allocation: the digits are built on the stack.
+#[inline]
+pub fn push_hex_number(out: &mut impl Ascii, mut n: u64) {
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = HEX_LOWER[(n & 15) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_ascii_slice(&digits[i..]);
+}
+
+/// Whether `s` is a non-empty run of hex digits (either case).
+pub fn is_hex(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(u8::is_ascii_hexdigit)
+}
+
+/// Hex (either case) into `out`; `None` unless `s` is exactly
+/// `2 * out.len()` hex digits.
+pub fn hex_decode_into(s: &[u8], out: &mut [u8]) -> Option<()> {
+    if s.len() != out.len() * 2 {
+        return None;
+    }
+    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        *o = (hex_value(pair[0])? << 4) | hex_value(pair[1])?;
+    }
+    Some(())
+}
+
+/// Hex (either case) as bytes; `None` for an odd length or a byte that
+/// is not a hex digit.
+pub fn hex_decode(s: &[u8]) -> Option<Vec<u8>> {
+    let mut out = vec![0; s.len() / 2];
+    hex_decode_into(s, &mut out)?;
+    Some(out)
+}
+
 /// Where ASCII bytes are written: a `Vec<u8>` or a `String`.
 pub trait Ascii {
     /// Appends one byte; only ASCII is ever passed.
     fn push_ascii(&mut self, b: u8);
+
+    /// Appends ASCII bytes.
+    fn push_ascii_slice(&mut self, s: &[u8]) {
+        for &b in s {
+            self.push_ascii(b);
+        }
+    }
 }
 
 impl Ascii for Vec<u8> {
     fn push_ascii(&mut self, b: u8) {
         self.push(b);
+    }
+
+    fn push_ascii_slice(&mut self, s: &[u8]) {
+        self.extend_from_slice(s);
     }
 }
 
@@ -66,6 +126,11 @@ pub fn is_tchar(b: u8) -> bool {
 /// A non-empty run of tchar.
 pub fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))
+}
+
+/// `v` without optional whitespace (SP, HTAB) at either end, as text.
+pub fn trim_ows_str(v: &str) -> &str {
+    v.trim_matches([' ', '\t'])
 }
 
 /// `v` without optional whitespace (SP, HTAB) at either end (RFC 9110 5.6.3).
@@ -212,6 +277,26 @@ pub fn percent_decode(
     Ok(())
 }
 
+/// Percent-decodes `raw` into `out` (appended) as lighttpd decodes a path
+/// it was given rather than sent: a `%` not followed by two hex digits
+/// stays as it is.
+pub fn percent_decode_lenient(raw: &[u8], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < raw.len() {
+        let hex = |j: usize| raw.get(j).copied().and_then(hex_value);
+        match (raw[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push(h << 4 | l);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+}
+
 /// The Host syntax glint accepts, in a request's Host (or authority) and
 /// in Forwarded's `host=`, as lighttpd's `request_check_hostname`: a name
 /// of labels of letters, digits and inner `-` (an optional trailing dot),
@@ -283,6 +368,54 @@ fn valid_name(name: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_both_ways() {
+        assert_eq!(hex_string(&[0x00, 0xab, 0x7f]), "00ab7f");
+        assert_eq!(hex_upper_string(&[0x00, 0xab, 0x7f]), "00AB7F");
+        assert_eq!(hex_decode(b"00aB7f"), Some(vec![0x00, 0xab, 0x7f]));
+        assert_eq!(hex_decode(b""), Some(vec![]));
+        assert_eq!(hex_decode(b"abc"), None, "odd length");
+        assert_eq!(hex_decode(b"0g"), None, "not a digit");
+        assert_eq!(hex_decode(b"+1"), None, "a sign is not a digit");
+        let mut two = [0u8; 2];
+        assert_eq!(hex_decode_into(b"FFfe", &mut two), Some(()));
+        assert_eq!(two, [0xff, 0xfe]);
+        assert_eq!(hex_decode_into(b"FFf", &mut two), None);
+        assert_eq!(hex_decode_into(b"FFfeee", &mut two), None);
+        assert!(is_hex(b"09afAF") && !is_hex(b"") && !is_hex(b"0x1"));
+        let num = |n: u64| {
+            let mut v = Vec::new();
+            push_hex_number(&mut v, n);
+            let mut s = String::new();
+            push_hex_number(&mut s, n);
+            assert_eq!(v, s.as_bytes());
+            s
+        };
+        assert_eq!(num(0), "0");
+        assert_eq!(num(0x1a), "1a");
+        assert_eq!(num(u64::MAX), "ffffffffffffffff");
+        assert_eq!(trim_ows_str(" \t a b\t "), "a b");
+        assert_eq!(trim_ows(b" \t a b\t "), b"a b");
+    }
+
+    #[test]
+    fn lenient_decoding_keeps_a_bad_escape() {
+        let dec = |s: &[u8]| {
+            let mut out = Vec::new();
+            percent_decode_lenient(s, &mut out);
+            out
+        };
+        assert_eq!(dec(b"/a%20b%2f"), b"/a b/");
+        assert_eq!(dec(b"100%"), b"100%");
+        assert_eq!(dec(b"%zz%4"), b"%zz%4");
+        assert_eq!(dec(b"%%41"), b"%A");
+        let mut strict = Vec::new();
+        assert_eq!(
+            percent_decode(b"100%", &mut strict, |_| false),
+            Err(BadEscape)
+        );
+    }
 
     #[test]
     fn percent_encoding_by_set() {

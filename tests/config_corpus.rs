@@ -107,16 +107,16 @@ fn lighttpd_conf_loads() {
     let specs: Vec<&str> = c.listeners.iter().map(|l| l.spec.as_str()).collect();
     assert_eq!(specs, [":80"]);
     let g = &c.global;
-    assert_eq!(g.port, 80);
-    assert_eq!(g.max_fds, 16384);
+    assert_eq!(g.listener.port, 80);
+    assert_eq!(g.limits.max_fds, 16384);
     assert_eq!(g.process.username.as_deref(), Some("lighttpd"));
     assert_eq!(g.modules, ["mod_access", "mod_accesslog"]);
     assert_eq!(
-        g.document_root,
+        g.paths.document_root,
         Some(copy.dir.join("server_root").join("htdocs"))
     );
     assert_eq!(
-        g.index_file_names,
+        g.files.index_file_names,
         [
             "index.xhtml",
             "index.html",
@@ -125,7 +125,10 @@ fn lighttpd_conf_loads() {
             "index.php"
         ]
     );
-    assert!(g.mimetype_assign.len() > 1000, "mime.conf was included");
+    assert!(
+        g.files.mimetype_assign.len() > 1000,
+        "mime.conf was included"
+    );
     assert!(
         g.accesslog.filename.is_some(),
         "access_log.conf was included"

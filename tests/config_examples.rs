@@ -31,7 +31,7 @@ fn default_configuration() {
         }
     );
     let cwd = std::env::current_dir().unwrap_or_default();
-    assert_eq!(c.global.document_root, Some(cwd.join("www")));
+    assert_eq!(c.global.paths.document_root, Some(cwd.join("www")));
 }
 
 #[test]
@@ -39,16 +39,21 @@ fn freebsd_fastcgi_seed() {
     let c = load("examples/seed004-freebsd.conf");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     assert_eq!(
-        c.global.document_root.as_deref(),
+        c.global.paths.document_root.as_deref(),
         Some(Path::new("/usr/local/www/data"))
     );
     let specs: Vec<&str> = c.listeners.iter().map(|l| l.spec.as_str()).collect();
     assert_eq!(specs, [":80", "192.168.159.254:80"]);
-    let php = c.global.fastcgi_server.as_ref().and_then(|v| v.get(".php"));
+    let php = c
+        .global
+        .backends
+        .fastcgi_server
+        .as_ref()
+        .and_then(|v| v.get(".php"));
     let Some(Value::Array(hosts)) = php else {
         panic!(
             "fastcgi.server has no .php entry: {:?}",
-            c.global.fastcgi_server
+            c.global.backends.fastcgi_server
         );
     };
     let host = &hosts[0].1;
@@ -67,7 +72,7 @@ fn freebsd_fastcgi_seed() {
 fn scgi_seed() {
     let c = load("examples/seed000-scgi.conf");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
-    let scgi = c.global.scgi_server.as_ref();
+    let scgi = c.global.backends.scgi_server.as_ref();
     let tcp = scgi
         .and_then(|v| v.get("/scgi-test"))
         .and_then(|v| v.get("localhost"));

@@ -26,7 +26,7 @@ impl Hashed {
         &self.buf[..self.len]
     }
     pub fn hex(&self) -> String {
-        super::hex(self.as_slice())
+        crate::syntax::hex_string(self.as_slice())
     }
     /// A digest from raw bytes (an HA1 read from a file); `None` past 32 bytes.
     pub fn from_slice(b: &[u8]) -> Option<Hashed> {

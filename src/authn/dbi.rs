@@ -100,14 +100,14 @@ pub fn password_matches(stored: &str, user: &str, realm: &str, password: &[u8]) 
             let mut want = [0u8; 16];
             let mut h = Md5::new();
             parts.iter().for_each(|p| h.update(p));
-            super::unhex(stored.as_bytes(), &mut want).is_some()
+            crate::syntax::hex_decode_into(stored.as_bytes(), &mut want).is_some()
                 && super::ct_eq(&h.finalize(), &want)
         }
         64 => {
             let mut want = [0u8; 32];
             let mut h = Sha256::new();
             parts.iter().for_each(|p| h.update(p));
-            super::unhex(stored.as_bytes(), &mut want).is_some()
+            crate::syntax::hex_decode_into(stored.as_bytes(), &mut want).is_some()
                 && super::ct_eq(&h.finalize(), &want)
         }
         _ => false,
@@ -175,7 +175,7 @@ fn allowed(ask: &Ask) -> Verdict {
 pub fn stored_ha1(stored: &str, algo: DigestAlgorithm) -> Option<Hashed> {
     let mut buf = [0u8; 32];
     let out = buf.get_mut(..algo.digest_len())?;
-    super::unhex(stored.as_bytes(), out)?;
+    crate::syntax::hex_decode_into(stored.as_bytes(), out)?;
     Hashed::from_slice(out)
 }
 
@@ -242,8 +242,8 @@ mod tests {
     #[test]
     fn stored_forms() {
         // MD5("alice:R:secret") and SHA-256 of the same.
-        let md5 = crate::authn::hex(&Md5::digest(b"alice:R:secret"));
-        let sha = crate::authn::hex(&Sha256::digest(b"alice:R:secret"));
+        let md5 = crate::syntax::hex_string(&Md5::digest(b"alice:R:secret"));
+        let sha = crate::syntax::hex_string(&Sha256::digest(b"alice:R:secret"));
         assert!(password_matches(&md5, "alice", "R", b"secret"));
         assert!(password_matches(
             &md5.to_uppercase(),
@@ -266,8 +266,8 @@ mod tests {
 
     #[test]
     fn digest_takes_only_the_ha1_of_its_algorithm() {
-        let md5 = crate::authn::hex(&Md5::digest(b"alice:R:secret"));
-        let sha = crate::authn::hex(&Sha256::digest(b"alice:R:secret"));
+        let md5 = crate::syntax::hex_string(&Md5::digest(b"alice:R:secret"));
+        let sha = crate::syntax::hex_string(&Sha256::digest(b"alice:R:secret"));
         let want = DigestAlgorithm::Md5.ha1(b"alice", b"R", b"secret");
         assert_eq!(stored_ha1(&md5, DigestAlgorithm::Md5), Some(want));
         assert_eq!(

@@ -234,20 +234,6 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.ct_eq(b).into()
 }
 
-pub(crate) use crate::syntax::hex_string as hex;
-
-/// Hex (either case) into `out`; `None` unless `s` is exactly `2 * out.len()` hex digits.
-pub(crate) fn unhex(s: &[u8], out: &mut [u8]) -> Option<()> {
-    if s.len() != out.len() * 2 {
-        return None;
-    }
-    let nib = crate::syntax::hex_value;
-    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
-        *o = (nib(pair[0])? << 4) | nib(pair[1])?;
-    }
-    Some(())
-}
-
 /// HMAC-SHA-256 (RFC 2104) over the concatenation of `parts`: the keyed hash
 /// behind nonces and cache keys. 32-byte keys only, so no key hashing step.
 pub(crate) fn hmac_sha256(key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {

@@ -70,7 +70,7 @@ impl NonceKey {
                 realm.as_bytes(),
             ],
         );
-        super::hex(&full[..MAC_LEN])
+        crate::syntax::hex_string(&full[..MAC_LEN])
     }
 
     /// A new nonce issued at `now` (Unix seconds).
@@ -118,7 +118,7 @@ fn split(nonce: &[u8]) -> Option<(u64, u32, &[u8])> {
     let s = std::str::from_utf8(nonce).ok()?;
     let mut it = s.splitn(3, ':');
     let (ts, rnd, mac) = (it.next()?, it.next()?, it.next()?);
-    let hex = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit());
+    let hex = |t: &str| crate::syntax::is_hex(t.as_bytes());
     // 16 hex digits is all of a u64; lighttpd reads at most 16 too.
     if ts.len() > 16
         || !hex(ts)

@@ -291,7 +291,9 @@ impl UserFile {
         };
         let mut buf = [0u8; 32];
         let n = hex.len() / 2;
-        if !(n == 16 || n == 32) || super::unhex(hex.as_bytes(), &mut buf[..n]).is_none() {
+        if !(n == 16 || n == 32)
+            || crate::syntax::hex_decode_into(hex.as_bytes(), &mut buf[..n]).is_none()
+        {
             msgs.push(format!("{at}: user '{user}': digest is not 32 (MD5) or 64 (SHA-256) hex digits; line skipped"));
             return;
         }

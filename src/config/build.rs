@@ -19,9 +19,9 @@ pub(super) fn server_tables(
     global: &Settings,
     assigns: &[Vec<Assign>],
 ) -> (Servers, Servers, Servers) {
-    let mut scgi_servers = vec![global.scgi_server.clone()];
-    let mut fastcgi_servers = vec![global.fastcgi_server.clone()];
-    let mut proxy_servers = vec![global.proxy_server.clone()];
+    let mut scgi_servers = vec![global.backends.scgi_server.clone()];
+    let mut fastcgi_servers = vec![global.backends.fastcgi_server.clone()];
+    let mut proxy_servers = vec![global.backends.proxy_server.clone()];
     for a in assigns.iter().flatten() {
         let list = match a.key.as_str() {
             "scgi.server" => &mut scgi_servers,
@@ -33,9 +33,9 @@ pub(super) fn server_tables(
         let mut s = Settings::default();
         let _ = options::apply(&mut s, &a.key, &a.value, &a.origin);
         let v = match a.key.as_str() {
-            "scgi.server" => s.scgi_server,
-            "proxy.server" => s.proxy_server,
-            _ => s.fastcgi_server,
+            "scgi.server" => s.backends.scgi_server,
+            "proxy.server" => s.backends.proxy_server,
+            _ => s.backends.fastcgi_server,
         };
         if !list.contains(&v) {
             list.push(v);

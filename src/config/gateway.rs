@@ -1,7 +1,9 @@
 //! The per-scope choices of mod_fastcgi, mod_scgi and mod_proxy that a
 //! request's job reads: its balancing and whether `scgi.server` speaks
 //! uwsgi, typed when the configuration is read (a request once scanned the
-//! raw options for them).
+//! raw options for them), and the `*.server` arrays they route to.
+
+use super::value::Value;
 
 /// How a route picks one of its backends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,6 +31,25 @@ impl Balance {
             _ => None,
         }
     }
+}
+
+/// The gateways' server arrays of one scope, as parsed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Backends {
+    /// `scgi.server`: the parsed array, read by the SCGI gateway.
+    pub scgi_server: Option<Value>,
+    /// `fastcgi.server`: the parsed array, read by the FastCGI gateway.
+    pub fastcgi_server: Option<Value>,
+    /// Which of [`crate::config::Config::scgi_servers`] `scgi_server` is
+    /// (0: the global scope's): picks the gateway routes of a request
+    /// without comparing the values.
+    pub scgi_scope: u32,
+    /// Which of [`crate::config::Config::fastcgi_servers`] `fastcgi_server` is.
+    pub fastcgi_scope: u32,
+    /// `proxy.server`: the parsed array, read by the HTTP proxy.
+    pub proxy_server: Option<Value>,
+    /// Which of [`crate::config::Config::proxy_servers`] `proxy_server` is.
+    pub proxy_scope: u32,
 }
 
 /// `*.balance` and `scgi.protocol` of one scope.

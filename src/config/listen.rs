@@ -87,7 +87,7 @@ pub fn parse_socket(spec: &str) -> Result<ListenAddr, String> {
 
 /// The listener named by `server.bind` and `server.port`.
 pub fn listen_from_settings(s: &Settings) -> Listen {
-    match &s.bind {
+    match &s.listener.bind {
         Some(b) if b.starts_with('/') => Listen {
             addr: ListenAddr::Unix(PathBuf::from(b)),
             spec: b.clone(),
@@ -95,20 +95,20 @@ pub fn listen_from_settings(s: &Settings) -> Listen {
         Some(b) => Listen {
             addr: ListenAddr::Tcp {
                 host: b.clone(),
-                port: s.port,
+                port: s.listener.port,
             },
             spec: if b.contains(':') {
-                format!("[{}]:{}", b, s.port)
+                format!("[{}]:{}", b, s.listener.port)
             } else {
-                format!("{}:{}", b, s.port)
+                format!("{}:{}", b, s.listener.port)
             },
         },
         None => Listen {
             addr: ListenAddr::Tcp {
                 host: String::new(),
-                port: s.port,
+                port: s.listener.port,
             },
-            spec: format!(":{}", s.port),
+            spec: format!(":{}", s.listener.port),
         },
     }
 }

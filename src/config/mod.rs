@@ -21,13 +21,16 @@ pub mod dbi;
 mod error;
 mod gateway;
 mod lexer;
+mod limits;
 mod listen;
 pub mod maxminddb;
 mod modules;
 mod options;
+mod origin;
 mod parser;
 mod pattern;
 mod query;
+mod server_options;
 mod settings;
 mod support;
 pub mod tunnel;
@@ -40,7 +43,8 @@ pub mod webdav;
 mod tests;
 
 pub use error::ConfigError;
-pub use gateway::{Balance, GatewaySettings};
+pub use gateway::{Backends, Balance, GatewaySettings};
+pub use limits::{Limits, ScopeRate};
 pub use listen::{listen_from_settings, parse_socket, Listen, ListenAddr};
 pub use modules::{
     Access, Accesslog, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process,
@@ -48,10 +52,10 @@ pub use modules::{
 };
 pub use options::acme::{AcmeSettings, Challenge, KeyType, KEYS as ACME_OPTIONS};
 pub use options::{conf_value, KEPT_OPTIONS, PROVIDED_MODULES};
+pub use origin::Origin;
 pub use pattern::Pattern;
-pub use settings::{
-    CgiLimits, CgiSettings, Origin, ScopeRate, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT,
-};
+pub use server_options::{ErrorLog, ErrorPages, FileOptions, Identity, PathMapping, Protocols};
+pub use settings::{CgiLimits, CgiSettings, Settings, Stamp, DEFAULT_ACCESSLOG_FORMAT};
 pub use support::IGNORED as IGNORED_OPTIONS;
 pub use value::Value;
 
@@ -175,8 +179,8 @@ impl Config {
     pub fn from_settings(settings: Settings) -> Config {
         let listeners = vec![listen_from_settings(&settings)];
         let mut settings = settings;
-        settings.scgi_scope = 0;
-        settings.fastcgi_scope = 0;
+        settings.backends.scgi_scope = 0;
+        settings.backends.fastcgi_scope = 0;
         settings.auth.scope = 0;
         options::finish(&mut settings);
         let mut warnings = Vec::new();
@@ -205,18 +209,18 @@ impl Config {
                 vec![(settings.auth.require.clone(), Rc::new(table))]
             }
         };
-        settings.proxy_scope = 0;
+        settings.backends.proxy_scope = 0;
         reset_tunnel_scopes(&mut settings);
         let geo_dbs = maxminddb::Databases::default();
         settings.maxminddb.finish(&settings.modules, &geo_dbs);
         Config {
             geo_dbs,
-            http11_off_anywhere: !settings.protocol_http11,
+            http11_off_anywhere: !settings.protocols.protocol_http11,
             extforward_anywhere: settings.extforward.is_some(),
             auth_requires,
-            scgi_servers: vec![settings.scgi_server.clone()],
-            fastcgi_servers: vec![settings.fastcgi_server.clone()],
-            proxy_servers: vec![settings.proxy_server.clone()],
+            scgi_servers: vec![settings.backends.scgi_server.clone()],
+            fastcgi_servers: vec![settings.backends.fastcgi_server.clone()],
+            proxy_servers: vec![settings.backends.proxy_server.clone()],
             cgi_used: !settings.cgi.assign.is_empty(),
             sockproxy_servers: vec![settings.tunnel.sockproxy_server.clone()],
             wstunnel_servers: vec![settings.tunnel.wstunnel_server.clone()],
@@ -295,8 +299,8 @@ impl Config {
         let chains = compile_chains(parsed.chains, &socket_map, &mut assigns, &mut warnings)?;
         let (scgi_servers, fastcgi_servers, proxy_servers) =
             build::server_tables(&global, &assigns);
-        global.scgi_scope = 0;
-        global.fastcgi_scope = 0;
+        global.backends.scgi_scope = 0;
+        global.backends.fastcgi_scope = 0;
         global.auth.scope = 0;
         options::finish(&mut global);
         // (`options::apply` checked every value at its line already.)
@@ -306,7 +310,7 @@ impl Config {
                 .iter()
                 .flatten()
                 .any(|a| a.key == "extforward.forwarder");
-        global.proxy_scope = 0;
+        global.backends.proxy_scope = 0;
         let (sockproxy_servers, wstunnel_servers, ajp13_servers) =
             build::tunnel_tables(&global, &assigns);
         reset_tunnel_scopes(&mut global);
@@ -314,7 +318,7 @@ impl Config {
             || assigns.iter().flatten().any(|a| a.key == "cgi.assign");
         let geo_dbs = build::geo_databases(&parsed.entries, &global, &assigns, &mut warnings)?;
         global.maxminddb.finish(&global.modules, &geo_dbs);
-        let http11_off_anywhere = !global.protocol_http11
+        let http11_off_anywhere = !global.protocols.protocol_http11
             || assigns
                 .iter()
                 .flatten()
@@ -429,8 +433,8 @@ impl Config {
             }
         }
         // Once per combination: which gateway route tables apply.
-        s.scgi_scope = scope_of(&self.scgi_servers, &s.scgi_server);
-        s.fastcgi_scope = scope_of(&self.fastcgi_servers, &s.fastcgi_server);
+        s.backends.scgi_scope = scope_of(&self.scgi_servers, &s.backends.scgi_server);
+        s.backends.fastcgi_scope = scope_of(&self.fastcgi_servers, &s.backends.fastcgi_server);
         s.auth.scope = self
             .auth_requires
             .iter()
@@ -438,7 +442,7 @@ impl Config {
             .unwrap_or(0) as u32;
         options::finish(&mut s);
         s.maxminddb.finish(&s.modules, &self.geo_dbs);
-        s.proxy_scope = scope_of(&self.proxy_servers, &s.proxy_server);
+        s.backends.proxy_scope = scope_of(&self.proxy_servers, &s.backends.proxy_server);
         let sock = scope_of(&self.sockproxy_servers, &s.tunnel.sockproxy_server);
         let ws = scope_of(&self.wstunnel_servers, &s.tunnel.wstunnel_server);
         let ajp = scope_of(&self.ajp13_servers, &s.tunnel.ajp13_server);

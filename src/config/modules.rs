@@ -358,6 +358,10 @@ pub struct ExtforwardOptions {
 /// How the listeners of a `$SERVER["socket"]` scope are made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {
+    /// `server.port` (default 80).
+    pub port: u16,
+    /// `server.bind`: address, host name or unix socket path (default: all addresses).
+    pub bind: Option<String>,
     /// `server.listen-backlog` (default 1024): `listen(2)` backlog of each listener.
     pub listen_backlog: u32,
     /// `server.use-ipv6` (default disable): `server.bind` unset listens on `[::]`.
@@ -378,6 +382,8 @@ pub struct Listener {
 impl Default for Listener {
     fn default() -> Self {
         Listener {
+            port: 80,
+            bind: None,
             listen_backlog: 1024,
             use_ipv6: false,
             set_v6only: true,

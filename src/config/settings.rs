@@ -5,32 +5,18 @@
 //! conditional block (`$HTTP["host"] == ... { }`) produces a copy of its
 //! parent's settings with the block's assignments applied.
 
+use super::limits::Limits;
 use super::modules::{
     Access, Accesslog, Auth, DirListing, Expire, ExtforwardOptions, Listener, Magnet, Process,
     Rewrite, SetEnv, SimpleVhost, Ssi, StaticFile, Status, TlsSettings, UserDir,
 };
+use super::server_options::{ErrorLog, ErrorPages, FileOptions, Identity, PathMapping, Protocols};
 use super::value::Value;
 use crate::compress::DeflateSpec;
 use crate::forwarded::options::ExtForward;
 use crate::httpup::options::ProxyOptions;
 use std::path::PathBuf;
 use std::rc::Rc;
-
-/// Where a value was set: shown in start-up errors ("set at glint.conf:12").
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Origin {
-    pub file: String,
-    pub line: u32,
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
-    }
-}
-
-/// `glint.h3`'s default (docs/http3.md).
-pub const DEFAULT_H3: bool = false;
 
 /// A number unique to each [`Settings`] value this process made (built,
 /// cloned, defaulted): caches key their entries by it, never by an
@@ -69,106 +55,52 @@ impl PartialEq for Stamp {
     }
 }
 
-/// The settings in force for one request (or, before any request, the global scope).
-#[derive(Debug, Clone, PartialEq)]
+/// The settings in force for one request (or, before any request, the
+/// global scope). Each group's `Default` holds lighttpd's defaults.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Settings {
     /// What caches key their entries by (see [`Stamp`]).
     pub stamp: Stamp,
-    /// `server.document-root`: the directory files are served from.
-    pub document_root: Option<PathBuf>,
-    /// Where `server.document-root` was set, for the start-up error.
-    pub document_root_origin: Option<Origin>,
-    /// `server.port` (default 80).
-    pub port: u16,
-    /// `server.bind`: address, host name or unix socket path (default: all addresses).
-    pub bind: Option<String>,
-    /// `server.tag`: the `Server` response header (default `glint/<version>`).
-    pub tag: String,
-    /// `server.name`: used in redirects when the request has no Host.
-    pub server_name: Option<String>,
-    /// `server.errorlog`: file for the error log (default stderr).
-    pub errorlog: Option<String>,
+    /// Where a request's files are: `server.document-root` (and where it was
+    /// set), `evhost.path-pattern`, `alias.url`.
+    pub paths: PathMapping,
+    /// The connection limits and time-outs: `server.max-*`,
+    /// `connection.kbytes-per-second`, `server.kbytes-per-second`.
+    pub limits: Limits,
+    /// How glint names itself and its host in answers: `server.tag`,
+    /// `server.name`, `server.feature-flags` `"server.absolute-dir-redirect"`.
+    pub identity: Identity,
+    /// The error log: `server.errorlog`, `server.errorlog-use-syslog`,
+    /// `server.syslog-facility`.
+    pub error_log: ErrorLog,
     /// `server.modules`.
     pub modules: Vec<String>,
-    /// `server.max-keep-alive-requests` (default 1000; 0 disables keep-alive).
-    pub max_keep_alive_requests: u32,
-    /// `server.max-keep-alive-idle` in seconds (default 5).
-    pub max_keep_alive_idle: u32,
-    /// `server.max-read-idle` in seconds (default 60).
-    pub max_read_idle: u32,
-    /// `server.max-write-idle` in seconds (default 360).
-    pub max_write_idle: u32,
-    /// `server.max-connections` (default: a third of `server.max-fds`, 1365).
-    pub max_connections: u32,
-    /// `server.max-fds` (default 4096): glint raises RLIMIT_NOFILE to this.
-    pub max_fds: u32,
-    /// `server.max-request-size` in kbytes: the largest request body (default 0 = no limit).
-    pub max_request_size_kb: u64,
-    /// `server.max-request-field-size` in bytes: the largest request head (default 8192).
-    pub max_request_field_size: u32,
-    /// `server.follow-symlink` (default enable).
-    pub follow_symlink: bool,
-    /// `server.range-requests` (default enable).
-    pub range_requests: bool,
-    /// `server.errorfile-prefix`: `<prefix><status>.html` is the body of an error.
-    pub errorfile_prefix: Option<String>,
-    /// `server.error-handler-404`: a URL served instead of a 404.
-    pub error_handler_404: Option<String>,
+    /// How files are found and sent: `server.follow-symlink`,
+    /// `server.range-requests`, `server.force-lowercase-filenames`,
+    /// `index-file.names`, `mimetype.assign`.
+    pub files: FileOptions,
+    /// glint's own error answers: `server.errorfile-prefix`,
+    /// `server.error-handler`, `server.error-handler-404`, `server.error-intercept`.
+    pub errors: ErrorPages,
     /// mod_dirlisting: `dir-listing.*`.
     pub dir_listing: DirListing,
-    /// `index-file.names` (default `index.html`, `index.htm`).
-    pub index_file_names: Vec<String>,
-    /// `mimetype.assign`: suffix => type, checked before mime_guess (longest suffix wins).
-    pub mimetype_assign: Vec<(String, String)>,
     /// mod_staticfile and the ETag: `static-file.*`, `etag.*`.
     pub static_file: StaticFile,
     /// mod_accesslog: `accesslog.*`.
     pub accesslog: Accesslog,
-    /// `server.errorlog-use-syslog` (default disable; global).
-    pub errorlog_use_syslog: bool,
-    /// `server.syslog-facility` (default `daemon`; global).
-    pub syslog_facility: Option<String>,
     /// mod_access: `url.access-deny`, `url.access-allow`.
     pub access: Access,
-    /// `server.force-lowercase-filenames` (default disable): file system
-    /// paths are looked up in lowercase and access suffixes match without case.
-    pub force_lowercase_filenames: bool,
-    /// `server.error-handler`: a URL run instead of any error answer
-    /// (4xx, 5xx) glint itself would give, as a GET; the status stays.
-    pub error_handler: Option<String>,
-    /// `server.error-intercept` (default disable): a backend's 4xx or 5xx
-    /// answer is replaced by glint's own error answer for its status
-    /// (`server.errorfile-prefix`, `server.error-handler`).
-    pub error_intercept: bool,
-    /// `connection.kbytes-per-second` in bytes (default 0: no limit): what
-    /// one connection may be sent per second.
-    pub conn_bytes_per_second: u64,
-    /// `server.kbytes-per-second` (default unset: no limit): what all the
-    /// connections under the block that set it may be sent per second
-    /// together.
-    pub scope_rate: Option<ScopeRate>,
-    /// How the listeners of this scope are made.
+    /// Where and how the listeners of this scope are made (`server.port`,
+    /// `server.bind`, `server.listen-backlog`, ...).
     pub listener: Listener,
-    /// `server.feature-flags` `"server.absolute-dir-redirect"` (default
-    /// disable): a directory's redirect names scheme and host too.
-    pub absolute_dir_redirect: bool,
     /// mod_openssl's options beside the certificates (`ssl.engine`, `ssl.cipher-list`, `ssl.openssl.ssl-conf-cmd`, `ssl.honor-cipher-order`, `ssl.stek-file`, `ssl.refresh-certs`, the session cache flag).
     pub tls: TlsSettings,
-    /// glint's `glint.h3` (per socket; see docs/http3.md): HTTP/3 over
-    /// QUIC on a UDP socket beside each TLS socket of this scope.
-    pub h3: bool,
+    /// The HTTP versions offered: `server.protocol-http11`, `server.h2proto`,
+    /// `server.h2c`, `glint.h3`.
+    pub protocols: Protocols,
     /// The `ssl.*` options of a connection scope (certificate, key, CAs,
     /// client certificates, OCSP, ACME), `None` where unset.
     pub ssl: crate::tls::ScopeOptions,
-    /// `server.h2proto` (or `server.feature-flags` `"server.h2proto"`):
-    /// HTTP/2 is offered, by ALPN `h2` over TLS and to a client that opens
-    /// a cleartext connection with the HTTP/2 preface (lighttpd's default:
-    /// on; global).
-    pub h2proto: bool,
-    /// `server.h2c` (or its `server.feature-flags` form): HTTP/1.1's
-    /// `Upgrade: h2c` is followed on cleartext connections; needs
-    /// `h2proto` (lighttpd's default: on; global).
-    pub h2c: bool,
     /// mod_setenv: `setenv.*`.
     pub setenv: SetEnv,
     /// mod_expire: `expire.*`.
@@ -185,16 +117,6 @@ pub struct Settings {
     pub process: Process,
     /// mod_status: `status.*`.
     pub status: Status,
-    /// `scgi.server`: the parsed array, read by the SCGI gateway.
-    pub scgi_server: Option<Value>,
-    /// `fastcgi.server`: the parsed array, read by the FastCGI gateway.
-    pub fastcgi_server: Option<Value>,
-    /// Which of [`crate::config::Config::scgi_servers`] `scgi_server` is
-    /// (0: the global scope's): picks the gateway routes of a request
-    /// without comparing the values.
-    pub scgi_scope: u32,
-    /// Which of [`crate::config::Config::fastcgi_servers`] `fastcgi_server` is.
-    pub fastcgi_scope: u32,
     /// mod_auth: `auth.*`.
     pub auth: Auth,
     /// The `extforward.*` options as they were set (for `-p`, and to
@@ -203,15 +125,8 @@ pub struct Settings {
     /// The five `extforward.*` options parsed together, when a forwarder
     /// is trusted (derived once per scope by `options::finish`).
     pub extforward: Option<Rc<ExtForward>>,
-    /// `alias.url`: URL prefix => file system path; the longest prefix
-    /// that starts the path maps it below its directory.
-    pub alias_url: Vec<(String, String)>,
     /// mod_userdir: `userdir.*`.
     pub userdir: UserDir,
-    /// `evhost.path-pattern`: the docroot built from the Host's parts
-    /// (`%0` domain, `%1` tld, `%2` domain without tld, `%3`.. subdomains,
-    /// `%_` the whole name).
-    pub evhost_path_pattern: Option<String>,
     /// Options glint keeps for later work without a typed field
     /// (`scgi.protocol`, `fastcgi.balance`, ...), in the order they were set.
     pub raw: Vec<(String, Value)>,
@@ -222,10 +137,6 @@ pub struct Settings {
     pub deflate: Rc<DeflateSpec>,
     /// Those options as they were set, in order, for `-p`.
     pub deflate_options: Vec<(String, Value)>,
-    /// `proxy.server`: the parsed array, read by the HTTP proxy.
-    pub proxy_server: Option<Value>,
-    /// Which of [`crate::config::Config::proxy_servers`] `proxy_server` is.
-    pub proxy_scope: u32,
     /// `proxy.forwarded`, `proxy.header`, `proxy.replace-http-host`: how a
     /// request goes upstream (shared: most scopes never change them).
     pub proxy: Rc<ProxyOptions>,
@@ -237,6 +148,9 @@ pub struct Settings {
     pub webdav: Rc<super::webdav::WebdavSettings>,
     /// mod_vhostdb's `vhostdb.*` options.
     pub vhostdb: Rc<super::vhostdb::VhostDbSettings>,
+    /// `scgi.server`, `fastcgi.server`, `proxy.server`: the arrays and
+    /// which scope's each is.
+    pub backends: super::gateway::Backends,
     /// `*.balance` and `scgi.protocol`.
     pub gateway: super::gateway::GatewaySettings,
     /// mod_sockproxy's and mod_wstunnel's options (shared: most scopes
@@ -247,38 +161,6 @@ pub struct Settings {
     pub rrdtool_db: Option<String>,
     /// mod_maxminddb: `maxminddb.*` and the open database.
     pub maxminddb: super::maxminddb::GeoSettings,
-    /// `server.protocol-http11` (default enable): disabled, an HTTP/1.1
-    /// request is answered as HTTP/1.0 and the connection closes after it.
-    pub protocol_http11: bool,
-    /// `document_root` as UTF-8, set beside it by
-    /// [`Settings::set_document_root`] (see [`Settings::docroot_str`]).
-    pub document_root_utf8: Option<String>,
-}
-
-/// One assignment of `server.kbytes-per-second`: the connections whose
-/// settings come from it share one count of bytes per second (a nested
-/// block that does not set it again shares its parent's), as lighttpd
-/// keeps one counter per assignment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScopeRate {
-    /// The assignment's place (file and line): every scope merged from it
-    /// has the same.
-    pub id: u64,
-    /// The limit in bytes per second (`kbytes * 1024`, never 0).
-    pub bytes_per_second: u64,
-}
-
-impl ScopeRate {
-    /// The limit `kbytes` assigned at `origin` (None for 0: no limit).
-    pub fn assigned(kbytes: u16, origin: &Origin) -> Option<ScopeRate> {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (&origin.file, origin.line).hash(&mut h);
-        (kbytes > 0).then(|| ScopeRate {
-            id: h.finish(),
-            bytes_per_second: u64::from(kbytes) << 10,
-        })
-    }
 }
 
 /// mod_cgi's options of one scope.
@@ -337,88 +219,6 @@ impl Default for CgiLimits {
 pub const DEFAULT_ACCESSLOG_FORMAT: &str =
     "%h %V %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\"";
 
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            document_root: None,
-            document_root_origin: None,
-            port: 80,
-            bind: None,
-            tag: concat!("glint/", env!("CARGO_PKG_VERSION")).to_string(),
-            server_name: None,
-            errorlog: None,
-            modules: Vec::new(),
-            max_keep_alive_requests: 1000,
-            max_keep_alive_idle: 5,
-            max_read_idle: 60,
-            max_write_idle: 360,
-            max_connections: 1365,
-            max_fds: 4096,
-            max_request_size_kb: 0,
-            max_request_field_size: 8192,
-            follow_symlink: true,
-            range_requests: true,
-            errorfile_prefix: None,
-            error_handler_404: None,
-            dir_listing: Default::default(),
-            index_file_names: vec!["index.html".into(), "index.htm".into()],
-            mimetype_assign: Vec::new(),
-            static_file: Default::default(),
-            accesslog: Accesslog::default(),
-            errorlog_use_syslog: false,
-            syslog_facility: None,
-            access: Default::default(),
-            force_lowercase_filenames: false,
-            error_handler: None,
-            error_intercept: false,
-            conn_bytes_per_second: 0,
-            scope_rate: None,
-            listener: Listener::default(),
-            absolute_dir_redirect: false,
-            tls: Default::default(),
-            h3: DEFAULT_H3,
-            ssl: crate::tls::ScopeOptions::default(),
-            h2proto: true,
-            h2c: true,
-            setenv: Default::default(),
-            expire: Default::default(),
-            magnet: Default::default(),
-            rewrite: Default::default(),
-            simple_vhost: Default::default(),
-            ssi: Default::default(),
-            process: Process::default(),
-            status: Default::default(),
-            scgi_server: None,
-            fastcgi_server: None,
-            scgi_scope: 0,
-            fastcgi_scope: 0,
-            auth: Default::default(),
-            extforward_options: ExtforwardOptions::default(),
-            extforward: None,
-            alias_url: Vec::new(),
-            userdir: Default::default(),
-            evhost_path_pattern: None,
-            raw: Vec::new(),
-            deflate: Rc::default(),
-            deflate_options: Vec::new(),
-            proxy_server: None,
-            proxy_scope: 0,
-            proxy: Rc::default(),
-            cgi: Rc::default(),
-            acme: Rc::default(),
-            webdav: Rc::default(),
-            vhostdb: Rc::default(),
-            gateway: Default::default(),
-            tunnel: Rc::default(),
-            rrdtool_db: None,
-            maxminddb: Default::default(),
-            protocol_http11: true,
-            stamp: Stamp::default(),
-            document_root_utf8: None,
-        }
-    }
-}
-
 impl Settings {
     /// Stores an option in [`Settings::raw`], replacing an earlier value.
     pub fn keep_raw(&mut self, k: &str, v: &Value) {
@@ -431,8 +231,8 @@ impl Settings {
 
     /// Sets `server.document-root` and its UTF-8 form.
     pub fn set_document_root(&mut self, root: Option<PathBuf>) {
-        self.document_root_utf8 = root.as_deref().and_then(|p| p.to_str()).map(String::from);
-        self.document_root = root;
+        self.paths.document_root_utf8 = root.as_deref().and_then(|p| p.to_str()).map(String::from);
+        self.paths.document_root = root;
     }
 
     /// The document root as a `&str` (None when unset or not UTF-8).
@@ -440,9 +240,9 @@ impl Settings {
     /// instructions of the 8,100 of a keep-alive request (callgrind), so
     /// the setter keeps it converted; a root set otherwise is converted here.
     pub fn docroot_str(&self) -> Option<&str> {
-        match &self.document_root_utf8 {
+        match &self.paths.document_root_utf8 {
             Some(s) => Some(s),
-            None => self.document_root.as_deref().and_then(|p| p.to_str()),
+            None => self.paths.document_root.as_deref().and_then(|p| p.to_str()),
         }
     }
 }

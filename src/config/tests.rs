@@ -270,15 +270,15 @@ fn evaluator_table() {
 fn options_table() {
     type Check = fn(&Settings) -> bool;
     let cases: Vec<(&str, &str, Check)> = vec![
-        ("port", "server.port = 8080", |s| s.port == 8080),
+        ("port", "server.port = 8080", |s| s.listener.port == 8080),
         ("port as digit string", "server.port = \"81\"", |s| {
-            s.port == 81
+            s.listener.port == 81
         }),
         ("bind", "server.bind = \"127.0.0.1\"", |s| {
-            s.bind.as_deref() == Some("127.0.0.1")
+            s.listener.bind.as_deref() == Some("127.0.0.1")
         }),
         ("enable", "server.follow-symlink = \"disable\"", |s| {
-            !s.follow_symlink
+            !s.files.follow_symlink
         }),
         ("boolean integer", "server.dir-listing = 1", |s| {
             s.dir_listing.activate
@@ -289,7 +289,7 @@ fn options_table() {
         (
             "index-file.names",
             "index-file.names = (\"a\", \"b\")",
-            |s| s.index_file_names == ["a", "b"],
+            |s| s.files.index_file_names == ["a", "b"],
         ),
         ("single string as list", "url.access-deny = \"~\"", |s| {
             s.access.deny == ["~"]
@@ -297,7 +297,7 @@ fn options_table() {
         (
             "mimetype.assign",
             "mimetype.assign = (\".x\" => \"t/x\")",
-            |s| s.mimetype_assign == [(".x".to_string(), "t/x".to_string())],
+            |s| s.files.mimetype_assign == [(".x".to_string(), "t/x".to_string())],
         ),
         (
             "url.rewrite is rewrite-once",
@@ -305,13 +305,13 @@ fn options_table() {
             |s| s.rewrite.once.len() == 1,
         ),
         ("max-request-size", "server.max-request-size = 1024", |s| {
-            s.max_request_size_kb == 1024
+            s.limits.max_request_size_kb == 1024
         }),
         (
             "document-root origin",
             "\n server.document-root = \"/w\"",
             |s| {
-                s.document_root_origin
+                s.paths.document_root_origin
                     == Some(Origin {
                         file: "t.conf".into(),
                         line: 2,
@@ -325,7 +325,8 @@ fn options_table() {
             "fastcgi.server kept",
             "fastcgi.server = ( \".php\" => ( ( \"socket\" => \"/s\" ) ) )",
             |s| {
-                s.fastcgi_server
+                s.backends
+                    .fastcgi_server
                     .as_ref()
                     .and_then(|v| v.get(".php"))
                     .is_some()
@@ -772,7 +773,7 @@ fn condition_table() {
     };
     type Check = fn(&Resolved) -> bool;
     fn root_is(r: &Resolved, want: &str) -> bool {
-        r.settings.document_root.as_deref() == Some(Path::new(want))
+        r.settings.paths.document_root.as_deref() == Some(Path::new(want))
     }
     let cases: Vec<(&str, Req, Check)> = vec![
         (
@@ -792,14 +793,16 @@ fn condition_table() {
             },
             |r| root_is(r, "/a"),
         ),
-        ("!= host", Req::default(), |r| r.settings.tag == "not-b"),
+        ("!= host", Req::default(), |r| {
+            r.settings.identity.tag == "not-b"
+        }),
         (
             "!= host not taken",
             Req {
                 host: "b.example",
                 ..Req::default()
             },
-            |r| r.settings.tag != "not-b",
+            |r| r.settings.identity.tag != "not-b",
         ),
         (
             "=~ with captures",
@@ -815,7 +818,7 @@ fn condition_table() {
                 url: "/x",
                 ..Req::default()
             },
-            |r| r.settings.server_name.as_deref() == Some("dynamic"),
+            |r| r.settings.identity.server_name.as_deref() == Some("dynamic"),
         ),
         (
             "!~ not taken",
@@ -823,7 +826,7 @@ fn condition_table() {
                 url: "/static/x",
                 ..Req::default()
             },
-            |r| r.settings.server_name.is_none(),
+            |r| r.settings.identity.server_name.is_none(),
         ),
         (
             "=^",
@@ -858,7 +861,7 @@ fn condition_table() {
             |r| root_is(r, "/ten"),
         ),
         ("CIDR != inside", Req::default(), |r| {
-            r.settings.errorfile_prefix.is_none()
+            r.settings.errors.errorfile_prefix.is_none()
         }),
         (
             "CIDR != outside",
@@ -866,7 +869,7 @@ fn condition_table() {
                 ip: "198.51.100.1",
                 ..Req::default()
             },
-            |r| r.settings.errorfile_prefix.as_deref() == Some("/outside"),
+            |r| r.settings.errors.errorfile_prefix.as_deref() == Some("/outside"),
         ),
         (
             "CIDR v6",
@@ -948,7 +951,7 @@ fn condition_table() {
         assert!(
             ok(&r),
             "{desc}: {:?} {:?}",
-            r.settings.document_root,
+            r.settings.paths.document_root,
             r.captures
         );
     }
@@ -995,12 +998,12 @@ fn else_chains_and_nesting() {
         }
         .resolve(&c);
         assert_eq!(
-            r.settings.document_root.as_deref(),
+            r.settings.paths.document_root.as_deref(),
             Some(Path::new(root)),
             "{desc}"
         );
         if !tag.is_empty() {
-            assert_eq!(r.settings.tag, tag, "{desc}");
+            assert_eq!(r.settings.identity.tag, tag, "{desc}");
             assert_eq!(
                 r.captures,
                 ["/x/1", "1"],
@@ -1024,9 +1027,9 @@ fn append_in_block_extends_outer_value() {
         ..Req::default()
     }
     .resolve(&c);
-    assert_eq!(r.settings.index_file_names, ["a", "b"]);
-    assert_eq!(r.settings.tag, "12");
-    assert_eq!(c.global.index_file_names, ["a"]);
+    assert_eq!(r.settings.files.index_file_names, ["a", "b"]);
+    assert_eq!(r.settings.identity.tag, "12");
+    assert_eq!(c.global.files.index_file_names, ["a"]);
 }
 
 #[test]
@@ -1070,20 +1073,23 @@ $SERVER["socket"] =~ "8081$" { server.name = "by regex" }
     );
     let r0 = Req::default().resolve(&c);
     assert_eq!(
-        r0.settings.document_root.as_deref(),
+        r0.settings.paths.document_root.as_deref(),
         Some(Path::new("/main"))
     );
-    assert_eq!(r0.settings.tag, "same as global");
+    assert_eq!(r0.settings.identity.tag, "same as global");
     let r1 = Req {
         listener: 1,
         ..Req::default()
     }
     .resolve(&c);
     assert_eq!(
-        r1.settings.document_root.as_deref(),
+        r1.settings.paths.document_root.as_deref(),
         Some(Path::new("/second"))
     );
-    assert_eq!(r1.settings.server_name.as_deref(), Some("by regex"));
+    assert_eq!(
+        r1.settings.identity.server_name.as_deref(),
+        Some("by regex")
+    );
 }
 
 #[test]
@@ -1162,7 +1168,7 @@ fn assert_round_trip(desc: &str, c: &Config) {
     };
     let strip = |s: &Settings| {
         let mut s = s.clone();
-        s.document_root_origin = None;
+        s.paths.document_root_origin = None;
         s
     };
     assert_eq!(strip(&again.global), strip(&c.global), "{desc}");
@@ -1327,7 +1333,13 @@ $HTTP["host"] == "d" {
     // The global value, then each distinct one a block sets.
     assert_eq!(c.scgi_servers.len(), 3);
     assert_eq!(c.fastcgi_servers, vec![None, c.fastcgi_servers[1].clone()]);
-    assert_eq!((c.global.scgi_scope, c.global.fastcgi_scope), (0, 0));
+    assert_eq!(
+        (
+            c.global.backends.scgi_scope,
+            c.global.backends.fastcgi_scope
+        ),
+        (0, 0)
+    );
     let scopes = |host: &'static str, url: &'static str| {
         let r = Req {
             host,
@@ -1337,14 +1349,14 @@ $HTTP["host"] == "d" {
         .resolve(&c);
         let s = &r.settings;
         assert_eq!(
-            c.scgi_servers[s.scgi_scope as usize], s.scgi_server,
+            c.scgi_servers[s.backends.scgi_scope as usize], s.backends.scgi_server,
             "{host}{url}"
         );
         assert_eq!(
-            c.fastcgi_servers[s.fastcgi_scope as usize], s.fastcgi_server,
+            c.fastcgi_servers[s.backends.fastcgi_scope as usize], s.backends.fastcgi_server,
             "{host}{url}"
         );
-        (s.scgi_scope, s.fastcgi_scope)
+        (s.backends.scgi_scope, s.backends.fastcgi_scope)
     };
     assert_eq!(scopes("a", "/x"), (0, 0));
     assert_eq!(scopes("b", "/x"), (1, 0));

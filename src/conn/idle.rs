@@ -72,7 +72,7 @@ impl Connection {
     fn check_time(&mut self, cx: &mut Ctx<'_>) -> Drive {
         let g = &cx.sv.config.global;
         let now = cx.sv.clock.mono_secs;
-        if self.handshake_overdue(now, g.max_read_idle as u64) {
+        if self.handshake_overdue(now, g.limits.max_read_idle as u64) {
             log::debug!("TLS handshake from {:?} not done in time", self.peer);
             self.close(cx);
             return Drive::Closed;
@@ -122,17 +122,17 @@ impl Connection {
         let g = &cx.sv.config.global;
         if !self.out.is_empty() || self.encoded.is_some() {
             // Only a client that stopped reading its answer is ours.
-            return Some(g.max_write_idle as u64);
+            return Some(g.limits.max_write_idle as u64);
         }
         if let Some(gw) = self.gw.as_ref() {
             // Body bytes are due from the client: its read time-out.
             let reads_body = self.h1.feeds_body() && cx.sv.upstream.takes_body(gw.start.job);
-            return reads_body.then_some(g.max_read_idle as u64);
+            return reads_body.then_some(g.limits.max_read_idle as u64);
         }
         let partial = self.input.as_ref().is_some_and(|i| !i.is_empty());
         Some(match self.h1.read_state() {
-            Read::Head if self.h1.requests() > 0 && !partial => g.max_keep_alive_idle as u64,
-            _ => g.max_read_idle as u64,
+            Read::Head if self.h1.requests() > 0 && !partial => g.limits.max_keep_alive_idle as u64,
+            _ => g.limits.max_read_idle as u64,
         })
     }
 }

@@ -151,7 +151,7 @@ impl Connection {
     /// as lighttpd sends. True when a frame was queued.
     pub(super) fn ws_tick(&mut self, cx: &mut Ctx<'_>) -> bool {
         let now = cx.sv.clock.mono_secs;
-        let idle = u64::from(cx.sv.config.global.max_read_idle);
+        let idle = u64::from(cx.sv.config.global.limits.max_read_idle);
         let silent = now.saturating_sub(self.last_active) >= idle;
         let Some(ws) = self.gw.as_deref_mut().and_then(|g| g.ws.as_deref_mut()) else {
             return false;

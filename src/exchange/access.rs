@@ -8,7 +8,7 @@ use crate::config::Settings;
 /// refuses (`""` refuses every path). Suffixes match without case under
 /// `server.force-lowercase-filenames`, as lighttpd.
 pub fn access_denied(path: &str, s: &Settings) -> bool {
-    let lc = s.force_lowercase_filenames;
+    let lc = s.files.force_lowercase_filenames;
     let ends = |suffix: &String| {
         path.len() >= suffix.len()
             && path.is_char_boundary(path.len() - suffix.len())
@@ -35,7 +35,10 @@ mod tests {
                 deny: deny.iter().map(|x| x.to_string()).collect(),
                 allow: allow.iter().map(|x| x.to_string()).collect(),
             },
-            force_lowercase_filenames: lc,
+            files: crate::config::FileOptions {
+                force_lowercase_filenames: lc,
+                ..Default::default()
+            },
             ..Settings::default()
         };
         let cases: &[(&str, Settings, &str, bool)] = &[

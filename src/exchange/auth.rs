@@ -495,5 +495,5 @@ fn lookup<'t>(
     path: &str,
     s: &Settings,
 ) -> Option<&'t crate::authn::require::Require> {
-    table.lookup(path, s.force_lowercase_filenames)
+    table.lookup(path, s.files.force_lowercase_filenames)
 }

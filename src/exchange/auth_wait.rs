@@ -19,6 +19,7 @@ use super::auth::{answer_outcome, cache_for, Blocked, Checked};
 use super::{respond_with, Answer, Carry, ConnInfo, GwStart, Outcome, Services};
 use crate::authn;
 use crate::authn::ask::{Ask, Verdict};
+use crate::authn::basic::Credentials;
 use crate::authn::blocking::{Pending, Refused, QUEUE, THREADS};
 use crate::authn::dbi;
 use crate::authn::digest::{conclude_digest, DigestWork};
@@ -142,42 +143,10 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         sv.reply.error(500);
         return Checked::Refused;
     };
-    let ask = Ask {
-        user: creds.user.clone(),
-        password: creds.password.clone(),
-        rule: rule.rule.clone(),
-        remote: ip,
-        realm: rule.realm.clone(),
-        path: w.path.to_string(),
-        host: w
-            .carry
-            .host
-            .clone()
-            .unwrap_or_else(|| String::from_utf8_lossy(w.req.host).into_owned()),
-        token,
-    };
-    let pending: Pending<Verdict> = Pending::default();
-    let panicked = Verdict::Denied("the back-end check failed".into());
-    let work = digest.clone();
-    let check = move || match (&spec, work) {
-        (Spec::Dbi(s), Some(work)) => dbi::verify_digest(s, &ask, &work),
-        (_, Some(_)) => Verdict::Denied("the back end holds no HA1".into()),
-        (_, None) => spec.verify(&ask),
-    };
-    let submitted = match sv.auth.pool() {
-        Some(pool) => pool.submit(&pending, check, panicked),
-        None => Err(Refused::Closed),
-    };
-    if let Err(why) = submitted {
-        if why == Refused::Full {
-            log::warn!(
-                "(mod_auth) {THREADS} back-end checks running and {QUEUE} waiting; answering 503 for {}",
-                w.path
-            );
-        }
-        sv.reply.error(503);
+    let ask = ask_for(&w, &rule, &creds, ip, token);
+    let Some(pending) = submit(sv, spec, ask, digest.clone(), w.path) else {
         return Checked::Refused;
-    }
+    };
     let wait = AuthWait {
         pending,
         rule,
@@ -189,6 +158,63 @@ pub(super) fn start(sv: &mut Services, w: Waiting<'_>, b: Blocked) -> Checked {
         negotiate,
     };
     park(sv, w, route, wait)
+}
+
+/// What the back end is asked: the credentials for the rule, from whom,
+/// for which path and Host.
+fn ask_for(
+    w: &Waiting<'_>,
+    rule: &Require,
+    creds: &Credentials,
+    remote: String,
+    token: Option<Vec<u8>>,
+) -> Ask {
+    Ask {
+        user: creds.user.clone(),
+        password: creds.password.clone(),
+        rule: rule.rule.clone(),
+        remote,
+        realm: rule.realm.clone(),
+        path: w.path.to_string(),
+        host: w
+            .carry
+            .host
+            .clone()
+            .unwrap_or_else(|| String::from_utf8_lossy(w.req.host).into_owned()),
+        token,
+    }
+}
+
+/// Hands the check to the worker threads (a Digest check asks for the
+/// HA1); None, with 503 in `sv.reply`, when the pool is full or closed.
+fn submit(
+    sv: &mut Services,
+    spec: Spec,
+    ask: Ask,
+    digest: Option<Box<DigestWork>>,
+    path: &str,
+) -> Option<Pending<Verdict>> {
+    let pending: Pending<Verdict> = Pending::default();
+    let panicked = Verdict::Denied("the back-end check failed".into());
+    let check = move || match (&spec, digest) {
+        (Spec::Dbi(s), Some(work)) => dbi::verify_digest(s, &ask, &work),
+        (_, Some(_)) => Verdict::Denied("the back end holds no HA1".into()),
+        (_, None) => spec.verify(&ask),
+    };
+    let submitted = match sv.auth.pool() {
+        Some(pool) => pool.submit(&pending, check, panicked),
+        None => Err(Refused::Closed),
+    };
+    if let Err(why) = submitted {
+        if why == Refused::Full {
+            log::warn!(
+                "(mod_auth) {THREADS} back-end checks running and {QUEUE} waiting; answering 503 for {path}"
+            );
+        }
+        sv.reply.error(503);
+        return None;
+    }
+    Some(pending)
 }
 
 /// The request becomes a local job on `route` that answers once `wait`'s

@@ -197,7 +197,7 @@ fn run(
 /// `server.max-request-size`. The program needs CONTENT_LENGTH: a chunked
 /// body is collected first.
 fn body_framing(req: &Request<'_, '_>, settings: &Settings) -> Result<BodyFraming, u16> {
-    let limit = match settings.max_request_size_kb {
+    let limit = match settings.limits.max_request_size_kb {
         0 => u64::MAX,
         kb => kb.saturating_mul(1024),
     };
@@ -243,7 +243,7 @@ pub(super) fn request_env(
         server_addr,
         server_port,
         server_name: host_name(req.host),
-        server_software: &settings.tag,
+        server_software: &settings.identity.tag,
         scgi: false,
         authorizer: false,
     })

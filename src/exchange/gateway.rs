@@ -145,7 +145,7 @@ pub(super) fn start(
         server_addr,
         server_port,
         server_name: host_name(req.host),
-        server_software: &settings.tag,
+        server_software: &settings.identity.tag,
         scgi: protocol == Protocol::Scgi,
         authorizer,
     });
@@ -215,7 +215,7 @@ pub(super) fn body_framing(
             return Err(status);
         }
     }
-    let limit = match settings.max_request_size_kb {
+    let limit = match settings.limits.max_request_size_kb {
         0 => u64::MAX,
         kb => kb.saturating_mul(1024),
     };

@@ -183,6 +183,7 @@ fn log_access(
     };
     if settings.accesslog.use_syslog {
         let facility = settings
+            .error_log
             .syslog_facility
             .as_deref()
             .and_then(crate::syslog::facility)

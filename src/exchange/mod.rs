@@ -19,12 +19,15 @@ mod auth;
 mod auth_wait;
 mod cgi;
 mod endpoint;
+mod error_handler;
 mod forward;
 mod gateway;
 mod geo;
+mod host;
 mod logging;
 mod magnet;
 mod magnet_wait;
+mod outcome;
 mod phases;
 pub mod physical;
 mod proxy;
@@ -37,7 +40,6 @@ mod vhostdb;
 mod webdav;
 mod wstunnel;
 
-use std::borrow::Cow;
 use std::net::IpAddr;
 use std::rc::Rc;
 
@@ -45,16 +47,21 @@ use mio::Registry;
 
 use crate::accesslog::AccessLogs;
 use crate::clock::Clock;
-use crate::config::{Config, RequestFacts, Settings};
+use crate::config::{Config, RequestFacts};
 use crate::handler::{deflate, static_file};
-use crate::msg::{ExchangeId, Method, OwnedHead, Reply, Request};
+use crate::msg::{ExchangeId, Method, Reply, Request};
 use crate::stats::board::Board;
 use crate::stats::{Recent, Stats};
-use crate::upstream::{Gateways, JobId};
+use crate::upstream::Gateways;
 
 pub use access::access_denied;
 pub use auth::AuthState;
+use error_handler::error_handler_for;
+pub(crate) use error_handler::error_handler_of;
+pub use error_handler::{error_reply, error_run_status, ErrorRun};
+use host::{document_root, host_without_port, set_host};
 pub use logging::{defer_reply, log_deferred, log_error, log_gateway, log_reply, DeferredLog};
+pub use outcome::{Answer, GwStart, Outcome};
 pub use rerun::{rerun, MAX_RERUNS};
 
 pub use geo::GeoCache;
@@ -221,7 +228,7 @@ pub struct Scratch {
     /// The file system path being opened.
     pub fs_path: String,
     /// The Host as conditions and modules see it: lowercased, without a
-    /// trailing dot or the scheme's own port (see [`normalize_host`]).
+    /// trailing dot or the scheme's own port (see [`host::normalize_host`]).
     pub host: String,
     /// The Host as sent, that `host` was made from, and a last byte for
     /// the scheme (`s`: https, `p`: http), whose port it lost.
@@ -286,87 +293,6 @@ impl ConnInfo {
     }
 }
 
-/// What answers a request.
-pub enum Outcome {
-    /// glint's own answer. Its body is never the request's: the
-    /// connection drops the request body (or closes, as the plan says).
-    Reply(Answer),
-    /// A backend's: the job started for it, and what the client's side
-    /// needs to pass the answer on. Its body (if any) goes to the job, or
-    /// waits unread while an authorizer decides (`GwStart::authorizer`).
-    Gateway(Box<GwStart>),
-}
-
-/// glint's own answer to a request, with what its access log line needs.
-#[derive(Debug)]
-pub struct Answer {
-    /// `Reply::close`: the answer ends the connection (a refused body, a
-    /// failed login, as lighttpd).
-    pub reply: Reply,
-    /// A request run again is logged with the line the client sent.
-    pub orig_line: Option<Vec<u8>>,
-    /// The user mod_auth let in, for the access log's `%u`.
-    pub remote_user: Option<String>,
-}
-
-impl Answer {
-    /// An answer built from the reply in [`Services::reply`].
-    pub fn taken(sv: &mut Services) -> Answer {
-        Answer {
-            reply: sv.take_reply(),
-            orig_line: None,
-            remote_user: None,
-        }
-    }
-}
-
-/// A gateway exchange as the client's side holds it.
-#[derive(Debug)]
-pub struct GwStart {
-    pub job: JobId,
-    /// The backend is an authorizer (its refusal goes to the client; its
-    /// 200 runs the request on).
-    pub authorizer: bool,
-    pub settings: Rc<Settings>,
-    pub head_only: bool,
-    pub minor: u8,
-    /// The request's head, for the access log and for running it again.
-    pub head: OwnedHead,
-    /// What the request carries into a later run.
-    pub carry: Carry,
-    /// The route it went to (for log lines).
-    pub route: usize,
-    /// The connection as the request saw it (its client after
-    /// mod_extforward), for the access log and a run again.
-    pub info: ConnInfo,
-}
-
-impl GwStart {
-    /// The exchange of a request that a backend answers whole (not an
-    /// authorizer's, not a HEAD's own framing): WebDAV's lock-free jobs,
-    /// the WebSocket tunnel.
-    pub(crate) fn whole(
-        job: JobId,
-        settings: &Rc<Settings>,
-        req: &Request<'_, '_>,
-        carry: &mut Carry,
-        route: usize,
-        info: &ConnInfo,
-    ) -> Box<GwStart> {
-        Box::new(GwStart {
-            job,
-            authorizer: false,
-            settings: Rc::clone(settings),
-            head_only: false,
-            minor: req.minor,
-            head: OwnedHead::of(req),
-            carry: std::mem::take(carry),
-            route,
-            info: info.clone(),
-        })
-    }
-}
-
 /// What one client request carries from one run through the phases to
 /// the next, when glint runs it again itself.
 #[derive(Debug, Default, Clone)]
@@ -407,19 +333,6 @@ pub struct Carry {
     /// mod_authn_gssapi's credentials cache (`store-creds`), named in
     /// `vars`; the file is removed when the request is over.
     pub krb5_ccache: Option<crate::authn::gssapi::Ccache>,
-}
-
-/// An error answer replaced by `server.error-handler` or
-/// `server.error-handler-404`: the handler's URL runs instead.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ErrorRun {
-    /// The handler's URL.
-    pub target: String,
-    /// The status of the error it replaces (`REDIRECT_STATUS` for backends).
-    pub status: u16,
-    /// `server.error-handler` (runs as a GET; the error's status stays),
-    /// rather than `server.error-handler-404`.
-    pub generic: bool,
 }
 
 /// Most internal rewrites of one request (`url.rewrite-repeat` loops end here).
@@ -480,63 +393,6 @@ pub fn respond(
         }
     }
     outcome
-}
-
-/// The request's Host in `sv.scratch.host` as [`normalize_host`] makes
-/// it (a trusted forwarder's when it named one).
-fn set_host(sv: &mut Services, info: &ConnInfo, req: &Request<'_, '_>, carry: &Carry) {
-    let sc = &mut sv.scratch;
-    let https = info.scheme() == "https";
-    let tag = if https { b's' } else { b'p' };
-    match carry.host.as_deref() {
-        Some(h) => {
-            sc.host.clear();
-            sc.host.push_str(h);
-            // Not the Host as sent: the next request builds its own.
-            sc.host_raw.clear();
-            sc.host_raw.push(b'/');
-        }
-        // Lowercased only when it differs from the last request's Host (as
-        // a rule it does not): building it cost 250 of the 8,100
-        // instructions of a keep-alive request (callgrind), comparing
-        // costs a tenth of that.
-        None if sc.host_raw.split_last() != Some((&tag, req.host)) => {
-            sc.host_raw.clear();
-            sc.host_raw.extend_from_slice(req.host);
-            sc.host_raw.push(tag);
-            sc.host.clear();
-            sc.host
-                .extend(req.host.iter().map(|&b| b.to_ascii_lowercase() as char));
-            normalize_host(&mut sc.host, if https { 443 } else { 80 });
-        }
-        None => {}
-    }
-}
-
-/// The Host as lighttpd's default `server.http-parseopts` (`host-strict`,
-/// `host-normalize`) leave it for `$HTTP["host"]` and the modules: a name's
-/// trailing dot removed, and the port removed when it is the scheme's own
-/// (`default_port`) or empty. So `Admin.Example.com.:80` meets the
-/// conditions written for `admin.example.com` (a block that guards that
-/// host guards every spelling of it).
-pub(crate) fn normalize_host(host: &mut String, default_port: u16) {
-    let colon = if host.starts_with('[') {
-        host.find(']').map(|i| i + 1).filter(|&i| i < host.len())
-    } else {
-        host.find(':')
-    };
-    let end = colon.unwrap_or(host.len());
-    if let Some(c) = colon {
-        let port = &host[c + 1..];
-        let own =
-            port.is_empty() || (!port.starts_with('0') && port.parse::<u16>() == Ok(default_port));
-        if own {
-            host.truncate(c);
-        }
-    }
-    if !host.starts_with('[') && end > 1 && host.as_bytes()[end - 1] == b'.' {
-        host.remove(end - 1);
-    }
 }
 
 /// Answers a request that may have run before (see [`rerun`]): `carry`
@@ -623,125 +479,6 @@ fn reply_outcome(sv: &mut Services, req: &Request<'_, '_>, carry: &mut Carry) ->
         orig_line: carry.orig_line.take(),
         remote_user: carry.remote_user.take(),
     })
-}
-
-/// The error handler to run for an answer with `status`, if the settings
-/// have one for it and this is not already an error handler's run.
-fn error_handler_for(s: &Settings, status: u16, carry: &Carry) -> Option<ErrorRun> {
-    // Errors about the request itself (malformed, too large, an unknown
-    // method or version) are answered as they are.
-    // A 401 keeps its own page: its challenge must reach the client.
-    if carry.error.is_some()
-        || status < 400
-        || matches!(status, 400 | 401 | 413 | 414 | 431 | 501 | 505)
-    {
-        return None;
-    }
-    error_handler_of(s, status)
-}
-
-/// The error handler the settings name for `status`:
-/// `server.error-handler` takes every error (as a GET); the older
-/// `server.error-handler-404` takes 403 and 404 (same method), as lighttpd.
-pub(crate) fn error_handler_of(s: &Settings, status: u16) -> Option<ErrorRun> {
-    if let Some(h) = s.error_handler.as_deref() {
-        return Some(ErrorRun {
-            target: h.to_string(),
-            status,
-            generic: true,
-        });
-    }
-    match (s.error_handler_404.as_deref(), status) {
-        (Some(h), 403 | 404) => Some(ErrorRun {
-            target: h.to_string(),
-            status,
-            generic: false,
-        }),
-        _ => None,
-    }
-}
-
-/// The status the client gets when an error handler answered with
-/// `handler`: `server.error-handler` keeps the error's status; an answer
-/// of `server.error-handler-404` keeps its own unless it failed too (403,
-/// 404), as lighttpd.
-pub fn error_run_status(run: &ErrorRun, handler: u16) -> u16 {
-    if run.generic || matches!(handler, 403 | 404) {
-        run.status
-    } else {
-        handler
-    }
-}
-
-/// glint's answer to a request that could not be parsed (the connection
-/// closes after it).
-pub fn error_reply(sv: &mut Services, status: u16) -> Reply {
-    sv.reply.reset(Rc::clone(&sv.config.global), false);
-    sv.reply.close = true;
-    sv.reply.error(status);
-    sv.take_reply()
-}
-
-/// The docroot: mod_evhost's, `mod_simple_vhost`'s when configured, else
-/// `server.document-root`.
-/// Borrowed from the settings in the common case: no allocation per request.
-fn document_root<'s>(s: &'s Settings, host: &str) -> Option<Cow<'s, str>> {
-    if let Some(pattern) = s.evhost_path_pattern.as_deref() {
-        // mod_evhost: the docroot from the Host's parts, when it exists.
-        if let Some(d) = physical::evhost(pattern, host_without_port(host)) {
-            return Some(Cow::Owned(d));
-        }
-    }
-    let plain = || s.docroot_str().map(Cow::Borrowed);
-    // An empty server root leaves the module off, as lighttpd has it.
-    let Some(server_root) = s
-        .simple_vhost
-        .server_root
-        .as_deref()
-        .filter(|r| !r.is_empty())
-    else {
-        return plain();
-    };
-    let sub = s.simple_vhost.document_root.as_deref().unwrap_or("");
-    let name = host_without_port(host);
-    let build = |h: &str| {
-        let mut p = server_root.trim_end_matches('/').to_string();
-        p.push('/');
-        p.push_str(h);
-        if !sub.is_empty() {
-            if !p.ends_with('/') {
-                p.push('/');
-            }
-            p.push_str(sub.trim_matches('/'));
-        }
-        p
-    };
-    let is_dir = |p: &str| std::fs::metadata(p).is_ok_and(|m| m.is_dir());
-    // The host was validated by the parser: no '/', no "..", no control characters.
-    if !name.is_empty() && !name.starts_with('.') {
-        let p = build(name);
-        if is_dir(&p) {
-            return Some(Cow::Owned(p));
-        }
-    }
-    // The default host's directory (the server root's own without one),
-    // and when that is missing too, `server.document-root` stays.
-    let p = build(s.simple_vhost.default_host.as_deref().unwrap_or(""));
-    if is_dir(&p) {
-        Some(Cow::Owned(p))
-    } else {
-        plain()
-    }
-}
-
-pub(super) fn host_without_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host
-            .split(']')
-            .next()
-            .map_or(host, |h| &host[..h.len() + 1]);
-    }
-    host.split(':').next().unwrap_or(host)
 }
 
 /// Splits a request target into path and query. A byte search: `str`'s

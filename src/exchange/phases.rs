@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use mio::Registry;
 
-use super::magnet::Turn;
+use super::magnet::{Moved, Turn};
 use super::physical::{self, Physical};
 use super::vhostdb::Root;
 use super::{
@@ -133,7 +133,8 @@ fn acme_http01_answered(sv: &mut Services, req: &Request<'_, '_>, target: &str) 
 fn body_too_large(req: &Request<'_, '_>, settings: &Settings) -> bool {
     match req.body {
         Body::Length(n) => {
-            settings.max_request_size_kb > 0 && n > settings.max_request_size_kb * 1024
+            settings.limits.max_request_size_kb > 0
+                && n > settings.limits.max_request_size_kb * 1024
         }
         _ => false,
     }
@@ -243,53 +244,18 @@ fn route(
     registry: &Registry,
 ) -> Once {
     let settings = Rc::clone(&sv.reply.settings);
-    // mod_wstunnel takes a WebSocket handshake for its routes first.
-    match super::wstunnel::take(sv, info, req, &settings, carry, registry) {
-        Some(Ok(g)) => return Once::Gateway(g),
-        Some(Err(status)) => {
-            sv.reply.error(status);
-            return Once::Reply;
-        }
-        None => {}
+    if let Some(once) = websocket_phase(sv, info, req, &settings, carry, registry) {
+        return once;
     }
-    // (An authorizer's docroot is copied: `carry` changes below.)
-    let docroot = match carry.docroot.as_deref() {
-        // (Owned: `carry` goes on to a CGI or gateway job.)
-        Some(d) => Some(Cow::Owned(d.to_string())),
-        None => match super::vhostdb::docroot(sv, info, req, carry, &settings, registry) {
-            Root::Found(d) => Some(Cow::Owned(d)),
-            Root::Default => document_root(&settings, &sv.scratch.host),
-            Root::Wait(g) => return Once::Gateway(g),
-            Root::Failed(status) => {
-                sv.reply.error(status);
-                return Once::Reply;
-            }
-        },
+    let docroot = match docroot_phase(sv, info, req, carry, &settings, registry) {
+        Ok(d) => d,
+        Err(once) => return once,
     };
-    // mod_webdav answers before the index file and the handlers.
-    let dav = super::webdav::take(
-        sv,
-        info,
-        req,
-        carry,
-        &settings,
-        docroot.as_deref(),
-        registry,
-    );
-    match dav {
-        Some(super::webdav::Taken::Reply) => return Once::Reply,
-        Some(super::webdav::Taken::Job(g)) => return Once::Gateway(g),
-        None => {}
+    let root = docroot.as_deref();
+    if let Some(once) = webdav_phase(sv, info, req, carry, &settings, root, registry) {
+        return once;
     }
-    let (found, indexed) = match index_phase(
-        sv,
-        info,
-        req,
-        carry,
-        &settings,
-        docroot.as_deref(),
-        registry,
-    ) {
+    let (found, indexed) = match index_phase(sv, info, req, carry, &settings, root, registry) {
         Ok(v) => v,
         Err(answered) => return answered,
     };
@@ -298,37 +264,17 @@ fn route(
     } else {
         std::mem::take(&mut sv.scratch.path)
     };
-    // Where the path is on the file system (mod_userdir, mod_alias): for
-    // CGI programs and static files; the URL path still decides the rest.
-    let ph = match docroot
-        .as_deref()
-        .map(|d| physical::map(&settings, d, &path))
-    {
-        Some(Ok(ph)) => Some(ph),
-        Some(Err(status)) => {
-            sv.reply.error(status);
+    let urls = (raw_path, query);
+    let (ph, moved) = match physical_phase(sv, info, req, carry, &settings, root, &path, urls) {
+        Ok(v) => v,
+        Err(turn) => {
             give_back(sv, indexed, path);
-            return Once::Reply;
+            return match turn {
+                Turn::Again(head) => Once::Again(head),
+                Turn::Park(p) => park(sv, info, req, carry, p, registry),
+                _ => Once::Reply,
+            };
         }
-        None => None,
-    };
-    let moved = match (&ph, docroot.as_deref()) {
-        (Some(p), Some(root)) if !settings.magnet.physical_path.is_empty() => {
-            let here = (path.as_str(), root, p);
-            match super::magnet::physical(sv, info, req, carry, &settings, (raw_path, query), here)
-            {
-                Ok(m) => Some(m),
-                Err(turn) => {
-                    give_back(sv, indexed, path);
-                    return match turn {
-                        Turn::Again(head) => Once::Again(head),
-                        Turn::Park(p) => park(sv, info, req, carry, p, registry),
-                        _ => Once::Reply,
-                    };
-                }
-            }
-        }
-        _ => None,
     };
     let (moved_path, moved_ph) = moved.map_or((None, None), |m| (m.path, m.ph));
     let at = At {
@@ -336,12 +282,109 @@ fn route(
         path: moved_path.as_deref().unwrap_or(&path),
         query,
         ph: moved_ph.as_ref().or(ph.as_ref()),
-        docroot: docroot.as_deref(),
+        docroot: root,
         route: found,
     };
     let once = handle(sv, info, req, carry, &at, &settings, registry);
     give_back(sv, indexed, path);
     once
+}
+
+/// mod_wstunnel takes a WebSocket handshake for its routes first.
+#[inline]
+fn websocket_phase(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    settings: &Rc<Settings>,
+    carry: &mut Carry,
+    registry: &Registry,
+) -> Option<Once> {
+    match super::wstunnel::take(sv, info, req, settings, carry, registry)? {
+        Ok(g) => Some(Once::Gateway(g)),
+        Err(status) => {
+            sv.reply.error(status);
+            Some(Once::Reply)
+        }
+    }
+}
+
+/// The document root: an authorizer's, mod_vhostdb's, mod_evhost's or
+/// the configured one. Err: answered, or waiting on mod_vhostdb.
+#[inline]
+fn docroot_phase<'s>(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    settings: &'s Rc<Settings>,
+    registry: &Registry,
+) -> Result<Option<Cow<'s, str>>, Once> {
+    // (An authorizer's docroot is copied: `carry` changes below, and goes
+    // on to a CGI or gateway job.)
+    if let Some(d) = carry.docroot.as_deref() {
+        return Ok(Some(Cow::Owned(d.to_string())));
+    }
+    match super::vhostdb::docroot(sv, info, req, carry, settings, registry) {
+        Root::Found(d) => Ok(Some(Cow::Owned(d))),
+        Root::Default => Ok(document_root(settings, &sv.scratch.host)),
+        Root::Wait(g) => Err(Once::Gateway(g)),
+        Root::Failed(status) => {
+            sv.reply.error(status);
+            Err(Once::Reply)
+        }
+    }
+}
+
+/// mod_webdav answers before the index file and the handlers.
+#[inline]
+fn webdav_phase(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    settings: &Rc<Settings>,
+    docroot: Option<&str>,
+    registry: &Registry,
+) -> Option<Once> {
+    match super::webdav::take(sv, info, req, carry, settings, docroot, registry)? {
+        super::webdav::Taken::Reply => Some(Once::Reply),
+        super::webdav::Taken::Job(g) => Some(Once::Gateway(g)),
+    }
+}
+
+/// Where the path is on the file system (mod_userdir, mod_alias), for CGI
+/// programs and static files (the URL path still decides the rest), and
+/// where mod_magnet's physical-path scripts move it. Err: answered (a
+/// refused alias is `Turn::Answered`), or mod_magnet's turn.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn physical_phase<'a>(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    settings: &'a Settings,
+    docroot: Option<&'a str>,
+    path: &'a str,
+    (raw_path, query): (&str, &str),
+) -> Result<(Option<Physical<'a>>, Option<Moved>), Turn> {
+    let Some(root) = docroot else {
+        return Ok((None, None));
+    };
+    let ph = match physical::map(settings, root, path) {
+        Ok(ph) => ph,
+        Err(status) => {
+            sv.reply.error(status);
+            return Err(Turn::Answered);
+        }
+    };
+    if settings.magnet.physical_path.is_empty() {
+        return Ok((Some(ph), None));
+    }
+    let here = (path, root, &ph);
+    let moved = super::magnet::physical(sv, info, req, carry, settings, (raw_path, query), here)?;
+    Ok((Some(ph), Some(moved)))
 }
 
 /// The path buffer goes back for the next request.

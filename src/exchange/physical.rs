@@ -61,8 +61,8 @@ pub fn map<'a>(s: &'a Settings, docroot: &'a str, path: &'a str) -> Result<Physi
 /// `alias.url`: the first (which the configuration check makes the
 /// longest) prefix that starts the path, ending at a segment boundary.
 fn alias<'a>(s: &'a Settings, path: &'a str) -> Result<Option<Physical<'a>>, u16> {
-    let lc = s.force_lowercase_filenames;
-    for (key, target) in &s.alias_url {
+    let lc = s.files.force_lowercase_filenames;
+    for (key, target) in &s.paths.alias_url {
         let Some(head) = path.get(..key.len()) else {
             continue;
         };
@@ -166,7 +166,7 @@ fn userdir<'a>(s: &'a Settings, path: &'a str) -> Option<Physical<'a>> {
     if !user_name_ok(user) {
         return None;
     }
-    let lc = s.force_lowercase_filenames;
+    let lc = s.files.force_lowercase_filenames;
     let listed = |l: &[String]| {
         l.iter().any(|x| {
             if lc {
@@ -311,13 +311,12 @@ mod tests {
     use super::*;
 
     fn settings(alias: &[(&str, &str)]) -> Settings {
-        Settings {
-            alias_url: alias
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..Settings::default()
-        }
+        let mut s = Settings::default();
+        s.paths.alias_url = alias
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        s
     }
 
     #[test]

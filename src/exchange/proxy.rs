@@ -104,7 +104,7 @@ pub(super) fn start(
 /// The request's body as the head announces it and as the upload carries
 /// it; 413 over `server.max-request-size`.
 fn body_of(req: &Request<'_, '_>, settings: &Settings) -> Result<(UpBody, HttpBody), u16> {
-    let limit = match settings.max_request_size_kb {
+    let limit = match settings.limits.max_request_size_kb {
         0 => u64::MAX,
         kb => kb.saturating_mul(1024),
     };

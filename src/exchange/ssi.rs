@@ -40,7 +40,7 @@ pub(super) fn answered(
     if !ssi::takes(settings, &physical) {
         return false;
     }
-    let plain_file = if settings.follow_symlink {
+    let plain_file = if settings.files.follow_symlink {
         std::fs::metadata(&physical)
     } else {
         std::fs::symlink_metadata(&physical)

@@ -24,5 +24,6 @@ pub fn speaks_http11(sv: &mut Services, info: &ConnInfo, req: &Request<'_, '_>) 
     sv.config
         .resolve(&facts(info, req, &sv.scratch.host, url, query))
         .settings
+        .protocols
         .protocol_http11
 }

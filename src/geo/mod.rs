@@ -11,7 +11,6 @@
 
 mod node;
 
-use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use maxminddb::{Mmap, Reader};
@@ -163,10 +162,7 @@ fn format(leaf: &Leaf<'_>) -> Vec<u8> {
         Leaf::U128(u) => {
             let mut s = String::with_capacity(34);
             s.push_str("0x");
-            for b in u.to_le_bytes() {
-                // Writing to a String cannot fail.
-                let _ = write!(s, "{b:02X}");
-            }
+            crate::syntax::push_hex(&mut s, &u.to_le_bytes(), crate::syntax::HEX_UPPER);
             s.into_bytes()
         }
     }

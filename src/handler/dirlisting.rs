@@ -140,7 +140,11 @@ fn write_foot(out: &mut String, fs_dir: &str, truncated: bool, s: &Settings) {
     if let Some(name) = s.dir_listing.show_readme.as_deref() {
         shown_file(out, fs_dir, name, s.dir_listing.encode_readme, "readme");
     }
-    let footer = s.dir_listing.set_footer.as_deref().unwrap_or(&s.tag);
+    let footer = s
+        .dir_listing
+        .set_footer
+        .as_deref()
+        .unwrap_or(&s.identity.tag);
     if !footer.is_empty() {
         let _ = writeln!(out, "<div class=\"foot\">{}</div>", html_escape(footer));
     }

@@ -7,6 +7,7 @@ use crate::config::Settings;
 /// `mimetype.assign` (longest matching suffix) wins over mime_guess.
 pub fn content_type<'s>(path: &str, s: &'s Settings) -> (&'s str, bool) {
     let assigned = s
+        .files
         .mimetype_assign
         .iter()
         .filter(|(suffix, _)| path.ends_with(suffix.as_str()))

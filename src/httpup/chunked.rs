@@ -30,7 +30,8 @@ pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 /// Appends a chunk-size line for `len` bytes of data (`len` > 0; the data
 /// follows, then `\r\n`).
 pub fn write_chunk_header(len: usize, out: &mut Vec<u8>) {
-    out.extend_from_slice(format!("{len:x}\r\n").as_bytes());
+    crate::syntax::push_hex_number(out, len as u64);
+    out.extend_from_slice(b"\r\n");
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

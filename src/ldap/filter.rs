@@ -40,11 +40,10 @@ pub fn escape_dn_value(out: &mut String, value: &str) {
     }
 }
 
+/// `\xx`: a byte as RFC 4515 escapes it.
 fn push_hex(out: &mut String, b: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push('\\');
-    out.push(HEX[(b >> 4) as usize] as char);
-    out.push(HEX[(b & 15) as usize] as char);
+    crate::syntax::push_hex(out, &[b], crate::syntax::HEX_LOWER);
 }
 
 /// Nesting deeper than this is refused: filters written in a
@@ -210,9 +209,9 @@ impl Parser<'_> {
         let mut i = 0;
         while i < raw.len() {
             if raw[i] == b'\\' {
-                let hex = |c: Option<&u8>| c.and_then(|&c| (c as char).to_digit(16));
+                let hex = |c: Option<&u8>| c.copied().and_then(crate::syntax::hex_value);
                 match (hex(raw.get(i + 1)), hex(raw.get(i + 2))) {
-                    (Some(h), Some(l)) => v.push((h * 16 + l) as u8),
+                    (Some(h), Some(l)) => v.push(h << 4 | l),
                     _ => return Err(self.err("bad '\\' escape")),
                 }
                 i += 3;

@@ -13,7 +13,8 @@ use mlua::{Lua, MultiValue, Result, Table, Value};
 use sha2::Digest;
 
 use super::set_fn;
-use crate::syntax::{hex_value, percent_encode, push_hex, KeptEscapes, Unescaped, HEX_UPPER};
+use crate::syntax::{hex_decode as hex_dec, hex_upper_string as hex_uc, hex_value, percent_encode};
+use crate::syntax::{push_hex, KeptEscapes, Unescaped, HEX_LOWER, HEX_UPPER};
 
 type Bytes = Option<mlua::LuaString>;
 
@@ -108,21 +109,6 @@ fn now() -> std::time::Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
-}
-
-fn hex_uc(d: &[u8]) -> String {
-    let mut s = String::with_capacity(d.len() * 2);
-    push_hex(&mut s, d, HEX_UPPER);
-    s
-}
-
-fn hex_dec(s: &[u8]) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    s.chunks(2)
-        .map(|p| Some(hex_value(p[0])? << 4 | hex_value(p[1])?))
-        .collect()
 }
 
 fn ct_eq(a: &[u8], c: &[u8]) -> bool {
@@ -313,7 +299,7 @@ fn bsenc(s: &[u8], json: bool) -> Vec<u8> {
             c if c < 0x20 || c == 0x7f || (!json && c >= 0x80) => {
                 let prefix: &[u8] = if json { b"\\u00" } else { b"\\x" };
                 o.extend_from_slice(prefix);
-                push_hex(&mut o, &[c], b"0123456789abcdef");
+                push_hex(&mut o, &[c], HEX_LOWER);
             }
             c => o.push(c),
         }

@@ -40,7 +40,7 @@ pub fn parse_range(header: &[u8], len: u64) -> RangeRequest {
     };
     let mut out: Vec<(u64, u64)> = Vec::new();
     for part in spec.split(',') {
-        let Some(r) = one_range(part.trim_matches([' ', '\t']), len) else {
+        let Some(r) = one_range(crate::syntax::trim_ows_str(part), len) else {
             continue;
         };
         if out.len() == MAX_RANGES {
@@ -59,7 +59,10 @@ pub fn parse_range(header: &[u8], len: u64) -> RangeRequest {
 /// `None` when it is malformed or not satisfiable.
 fn one_range(part: &str, len: u64) -> Option<(u64, u64)> {
     let (a, b) = part.split_once('-')?;
-    let (a, b) = (a.trim_matches([' ', '\t']), b.trim_matches([' ', '\t']));
+    let (a, b) = (
+        crate::syntax::trim_ows_str(a),
+        crate::syntax::trim_ows_str(b),
+    );
     if len == 0 {
         return None;
     }

@@ -222,7 +222,7 @@ impl Reply {
             self.header(k, v);
         }
         let mut page = Vec::new();
-        if let Some(prefix) = &self.settings.errorfile_prefix {
+        if let Some(prefix) = &self.settings.errors.errorfile_prefix {
             let path = format!("{prefix}{status}.html");
             if let Ok(bytes) = std::fs::read(&path) {
                 page = bytes;

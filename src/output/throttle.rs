@@ -68,8 +68,8 @@ impl Throttle {
     /// Takes the limits of the settings an answer is made under (the
     /// counts go on: they are the connection's).
     pub fn configure(&mut self, s: &Settings) {
-        self.rate = s.conn_bytes_per_second;
-        self.scope = s.scope_rate;
+        self.rate = s.limits.conn_bytes_per_second;
+        self.scope = s.limits.scope_rate;
     }
 
     /// A backend's `X-LIGHTTPD-KBytes-per-second` (in bytes): the
@@ -151,8 +151,11 @@ mod tests {
             line,
         };
         Settings {
-            conn_bytes_per_second: u64::from(conn_kb) << 10,
-            scope_rate: ScopeRate::assigned(scope_kb, &origin),
+            limits: crate::config::Limits {
+                conn_bytes_per_second: u64::from(conn_kb) << 10,
+                scope_rate: ScopeRate::assigned(scope_kb, &origin),
+                ..Default::default()
+            },
             ..Settings::default()
         }
     }

@@ -2,9 +2,33 @@
 //! connections (each named by its slot and a generation), the backends'
 //! sockets, and a tick once a second for time-outs and log flushing. This
 //! file has the server's state and its life (start, signals, shutdown);
-//! beside it, `event` (one turn of the loop: accepting, events, the wake
-//! list), `listen` (listening sockets) and `reload` (graceful restart).
+//! beside it, `event` (one turn of the loop: events, the wake list),
+//! `accept` (taking in connections up to the limit), `listen` (listening
+//! sockets) and `reload` (graceful restart).
 
+/// Runs `$body` (which says what the connection waits for, a
+/// [`crate::conn::Drive`]) with `$conn` (a connection by slot) and a
+/// [`crate::conn::Ctx`] made of the server's disjoint fields; `None` when
+/// the slot is empty. (Defined before the files that use it.)
+macro_rules! with_conn {
+    ($server:expr, $slot:expr, |$conn:ident, $cx:ident| $body:expr) => {{
+        let s = &mut *$server;
+        match s.conns.get_mut($slot) {
+            Some($conn) => {
+                let mut $cx = Ctx {
+                    sv: &mut s.sv,
+                    pool: &mut s.pool,
+                    registry: s.poll.registry(),
+                };
+                let drive: Drive = $body;
+                Some(drive)
+            }
+            None => None,
+        }
+    }};
+}
+
+mod accept;
 mod event;
 mod handover;
 mod listen;
@@ -152,7 +176,7 @@ impl Server {
             bound_ips.push(lst.bound_ip());
         }
         let cache_dirs = config.deflate_cache_dirs();
-        let max_connections = config.global.max_connections.max(1) as usize;
+        let max_connections = config.global.limits.max_connections.max(1) as usize;
         let gateways = crate::upstream::Gateways::from_config(&config)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let auth = crate::exchange::AuthState::from_config(&config);

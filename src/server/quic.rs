@@ -30,7 +30,7 @@ pub(super) fn endpoint_specs(
     let mut specs = Vec::new();
     for (i, ctx) in contexts.iter().enumerate() {
         let Some(ctx) = ctx else { continue };
-        if !config.socket_settings(i).h3 {
+        if !config.socket_settings(i).protocols.h3 {
             continue;
         }
         let name = config.listeners.get(i).map_or("", |l| l.spec.as_str());
@@ -56,7 +56,7 @@ pub(super) fn endpoint_specs(
             listener: i,
             addr: t.local_addr()?,
             tls: ctx.quic_config(),
-            idle: Duration::from_secs(u64::from(config.global.max_read_idle.max(1))),
+            idle: Duration::from_secs(u64::from(config.global.limits.max_read_idle.max(1))),
         });
     }
     Ok(specs)

@@ -84,7 +84,7 @@ impl Server {
         }
         self.sv.ports = ports;
         self.sv.bound_ips = bound_ips;
-        self.max_connections = config.global.max_connections.max(1) as usize;
+        self.max_connections = config.global.limits.max_connections.max(1) as usize;
         self.sv.auth.reconfigure(&config);
         self.sv.webdav.open_missing(&config.webdav_db_names());
         self.reload_rrdtool(&config);

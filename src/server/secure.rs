@@ -58,7 +58,7 @@ fn spec_for(config: &Config, i: usize) -> Option<Result<(TlsSpec, Vec<String>), 
         honor_cipher_order: s.tls.honor_cipher_order,
         hosts: config.tls_hosts(i),
         // ALPN offers h2 where HTTP/2 is on (`server.h2proto`).
-        h2: config.global.h2proto,
+        h2: config.global.protocols.h2proto,
         managed,
         module: tls_module(config),
     };

@@ -258,9 +258,7 @@ fn serial_hex(serial: &[u8]) -> String {
     if start == serial.len() {
         return "0".to_string();
     }
-    let mut out = String::with_capacity(2 * (serial.len() - start));
-    crate::syntax::push_hex(&mut out, &serial[start..], crate::syntax::HEX_UPPER);
-    out
+    crate::syntax::hex_upper_string(&serial[start..])
 }
 
 /// PEM encoding of a certificate, 64 base64 characters a line.

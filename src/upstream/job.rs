@@ -159,7 +159,7 @@ impl Gateways {
         self.next_gen += 1;
         let gen = self.next_gen;
         let collecting = spec.upload.collecting();
-        let intercept = spec.settings.error_intercept && !spec.authorizer;
+        let intercept = spec.settings.errors.error_intercept && !spec.authorizer;
         let key = self.jobs.insert(Job {
             gen,
             ex,

@@ -275,9 +275,9 @@ impl Gateways {
         if self.routes.is_empty() {
             return None;
         }
-        let scgi = self.scgi_tables.get(s.scgi_scope as usize);
-        let fastcgi = self.fastcgi_tables.get(s.fastcgi_scope as usize);
-        let proxy = self.proxy_tables.get(s.proxy_scope as usize);
+        let scgi = self.scgi_tables.get(s.backends.scgi_scope as usize);
+        let fastcgi = self.fastcgi_tables.get(s.backends.fastcgi_scope as usize);
+        let proxy = self.proxy_tables.get(s.backends.proxy_scope as usize);
         let ajp13 = self.ajp13_tables.get(s.tunnel.ajp13_scope as usize);
         let ids = scgi
             .into_iter()

@@ -305,7 +305,7 @@ fn checked_request(
     let (algo, sess) = digest_algorithm(rule, key, now, &p)?;
     let mut got = [0u8; 32];
     let got = &mut got[..algo.digest_len()];
-    if super::unhex(response, got).is_none() {
+    if crate::syntax::hex_decode_into(response, got).is_none() {
         return Err(bad(format!(
             "({}): invalid format",
             String::from_utf8_lossy(response)

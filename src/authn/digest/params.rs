@@ -162,19 +162,8 @@ pub fn decode_ext_value(v: &[u8]) -> Result<String, &'static str> {
         _ => return Err("invalid \"username*\" ext-value"),
     };
     let mut raw = Vec::with_capacity(enc.len());
-    let mut i = 0;
-    while i < enc.len() {
-        if enc[i] == b'%' {
-            let mut b = [0u8; 1];
-            super::super::unhex(enc.get(i + 1..i + 3).unwrap_or(b""), &mut b)
-                .ok_or("invalid %-escape in \"username*\"")?;
-            raw.push(b[0]);
-            i += 3;
-        } else {
-            raw.push(enc[i]);
-            i += 1;
-        }
-    }
+    crate::syntax::percent_decode(enc, &mut raw, |_| false)
+        .map_err(|_| "invalid %-escape in \"username*\"")?;
     let s = if charset.eq_ignore_ascii_case(b"UTF-8") {
         String::from_utf8(raw).map_err(|_| "invalid \"username*\" invalid UTF-8")?
     } else if charset.eq_ignore_ascii_case(b"ISO-8859-1") {

@@ -247,7 +247,7 @@ fn hmac_sha256_matches_rfc_4231() {
     ];
     for (key, parts, want) in cases {
         assert_eq!(
-            crate::authn::hex(&crate::authn::hmac_sha256(key, parts)),
+            crate::syntax::hex_string(&crate::authn::hmac_sha256(key, parts)),
             *want
         );
     }

@@ -119,7 +119,10 @@ fn geo_core_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "mimetype.xattr-name",
         Value::Str(s.static_file.xattr_name.clone()),
     );
-    put("server.protocol-http11", bool_value(s.protocol_http11));
+    put(
+        "server.protocol-http11",
+        bool_value(s.protocols.protocol_http11),
+    );
 }
 
 /// An optional string option's value, if set.
@@ -133,20 +136,20 @@ fn int(n: u64) -> Value {
 
 /// The core's `server.*` options.
 fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
-    if let Some(d) = &s.document_root {
+    if let Some(d) = &s.paths.document_root {
         put(
             "server.document-root",
             Value::Str(d.to_string_lossy().into_owned()),
         );
     }
-    put("server.port", int(u64::from(s.port)));
-    if let Some(v) = opt(&s.bind) {
+    put("server.port", int(u64::from(s.listener.port)));
+    if let Some(v) = opt(&s.listener.bind) {
         put("server.bind", v);
     }
-    put("server.tag", Value::Str(s.tag.clone()));
+    put("server.tag", Value::Str(s.identity.tag.clone()));
     for (k, o) in [
-        ("server.name", &s.server_name),
-        ("server.errorlog", &s.errorlog),
+        ("server.name", &s.identity.server_name),
+        ("server.errorlog", &s.error_log.file),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);
@@ -154,35 +157,41 @@ fn server_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     }
     put("server.modules", list_value(&s.modules));
     for (k, n) in [
-        ("server.max-keep-alive-requests", s.max_keep_alive_requests),
-        ("server.max-keep-alive-idle", s.max_keep_alive_idle),
-        ("server.max-read-idle", s.max_read_idle),
-        ("server.max-write-idle", s.max_write_idle),
-        ("server.max-connections", s.max_connections),
-        ("server.max-fds", s.max_fds),
+        (
+            "server.max-keep-alive-requests",
+            s.limits.max_keep_alive_requests,
+        ),
+        ("server.max-keep-alive-idle", s.limits.max_keep_alive_idle),
+        ("server.max-read-idle", s.limits.max_read_idle),
+        ("server.max-write-idle", s.limits.max_write_idle),
+        ("server.max-connections", s.limits.max_connections),
+        ("server.max-fds", s.limits.max_fds),
     ] {
         put(k, int(u64::from(n)));
     }
-    put("server.max-request-size", int(s.max_request_size_kb));
+    put("server.max-request-size", int(s.limits.max_request_size_kb));
     put(
         "server.max-request-field-size",
-        int(u64::from(s.max_request_field_size)),
+        int(u64::from(s.limits.max_request_field_size)),
     );
-    put("server.h2proto", bool_value(s.h2proto));
-    put("server.h2c", bool_value(s.h2c));
-    put("server.follow-symlink", bool_value(s.follow_symlink));
-    put("server.range-requests", bool_value(s.range_requests));
-    put("server.error-intercept", bool_value(s.error_intercept));
+    put("server.h2proto", bool_value(s.protocols.h2proto));
+    put("server.h2c", bool_value(s.protocols.h2c));
+    put("server.follow-symlink", bool_value(s.files.follow_symlink));
+    put("server.range-requests", bool_value(s.files.range_requests));
+    put(
+        "server.error-intercept",
+        bool_value(s.errors.error_intercept),
+    );
     put(
         "connection.kbytes-per-second",
-        int(s.conn_bytes_per_second >> 10),
+        int(s.limits.conn_bytes_per_second >> 10),
     );
-    if let Some(r) = s.scope_rate {
+    if let Some(r) = s.limits.scope_rate {
         put("server.kbytes-per-second", int(r.bytes_per_second >> 10));
     }
     for (k, o) in [
-        ("server.errorfile-prefix", &s.errorfile_prefix),
-        ("server.error-handler-404", &s.error_handler_404),
+        ("server.errorfile-prefix", &s.errors.errorfile_prefix),
+        ("server.error-handler-404", &s.errors.error_handler_404),
     ] {
         if let Some(v) = opt(o) {
             put(k, v);
@@ -198,8 +207,8 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "dir-listing.hide-dotfiles",
         bool_value(s.dir_listing.hide_dotfiles),
     );
-    put("index-file.names", list_value(&s.index_file_names));
-    put("mimetype.assign", pairs_value(&s.mimetype_assign));
+    put("index-file.names", list_value(&s.files.index_file_names));
+    put("mimetype.assign", pairs_value(&s.files.mimetype_assign));
     put(
         "static-file.exclude-extensions",
         list_value(&s.static_file.exclude_extensions),
@@ -220,9 +229,9 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     put("url.access-allow", list_value(&s.access.allow));
     put(
         "server.force-lowercase-filenames",
-        bool_value(s.force_lowercase_filenames),
+        bool_value(s.files.force_lowercase_filenames),
     );
-    if let Some(v) = opt(&s.error_handler) {
+    if let Some(v) = opt(&s.errors.error_handler) {
         put("server.error-handler", v);
     }
     put("dir-listing.exclude", list_value(&s.dir_listing.exclude));
@@ -247,7 +256,7 @@ fn static_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         put("server.socket-perms", Value::Str(format!("{m:04o}")));
     }
     put("server.defer-accept", bool_value(s.listener.defer_accept));
-    put("glint.h3", bool_value(s.h3));
+    put("glint.h3", bool_value(s.protocols.h3));
 }
 
 /// Headers, expiry, redirects and rewrites, virtual hosts, the daemon's
@@ -322,10 +331,10 @@ fn module_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     if s.status.no_sort {
         put("status.enable-sort", bool_value(false));
     }
-    if let Some(v) = &s.scgi_server {
+    if let Some(v) = &s.backends.scgi_server {
         put("scgi.server", v.clone());
     }
-    if let Some(v) = &s.fastcgi_server {
+    if let Some(v) = &s.backends.fastcgi_server {
         put("fastcgi.server", v.clone());
     }
 }
@@ -373,7 +382,7 @@ fn auth_forward_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         pairs_value(&s.rewrite.repeat_if_not_file),
     );
     for (k, p) in [
-        ("alias.url", &s.alias_url),
+        ("alias.url", &s.paths.alias_url),
         ("setenv.add-request-header", &s.setenv.add_request_header),
         ("setenv.set-request-header", &s.setenv.set_request_header),
         ("setenv.add-environment", &s.setenv.add_environment),
@@ -391,7 +400,7 @@ fn userdir_proxy_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
     for (k, o) in [
         ("userdir.path", &s.userdir.path),
         ("userdir.basepath", &s.userdir.basepath),
-        ("evhost.path-pattern", &s.evhost_path_pattern),
+        ("evhost.path-pattern", &s.paths.evhost_path_pattern),
         ("dir-listing.encoding", &s.dir_listing.encoding),
         ("dir-listing.external-css", &s.dir_listing.external_css),
         ("dir-listing.external-js", &s.dir_listing.external_js),
@@ -429,7 +438,7 @@ fn userdir_proxy_entries(s: &Settings, put: &mut dyn FnMut(&str, Value)) {
         "extforward.hap-PROXY-ssl-client-verify",
         bool_value(s.extforward_options.hap_proxy_ssl_client_verify),
     );
-    if let Some(v) = &s.proxy_server {
+    if let Some(v) = &s.backends.proxy_server {
         put("proxy.server", v.clone());
     }
 }

@@ -8,7 +8,9 @@ pub(super) mod tls_lines;
 mod values;
 mod webdav;
 
-use super::settings::{Origin, ScopeRate, Settings};
+use super::limits::ScopeRate;
+use super::origin::Origin;
+use super::settings::Settings;
 use super::value::Value;
 use crate::authn::require::{parse_backend, parse_require, BackendKind, Method};
 use crate::forwarded::options::{parse_headers, parse_params, ExtForward, Trust};
@@ -210,30 +212,30 @@ fn apply_server(
     match key {
         "server.document-root" => {
             s.set_document_root(Some(PathBuf::from(string(v)?)));
-            s.document_root_origin = Some(origin.clone());
+            s.paths.document_root_origin = Some(origin.clone());
         }
-        "server.port" => s.port = uint16(v)?,
-        "server.bind" => s.bind = Some(string(v)?),
-        "server.tag" => s.tag = string(v)?,
-        "server.name" => s.server_name = Some(string(v)?),
-        "server.errorlog" => s.errorlog = Some(string(v)?),
+        "server.port" => s.listener.port = uint16(v)?,
+        "server.bind" => s.listener.bind = Some(string(v)?),
+        "server.tag" => s.identity.tag = string(v)?,
+        "server.name" => s.identity.server_name = Some(string(v)?),
+        "server.errorlog" => s.error_log.file = Some(string(v)?),
         "server.modules" => s.modules = list(v)?,
-        "server.max-keep-alive-requests" => s.max_keep_alive_requests = uint32(v)?,
-        "server.max-keep-alive-idle" => s.max_keep_alive_idle = uint32(v)?,
-        "server.max-read-idle" => s.max_read_idle = uint32(v)?,
-        "server.max-write-idle" => s.max_write_idle = uint32(v)?,
-        "server.max-connections" => s.max_connections = uint32(v)?,
-        "server.max-fds" => s.max_fds = uint32(v)?,
-        "server.max-request-size" => s.max_request_size_kb = integer(v, u64::MAX)?,
-        "server.max-request-field-size" => s.max_request_field_size = uint32(v)?,
-        "server.follow-symlink" => s.follow_symlink = boolean(v)?,
-        "server.range-requests" => s.range_requests = boolean(v)?,
-        "server.errorfile-prefix" => s.errorfile_prefix = Some(string(v)?),
-        "server.error-handler-404" => s.error_handler_404 = Some(string(v)?),
+        "server.max-keep-alive-requests" => s.limits.max_keep_alive_requests = uint32(v)?,
+        "server.max-keep-alive-idle" => s.limits.max_keep_alive_idle = uint32(v)?,
+        "server.max-read-idle" => s.limits.max_read_idle = uint32(v)?,
+        "server.max-write-idle" => s.limits.max_write_idle = uint32(v)?,
+        "server.max-connections" => s.limits.max_connections = uint32(v)?,
+        "server.max-fds" => s.limits.max_fds = uint32(v)?,
+        "server.max-request-size" => s.limits.max_request_size_kb = integer(v, u64::MAX)?,
+        "server.max-request-field-size" => s.limits.max_request_field_size = uint32(v)?,
+        "server.follow-symlink" => s.files.follow_symlink = boolean(v)?,
+        "server.range-requests" => s.files.range_requests = boolean(v)?,
+        "server.errorfile-prefix" => s.errors.errorfile_prefix = Some(string(v)?),
+        "server.error-handler-404" => s.errors.error_handler_404 = Some(string(v)?),
         "server.dir-listing" | "dir-listing.activate" => s.dir_listing.activate = boolean(v)?,
         "dir-listing.hide-dotfiles" => s.dir_listing.hide_dotfiles = boolean(v)?,
-        "index-file.names" | "server.indexfiles" => s.index_file_names = list(v)?,
-        "mimetype.assign" => s.mimetype_assign = pairs(v)?,
+        "index-file.names" | "server.indexfiles" => s.files.index_file_names = list(v)?,
+        "mimetype.assign" => s.files.mimetype_assign = pairs(v)?,
         "static-file.exclude-extensions" => s.static_file.exclude_extensions = list(v)?,
         "static-file.etags" => s.static_file.etags = boolean(v)?,
         "etag.use-inode" => s.static_file.use_inode = boolean(v)?,
@@ -244,17 +246,17 @@ fn apply_server(
         "accesslog.escaping" => s.accesslog.escaping_json = string(v)? == "json",
         "accesslog.use-syslog" => s.accesslog.use_syslog = boolean(v)?,
         "accesslog.syslog-level" => s.accesslog.syslog_level = integer(v, 7)? as u8,
-        "server.errorlog-use-syslog" => s.errorlog_use_syslog = boolean(v)?,
-        "server.syslog-facility" => s.syslog_facility = Some(string(v)?),
+        "server.errorlog-use-syslog" => s.error_log.use_syslog = boolean(v)?,
+        "server.syslog-facility" => s.error_log.syslog_facility = Some(string(v)?),
         "url.access-deny" => s.access.deny = list(v)?,
         "url.access-allow" => s.access.allow = list(v)?,
-        "server.force-lowercase-filenames" => s.force_lowercase_filenames = boolean(v)?,
-        "server.error-handler" => s.error_handler = Some(string(v)?),
-        "server.error-intercept" => s.error_intercept = boolean(v)?,
+        "server.force-lowercase-filenames" => s.files.force_lowercase_filenames = boolean(v)?,
+        "server.error-handler" => s.errors.error_handler = Some(string(v)?),
+        "server.error-intercept" => s.errors.error_intercept = boolean(v)?,
         "connection.kbytes-per-second" => {
-            s.conn_bytes_per_second = u64::from(uint16(v)?) << 10;
+            s.limits.conn_bytes_per_second = u64::from(uint16(v)?) << 10;
         }
-        "server.kbytes-per-second" => s.scope_rate = ScopeRate::assigned(uint16(v)?, origin),
+        "server.kbytes-per-second" => s.limits.scope_rate = ScopeRate::assigned(uint16(v)?, origin),
         "dir-listing.exclude" => s.dir_listing.exclude = regex_list(v)?,
         "dir-listing.hide-readme-file" => s.dir_listing.hide_readme_file = boolean(v)?,
         "dir-listing.hide-header-file" => s.dir_listing.hide_header_file = boolean(v)?,
@@ -264,14 +266,14 @@ fn apply_server(
                 n => n as u32,
             }
         }
-        "server.h2proto" => s.h2proto = boolean(v)?,
-        "server.h2c" => s.h2c = boolean(v)?,
+        "server.h2proto" => s.protocols.h2proto = boolean(v)?,
+        "server.h2c" => s.protocols.h2c = boolean(v)?,
         "server.use-ipv6" => s.listener.use_ipv6 = boolean(v)?,
         "server.set-v6only" => s.listener.set_v6only = boolean(v)?,
         "server.v4mapped" => s.listener.v4mapped = Some(boolean(v)?),
         "server.socket-perms" => s.listener.socket_perms = Some(octal_mode(v)?),
         "server.defer-accept" => s.listener.defer_accept = boolean(v)?,
-        "glint.h3" => s.h3 = boolean(v)?,
+        "glint.h3" => s.protocols.h3 = boolean(v)?,
         // (Blank: no database, as lighttpd takes it.)
         "rrdtool.db-name" => s.rrdtool_db = Some(string(v)?).filter(|d| !d.trim().is_empty()),
         _ => return Ok(None),
@@ -287,12 +289,12 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
             super::support::feature_flags(v)?;
             s.tls.session_cache = feature_flag(v, "ssl.session-cache")?.unwrap_or(false);
             if let Some(on) = feature_flag(v, "server.h2proto")? {
-                s.h2proto = on;
+                s.protocols.h2proto = on;
             }
             if let Some(on) = feature_flag(v, "server.h2c")? {
-                s.h2c = on;
+                s.protocols.h2c = on;
             }
-            s.absolute_dir_redirect =
+            s.identity.absolute_dir_redirect =
                 feature_flag(v, "server.absolute-dir-redirect")?.unwrap_or(false);
             s.keep_raw(key, v);
         }
@@ -332,8 +334,8 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
         "status.config-url" => s.status.config_url = Some(string(v)?),
         "status.enable-sort" => s.status.no_sort = !boolean(v)?,
         "glint.metrics-url" => s.status.metrics_url = Some(string(v)?),
-        "scgi.server" => s.scgi_server = Some(array(v)?),
-        "fastcgi.server" => s.fastcgi_server = Some(array(v)?),
+        "scgi.server" => s.backends.scgi_server = Some(array(v)?),
+        "fastcgi.server" => s.backends.fastcgi_server = Some(array(v)?),
         "scgi.protocol" => match v {
             Value::Str(p) if p == "scgi" || p == "uwsgi" => {
                 s.gateway.set(key, Some(p));
@@ -392,7 +394,7 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
         "setenv.set-request-header" => s.setenv.set_request_header = header_pairs(v)?,
         "setenv.add-environment" => s.setenv.add_environment = pairs(v)?,
         "setenv.set-environment" => s.setenv.set_environment = pairs(v)?,
-        "alias.url" => s.alias_url = alias_url(v)?,
+        "alias.url" => s.paths.alias_url = alias_url(v)?,
         "userdir.path" => s.userdir.path = Some(string(v)?),
         "userdir.basepath" => {
             s.userdir.basepath = Some(string(v)?).filter(|b| !b.trim().is_empty())
@@ -401,7 +403,7 @@ fn apply_auth_forward(s: &mut Settings, key: &str, v: &Value) -> Result<Option<A
         "userdir.include-user" => s.userdir.include_user = Some(list(v)?),
         "userdir.letterhomes" => s.userdir.letterhomes = boolean(v)?,
         "userdir.active" => s.userdir.active = boolean(v)?,
-        "evhost.path-pattern" => s.evhost_path_pattern = Some(string(v)?),
+        "evhost.path-pattern" => s.paths.evhost_path_pattern = Some(string(v)?),
         "dir-listing.encoding" => s.dir_listing.encoding = nonblank(v)?,
         "dir-listing.external-css" => s.dir_listing.external_css = nonblank(v)?,
         "dir-listing.external-js" => s.dir_listing.external_js = nonblank(v)?,
@@ -426,7 +428,7 @@ fn apply_proxy_cgi(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appl
         "proxy.server" => {
             // Checked whole now, so that a request never meets a bad one.
             crate::httpup::options::parse_servers(&conf_value(v))?;
-            s.proxy_server = Some(array(v)?);
+            s.backends.proxy_server = Some(array(v)?);
         }
         "proxy.balance" => {
             crate::httpup::options::parse_balance(&conf_value(v))?;
@@ -494,7 +496,7 @@ fn apply_geo_core(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Appli
         "mimetype.use-xattr" => s.static_file.use_xattr = boolean(v)?,
         // (As lighttpd, a blank name is taken as it is: no attribute has it.)
         "mimetype.xattr-name" => s.static_file.xattr_name = string(v)?,
-        "server.protocol-http11" => s.protocol_http11 = boolean(v)?,
+        "server.protocol-http11" => s.protocols.protocol_http11 = boolean(v)?,
         _ => return Ok(None),
     }
     Ok(Some(Applied::Known))

@@ -101,8 +101,7 @@ impl Session {
             self.chunk.extend_from_slice(b"0\r\n\r\n");
         } else {
             self.chunk.clear();
-            self.chunk
-                .extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+            crate::httpup::chunked::write_chunk_header(body.len(), &mut self.chunk);
             self.chunk.extend_from_slice(body);
             self.chunk.extend_from_slice(b"\r\n");
         }

@@ -11,7 +11,7 @@ use crate::proto::h2::conn::{Connection as Core, PREFACE};
 impl Connection {
     /// Whether this connection's first bytes (or its ALPN) ask for HTTP/2.
     pub(in crate::conn) fn h2_start(&self, pending: &[u8], sv: &Services) -> Start {
-        if !sv.config.global.h2proto {
+        if !sv.config.global.protocols.h2proto {
             return Start::H1;
         }
         if let Some(tls) = self.tls.as_deref() {

@@ -45,8 +45,8 @@ impl FieldBuf {
     pub fn start(&mut self, settings: &Settings, date: &[u8]) {
         self.clear();
         self.push(b"date", date);
-        if !settings.tag.is_empty() {
-            self.push(b"server", settings.tag.as_bytes());
+        if !settings.identity.tag.is_empty() {
+            self.push(b"server", settings.identity.tag.as_bytes());
         }
     }
 
@@ -62,8 +62,8 @@ impl FieldBuf {
         if !has_field(headers, "date") {
             self.push(b"date", date);
         }
-        if !settings.tag.is_empty() && !has_field(headers, "server") {
-            self.push(b"server", settings.tag.as_bytes());
+        if !settings.identity.tag.is_empty() && !has_field(headers, "server") {
+            self.push(b"server", settings.identity.tag.as_bytes());
         }
     }
 
@@ -200,7 +200,10 @@ mod tests {
     #[test]
     fn reply_lines_become_lowercase_fields() {
         let s = Settings {
-            tag: "glint/test".into(),
+            identity: crate::config::Identity {
+                tag: "glint/test".into(),
+                ..Default::default()
+            },
             setenv: crate::config::SetEnv {
                 add_response_header: vec![("X-Added".into(), "1".into())],
                 ..Settings::default().setenv

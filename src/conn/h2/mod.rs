@@ -168,7 +168,7 @@ pub(super) enum Start {
 /// bounds the decoded header list, with 32 bytes per field of the 64 a
 /// request may carry (HPACK's per-field overhead), as for HTTP/1's head.
 fn core_config(sv: &Services) -> Config {
-    let field_size = sv.config.global.max_request_field_size as usize;
+    let field_size = sv.config.global.limits.max_request_field_size as usize;
     let list = field_size + 32 * MAX_HEADERS;
     Config {
         max_header_list_size: list.clamp(4096, 1 << 20) as u32,

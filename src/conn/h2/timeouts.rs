@@ -13,7 +13,8 @@ impl Session {
         let g = std::rc::Rc::clone(&io.sv.config.global);
         if self.core.awaits_settings_ack()
             && self.core.wants_read()
-            && now.saturating_sub(self.since) >= SETTINGS_ACK_SECS.min(g.max_read_idle as u64)
+            && now.saturating_sub(self.since)
+                >= SETTINGS_ACK_SECS.min(g.limits.max_read_idle as u64)
         {
             log::debug!(
                 "HTTP/2 client {:?} never acknowledged SETTINGS",
@@ -32,7 +33,7 @@ impl Session {
         }
         if !out_pending {
             self.last_write = now;
-        } else if now.saturating_sub(self.last_write) >= g.max_write_idle as u64 {
+        } else if now.saturating_sub(self.last_write) >= g.limits.max_write_idle as u64 {
             // The client stopped reading the socket.
             log::debug!("HTTP/2 client {:?} stopped reading", io.info.peer);
             return false;
@@ -41,7 +42,7 @@ impl Session {
         for (&s, t) in self.tasks.iter_mut() {
             if !t.wants_to_send() {
                 t.last_sent = now;
-            } else if now.saturating_sub(t.last_sent) >= g.max_write_idle as u64 {
+            } else if now.saturating_sub(t.last_sent) >= g.limits.max_write_idle as u64 {
                 // A client that never opens the stream's (or the
                 // connection's) window.
                 reset.push(s);
@@ -49,7 +50,7 @@ impl Session {
             }
             // Body bytes a backend waits for: the client's read time-out.
             let waits_body = !t.body.done && matches!(t.body.use_, stream::Use::Feed);
-            if waits_body && now.saturating_sub(t.last_recv) >= g.max_read_idle as u64 {
+            if waits_body && now.saturating_sub(t.last_recv) >= g.limits.max_read_idle as u64 {
                 reset.push(s);
             }
         }
@@ -61,10 +62,10 @@ impl Session {
         }
         // A body dropped after its answer, whose client stopped sending:
         // the client's read time-out, as for a body a backend waits for.
-        self.core.age_drains(g.max_read_idle);
+        self.core.age_drains(g.limits.max_read_idle);
         if self.open() > 0 {
             self.idle_since = now;
-        } else if now.saturating_sub(self.idle_since) >= g.max_keep_alive_idle as u64 {
+        } else if now.saturating_sub(self.idle_since) >= g.limits.max_keep_alive_idle as u64 {
             // Idle: GOAWAY, and the connection closes once it is written.
             self.core.shutdown();
         }

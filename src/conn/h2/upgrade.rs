@@ -55,7 +55,7 @@ impl Connection {
     /// False when the request is to be answered as HTTP/1.1.
     pub(in crate::conn) fn upgrade_h2c(&mut self, req: &Request<'_, '_>, cx: &mut Ctx<'_>) -> bool {
         let g = &cx.sv.config.global;
-        if !(g.h2proto && g.h2c) || self.tls.is_some() {
+        if !(g.protocols.h2proto && g.protocols.h2c) || self.tls.is_some() {
             return false;
         }
         let Some(settings) = upgrade_settings(req) else {

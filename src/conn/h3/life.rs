@@ -71,7 +71,7 @@ impl Session {
         let g = Rc::clone(&io.sv.config.global);
         if !self.reqs.is_empty() {
             self.idle_since = now;
-        } else if now.saturating_sub(self.idle_since) >= g.max_keep_alive_idle as u64
+        } else if now.saturating_sub(self.idle_since) >= g.limits.max_keep_alive_idle as u64
             && !conn.is_handshaking()
         {
             self.goaway(conn);
@@ -81,12 +81,12 @@ impl Session {
             let Some(t) = r.task.as_mut() else { continue };
             if !t.wants_to_send() && r.out_at >= r.out.len() {
                 t.last_sent = now;
-            } else if now.saturating_sub(t.last_sent) >= g.max_write_idle as u64 {
+            } else if now.saturating_sub(t.last_sent) >= g.limits.max_write_idle as u64 {
                 late.push(id);
                 continue;
             }
             let waits_body = !t.body.done && matches!(t.body.use_, Use::Feed);
-            if waits_body && now.saturating_sub(t.last_recv) >= g.max_read_idle as u64 {
+            if waits_body && now.saturating_sub(t.last_recv) >= g.limits.max_read_idle as u64 {
                 late.push(id);
             }
         }

@@ -121,7 +121,7 @@ impl Session {
     }
 
     fn limits(sv: &Services) -> Limits {
-        let field_size = sv.config.global.max_request_field_size as usize;
+        let field_size = sv.config.global.limits.max_request_field_size as usize;
         let list = (field_size + 32 * MAX_HEADERS).clamp(4096, 1 << 20);
         Limits {
             max_field_section: list,

@@ -203,7 +203,7 @@ impl Session {
                     task.body.terminated = true;
                     chunk.extend_from_slice(b"0\r\n\r\n");
                 } else {
-                    chunk.extend_from_slice(format!("{:x}\r\n", req.body.len()).as_bytes());
+                    crate::httpup::chunked::write_chunk_header(req.body.len(), &mut chunk);
                     chunk.extend_from_slice(&req.body);
                     chunk.extend_from_slice(b"\r\n");
                 }

@@ -20,7 +20,7 @@ pub(super) struct Found {
 /// Resolves `t` as included from `doc`; `None` (logged) when the path is
 /// not UTF-8 once decoded or names a symlink that may not be followed.
 pub(super) fn resolve(page: &Page<'_>, doc: &Doc, t: &Target<'_>) -> Option<Found> {
-    let lc = page.settings.force_lowercase_filenames;
+    let lc = page.settings.files.force_lowercase_filenames;
     let found = match *t {
         Target::File(f) => {
             let rel = simplify(&decode(f)?);
@@ -46,7 +46,7 @@ pub(super) fn resolve(page: &Page<'_>, doc: &Doc, t: &Target<'_>) -> Option<Foun
             }
         }
     };
-    if !page.settings.follow_symlink && symlink_below(&found.physical, page.docroot) {
+    if !page.settings.files.follow_symlink && symlink_below(&found.physical, page.docroot) {
         log::error!(
             "ssi: {} has a symlink on its way, not followed",
             found.physical
@@ -104,20 +104,7 @@ fn join(a: &str, b: &str) -> String {
 /// stays); `None` (logged) when the result is not UTF-8.
 fn decode(raw: &[u8]) -> Option<String> {
     let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let hex = |j: usize| raw.get(j).copied().and_then(crate::syntax::hex_value);
-        match (raw[i], hex(i + 1), hex(i + 2)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push(h << 4 | l);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
+    crate::syntax::percent_decode_lenient(raw, &mut out);
     match String::from_utf8(out) {
         Ok(s) if !s.contains('\0') => Some(s),
         Ok(s) => Some(s[..s.find('\0').unwrap_or(s.len())].to_string()),

@@ -228,7 +228,7 @@ impl<'p> Run<'p> {
             );
             return;
         }
-        let Some((f, meta)) = open(&found.physical, self.page.settings.follow_symlink) else {
+        let Some((f, meta)) = open(&found.physical, self.page.settings.files.follow_symlink) else {
             return;
         };
         match cmd {

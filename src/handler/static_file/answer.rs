@@ -78,7 +78,7 @@ pub(super) fn serve_file(
     if precondition_failed(&cond, etag, v) {
         return r.error(412);
     }
-    let has_range = s.range_requests && req.method == Method::Get && cond.range.is_some();
+    let has_range = s.files.range_requests && req.method == Method::Get && cond.range.is_some();
     let (form, vary) = if s.deflate.enabled() || !s.deflate.precompressed.is_empty() {
         r.encoding_decided = true;
         choose_form(req, s, of, fs_path, dz, has_range)
@@ -250,7 +250,7 @@ fn ranges_asked(
     v: &Validators,
     len: u64,
 ) -> RangeRequest {
-    if !(s.range_requests && req.method == Method::Get) {
+    if !(s.files.range_requests && req.method == Method::Get) {
         return RangeRequest::Ignore;
     }
     let Some(h) = cond.range else {

@@ -16,7 +16,7 @@ use crate::syntax;
 pub(super) fn open(path: &str, s: &Settings, root: &str) -> Result<(File, std::fs::Metadata), u16> {
     // O_NONBLOCK: opening a FIFO must not stall the event loop.
     let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
-    if !s.follow_symlink {
+    if !s.files.follow_symlink {
         flags |= libc::O_NOFOLLOW;
     }
     let file = OpenOptions::new()
@@ -25,7 +25,7 @@ pub(super) fn open(path: &str, s: &Settings, root: &str) -> Result<(File, std::f
         .open(path)
         .map_err(|e| open_error_status(&e))?;
     let meta = file.metadata().map_err(|_| 500u16)?;
-    if !s.follow_symlink && is_symlink_below(path, root) {
+    if !s.files.follow_symlink && is_symlink_below(path, root) {
         return Err(403);
     }
     Ok((file, meta))
@@ -105,7 +105,7 @@ pub(super) fn redirect_to_dir(req: &StaticRequest<'_>, r: &mut Reply) {
     let mut loc = Vec::with_capacity(req.path.len() * 3 + req.query.len() + 4);
     // The feature flag `server.absolute-dir-redirect`: scheme and host
     // first (a request without a Host gets the relative form).
-    if r.settings.absolute_dir_redirect && !req.host.is_empty() {
+    if r.settings.identity.absolute_dir_redirect && !req.host.is_empty() {
         loc.extend_from_slice(req.scheme.as_bytes());
         loc.extend_from_slice(b"://");
         loc.extend_from_slice(req.host);

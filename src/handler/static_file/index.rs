@@ -23,7 +23,7 @@ pub fn find_index(
     out: &mut String,
 ) -> bool {
     out.clear();
-    if s.index_file_names.is_empty() {
+    if s.files.index_file_names.is_empty() {
         return false;
     }
     // The directory's file system path, built in `out` for the cache
@@ -50,7 +50,7 @@ pub fn find_index(
     }
     let dir = std::mem::take(out);
     let found = match open(&dir, s, root) {
-        Ok((_, m)) if m.is_dir() => s.index_file_names.iter().find_map(|name| {
+        Ok((_, m)) if m.is_dir() => s.files.index_file_names.iter().find_map(|name| {
             let (url, fs) = match name.strip_prefix('/') {
                 Some(abs) => {
                     let mut fs = root.trim_end_matches('/').to_string();
@@ -68,7 +68,7 @@ pub fn find_index(
         }),
         _ => return false,
     };
-    if s.follow_symlink {
+    if s.files.follow_symlink {
         cache.put_index(&dir, settings_id, now, found.clone());
     }
     match found {

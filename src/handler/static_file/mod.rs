@@ -93,7 +93,7 @@ pub fn serve(
     scratch.push_str(root.trim_end_matches('/'));
     push_rel_path(scratch, req.fs_rel, s);
     // Symlink checks walk the path each time; only the default setting is cached.
-    let cacheable = s.follow_symlink;
+    let cacheable = s.files.follow_symlink;
     let settings_id = s.stamp.get();
     if cacheable {
         if let Some(e) = cache.get(scratch, settings_id, req.mono) {
@@ -165,7 +165,7 @@ pub fn excluded(path: &str, s: &Settings) -> bool {
     // path in lower case: a suffix matches in any case (`/image.JPG` is
     // `image.jpg`), as lighttpd checks the lowercased physical path.
     s.static_file.exclude_extensions.iter().any(|suffix| {
-        if s.force_lowercase_filenames {
+        if s.files.force_lowercase_filenames {
             path.len() >= suffix.len()
                 && path.is_char_boundary(path.len() - suffix.len())
                 && path[path.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
@@ -178,7 +178,7 @@ pub fn excluded(path: &str, s: &Settings) -> bool {
 /// Appends the file system form of URL path `path` to `out`: lowercased
 /// under `server.force-lowercase-filenames`.
 fn push_rel_path(out: &mut String, path: &str, s: &Settings) {
-    if s.force_lowercase_filenames {
+    if s.files.force_lowercase_filenames {
         out.extend(path.chars().flat_map(char::to_lowercase));
     } else {
         out.push_str(path);

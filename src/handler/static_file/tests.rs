@@ -41,7 +41,7 @@ fn mime_types() {
     for (p, want) in cases {
         assert_eq!(content_type(p, &s), want, "{p}");
     }
-    s.mimetype_assign = vec![
+    s.files.mimetype_assign = vec![
         (".html".into(), "text/x-custom".into()),
         (".tar.gz".into(), "application/x-tgz".into()),
         (".gz".into(), "application/gzip".into()),
@@ -63,13 +63,13 @@ fn a_new_configuration_never_meets_the_old_ones_cached_answers() {
     let mut cache = super::FileCache::default();
     let mut out = String::new();
     let mut old = Box::new(Settings::default());
-    old.index_file_names = vec!["index.html".into()];
+    old.files.index_file_names = vec!["index.html".into()];
     let old_addr = &*old as *const Settings as usize;
     let found = super::find_index(&root, "/", "/", &old, &mut cache, 1, &mut out);
     assert!(found && out == "/index.html", "{found} {out:?}");
     drop(old);
     let mut new = Box::new(Settings::default());
-    new.index_file_names = vec!["default.htm".into()];
+    new.files.index_file_names = vec!["default.htm".into()];
     let reused = &*new as *const Settings as usize == old_addr;
     let found = super::find_index(&root, "/", "/", &new, &mut cache, 1, &mut out);
     let _ = std::fs::remove_dir_all(&dir);

@@ -75,7 +75,7 @@ pub fn render(v: &View<'_>) -> String {
         "glint_connection_limit",
         "gauge",
         "server.max-connections.",
-        f64::from(v.config.global.max_connections),
+        f64::from(v.config.global.limits.max_connections),
     );
     m.one(
         "glint_connection_limit_reached_total",

@@ -37,7 +37,7 @@ impl View<'_> {
     /// (lighttpd's BusyServers and IdleServers).
     fn busy_idle(&self) -> (u64, u64) {
         let busy = self.board.rows().count() as u64;
-        let max = u64::from(self.config.global.max_connections.max(1));
+        let max = u64::from(self.config.global.limits.max_connections.max(1));
         (busy, max.saturating_sub(busy))
     }
 }
@@ -75,7 +75,7 @@ pub fn serve(path: &str, query: &str, r: &mut Reply, v: &View<'_>) -> bool {
             let refresh = query
                 .strip_prefix("refresh=")
                 .and_then(|n| n.parse::<u64>().ok());
-            let page = html::page(v, !s.no_sort, refresh, &settings.tag);
+            let page = html::page(v, !s.no_sort, refresh, &settings.identity.tag);
             send(r, b"text/html; charset=utf-8", &page);
         }
         return true;

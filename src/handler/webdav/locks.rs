@@ -402,7 +402,7 @@ fn new_token() -> String {
     }
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let h = crate::syntax::hex_string(&b);
     format!(
         "urn:uuid:{}-{}-{}-{}-{}",
         &h[..8],

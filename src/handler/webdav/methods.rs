@@ -51,7 +51,7 @@ pub fn delete(cx: &Ctx) -> Answer {
             return Answer::error(400);
         }
         let mut errors = String::new();
-        let lc = cx.settings.force_lowercase_filenames;
+        let lc = cx.settings.files.force_lowercase_filenames;
         if fsops::delete_dir(st, &p, lc, &mut errors) {
             if let Some(st) = st {
                 if let Err(e) = st.locks_delete_col(&p.rel) {
@@ -112,7 +112,7 @@ pub fn destination_rel(cx: &Ctx) -> Result<String, Answer> {
     if crate::path::normalize(path, &mut Vec::new(), &mut rel).is_err() || rel.is_empty() {
         return Err(Answer::error(400));
     }
-    if cx.settings.force_lowercase_filenames {
+    if cx.settings.files.force_lowercase_filenames {
         rel = rel.to_lowercase();
     }
     Ok(rel)
@@ -158,7 +158,7 @@ fn copymove_inner(cx: &Ctx) -> Result<Answer, Answer> {
         rename: moving,
         link: !moving && (!o.unsafe_partial_put || o.partial_put_copy_modify),
         moving,
-        lowercase: cx.settings.force_lowercase_filenames,
+        lowercase: cx.settings.files.force_lowercase_filenames,
     };
     if let Some(h) = cx.header("overwrite") {
         match h.as_bytes() {

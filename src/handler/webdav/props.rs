@@ -256,7 +256,7 @@ impl Walk {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         let mut child_rel = rel.clone();
-        if cx.settings.force_lowercase_filenames {
+        if cx.settings.files.force_lowercase_filenames {
             child_rel.push_str(&name.to_lowercase());
         } else {
             child_rel.push_str(&name);
@@ -440,6 +440,7 @@ fn live(cx: &Ctx, i: usize, path: &str, meta: &Metadata, out: &mut String) -> bo
             // `mimetype.assign` alone, as lighttpd: no type, no property.
             let s = &cx.settings;
             let Some((_, t)) = s
+                .files
                 .mimetype_assign
                 .iter()
                 .filter(|(suffix, _)| path.ends_with(suffix.as_str()))

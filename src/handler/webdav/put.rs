@@ -183,7 +183,7 @@ impl Put {
     /// just decoded.
     fn over_limit(&mut self) -> bool {
         self.written += self.plain.len() as u64;
-        let kb = self.cx.settings.max_request_size_kb;
+        let kb = self.cx.settings.limits.max_request_size_kb;
         kb > 0 && self.written > kb.saturating_mul(1024)
     }
 

@@ -153,7 +153,7 @@ impl Ctx {
     /// With `server.follow-symlink` off, a symlink on the path below its
     /// base refuses the request, as it refuses a GET.
     pub fn symlink_refused(&self) -> bool {
-        !self.settings.follow_symlink && symlink_below(&self.path, &self.base)
+        !self.settings.files.follow_symlink && symlink_below(&self.path, &self.base)
     }
 
     /// The lock owner: the authenticated user, or "" without one.

@@ -82,14 +82,11 @@ impl Decoder {
                         _ => {
                             let digits = line.split(|&c| c == b';').next().unwrap_or(b"");
                             let digits = crate::msg::request::trim_ows(digits);
-                            if digits.is_empty()
-                                || digits.len() > 15
-                                || !digits.iter().all(u8::is_ascii_hexdigit)
-                            {
+                            if digits.len() > 15 || !crate::syntax::is_hex(digits) {
                                 return Err("invalid chunk size");
                             }
                             let n = digits.iter().fold(0u64, |acc, &d| {
-                                acc * 16 + (d as char).to_digit(16).unwrap_or(0) as u64
+                                acc * 16 + u64::from(crate::syntax::hex_value(d).unwrap_or(0))
                             });
                             self.state = if n == 0 {
                                 State::Trailer

@@ -70,9 +70,9 @@ pub fn write_head(out: &mut Output, h: &Head<'_>) -> usize {
         m.extend_from_slice(h.date);
         m.extend_from_slice(b"\r\n");
     }
-    if own_server && !h.settings.tag.is_empty() {
+    if own_server && !h.settings.identity.tag.is_empty() {
         m.extend_from_slice(b"Server: ");
-        m.extend_from_slice(h.settings.tag.as_bytes());
+        m.extend_from_slice(h.settings.identity.tag.as_bytes());
         m.extend_from_slice(b"\r\n");
     }
     // `setenv.set-response-header` replaces a field of the same name (an
@@ -187,18 +187,7 @@ pub fn write_chunk(out: &mut Output, data: &[u8]) {
         return;
     }
     let m = &mut out.mem;
-    let mut hex = [0u8; 16];
-    let mut i = hex.len();
-    let mut n = data.len();
-    loop {
-        i -= 1;
-        hex[i] = crate::syntax::HEX_LOWER[n & 15];
-        n >>= 4;
-        if n == 0 {
-            break;
-        }
-    }
-    m.extend_from_slice(&hex[i..]);
+    crate::syntax::push_hex_number(m, data.len() as u64);
     m.extend_from_slice(b"\r\n");
     m.extend_from_slice(data);
     m.extend_from_slice(b"\r\n");

@@ -115,15 +115,7 @@ impl Gateways {
         while b.readable && !b.paused {
             buf.resize(64 * 1024, 0);
             match b.stream.read(buf) {
-                Ok(0) => {
-                    b.readable = false;
-                    settle_held(b, job, sink, None)?;
-                    let end = b.at_end();
-                    if end.is_ok() {
-                        b.progress = Progress::Ended;
-                    }
-                    return end;
-                }
+                Ok(0) => return closed(b, job, sink),
                 Ok(n) => {
                     b.last_active = now;
                     if b.progress == Progress::Silent {
@@ -138,27 +130,9 @@ impl Gateways {
                     if !sink.has_room() {
                         b.paused = true;
                     }
-                    // A short read drained the socket. If the backend had
-                    // closed before it, the end of stream is all that is left:
-                    // no need to read it (SCGI answers end that way).
                     if n < buf.len() {
-                        if b.fin_seen {
-                            b.readable = false;
-                            settle_held(b, job, sink, None)?;
-                            return b.at_end();
-                        }
-                        // After a reset the error is still to be read: no
-                        // new edge will announce it. Nor for a CGI's
-                        // stdout, whose close may have come with the last
-                        // bytes in one event (its three pipes share a
-                        // token, so `peer_closed` cannot say it): read on
-                        // to EAGAIN or the end. (Taking the short read for
-                        // drained left about one close-delimited CGI
-                        // answer in 70 without its end.)
-                        let pipe = matches!(b.stream, Link::Cgi(_));
-                        if !b.peer_closed && !pipe {
-                            b.readable = false;
-                            settle_held(b, job, sink, Some((held, bkey)))?;
+                        if let Some(end) = drained(b, job, sink, held, bkey)? {
+                            return Ok(end);
                         }
                     }
                 }
@@ -172,6 +146,49 @@ impl Gateways {
         }
         Ok(false)
     }
+}
+
+/// The backend closed its side: the answer ends here (a held CGI head
+/// goes out with its length).
+#[inline]
+fn closed(b: &mut BackendConn, job: &mut Job, sink: &mut dyn Sink) -> Result<bool, Failure> {
+    b.readable = false;
+    settle_held(b, job, sink, None)?;
+    let end = b.at_end();
+    if end.is_ok() {
+        b.progress = Progress::Ended;
+    }
+    end
+}
+
+/// A short read drained the socket. If the backend had closed before it,
+/// the end of stream is all that is left: no need to read it (SCGI
+/// answers end that way); `Some` then, whether the answer is complete.
+#[inline]
+fn drained(
+    b: &mut BackendConn,
+    job: &mut Job,
+    sink: &mut dyn Sink,
+    held: &mut Vec<(usize, crate::msg::ExchangeId)>,
+    bkey: usize,
+) -> Result<Option<bool>, Failure> {
+    if b.fin_seen {
+        b.readable = false;
+        settle_held(b, job, sink, None)?;
+        return b.at_end().map(Some);
+    }
+    // After a reset the error is still to be read: no new edge will
+    // announce it. Nor for a CGI's stdout, whose close may have come with
+    // the last bytes in one event (its three pipes share a token, so
+    // `peer_closed` cannot say it): read on to EAGAIN or the end. (Taking
+    // the short read for drained left about one close-delimited CGI answer
+    // in 70 without its end.)
+    let pipe = matches!(b.stream, Link::Cgi(_));
+    if !b.peer_closed && !pipe {
+        b.readable = false;
+        settle_held(b, job, sink, Some((held, bkey)))?;
+    }
+    Ok(None)
 }
 
 /// Where X-Sendfile may point: a CGI's roots are the request's
