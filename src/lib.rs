@@ -25,8 +25,8 @@
 //!    the http-01 answers).
 //! 8. The base: [`config`], [`clock`], and below them [`path`],
 //!    [`date`], [`stats`], [`buf`], [`errorlog`], [`signals`], and pure
-//!    modules that import nothing of glint: [`hash`] (FNV-1a, the one
-//!    stable hash), [`authn`] (mod_auth, mod_authn_file: user files, Basic,
+//!    modules that import nothing of glint but the layers below:
+//!    [`authn`] (mod_auth, mod_authn_file: user files, Basic,
 //!    Digest; mod_authn_ldap, _pam, _sasl, _dbi, _gssapi on worker threads), [`compress`] (mod_deflate's
 //!    options, Accept-Encoding, streaming encoders, the cache), [`tls`]
 //!    (rustls: ssl.* options, certificates, SNI, the TLS connection),
@@ -36,8 +36,9 @@
 //!    [`sockopt`] (the TCP options nix has no wrapper for) and [`sqldb`]
 //!    (blocking SQL clients for lookups on worker threads).
 //! 9. [`syslog`], the system log's socket (the error log and the access
-//!    log use it); and [`ldap`], a small synchronous LDAPv3 client
-//!    (mod_authn_ldap's).
+//!    log use it); [`ldap`], a small synchronous LDAPv3 client
+//!    (mod_authn_ldap's); and [`hash`] (FNV-1a, the one stable hash, and
+//!    the fast hash of tables keyed by configuration strings).
 //! 10. Under all of them, [`syntax`]: HTTP's small syntax (tokens, OWS,
 //!     hex, percent-encoding, the Host check), once.
 pub mod service;

@@ -9,21 +9,28 @@
 
 use std::collections::VecDeque;
 
-use super::stream::Chunk;
-
-/// Body pieces in order: `first`, then `rest`. `rest` is empty whenever
+/// Body pieces in order (a stream's are its `Chunk`s): `first`, then `rest`. `rest` is empty whenever
 /// `first` is `None`; it is boxed (allocated once a stream has a second
 /// piece) to keep a [`super::stream::Task`] small, which moves in and out
 /// of the task table whole.
-#[derive(Debug, Default)]
-pub struct Pieces {
-    first: Option<Chunk>,
+#[derive(Debug)]
+pub struct Pieces<T> {
+    first: Option<T>,
     // Boxed on purpose: 8 bytes in the task instead of 32 (see above).
     #[allow(clippy::box_collection)]
-    rest: Option<Box<VecDeque<Chunk>>>,
+    rest: Option<Box<VecDeque<T>>>,
 }
 
-impl Pieces {
+impl<T> Default for Pieces<T> {
+    fn default() -> Self {
+        Pieces {
+            first: None,
+            rest: None,
+        }
+    }
+}
+
+impl<T> Pieces<T> {
     pub fn is_empty(&self) -> bool {
         self.first.is_none()
     }
@@ -32,18 +39,18 @@ impl Pieces {
         usize::from(self.first.is_some()) + self.rest.as_ref().map_or(0, |r| r.len())
     }
 
-    pub fn front_mut(&mut self) -> Option<&mut Chunk> {
+    pub fn front_mut(&mut self) -> Option<&mut T> {
         self.first.as_mut()
     }
 
-    pub fn back_mut(&mut self) -> Option<&mut Chunk> {
+    pub fn back_mut(&mut self) -> Option<&mut T> {
         match &mut self.rest {
             Some(r) if !r.is_empty() => r.back_mut(),
             _ => self.first.as_mut(),
         }
     }
 
-    pub fn push_back(&mut self, c: Chunk) {
+    pub fn push_back(&mut self, c: T) {
         if self.first.is_none() {
             self.first = Some(c);
         } else {
@@ -51,13 +58,13 @@ impl Pieces {
         }
     }
 
-    pub fn pop_front(&mut self) -> Option<Chunk> {
+    pub fn pop_front(&mut self) -> Option<T> {
         let front = self.first.take();
         self.first = self.rest.as_mut().and_then(|r| r.pop_front());
         front
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Chunk> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         self.first
             .iter()
             .chain(self.rest.iter().flat_map(|r| r.iter()))
@@ -74,6 +81,7 @@ impl Pieces {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conn::h2::stream::Chunk;
 
     fn mem(b: &[u8]) -> Chunk {
         Chunk::Mem(b.to_vec(), 0)
@@ -88,7 +96,7 @@ mod tests {
 
     #[test]
     fn in_order_inline_then_spilled() {
-        let mut p = Pieces::default();
+        let mut p: Pieces<Chunk> = Pieces::default();
         assert!(p.is_empty() && p.front_mut().is_none() && p.back_mut().is_none());
         p.push_back(mem(b"a"));
         assert_eq!(

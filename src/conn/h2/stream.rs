@@ -80,7 +80,7 @@ pub struct ReqBody {
 /// One request on its stream, from its head to its last DATA frame.
 #[derive(Debug)]
 pub struct Task {
-    pub pieces: Pieces,
+    pub pieces: Pieces<Chunk>,
     /// Memory bytes in `pieces` (file pieces hold a descriptor, not memory).
     pub mem: usize,
     /// File pieces in `pieces`.
