@@ -13,7 +13,8 @@ use mlua::{Lua, MultiValue, Result, Table, Value};
 use sha2::Digest;
 
 use super::set_fn;
-use crate::syntax::{hex_decode as hex_dec, hex_upper_string as hex_uc, hex_value, percent_encode};
+use crate::syntax::{hex_decode as hex_dec, hex_upper_string as hex_uc, hex_value};
+use crate::syntax::{percent_decode_lenient, percent_encode};
 use crate::syntax::{push_hex, KeptEscapes, Unescaped, HEX_LOWER, HEX_UPPER};
 
 type Bytes = Option<mlua::LuaString>;
@@ -186,27 +187,23 @@ fn urlenc(s: &[u8]) -> Vec<u8> {
 }
 
 /// Percent-decoding as lighttpd's path decoding: a bad escape stays as
-/// it is, control characters become `_`; `plus`: `+` is a space.
+/// it is, control characters become `_`; `plus`: `+` is a space (an
+/// encoded `%2B` stays a plus).
 fn urldec(s: &[u8], plus: bool) -> Vec<u8> {
     let mut o = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        let c = match s[i] {
-            b'+' if plus => b' ',
-            b'%' => match (
-                s.get(i + 1).and_then(|&h| hex_value(h)),
-                s.get(i + 2).and_then(|&l| hex_value(l)),
-            ) {
-                (Some(h), Some(l)) => {
-                    i += 2;
-                    h << 4 | l
-                }
-                _ => b'%',
-            },
-            c => c,
-        };
-        o.push(if c < 0x20 || c == 0x7f { b'_' } else { c });
-        i += 1;
+    if plus && s.contains(&b'+') {
+        let spaced: Vec<u8> = s
+            .iter()
+            .map(|&c| if c == b'+' { b' ' } else { c })
+            .collect();
+        percent_decode_lenient(&spaced, &mut o);
+    } else {
+        percent_decode_lenient(s, &mut o);
+    }
+    for c in &mut o {
+        if *c < 0x20 || *c == 0x7f {
+            *c = b'_';
+        }
     }
     o
 }
@@ -371,17 +368,19 @@ fn urldec_query(lua: &Lua, s: &[u8]) -> Result<Table> {
     Ok(t)
 }
 
+/// A query's key: unreserved and `!$()*,/:?@` as they are.
+const QUERY_KEY: Unescaped = Unescaped::new(b"!$()*,/:?@", KeptEscapes::None);
+/// A query's value: as a key, and `=`.
+const QUERY_VALUE: Unescaped = Unescaped::new(b"!$()*,/:?@=", KeptEscapes::None);
+
+/// `s` encoded as a query's key or value, a space as `+`.
 fn query_part(s: &[u8], key: bool, o: &mut Vec<u8>) {
-    for &c in s {
-        match c {
-            b' ' => o.push(b'+'),
-            c if c.is_ascii_alphanumeric() || b"!$()*,-./:?@_~".contains(&c) => o.push(c),
-            b'=' if !key => o.push(c),
-            c => {
-                o.push(b'%');
-                push_hex(o, &[c], HEX_UPPER);
-            }
+    let set = if key { &QUERY_KEY } else { &QUERY_VALUE };
+    for (i, run) in s.split(|&c| c == b' ').enumerate() {
+        if i > 0 {
+            o.push(b'+');
         }
+        percent_encode(run, set, o);
     }
 }
 

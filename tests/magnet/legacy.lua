@@ -20,6 +20,11 @@ if lighty.env["uri.path"] == "/helpers" then
   }
   local q = c.urldec_query("a=1&b=x+y&c")
   out[#out + 1] = q.a .. "|" .. q.b .. "|" .. q.c
+  -- Bad and odd escapes, a plus encoded and not, control characters.
+  out[#out + 1] = c.urldec("%zz%4%2B%01+x%7f%")
+  local odd = c.urldec_query("k=%2B+a%zz&%41=b%0a")
+  out[#out + 1] = odd.k .. "|" .. odd.A
+  out[#out + 1] = c.urlenc_query({ ["a b=c"] = "x=y z%+!~/?:@,é" })
   local ck = c.cookie_tokens("x=1; y=\"two\"; z")
   out[#out + 1] = ck.x .. "|" .. ck.y .. "|" .. ck.z
   local ht = c.header_tokens("a, b;q=0.5")
