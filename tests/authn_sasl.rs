@@ -15,6 +15,7 @@ mod common;
 
 use common::*;
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -30,11 +31,15 @@ fn need(p: &str, pkg: &str) -> String {
     p.to_string()
 }
 
-/// saslauthd on `<dir>/mux`, checking passwords with PAM (pam_matrix).
+/// saslauthd on `<dir>/mux`, checking passwords with PAM (pam_matrix),
+/// in a process group of its own: its pre-forked workers outlive a
+/// parent killed alone, so the whole group is killed.
 struct Saslauthd(Child);
 
 impl Drop for Saslauthd {
     fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(-(self.0.id() as i32));
+        let _ = nix::sys::signal::kill(pgid, nix::sys::signal::Signal::SIGKILL);
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -65,6 +70,7 @@ fn saslauthd(dir: &TempDir) -> (Saslauthd, PathBuf) {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("saslauthd");
     let mux = run.join("mux");
