@@ -230,8 +230,18 @@ fn start(mut cmd: Command, port: u16, log: &Path) -> Started {
     Started::Refused(why)
 }
 
+/// Stops a server as an administrator would (SIGTERM: it stops the
+/// FastCGI processes it spawned, where SIGKILL left php-cgi running
+/// after the test), killed if it has not exited within 2 s.
 fn stop(mut c: Child) {
-    let _ = c.kill();
+    let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let exited = wait_for(Duration::from_secs(2), || {
+        matches!(c.try_wait(), Ok(Some(_)))
+    });
+    if !exited {
+        let _ = c.kill();
+    }
     let _ = c.wait();
 }
 
