@@ -28,6 +28,7 @@ import datetime as _dt
 import json
 import statistics
 import sys
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -246,11 +247,15 @@ def main() -> int:
     C.NOFILE = C.raise_nofile() if hasattr(C, "raise_nofile") else C.NOFILE
     tmp = Path(tempfile.mkdtemp(prefix="glint-magnet-bench-"))
     tmp.chmod(0o755)
-    docroot = tmp / "www"
-    C.make_docroot(docroot)
-    results = run_rounds(args, tmp, docroot)
-    spin = runaway(args, tmp, docroot)
-    print("\n".join(report(args, results, spin)))
+    try:
+        docroot = tmp / "www"
+        C.make_docroot(docroot)
+        results = run_rounds(args, tmp, docroot)
+        spin = runaway(args, tmp, docroot)
+        print("\n".join(report(args, results, spin)))
+    finally:
+        # (Each server's directory holds a copy of the glint binary.)
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

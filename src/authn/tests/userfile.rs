@@ -233,16 +233,32 @@ uh:r:8364d0044ef57b3defcfa141e8f77b65:0123456789abcdef0123456789abcdef\n";
     );
 }
 
-fn temp_path(name: &str) -> std::path::PathBuf {
+/// A user file's path in a directory of its own, removed with it.
+struct TempUsers(std::path::PathBuf);
+
+impl TempUsers {
+    fn path(&self) -> std::path::PathBuf {
+        self.0.join("users")
+    }
+}
+
+impl Drop for TempUsers {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_path(name: &str) -> TempUsers {
     let dir = std::env::temp_dir().join(format!("glint-authn-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join("users")
+    TempUsers(dir)
 }
 
 #[test]
 fn reload_if_changed_picks_up_edits_and_survives_a_missing_file() {
-    let path = temp_path("reload");
+    let dir = temp_path("reload");
+    let path = dir.path();
     std::fs::write(&path, "a:one\n").expect("write");
     let (mut f, msgs) = UserFile::load(BackendKind::Plain, &path).expect("load");
     assert!(msgs.is_empty());
@@ -286,7 +302,8 @@ fn reload_if_changed_picks_up_edits_and_survives_a_missing_file() {
 
 #[test]
 fn load_refuses_missing_and_oversized_files() {
-    let path = temp_path("big");
+    let dir = temp_path("big");
+    let path = dir.path();
     let err = UserFile::load(BackendKind::Plain, &path).expect_err("missing");
     assert!(err.contains("cannot read user file"), "{err}");
     let file = std::fs::File::create(&path).expect("create");
