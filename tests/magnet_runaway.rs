@@ -134,13 +134,15 @@ fn get_keep(path: &str) -> Vec<u8> {
 }
 
 /// `count` requests for `path` on one keep-alive connection while
-/// `busy` holds: each answered 200 (with `header`) within `bound`.
-/// Returns the slowest.
+/// `busy` holds: each answered 200 (with `header`) within 50 ms, the
+/// first within 200 ms (it may make the script's second Lua state, tens
+/// of milliseconds in a debug build on a loaded machine: 52 ms once in
+/// CI). Returns the slowest.
 fn others(port: u16, path: &str, header: &str, count: usize, busy: &AtomicBool) -> Duration {
-    let bound = Duration::from_millis(50);
     let mut c = Conn::connect(port);
     let mut worst = Duration::ZERO;
     for i in 0..count {
+        let bound = Duration::from_millis(if i == 0 { 200 } else { 50 });
         let t = Instant::now();
         c.send(&get_keep(path)).expect("send");
         let r = c.read_response(false).expect("answer");
