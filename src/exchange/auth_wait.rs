@@ -1,7 +1,7 @@
 //! A request whose `auth.backend` blocks (LDAP, PAM) waits for its check
 //! without holding up the loop: the check goes to `authn::blocking`'s
 //! threads, and the request becomes a local job of the upstream whose
-//! answer is "run on" ([`AuthWork`], an authorizer as far as the
+//! answer is "run on" ([`RunOn`], an authorizer as far as the
 //! connection is concerned: the body stays unread, HTTP/1, HTTP/2 and
 //! HTTP/3 all wait the same way, a client that goes away cancels it).
 //! When the check's verdict is in, the worker wakes the loop through the
@@ -9,7 +9,6 @@
 //! turns the verdict into the grant (on to the handlers, into
 //! `auth.cache`) or glint's own 401.
 
-use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -28,7 +27,7 @@ use crate::authn::gssapi::negotiate_unauthorized;
 use crate::authn::nonce::NonceKey;
 use crate::authn::require::Require;
 use crate::config::Settings;
-use crate::msg::local::{LocalWork, Wake};
+use crate::msg::local::{Awaited, RunOn, Wake};
 use crate::msg::{Method, Request};
 use crate::upstream::{HttpBody, JobSpec, Protocol, Upload};
 
@@ -58,38 +57,15 @@ impl std::fmt::Debug for AuthWait {
     }
 }
 
-/// The local job's work: nothing to do but wait for the verdict, then
-/// answer "200" (run on; what the verdict says is read by [`resume`]).
-struct AuthWork {
-    pending: Pending<Verdict>,
-    sent: bool,
-}
-
-/// The authorizer's answer that makes the connection run the request again.
-const RUN_ON: &[u8] = b"Status: 200\r\n\r\n";
-
-impl LocalWork for AuthWork {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        Ok(data.len())
+/// The local job waits for the verdict, then answers "run on" (what the
+/// verdict says is read by [`resume`]).
+impl Awaited for Pending<Verdict> {
+    fn is_ready(&self) -> bool {
+        Pending::is_ready(self)
     }
 
-    fn finish(&mut self) {}
-
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.sent {
-            return Ok(0);
-        }
-        if !self.pending.is_ready() {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let n = RUN_ON.len().min(buf.len());
-        buf[..n].copy_from_slice(&RUN_ON[..n]);
-        self.sent = n == RUN_ON.len();
-        Ok(n)
-    }
-
-    fn wake_when_ready(&mut self, wake: Wake) -> Option<Wake> {
-        self.pending.on_ready(wake);
+    fn on_ready(&mut self, wake: Wake) -> Option<Wake> {
+        Pending::on_ready(self, wake);
         None
     }
 }
@@ -234,10 +210,7 @@ fn park(sv: &mut Services, w: Waiting<'_>, route: usize, wait: AuthWait) -> Chec
         method: String::new(),
         http: None,
         cgi: None,
-        local: Some(Box::new(AuthWork {
-            pending: wait.pending.clone(),
-            sent: false,
-        })),
+        local: Some(Box::new(RunOn::new(wait.pending.clone()))),
     };
     let job = match sv
         .upstream

@@ -10,7 +10,6 @@
 //! response-start scripts' request keeps glint's answer here meanwhile.
 
 use std::cell::RefCell;
-use std::io;
 use std::rc::Rc;
 
 use mio::Registry;
@@ -19,50 +18,28 @@ use super::magnet::MagnetWait;
 use super::{Carry, ConnInfo, GwStart, Outcome, Services};
 use crate::config::Settings;
 use crate::magnet::{Parked, Stage};
-use crate::msg::local::{LocalWork, Wake};
+use crate::msg::local::{Awaited, RunOn, Wake};
 use crate::msg::{Method, Reply, Request};
 use crate::upstream::{HttpBody, JobSpec, Protocol, Upload};
 
-/// The local job's work: wait for the scripts, then answer "200" (run
-/// on). Dropped before they are done (the client went away), it drops
-/// the run.
-struct ParkWork {
-    run: Parked,
-    sent: bool,
-}
+/// What the local job waits for: the scripts' run. Dropped before it is
+/// done (the client went away), it drops the run.
+struct ParkedRun(Parked);
 
-/// The authorizer's answer that makes the connection run the request again.
-const RUN_ON: &[u8] = b"Status: 200\r\n\r\n";
-
-impl LocalWork for ParkWork {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        Ok(data.len())
+impl Awaited for ParkedRun {
+    fn is_ready(&self) -> bool {
+        self.0.is_done()
     }
 
-    fn finish(&mut self) {}
-
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.sent {
-            return Ok(0);
-        }
-        if !self.run.is_done() {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let n = RUN_ON.len().min(buf.len());
-        buf[..n].copy_from_slice(&RUN_ON[..n]);
-        self.sent = n == RUN_ON.len();
-        Ok(n)
-    }
-
-    fn wake_when_ready(&mut self, wake: Wake) -> Option<Wake> {
-        self.run.on_done(wake)
+    fn on_ready(&mut self, wake: Wake) -> Option<Wake> {
+        self.0.on_done(wake)
     }
 }
 
-impl Drop for ParkWork {
+impl Drop for ParkedRun {
     fn drop(&mut self) {
-        if !self.run.is_done() {
-            self.run.cancel();
+        if !self.0.is_done() {
+            self.0.cancel();
         }
     }
 }
@@ -102,10 +79,7 @@ pub(super) fn park(
         method: String::new(),
         http: None,
         cgi: None,
-        local: Some(Box::new(ParkWork {
-            run: run.clone(),
-            sent: false,
-        })),
+        local: Some(Box::new(RunOn::new(ParkedRun(run.clone())))),
     };
     let job = match sv
         .upstream

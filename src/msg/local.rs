@@ -42,3 +42,57 @@ pub const VHOST_DOCROOT: &str = "Glint-Vhostdb-Docroot";
 
 /// Tells the loop that a local job's answer is ready (from any thread).
 pub type Wake = Box<dyn FnOnce() + Send>;
+
+/// What a request parked as a local job waits for: a blocking check's
+/// verdict, a suspended script run.
+pub trait Awaited {
+    fn is_ready(&self) -> bool;
+    /// After the body: keep `wake` and call it once ready, or give it
+    /// back (ready already, or nothing else will call it).
+    fn on_ready(&mut self, wake: Wake) -> Option<Wake>;
+}
+
+/// Local work that waits for `A`, then answers "run on" (an
+/// authorizer's `Status: 200`): the connection runs the request again,
+/// which then takes what it waited for.
+pub struct RunOn<A> {
+    pub awaited: A,
+    sent: bool,
+}
+
+impl<A> RunOn<A> {
+    pub fn new(awaited: A) -> RunOn<A> {
+        RunOn {
+            awaited,
+            sent: false,
+        }
+    }
+}
+
+/// The answer that makes the connection run the request again.
+const RUN_ON: &[u8] = b"Status: 200\r\n\r\n";
+
+impl<A: Awaited> LocalWork for RunOn<A> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        Ok(data.len())
+    }
+
+    fn finish(&mut self) {}
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.sent {
+            return Ok(0);
+        }
+        if !self.awaited.is_ready() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = RUN_ON.len().min(buf.len());
+        buf[..n].copy_from_slice(&RUN_ON[..n]);
+        self.sent = n == RUN_ON.len();
+        Ok(n)
+    }
+
+    fn wake_when_ready(&mut self, wake: Wake) -> Option<Wake> {
+        self.awaited.on_ready(wake)
+    }
+}
