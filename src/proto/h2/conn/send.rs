@@ -4,6 +4,16 @@
 
 use super::*;
 
+/// The stream's record, when it may still send.
+#[inline]
+fn sendable(streams: &mut StreamMap<Stream>, stream: StreamId) -> Result<&mut Stream, SendError> {
+    let s = streams.get_mut(&stream).ok_or(SendError::NoSuchStream)?;
+    if !s.local_open() {
+        return Err(SendError::Finished);
+    }
+    Ok(s)
+}
+
 impl Connection {
     /// Encodes a response head. Status 1xx may come before the final one;
     /// connection-specific fields (`connection`, `keep-alive`, ...) are
@@ -75,13 +85,7 @@ impl Connection {
         if generation != self.encoder.generation() {
             return Err(SendError::Stale);
         }
-        let s = self
-            .streams
-            .get_mut(&stream)
-            .ok_or(SendError::NoSuchStream)?;
-        if !s.local_open() {
-            return Err(SendError::Finished);
-        }
+        let s = sendable(&mut self.streams, stream)?;
         if s.response_started {
             return Err(SendError::HeadAlreadySent);
         }
@@ -147,13 +151,7 @@ impl Connection {
     ) -> Result<[u8; HEADER_LEN], SendError> {
         // One look-up of the record for all of it: a DATA frame per small
         // answer made four.
-        let s = self
-            .streams
-            .get_mut(&stream)
-            .ok_or(SendError::NoSuchStream)?;
-        if !s.local_open() {
-            return Err(SendError::Finished);
-        }
+        let s = sendable(&mut self.streams, stream)?;
         if !s.response_started {
             return Err(SendError::NoHead);
         }
