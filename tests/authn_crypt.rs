@@ -92,7 +92,7 @@ fn libcrypt_schemes_in_htpasswd_answered_as_lighttpd_answers() {
     std::fs::write(&file, lines).expect("htpasswd");
     let conf = format!(
         "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {{port}}\n\
-         server.modules += ( \"mod_auth\", \"mod_authn_file\" )\n\
+         server.feature-flags = ( \"auth.delay-invalid-creds\" => \"disable\" )\nserver.modules += ( \"mod_auth\", \"mod_authn_file\" )\n\
          auth.backend = \"htpasswd\"\nauth.backend.htpasswd.userfile = \"{}\"\n\
          auth.require = ( \"/secret/\" => ( \"method\" => \"basic\", \"realm\" => \"r\", \"require\" => \"valid-user\" ) )\n",
         d.root.display(),
@@ -168,7 +168,7 @@ fn a_slow_libcrypt_hash_does_not_hold_up_other_requests() {
     std::fs::write(&file, format!("slow:{slow}\n")).expect("htpasswd");
     let conf = format!(
         "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = 0\n\
-         server.modules += ( \"mod_auth\", \"mod_authn_file\" )\n\
+         server.feature-flags = ( \"auth.delay-invalid-creds\" => \"disable\" )\nserver.modules += ( \"mod_auth\", \"mod_authn_file\" )\n\
          auth.backend = \"htpasswd\"\nauth.backend.htpasswd.userfile = \"{}\"\n\
          auth.require = ( \"/secret/\" => ( \"method\" => \"basic\", \"realm\" => \"r\", \"require\" => \"valid-user\" ) )\n",
         d.root.display(),

@@ -67,7 +67,7 @@ fn config_with(d: &Docroot, keytab: &Path, proxy: Option<u16>) -> String {
     };
     format!(
         "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {{port}}\n\
-         {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_gssapi\", \"mod_cgi\" )\n\
+         {{errorlog}}\nserver.feature-flags = ( \"auth.delay-invalid-creds\" => \"disable\" )\nserver.modules += ( \"mod_auth\", \"mod_authn_gssapi\", \"mod_cgi\" )\n\
          cgi.assign = ( \".cgi\" => \"\" )\n\
          auth.backend = \"gssapi\"\nauth.backend.gssapi.keytab = \"{}\"\n\
          auth.backend.gssapi.principal = \"HTTP\"\n\

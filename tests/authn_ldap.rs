@@ -26,7 +26,7 @@ fn config(d: &Docroot, port: u16, extra: &str) -> String {
     };
     format!(
         "server.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {{port}}\n\
-         {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_ldap\" )\n\
+         {{errorlog}}\nserver.feature-flags = ( \"auth.delay-invalid-creds\" => \"disable\" )\nserver.modules += ( \"mod_auth\", \"mod_authn_ldap\" )\n\
          auth.backend = \"ldap\"\n\
          auth.backend.ldap.hostname = \"127.0.0.1:{port}\"\n\
          auth.backend.ldap.base-dn = \"ou=people,{SUFFIX}\"\n\

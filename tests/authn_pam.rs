@@ -42,7 +42,7 @@ fn config(d: &Docroot) -> String {
     };
     format!(
         "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {{port}}\n\
-         {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_pam\" )\n\
+         {{errorlog}}\nserver.feature-flags = ( \"auth.delay-invalid-creds\" => \"disable\" )\nserver.modules += ( \"mod_auth\", \"mod_authn_pam\" )\n\
          auth.backend = \"pam\"\nauth.backend.pam.opts = ( \"service\" => \"{SERVICE}\" )\n\
          auth.require = ( {}, {} )\n",
         d.root.display(),

@@ -104,7 +104,7 @@ fn config(d: &Docroot) -> String {
     };
     format!(
         "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {{port}}\n\
-         {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_sasl\" )\n\
+         {{errorlog}}\nserver.feature-flags = ( \"auth.delay-invalid-creds\" => \"disable\" )\nserver.modules += ( \"mod_auth\", \"mod_authn_sasl\" )\n\
          auth.backend = \"sasl\"\n\
          auth.backend.sasl.opts = ( \"service\" => \"{SERVICE}\", \"pwcheck_method\" => \"saslauthd\" )\n\
          auth.require = ( {}, {} )\n",

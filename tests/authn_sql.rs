@@ -174,7 +174,7 @@ fn config(d: &Docroot, db: &str) -> String {
     };
     format!(
         "server.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {{port}}\n\
-         {{errorlog}}\nserver.modules += ( \"mod_auth\", \"mod_authn_dbi\" )\n\
+         {{errorlog}}\nserver.feature-flags = ( \"auth.delay-invalid-creds\" => \"disable\" )\nserver.modules += ( \"mod_auth\", \"mod_authn_dbi\" )\n\
          auth.backend = \"dbi\"\n\
          auth.backend.dbi = ( \"sql\" => \"SELECT passwd FROM users WHERE user='?' AND realm='?'\", {db} )\n\
          auth.require = ( {a}, {b}, {c}, {e} )\n",

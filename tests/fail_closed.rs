@@ -698,6 +698,9 @@ fn write_row_conf(
             .replace("{php}", php_cgi().unwrap_or("/usr/bin/php-cgi"))
             .replace("{tlsport}", &tlsport.to_string()),
     );
+    // Refused logins answered at once on both servers (the wait itself is
+    // tests/auth_delay.rs's); after the row, so that its line numbers stay.
+    text.push_str("server.feature-flags = ( \"auth.delay-invalid-creds\" => \"disable\" )\n");
     let path = dir.join("test.conf");
     std::fs::write(&path, text).expect("write the row's configuration");
     path

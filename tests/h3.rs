@@ -409,3 +409,55 @@ fn an_http3_connection_has_its_row_on_the_status_page() {
         "the QUIC connection's bytes are in its row: {body}"
     );
 }
+
+/// A refused login over HTTP/3 waits a second, as over HTTP/1 and HTTP/2
+/// (tests/auth_delay.rs), and the connection ends with GOAWAY: the next
+/// guess costs a new QUIC handshake. A right password is answered at once
+/// and the connection stays.
+#[test]
+fn a_refused_login_over_http3_waits_and_gets_goaway() {
+    let users = TempDir::new("h3-users");
+    std::fs::write(users.join("users"), "alice:alice-pw\n").expect("userfile");
+    let h = start(&format!(
+        "server.modules += ( \"mod_auth\", \"mod_authn_file\" )\n\
+         auth.backend = \"plain\"\nauth.backend.plain.userfile = \"{}\"\n\
+         auth.require = ( \"/a.txt\" => ( \"method\" => \"basic\", \"realm\" => \"r\", \"require\" => \"valid-user\" ) )\n",
+        users.join("users").display()
+    ));
+    let p = h.port;
+    let run = |creds: &str| {
+        let spec = format!(
+            r#"{{"port": {p}, "requests": [
+            {{"path": "/a.txt", "headers": [["authorization", "{}"]]}}]}}"#,
+            basic_auth(
+                creds.split(':').next().unwrap_or(""),
+                creds.split(':').nth(1).unwrap_or("")
+            )
+            .trim_start_matches("Authorization: ")
+        );
+        let t = std::time::Instant::now();
+        let r = h3client(&spec);
+        (r, t.elapsed())
+    };
+    let (ok, ok_took) = run("alice:alice-pw");
+    assert_eq!(
+        ok.get("answers").at(0).get("status").num(),
+        Some(200),
+        "{ok:?}"
+    );
+    assert!(ok.get("goaway").num().is_none(), "{ok:?}");
+    let (bad, bad_took) = run("alice:wrong");
+    assert_eq!(
+        bad.get("answers").at(0).get("status").num(),
+        Some(401),
+        "{bad:?}"
+    );
+    assert!(
+        bad.get("goaway").num().is_some(),
+        "GOAWAY after the refusal: {bad:?}"
+    );
+    assert!(
+        bad_took >= ok_took + std::time::Duration::from_millis(700),
+        "refused in {bad_took:?}, granted in {ok_took:?}"
+    );
+}

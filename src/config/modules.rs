@@ -307,6 +307,11 @@ pub struct Auth {
     /// mod_authn_gssapi's `auth.backend.gssapi.keytab`, `.principal` and
     /// `.store-creds`.
     pub gssapi: crate::authn::gssapi::GssOptions,
+    /// `server.feature-flags` `"auth.delay-invalid-creds" => "disable"`:
+    /// a refused login is answered at once. By default (false here) its
+    /// 401 is held back for a second, as lighttpd holds it, so that each
+    /// guess costs the guesser a second and a new connection.
+    pub undelayed_invalid_creds: bool,
 }
 
 /// mod_accesslog's options.

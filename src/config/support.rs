@@ -181,8 +181,9 @@ const PARSEOPTS: &[(&str, Option<bool>)] = &[
 ];
 
 /// Keys of `server.feature-flags` glint accepts (`server.h2proto`,
-/// `server.h2c` and `ssl.session-cache` are read by `options::apply`; the
-/// others change neither what is served nor how it is protected).
+/// `server.h2c`, `ssl.session-cache`, `server.absolute-dir-redirect` and
+/// `auth.delay-invalid-creds` are read by `options::apply`; the others
+/// change neither what is served nor how it is protected).
 const FEATURE_FLAGS: &[&str] = &[
     "server.graceful-restart-bg",
     "server.graceful-shutdown-timeout",

@@ -79,6 +79,9 @@ impl Connection {
     ) {
         self.prepare_output(cx.pool);
         self.throttle.configure(&a.reply.settings);
+        if a.reply.delay {
+            self.throttle.delay_login();
+        }
         let offer = self.offer(cx.sv);
         let mut plan = self
             .h1

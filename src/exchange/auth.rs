@@ -464,8 +464,10 @@ pub(super) fn answer_outcome(
                 .collect();
             sv.reply.error_with(401, &values);
             // A wrong password or an unknown user: the next guess costs a
-            // new connection, as lighttpd.
+            // new connection and, unless `auth.delay-invalid-creds` is
+            // disabled, a second's wait, as lighttpd (a global flag there).
             sv.reply.close |= close;
+            sv.reply.delay |= close && !sv.config.global.auth.undelayed_invalid_creds;
             Checked::Refused
         }
         Outcome::BadRequest { log } => {

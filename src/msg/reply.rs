@@ -48,6 +48,10 @@ pub struct Reply {
     /// Close the connection after this reply (a body is left unread, or
     /// the answer could not be completed as announced).
     pub close: bool,
+    /// A refused login (lighttpd's `auth.delay-invalid-creds`): the
+    /// connection's output is held for a second before this reply goes
+    /// out (HTTP/2: the whole connection's, after a GOAWAY).
+    pub delay: bool,
     /// The body goes out compressed with this coding as it is written (a
     /// stream: the head has no Content-Length). The head already says so
     /// (`Content-Encoding`, `Vary`, the variant's ETag).
@@ -69,6 +73,7 @@ impl Reply {
             head_only,
             status_override: None,
             close: false,
+            delay: false,
             encode: None,
             encoding_decided: false,
             pieces: Vec::new(),
@@ -85,6 +90,7 @@ impl Reply {
         self.head_only = head_only;
         self.status_override = None;
         self.close = false;
+        self.delay = false;
         self.encode = None;
         self.encoding_decided = false;
         self.pieces.clear();

@@ -62,6 +62,8 @@ pub struct Throttle {
     total: u64,
     /// A limit was reached: nothing more is written until a tick lifts it.
     held: bool,
+    /// New seconds still to wait before a held refused login goes out.
+    login_wait: u8,
 }
 
 impl Throttle {
@@ -89,6 +91,15 @@ impl Throttle {
     /// A write stopped at the allowance: nothing more this second.
     pub fn hold(&mut self) {
         self.held = true;
+    }
+
+    /// A refused login (`auth.delay-invalid-creds`): nothing is written
+    /// until the second new second from now, one to two seconds later
+    /// (lighttpd holds it until its next once-a-second check, which on
+    /// an idle server comes a second after the answer).
+    pub fn delay_login(&mut self) {
+        self.held = true;
+        self.login_wait = 2;
     }
 
     /// How many bytes may be written now (`u64::MAX` without a limit);
@@ -126,6 +137,12 @@ impl Throttle {
         if !self.held {
             return false;
         }
+        if self.login_wait > 0 {
+            self.login_wait -= 1;
+            if self.login_wait > 0 {
+                return false;
+            }
+        }
         let within_average = self.rate == 0 || self.total < self.rate.saturating_mul(age.max(1));
         if within_average {
             self.held = false;
@@ -138,6 +155,7 @@ impl Throttle {
         self.rate = 0;
         self.scope = None;
         self.held = false;
+        self.login_wait = 0;
     }
 }
 
@@ -158,6 +176,25 @@ mod tests {
             },
             ..Settings::default()
         }
+    }
+
+    #[test]
+    fn a_refused_login_waits_for_the_second_new_second() {
+        let counts = ScopeCounts::default();
+        let mut t = Throttle::default();
+        t.delay_login();
+        assert_eq!(t.allowance(&counts), 0);
+        assert!(!t.new_second(1), "held through the first new second");
+        assert_eq!(t.allowance(&counts), 0);
+        assert!(t.new_second(2));
+        assert_eq!(t.allowance(&counts), u64::MAX);
+        // A download limit still applies after it.
+        let mut t = Throttle::default();
+        t.configure(&settings(1, 0, 1));
+        t.delay_login();
+        assert!(!t.new_second(1));
+        assert!(t.new_second(2));
+        assert_eq!(t.allowance(&counts), 1024);
     }
 
     #[test]

@@ -296,6 +296,8 @@ fn apply_modules(s: &mut Settings, key: &str, v: &Value) -> Result<Option<Applie
             }
             s.identity.absolute_dir_redirect =
                 feature_flag(v, "server.absolute-dir-redirect")?.unwrap_or(false);
+            s.auth.undelayed_invalid_creds =
+                !feature_flag(v, "auth.delay-invalid-creds")?.unwrap_or(true);
             s.keep_raw(key, v);
         }
         "setenv.add-response-header" => s.setenv.add_response_header = pairs(v)?,

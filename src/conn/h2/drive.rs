@@ -71,6 +71,9 @@ impl Connection {
             env: &self.proxy_env,
         };
         let r = f(&mut s, &mut io);
+        if std::mem::take(&mut s.delay_output) {
+            self.throttle.delay_login();
+        }
         self.h2 = Some(s);
         Some(r)
     }

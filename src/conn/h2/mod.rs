@@ -48,6 +48,7 @@ use mio::Registry;
 use crate::exchange::{self, ConnInfo, Outcome, Services};
 use crate::msg::{Body, Request, MAX_HEADERS};
 use crate::proto::h2::conn::{Config, Connection as Core, Event, RequestHead};
+use crate::proto::h2::ErrorCode;
 use crate::stats::Stats;
 use fields::{FieldBuf, HeadCache};
 use sink::{send_reply, StreamSink};
@@ -154,6 +155,11 @@ pub struct Session {
     pub(super) encode_pending: bool,
     /// [`Session::compact`] ran and nothing was read since.
     compacted: bool,
+    /// A login was refused on a stream: the connection holds its output
+    /// for a second (`auth.delay-invalid-creds`); taken by the connection.
+    pub(super) delay_output: bool,
+    /// Logins refused on this connection.
+    refused_logins: u8,
 }
 
 /// How a connection's first bytes (or its ALPN) decide the protocol.
@@ -197,6 +203,8 @@ impl Session {
             sliced: false,
             encode_pending: false,
             compacted: false,
+            delay_output: false,
+            refused_logins: 0,
         }
     }
 
@@ -414,6 +422,9 @@ impl Session {
                     &date,
                 );
                 exchange::log_reply(io.sv, info, req, &a, head as u64);
+                if a.reply.delay {
+                    self.refuse_login();
+                }
                 io.sv.give_back(a.reply);
             }
             Outcome::Gateway(start) => {
@@ -437,6 +448,21 @@ impl Session {
                     let _ = self.core.send_headers(stream, 100, [], false);
                 }
             }
+        }
+    }
+
+    /// A refused login, as lighttpd answers one over HTTP/2: the
+    /// connection's output waits a second, and the connection ends (GOAWAY)
+    /// so that the next guess costs a new one; a second refusal before it
+    /// has ended ends it at once with ENHANCE_YOUR_CALM.
+    fn refuse_login(&mut self) {
+        self.delay_output = true;
+        self.refused_logins = self.refused_logins.saturating_add(1);
+        if self.refused_logins == 1 {
+            self.core.shutdown();
+        } else {
+            self.core
+                .abort(ErrorCode::ENHANCE_YOUR_CALM, "logins refused again");
         }
     }
 

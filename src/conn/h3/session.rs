@@ -96,6 +96,9 @@ pub(super) struct Session {
     /// `connection.kbytes-per-second` / `server.kbytes-per-second` of the
     /// connection's scope, for all its streams (see `write.rs`).
     pub(super) throttle: crate::output::throttle::Throttle,
+    /// A login was refused (`auth.delay-invalid-creds`): the output waits
+    /// a second and the connection ends with GOAWAY before the next write.
+    pub(super) login_refused: bool,
 }
 
 impl Session {
@@ -117,6 +120,7 @@ impl Session {
             line: String::new(),
             idle_since: now,
             throttle: Default::default(),
+            login_refused: false,
         }
     }
 
@@ -462,6 +466,10 @@ impl Session {
                     &date,
                 );
                 exchange::log_reply(io.sv, info, req, &a, head as u64);
+                if a.reply.delay {
+                    self.throttle.delay_login();
+                    self.login_refused = true;
+                }
                 io.sv.give_back(a.reply);
             }
             Outcome::Gateway(start) => {

@@ -42,6 +42,10 @@ impl Session {
     /// Writes every stream that has something to send, then lets go of the
     /// finished ones and pumps paused backends.
     pub fn write_all(&mut self, conn: &mut Connection, io: &mut Io<'_>) {
+        if std::mem::take(&mut self.login_refused) {
+            // The next guess costs a new connection (and its handshake).
+            self.goaway(conn);
+        }
         self.write_control(conn);
         let mut budget = Budget {
             left: self.throttle.allowance(&io.sv.scope_bytes),
