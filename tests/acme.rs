@@ -511,8 +511,8 @@ fn short_lived_certificates_renew_under_load_and_survive_the_ca_being_down() {
     let work = TempDir::new("acme-renew");
     let d = site();
     let (http, tls) = (free_port(), free_port());
-    // 30 s certificates: renewed 20 s after issue.
-    let mut pebble = Pebble::start(work.path(), http, tls, Some(30));
+    // 20 s certificates: renewed 13 s after issue (7 s before they expire).
+    let mut pebble = Pebble::start(work.path(), http, tls, Some(20));
     let store = work.join("acme");
     let conf = glint_conf(
         &d.root,
@@ -529,7 +529,7 @@ fn short_lived_certificates_renew_under_load_and_survive_the_ca_being_down() {
     let first = served_serial("a.glint.test", tls);
     // Renewal happens while ab keeps four keep-alive connections busy.
     let load_started = Instant::now();
-    let load = ab_https(tls, 30);
+    let load = ab_https(tls, 22);
     let renewed = wait_for(Duration::from_secs(45), || {
         let now = served_serial("a.glint.test", tls);
         !now.is_empty() && now != first
