@@ -539,6 +539,10 @@ fn ssi_answered(
     at: &At<'_>,
     settings: &Settings,
 ) -> bool {
+    // (mod_ssi's own first check, before its arguments are built.)
+    if settings.ssi.extension.is_empty() {
+        return false;
+    }
     let (Some(ph), Some(docroot)) = (at.ph, at.docroot) else {
         return false;
     };
