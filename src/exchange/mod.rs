@@ -366,6 +366,9 @@ pub fn respond(
     sv.board
         .begin(slot, stream, now, &sv.scratch.host, req.target);
     sv.scratch.fs_path.clear();
+    // mod_extforward's own first check: when it does nothing, the Host
+    // set above stands for the phases.
+    let host_set = info.forwarded || !sv.config.extforward_anywhere;
     if let Err(why) = forward::apply(sv, info, req, &mut carry) {
         log::warn!(
             "(mod_extforward) bad Forwarded header from {:?}: {why}; answering 400",
@@ -376,7 +379,7 @@ pub fn respond(
         sv.reply.error(400);
         return Outcome::Reply(Answer::taken(sv));
     }
-    let mut outcome = respond_carrying(sv, info, req, &mut carry, registry);
+    let mut outcome = respond_carrying(sv, info, req, &mut carry, registry, host_set);
     let len = match &outcome {
         Outcome::Reply(a) => a.reply.body_len(),
         Outcome::Gateway(_) => 0,
@@ -404,19 +407,23 @@ pub(crate) fn respond_with(
     mut carry: Carry,
     registry: &Registry,
 ) -> Outcome {
-    respond_carrying(sv, info, req, &mut carry, registry)
+    respond_carrying(sv, info, req, &mut carry, registry, false)
 }
 
 /// [`respond_with`] on the caller's `carry` (lent, not moved: a move of
-/// the whole `Carry` was a `memcpy` call per request).
+/// the whole `Carry` was a `memcpy` call per request). `host_set`: the
+/// Host in `sv.scratch` is this request's already.
 fn respond_carrying(
     sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
     carry: &mut Carry,
     registry: &Registry,
+    host_set: bool,
 ) -> Outcome {
-    set_host(sv, info, req, carry);
+    if !host_set {
+        set_host(sv, info, req, carry);
+    }
     // The target of this run: the client's, or an error handler's.
     let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
     loop {
@@ -434,7 +441,7 @@ fn respond_carrying(
                 // mod_magnet changed the request: the phases again on it.
                 let mut hs = Vec::new();
                 let next = head.view(&mut hs);
-                return respond_carrying(sv, info, &next, carry, registry);
+                return respond_carrying(sv, info, &next, carry, registry, false);
             }
             Once::Reply => {}
         }

@@ -149,6 +149,9 @@ fn redirect_to(
     resolved: &Resolved,
     uri: &str,
 ) -> Option<String> {
+    if settings.rewrite.redirect.is_empty() {
+        return None;
+    }
     rewrite::first_match(
         &settings.rewrite.redirect,
         uri,
@@ -172,6 +175,16 @@ fn auth_gate(
     carry: &mut Carry,
     registry: &Registry,
 ) -> Option<auth::Checked> {
+    // No `auth.require` rule in this scope: mod_auth lets it pass.
+    let scope = settings.auth.scope as usize;
+    if sv
+        .config
+        .auth_requires
+        .get(scope)
+        .is_none_or(|(_, t)| t.rules.is_empty())
+    {
+        return None;
+    }
     let path = std::mem::take(&mut sv.scratch.path);
     let c = auth_run(sv, info, req, settings, &path, carry, registry);
     sv.scratch.path = path;
@@ -325,6 +338,10 @@ fn docroot_phase<'s>(
     if let Some(d) = carry.docroot.as_deref() {
         return Ok(Some(Cow::Owned(d.to_string())));
     }
+    if settings.vhostdb.backend.is_none() {
+        // mod_vhostdb not configured here (its own first answer).
+        return Ok(document_root(settings, &sv.scratch.host));
+    }
     match super::vhostdb::docroot(sv, info, req, carry, settings, registry) {
         Root::Found(d) => Ok(Some(Cow::Owned(d))),
         Root::Default => Ok(document_root(settings, &sv.scratch.host)),
@@ -347,6 +364,9 @@ fn webdav_phase(
     docroot: Option<&str>,
     registry: &Registry,
 ) -> Option<Once> {
+    if !settings.webdav.activate {
+        return None;
+    }
     match super::webdav::take(sv, info, req, carry, settings, docroot, registry)? {
         super::webdav::Taken::Reply => Some(Once::Reply),
         super::webdav::Taken::Job(g) => Some(Once::Gateway(g)),
