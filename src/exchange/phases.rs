@@ -313,6 +313,11 @@ fn websocket_phase(
     carry: &mut Carry,
     registry: &Registry,
 ) -> Option<Once> {
+    // Not a WebSocket handshake (every HTTP/2 request): `take`'s own
+    // first answer, without the call.
+    if !super::wstunnel::is_upgrade(req) {
+        return None;
+    }
     match super::wstunnel::take(sv, info, req, settings, carry, registry)? {
         Ok(g) => Some(Once::Gateway(g)),
         Err(status) => {
