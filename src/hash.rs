@@ -36,6 +36,7 @@ pub struct WordHasher(u64);
 const FX_K: u64 = 0xf135_7aea_2e62_a9c5;
 
 impl std::hash::Hasher for WordHasher {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
         let mut h = self.0;
         let mut words = bytes.chunks_exact(8);
@@ -50,6 +51,7 @@ impl std::hash::Hasher for WordHasher {
         self.0 = h;
     }
 
+    #[inline]
     fn finish(&self) -> u64 {
         self.0.rotate_left(26)
     }

@@ -7,7 +7,16 @@ use crate::config::Settings;
 /// an allow list only its suffixes are served; otherwise a deny suffix
 /// refuses (`""` refuses every path). Suffixes match without case under
 /// `server.force-lowercase-filenames`, as lighttpd.
+#[inline]
 pub fn access_denied(path: &str, s: &Settings) -> bool {
+    // No `url.access-deny`/`-allow` in this scope: nothing to compare.
+    if s.access.allow.is_empty() && s.access.deny.is_empty() {
+        return false;
+    }
+    denied_by_rules(path, s)
+}
+
+fn denied_by_rules(path: &str, s: &Settings) -> bool {
     let lc = s.files.force_lowercase_filenames;
     let ends = |suffix: &String| {
         path.len() >= suffix.len()

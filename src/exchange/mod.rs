@@ -366,6 +366,9 @@ pub fn respond(
     sv.board
         .begin(slot, stream, now, &sv.scratch.host, req.target);
     sv.scratch.fs_path.clear();
+    // mod_extforward's own first check: when it does nothing, the Host
+    // set above stands for the phases.
+    let host_set = info.forwarded || !sv.config.extforward_anywhere;
     if let Err(why) = forward::apply(sv, info, req, &mut carry) {
         log::warn!(
             "(mod_extforward) bad Forwarded header from {:?}: {why}; answering 400",
@@ -376,7 +379,7 @@ pub fn respond(
         sv.reply.error(400);
         return Outcome::Reply(Answer::taken(sv));
     }
-    let mut outcome = respond_with(sv, info, req, carry, registry);
+    let mut outcome = respond_carrying(sv, info, req, &mut carry, registry, host_set);
     let len = match &outcome {
         Outcome::Reply(a) => a.reply.body_len(),
         Outcome::Gateway(_) => 0,
@@ -404,11 +407,27 @@ pub(crate) fn respond_with(
     mut carry: Carry,
     registry: &Registry,
 ) -> Outcome {
-    set_host(sv, info, req, &carry);
+    respond_carrying(sv, info, req, &mut carry, registry, false)
+}
+
+/// [`respond_with`] on the caller's `carry` (lent, not moved: a move of
+/// the whole `Carry` was a `memcpy` call per request). `host_set`: the
+/// Host in `sv.scratch` is this request's already.
+fn respond_carrying(
+    sv: &mut Services,
+    info: &ConnInfo,
+    req: &Request<'_, '_>,
+    carry: &mut Carry,
+    registry: &Registry,
+    host_set: bool,
+) -> Outcome {
+    if !host_set {
+        set_host(sv, info, req, carry);
+    }
     // The target of this run: the client's, or an error handler's.
     let mut target: Option<String> = carry.error.as_ref().map(|e| e.target.clone());
     loop {
-        let once = respond_once(sv, info, req, &mut carry, target.as_deref(), registry);
+        let once = respond_once(sv, info, req, carry, target.as_deref(), registry);
         match once {
             Once::Gateway(g) => {
                 if g.carry.error.is_some() {
@@ -422,13 +441,13 @@ pub(crate) fn respond_with(
                 // mod_magnet changed the request: the phases again on it.
                 let mut hs = Vec::new();
                 let next = head.view(&mut hs);
-                return respond_with(sv, info, &next, carry, registry);
+                return respond_carrying(sv, info, &next, carry, registry, false);
             }
             Once::Reply => {}
         }
         let settings = Rc::clone(&sv.reply.settings);
         let status = sv.reply.status;
-        if let Some(next) = error_handler_for(&settings, status, &carry) {
+        if let Some(next) = error_handler_for(&settings, status, carry) {
             // Run the error handler instead; the answer built is dropped.
             log::debug!("status {status}: running error handler {}", next.target);
             target = Some(next.target.clone());
@@ -451,16 +470,15 @@ pub(crate) fn respond_with(
             }
         }
         if !sv.reply.settings.magnet.is_empty() || !carry.magnet.resp_headers.is_empty() {
-            if let Some(run) = magnet::response_start(sv, info, req, &mut carry) {
+            if let Some(run) = magnet::response_start(sv, info, req, carry) {
                 // A script's run is parked: the answer waits with it.
                 let kept = Some(sv.take_reply());
-                if let Some(g) = magnet_wait::park(sv, info, req, &mut carry, (run, kept), registry)
-                {
+                if let Some(g) = magnet_wait::park(sv, info, req, carry, (run, kept), registry) {
                     return Outcome::Gateway(g);
                 }
             }
         }
-        return reply_outcome(sv, req, &mut carry);
+        return reply_outcome(sv, req, carry);
     }
 }
 

@@ -149,6 +149,9 @@ fn redirect_to(
     resolved: &Resolved,
     uri: &str,
 ) -> Option<String> {
+    if settings.rewrite.redirect.is_empty() {
+        return None;
+    }
     rewrite::first_match(
         &settings.rewrite.redirect,
         uri,
@@ -172,6 +175,16 @@ fn auth_gate(
     carry: &mut Carry,
     registry: &Registry,
 ) -> Option<auth::Checked> {
+    // No `auth.require` rule in this scope: mod_auth lets it pass.
+    let scope = settings.auth.scope as usize;
+    if sv
+        .config
+        .auth_requires
+        .get(scope)
+        .is_none_or(|(_, t)| t.rules.is_empty())
+    {
+        return None;
+    }
     let path = std::mem::take(&mut sv.scratch.path);
     let c = auth_run(sv, info, req, settings, &path, carry, registry);
     sv.scratch.path = path;
@@ -300,6 +313,11 @@ fn websocket_phase(
     carry: &mut Carry,
     registry: &Registry,
 ) -> Option<Once> {
+    // Not a WebSocket handshake (every HTTP/2 request): `take`'s own
+    // first answer, without the call.
+    if !super::wstunnel::is_upgrade(req) {
+        return None;
+    }
     match super::wstunnel::take(sv, info, req, settings, carry, registry)? {
         Ok(g) => Some(Once::Gateway(g)),
         Err(status) => {
@@ -325,6 +343,10 @@ fn docroot_phase<'s>(
     if let Some(d) = carry.docroot.as_deref() {
         return Ok(Some(Cow::Owned(d.to_string())));
     }
+    if settings.vhostdb.backend.is_none() {
+        // mod_vhostdb not configured here (its own first answer).
+        return Ok(document_root(settings, &sv.scratch.host));
+    }
     match super::vhostdb::docroot(sv, info, req, carry, settings, registry) {
         Root::Found(d) => Ok(Some(Cow::Owned(d))),
         Root::Default => Ok(document_root(settings, &sv.scratch.host)),
@@ -347,6 +369,9 @@ fn webdav_phase(
     docroot: Option<&str>,
     registry: &Registry,
 ) -> Option<Once> {
+    if !settings.webdav.activate {
+        return None;
+    }
     match super::webdav::take(sv, info, req, carry, settings, docroot, registry)? {
         super::webdav::Taken::Reply => Some(Once::Reply),
         super::webdav::Taken::Job(g) => Some(Once::Gateway(g)),
@@ -539,6 +564,10 @@ fn ssi_answered(
     at: &At<'_>,
     settings: &Settings,
 ) -> bool {
+    // (mod_ssi's own first check, before its arguments are built.)
+    if settings.ssi.extension.is_empty() {
+        return false;
+    }
     let (Some(ph), Some(docroot)) = (at.ph, at.docroot) else {
         return false;
     };

@@ -51,7 +51,7 @@ pub(super) fn take(
 }
 
 /// An HTTP/1.1 GET asking to upgrade to WebSocket.
-fn is_upgrade(req: &Request<'_, '_>) -> bool {
+pub(super) fn is_upgrade(req: &Request<'_, '_>) -> bool {
     req.major == 1
         && req.minor == 1
         && req.method == Method::Get

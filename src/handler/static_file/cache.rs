@@ -95,6 +95,12 @@ pub struct FileCache {
     bytes: usize,
     /// Directory path => (settings id, when, the index file's URL path or none).
     indexes: PathMap<(u64, u64, Option<String>)>,
+    /// The path of the last entry `get` found, and the entry: the same
+    /// file asked again is a comparison of the path, not a hash of it
+    /// and a probe. Emptied whenever `map` changes, so it is always what
+    /// `map` holds for that path.
+    last_path: String,
+    last: Option<Rc<OpenFile>>,
 }
 
 impl FileCache {
@@ -118,11 +124,16 @@ impl FileCache {
         }
     }
 
-    pub(super) fn get(&self, path: &str, settings_id: u64, now: u64) -> Option<Rc<OpenFile>> {
-        self.map
-            .get(path)
-            .filter(|e| e.settings_id == settings_id && now <= e.born + 1)
-            .cloned()
+    pub(super) fn get(&mut self, path: &str, settings_id: u64, now: u64) -> Option<Rc<OpenFile>> {
+        let fresh = |e: &&Rc<OpenFile>| e.settings_id == settings_id && now <= e.born + 1;
+        if let Some(e) = self.last.as_ref().filter(|_| self.last_path == path) {
+            return Some(e).filter(fresh).cloned();
+        }
+        let e = self.map.get(path)?;
+        self.last_path.clear();
+        self.last_path.push_str(path);
+        self.last = Some(Rc::clone(e));
+        Some(e).filter(fresh).cloned()
     }
 
     pub(super) fn insert(&mut self, path: &str, e: Rc<OpenFile>) {
@@ -131,6 +142,7 @@ impl FileCache {
             return;
         }
         self.bytes += size;
+        self.last = None;
         if let Some(old) = self.map.insert(path.to_string(), e) {
             self.bytes -= old.small.as_ref().map_or(0, |b| b.len());
         }
@@ -138,6 +150,7 @@ impl FileCache {
 
     /// Drops entries older than a second (called once a second); their files close.
     pub fn purge(&mut self, now: u64) {
+        self.last = None;
         self.indexes.retain(|_, (_, born, _)| now <= *born + 1);
         let mut freed = 0;
         self.map.retain(|_, e| {
@@ -152,6 +165,7 @@ impl FileCache {
 
     /// Closes every cached file (out of descriptors).
     pub fn clear(&mut self) {
+        self.last = None;
         self.map.clear();
         self.indexes.clear();
         self.bytes = 0;

@@ -194,6 +194,11 @@ fn header_line(out: &mut Vec<u8>, name: &str, value: &[u8]) {
 }
 
 fn write_expire(r: &mut Reply, req: &StaticRequest<'_>, ctype: &str, mtime: i64) {
+    // mod_expire without rules (or not loaded): nothing to look up.
+    let e = &r.settings.expire;
+    if e.url.is_empty() && e.mimetypes.is_empty() {
+        return;
+    }
     let Some(rule) = super::expire::rule_for(&r.settings, req.path, ctype) else {
         return;
     };

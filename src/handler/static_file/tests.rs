@@ -78,3 +78,44 @@ fn a_new_configuration_never_meets_the_old_ones_cached_answers() {
         "answered {out:?} from the old settings (address reused: {reused})"
     );
 }
+
+#[test]
+fn the_last_hit_is_always_what_the_cache_holds() {
+    use super::cache::OpenFile;
+    use std::rc::Rc;
+    let dir = std::env::temp_dir().join(format!("glint-lasthit-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("a.html");
+    let p = path.display().to_string();
+    let s = Settings::default();
+    let open = |content: &[u8], now: u64| {
+        std::fs::write(&path, content).expect("write");
+        let f = std::fs::File::open(&path).expect("open");
+        let meta = f.metadata().expect("fstat");
+        Rc::new(OpenFile::new(f, &meta, &p, &s, 7, now))
+    };
+    let mut cache = super::FileCache::default();
+    assert!(cache.get(&p, 7, 1).is_none(), "empty");
+    cache.insert(&p, open(b"one", 1));
+    let first = cache.get(&p, 7, 1).expect("cached");
+    assert_eq!(first.len, 3);
+    assert!(cache.get(&p, 7, 1).is_some(), "the last hit again");
+    assert!(cache.get(&p, 8, 1).is_none(), "other settings: not served");
+    assert!(
+        cache.get(&p, 7, 3).is_none(),
+        "older than a second: not served"
+    );
+    // Replaced under the same path: the new entry, not the last hit.
+    cache.insert(&p, open(b"second", 2));
+    let second = cache.get(&p, 7, 2).expect("cached");
+    assert_eq!(second.len, 6);
+    assert!(!Rc::ptr_eq(&first, &second));
+    // Purged: gone, though it was the last hit.
+    cache.purge(10);
+    assert!(cache.get(&p, 7, 10).is_none(), "purged");
+    cache.insert(&p, open(b"third!!", 10));
+    assert_eq!(cache.get(&p, 7, 10).map(|e| e.len), Some(7));
+    cache.clear();
+    assert!(cache.get(&p, 7, 10).is_none(), "cleared");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -45,6 +45,7 @@ impl View<'_> {
 /// Answers when `path` is one of the configured status URLs; returns false otherwise.
 /// Whether `path` is one of mod_status's pages under `s`: the figures a
 /// page shows are gathered only then.
+#[inline]
 pub fn is_page(path: &str, s: &crate::config::Status) -> bool {
     [
         &s.status_url,

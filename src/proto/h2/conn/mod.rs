@@ -44,16 +44,19 @@ use stream::{Closed, State, Stream};
 pub struct StreamHasher(u64);
 
 impl std::hash::Hasher for StreamHasher {
+    #[inline]
     fn finish(&self) -> u64 {
         self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(32)
     }
 
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 = (self.0 << 8) | u64::from(b);
         }
     }
 
+    #[inline]
     fn write_u32(&mut self, n: u32) {
         self.0 = u64::from(n);
     }
