@@ -47,6 +47,15 @@ impl State {
         swap_ctx(&self.ctx, ctx);
     }
 
+    /// The request in the state no longer needs the one it was lent
+    /// (see [`Ctx::detach`]).
+    pub fn detach_ctx(&self) {
+        match self.ctx.try_borrow_mut() {
+            Ok(mut c) => c.detach(),
+            Err(_) => log::error!("mod_magnet: the request is in use"),
+        }
+    }
+
     /// Runs the script (`fresh`: from its start; else on from where it
     /// was suspended) for at most a quantum, with `left` ns of its budget
     /// left. Returns what it came to and the ns it ran.
