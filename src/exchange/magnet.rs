@@ -155,7 +155,7 @@ fn ctx_for(
         c.lend(attr::REQUEST_URI, uri);
         c.lend(attr::REQUEST_PATH_INFO, "");
         c.lend(attr::PROTOCOL, req.protocol());
-        c.lend(attr::SERVER_NAME, super::host_without_port(host));
+        c.lend_server_name(host, super::host_without_port);
         c.lend(attr::STAGE, "handle-req");
     }
     c

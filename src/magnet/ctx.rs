@@ -105,6 +105,9 @@ struct Loan {
     headers: *const [Header<'static>],
     /// The client's and the server's address and port.
     ends: [(Option<IpAddr>, u16); 2],
+    /// `request.server-name` of the text lent for it (the authority
+    /// without its port).
+    server_name: fn(&str) -> &str,
 }
 
 const N_ATTRS: usize = 20;
@@ -116,13 +119,42 @@ impl Default for Loan {
             texts: ["" as *const str; N_ATTRS],
             headers: empty,
             ends: [(None, 0); 2],
+            server_name: |s| s,
         }
     }
 }
 
-/// One request as a script sees it.
+/// One request as a script sees it: boxed, since it goes from the
+/// exchange to mod_magnet to the Lua state and back on every request
+/// (moved as a pointer, not copied).
 #[derive(Debug, Default)]
-pub struct Ctx {
+pub struct Ctx(Box<CtxData>);
+
+impl std::ops::Deref for Ctx {
+    type Target = CtxData;
+    fn deref(&self) -> &CtxData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Ctx {
+    fn deref_mut(&mut self) -> &mut CtxData {
+        &mut self.0
+    }
+}
+
+impl Ctx {
+    /// A context for `stage`, every attribute nil.
+    pub fn new(stage: Stage) -> Ctx {
+        let mut c = Ctx::default();
+        c.reset(stage);
+        c
+    }
+}
+
+/// What a [`Ctx`] holds.
+#[derive(Debug, Default)]
+pub struct CtxData {
     pub stage: Stage,
     /// The request's headers, in order, once copied out of the loan (see
     /// [`Ctx::headers_mut`]).
@@ -166,14 +198,7 @@ pub struct Ctx {
     pub keep_alive: bool,
 }
 
-impl Ctx {
-    /// A context for `stage`, every attribute nil.
-    pub fn new(stage: Stage) -> Ctx {
-        let mut c = Ctx::default();
-        c.reset(stage);
-        c
-    }
-
+impl CtxData {
     /// Made a context for `stage` again, every attribute nil, keeping the
     /// buffers of the last request: a script on every request then costs
     /// no allocation for what it may read.
@@ -203,9 +228,9 @@ impl Ctx {
 
     /// The loan ends without a copy (the request is done with).
     pub fn forget_loan(&mut self) {
+        // (The addresses in `loan` are not looked at without these.)
         self.lent = 0;
         self.headers_lent = false;
-        self.loan = Loan::default();
     }
 
     /// Attribute `id` is the request's text `v`, read from there when
@@ -219,6 +244,32 @@ impl Ctx {
         if let Some(t) = self.loan.texts.get_mut(id) {
             *t = v;
             self.lent |= 1 << id;
+        }
+    }
+
+    /// `request.server-name` is `name_of(host)` (`host` lent as by
+    /// [`Ctx::lend`], `name_of` applied when it is read).
+    ///
+    /// # Safety
+    /// As [`Ctx::lend`].
+    pub unsafe fn lend_server_name(&mut self, host: &str, name_of: fn(&str) -> &str) {
+        self.loan.server_name = name_of;
+        // SAFETY: as the caller's.
+        unsafe { self.lend(attr::SERVER_NAME, host) };
+    }
+
+    /// The text lent for attribute `id` (not an address or a port).
+    ///
+    /// # Safety
+    /// `id`'s bit is in `lent`.
+    unsafe fn lent_text(&self, id: usize) -> &str {
+        // SAFETY: lent by `lend`, whose caller keeps it while its bit is
+        // set.
+        let v = unsafe { &*self.loan.texts[id] };
+        if id == attr::SERVER_NAME {
+            (self.loan.server_name)(v)
+        } else {
+            v
         }
     }
 
@@ -274,9 +325,9 @@ impl Ctx {
         }
         self.lent &= !(1 << id);
         if !is_end(id) {
-            let v = self.loan.texts[id];
-            // SAFETY: lent by `lend`, whose caller keeps it while its bit
-            // is set (`attr_buf` changes `attrs`, not the request).
+            // SAFETY: its bit was set (`attr_buf` changes `attrs`, not
+            // the request the text is in).
+            let v: *const str = unsafe { self.lent_text(id) };
             self.attr_buf(id).push_str(unsafe { &*v });
             return;
         }
@@ -344,9 +395,8 @@ impl Ctx {
     pub fn attr_opt(&mut self, id: usize) -> Option<&str> {
         if self.lent & (1 << id) != 0 {
             if !is_end(id) {
-                // SAFETY: lent by `lend`, whose caller keeps it while its
-                // bit is set.
-                return Some(unsafe { &*self.loan.texts[id] });
+                // SAFETY: its bit is set.
+                return Some(unsafe { self.lent_text(id) });
             }
             self.fill(id);
         }
@@ -439,6 +489,16 @@ fn format_ip(out: &mut String, ip: Option<IpAddr>) {
 #[cfg(test)]
 mod tests {
     use super::{attr, Ctx, Stage};
+
+    #[test]
+    fn server_name_without_the_port() {
+        let mut c = Ctx::new(Stage::RawUrl);
+        // SAFETY: a static string.
+        unsafe { c.lend_server_name("example.org:8080", |h| h.split(':').next().unwrap_or(h)) };
+        assert_eq!(c.attr(attr::SERVER_NAME), "example.org");
+        c.detach();
+        assert_eq!(c.attr_opt(attr::SERVER_NAME), Some("example.org"));
+    }
 
     #[test]
     fn addresses_as_text() {

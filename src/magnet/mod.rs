@@ -183,7 +183,7 @@ impl Magnet {
         if rv.is_err() {
             state.clean_up(file);
         }
-        self.release(file, state);
+        self.release(state);
         match rv {
             Err(e) => {
                 log::error!("lua: {file}: {e}");
@@ -214,13 +214,17 @@ impl Magnet {
     }
 
     /// `state` ran: back with its script, or dropped when the script was
-    /// loaded anew meanwhile.
-    fn release(&mut self, file: &str, state: State) {
-        if let Some(script) = self.find(file).and_then(|i| self.scripts.get_mut(i)) {
-            if state.generation == script.generation {
-                script.busy = script.busy.saturating_sub(1);
-                script.idle.push(state);
-            }
+    /// loaded anew meanwhile. (A load's generation is its script's alone:
+    /// no name to compare.)
+    fn release(&mut self, state: State) {
+        let g = state.generation;
+        let at = match self.scripts.get(self.last) {
+            Some(s) if s.generation == g => Some(self.last),
+            _ => self.scripts.iter().position(|s| s.generation == g),
+        };
+        if let Some(script) = at.and_then(|i| self.scripts.get_mut(i)) {
+            script.busy = script.busy.saturating_sub(1);
+            script.idle.push(state);
         }
     }
 

@@ -25,6 +25,9 @@ pub(super) struct State {
     /// Runs the script in its environment (the prelude's `run` bound to
     /// them: a call without arguments).
     runner: Function,
+    /// `runner` in the registry (its index there), for the coroutine's
+    /// reset.
+    runner_key: mlua::RegistryKey,
     /// The coroutine a run goes in (made once, reset for each run).
     thread: Thread,
     /// The coroutine's `lua_State`, for the watchdog's hook.
@@ -58,7 +61,9 @@ impl State {
 
     /// Runs the script (`fresh`: from its start; else on from where it
     /// was suspended) for at most a quantum, with `left` ns of its budget
-    /// left. Returns what it came to and the ns it ran.
+    /// left. Returns what it came to and the ns it ran (0 for a first
+    /// quantum that ended the run: its time counts for nothing more, and
+    /// a run that is over costs one clock reading, not two).
     pub fn go(&mut self, fresh: bool, left: u64) -> (Quantum, u64) {
         if fresh {
             if let Err(e) = self.reset() {
@@ -71,15 +76,17 @@ impl State {
         let rv = self.thread.resume::<Value>(());
         let preempted = watchdog::end(self.raw);
         self.deadline.set(0);
-        // Run time: on the wall clock for a first quantum, in CPU time
-        // for a resumed one (see `watchdog::cpu_ns`).
-        let ran = if fresh {
-            watchdog::now_ns().saturating_sub(start)
-        } else {
-            watchdog::cpu_ns().saturating_sub(cpu)
-        };
         // SAFETY: reads the status of the live coroutine that just ran.
         let yielded = unsafe { mlua::ffi::lua_status(self.raw) } == mlua::ffi::LUA_YIELD;
+        // Run time: on the wall clock for a first quantum, in CPU time
+        // for a resumed one (see `watchdog::cpu_ns`).
+        let ran = if !fresh {
+            watchdog::cpu_ns().saturating_sub(cpu)
+        } else if yielded {
+            watchdog::now_ns().saturating_sub(start)
+        } else {
+            0
+        };
         let q = match rv {
             Ok(_) if preempted && yielded => Quantum::Suspended,
             Ok(_) if yielded => {
@@ -103,7 +110,21 @@ impl State {
         // SAFETY: reads the status of the live coroutine (an error code
         // after a run that failed).
         let status = unsafe { mlua::ffi::lua_status(self.raw) };
-        let failed = status != mlua::ffi::LUA_OK && status != mlua::ffi::LUA_YIELD;
+        if status == mlua::ffi::LUA_OK {
+            // A run that returned (or none yet): its stack emptied and the
+            // runner pushed, as `Thread::reset` does, without its checks
+            // (a coroutine whose run returned has no frames left).
+            // SAFETY: the coroutine is not running (runs are on this
+            // thread, and none is), its stack has room for one value
+            // after it is emptied, and the key is the runner's.
+            unsafe {
+                mlua::ffi::lua_settop(self.raw, 0);
+                let key = mlua::ffi::lua_Integer::from(self.runner_key.id());
+                mlua::ffi::lua_rawgeti(self.raw, mlua::ffi::LUA_REGISTRYINDEX, key);
+            }
+            return Ok(());
+        }
+        let failed = status != mlua::ffi::LUA_YIELD;
         if failed || self.thread.reset(self.runner.clone()).is_err() {
             self.thread = self.lua.create_thread(self.runner.clone())?;
             self.raw = self.thread.to_pointer() as *mut mlua::ffi::lua_State;
@@ -175,6 +196,7 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
         .set_environment(env.clone())
         .into_function()?;
     let runner: Function = bind.call((func, env.clone()))?;
+    let runner_key = lua.create_registry_value(runner.clone())?;
     let thread = lua.create_thread(runner.clone())?;
     // (A thread's pointer is its lua_State, which lives as long as the
     // thread, kept beside it.)
@@ -187,6 +209,7 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
         deadline,
         ctx,
         runner,
+        runner_key,
         thread,
         raw,
         generation,
