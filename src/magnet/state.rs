@@ -15,15 +15,23 @@ pub(super) struct State {
     /// The state itself: the functions and tables below only refer to it.
     lua: Lua,
     env: Table,
+    /// `env` in the registry (its index there).
+    env_key: mlua::RegistryKey,
     clear: Function,
+    /// The prelude's `after`: what a run that touched the older
+    /// interface's tables or left globals needs done after it.
+    after: Function,
+    /// The run touched `lighty.header`, `lighty.content` or another
+    /// field of `lighty` (the prelude calls `P.touch`).
+    touched: Rc<Cell<bool>>,
     /// When the running script must stop (monotonic ns; 0 between
     /// quanta): what the hooks of the script's coroutines look at.
     deadline: Rc<Cell<u64>>,
     /// The request of the run, where the primitives find it (the state's
     /// app data).
     ctx: Rc<RefCell<Ctx>>,
-    /// Runs the script in its environment (the prelude's `run` bound to
-    /// them: a call without arguments).
+    /// The script's function (in its environment): what the coroutine
+    /// runs, resumed directly.
     runner: Function,
     /// `runner` in the registry (its index there), for the coroutine's
     /// reset.
@@ -97,9 +105,53 @@ impl State {
                     "attempt to yield from outside a coroutine",
                 )))
             }
-            other => Quantum::Over(other),
+            Ok(v) => Quantum::Over(self.after_run(v)),
+            Err(e) => Quantum::Over(Err(e)),
         };
         (q, ran)
+    }
+
+    /// The run returned `rv`: what it asks for as `verdict` takes it (an
+    /// integer, as `math.tointeger` makes it, or the value as it is when
+    /// it is none), its globals and the older interface's tables cleared.
+    /// Only a run that touched the latter or left globals calls into Lua.
+    fn after_run(&mut self, rv: Value) -> mlua::Result<Value> {
+        let n = match &rv {
+            Value::Nil => Some(0),
+            Value::Integer(i) => Some(*i),
+            other => self.lua.coerce_integer(other.clone()).ok().flatten(),
+        };
+        let Some(n) = n else {
+            self.touched.set(false);
+            self.clear.call::<()>(self.env.clone())?;
+            return Ok(rv);
+        };
+        if self.touched.get() || self.has_globals() {
+            self.touched.set(false);
+            self.after.call::<()>((n, self.env.clone()))?;
+        }
+        Ok(Value::Integer(n))
+    }
+
+    /// The script's environment holds globals (set by the run).
+    fn has_globals(&self) -> bool {
+        let key = mlua::ffi::lua_Integer::from(self.env_key.id());
+        // SAFETY: the coroutine's run returned (it is not running), so
+        // its stack may be used: room for three values is made, the
+        // environment and a nil key pushed, `lua_next` (which raises no
+        // error on a nil key) pushes a pair or nothing, and the stack is
+        // emptied again.
+        unsafe {
+            use mlua::ffi;
+            if ffi::lua_checkstack(self.raw, 3) == 0 {
+                return true;
+            }
+            ffi::lua_rawgeti(self.raw, ffi::LUA_REGISTRYINDEX, key);
+            ffi::lua_pushnil(self.raw);
+            let any = ffi::lua_next(self.raw, -2) != 0;
+            ffi::lua_settop(self.raw, 0);
+            any
+        }
     }
 
     /// The coroutine made ready for a run from the start. One whose run
@@ -139,6 +191,7 @@ impl State {
         if let Err(e) = self.reset() {
             log::error!("{file}: closing the run: {e}");
         }
+        self.touched.set(false);
         if let Err(e) = self.clear.call::<()>(self.env.clone()) {
             log::error!("{file}: clearing after the run: {e}");
         }
@@ -180,8 +233,14 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
             deadline_hook(Rc::clone(&dl)),
         )
     })?;
+    let touched: Rc<Cell<bool>> = Rc::default();
+    let t = Rc::clone(&touched);
+    set_fn(&lua, &prims, "touch", move |_, ()| {
+        t.set(true);
+        Ok(())
+    })?;
     let c = clib::table(&lua)?;
-    let (bind, clear, base): (Function, Function, Table) = lua
+    let (after, clear, base): (Function, Function, Table) = lua
         .load(include_str!("prelude.lua"))
         .set_name("=magnet-prelude")
         .call((prims, c))?;
@@ -195,7 +254,8 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
         .set_name(format!("@{file}"))
         .set_environment(env.clone())
         .into_function()?;
-    let runner: Function = bind.call((func, env.clone()))?;
+    let runner = func;
+    let env_key = lua.create_registry_value(env.clone())?;
     let runner_key = lua.create_registry_value(runner.clone())?;
     let thread = lua.create_thread(runner.clone())?;
     // (A thread's pointer is its lua_State, which lives as long as the
@@ -205,7 +265,10 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
     Ok(State {
         lua,
         env,
+        env_key,
         clear,
+        after,
+        touched,
         deadline,
         ctx,
         runner,
@@ -214,4 +277,45 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
         raw,
         generation,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{load, Quantum, State, Value};
+
+    fn run(s: &mut State) -> Value {
+        match s.go(true, 1_000_000_000).0 {
+            Quantum::Over(Ok(v)) => v,
+            Quantum::Over(Err(e)) => panic!("{e}"),
+            Quantum::Suspended => panic!("suspended"),
+        }
+    }
+
+    #[test]
+    fn a_run_leaves_no_globals_and_returns_as_math_tointeger_makes_it() {
+        let src = b"n = (n or 0) + 1\nlighty.header['X-N'] = tostring(n)\n\
+                    local r = lighty.r.req_attr['uri.path']\n\
+                    if r == '/s' then return '404' elseif r == '/f' then return 1.5 end\n\
+                    return 403.0";
+        let mut s = load("t.lua", src, 1).expect("load");
+        for (path, want) in [
+            ("/", Value::Integer(403)),
+            ("/", Value::Integer(403)),
+            ("/s", Value::Integer(404)),
+            ("/f", Value::Number(1.5)),
+            ("/", Value::Integer(403)),
+        ] {
+            {
+                let mut c = s.ctx.borrow_mut();
+                c.reset(super::super::Stage::RawUrl);
+                c.set_attr(super::super::attr::URI_PATH, path);
+            }
+            assert_eq!(run(&mut s), want, "{path}");
+            // (A global of an earlier run would make it 2.)
+            let n = s.ctx.borrow().resp_header("X-N").map(str::to_string);
+            if !matches!(want, Value::Number(_)) {
+                assert_eq!(n.as_deref(), Some("1"), "{path}");
+            }
+        }
+    }
 }
