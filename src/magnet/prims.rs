@@ -376,10 +376,18 @@ pub fn fast_reads(lua: &Lua, t: &Table, ctx: &Rc<RefCell<Ctx>>) -> Result<()> {
         // SAFETY: pushes a pointer and makes a closure of the general
         // function (pushed as the argument) and it; the cell it points to
         // lives as long as the state (the state's app data holds it).
+        // (`ra_get` has a third: the string each attribute was last
+        // read as, see `ra_get_c`.)
+        let cached = name == "ra_get";
         let fast: mlua::Function = unsafe {
             lua.exec_raw(general, |state| {
                 ffi::lua_pushlightuserdata(state, cell);
-                ffi::lua_pushcclosure(state, f, 2);
+                if cached {
+                    ffi::lua_createtable(state, ATTRS.len() as c_int, 0);
+                    ffi::lua_pushcclosure(state, f, 3);
+                } else {
+                    ffi::lua_pushcclosure(state, f, 2);
+                }
             })
         }?;
         t.set(name, fast)?;
@@ -463,11 +471,36 @@ unsafe extern "C-unwind" fn ra_get_c(state: *mut ffi::lua_State) -> c_int {
     // (The value is where the request or the context keeps it, which
     // nothing changes before the push copies it; the borrow ends first,
     // since the push may raise an error past this frame.)
-    let found = attr_id(key)
-        .and_then(|id| ctx.attr_opt(id))
-        .map(|v| (v.as_ptr(), v.len()));
+    let Some(id) = attr_id(key) else {
+        drop(ctx);
+        return push_found(state, None);
+    };
+    let found = ctx.attr_opt(id).map(|v| (v.as_ptr(), v.len()));
     drop(ctx);
-    push_found(state, found)
+    let Some((p, n)) = found else {
+        return push_found(state, None);
+    };
+    // The string the attribute was read as last (the same on most
+    // requests: the path of a busy page, the method) is pushed again
+    // instead of made anew (lua_pushlstring hashes and looks it up).
+    let slot = id as ffi::lua_Integer + 1;
+    if ffi::lua_rawgeti(state, ffi::lua_upvalueindex(3), slot) == ffi::LUA_TSTRING {
+        let mut len = 0;
+        let q = ffi::lua_tolstring(state, -1, &mut len);
+        if len == n
+            && !q.is_null()
+            && std::slice::from_raw_parts(q.cast::<u8>(), len) == std::slice::from_raw_parts(p, n)
+        {
+            return 1;
+        }
+    }
+    ffi::lua_settop(state, -2);
+    // (The push copies the bytes before anything else can happen; the
+    // slot is in the table's array part, made with it: no allocation.)
+    ffi::lua_pushlstring(state, p.cast(), n);
+    ffi::lua_pushvalue(state, -1);
+    ffi::lua_rawseti(state, ffi::lua_upvalueindex(3), slot);
+    1
 }
 
 unsafe extern "C-unwind" fn rh_get_c(state: *mut ffi::lua_State) -> c_int {

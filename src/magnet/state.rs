@@ -10,8 +10,25 @@ use mlua::{Function, HookTriggers, Lua, Table, Thread, Value, VmState};
 
 use super::{clib, prims, set_fn, swap_ctx, watchdog, Ctx, HOOK_EVERY, MEMORY_LIMIT, TIME_SLICE};
 
-/// A compiled script in a Lua state of its own.
-pub(super) struct State {
+/// A compiled script in a Lua state of its own (boxed: it goes from its
+/// script to the run and back on every request, moved as a pointer).
+pub(super) struct State(Box<StateData>);
+
+impl std::ops::Deref for State {
+    type Target = StateData;
+    fn deref(&self) -> &StateData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for State {
+    fn deref_mut(&mut self) -> &mut StateData {
+        &mut self.0
+    }
+}
+
+/// What a [`State`] holds.
+pub(super) struct StateData {
     /// The state itself: the functions and tables below only refer to it.
     lua: Lua,
     env: Table,
@@ -52,7 +69,7 @@ pub(super) enum Quantum {
     Over(mlua::Result<Value>),
 }
 
-impl State {
+impl StateData {
     /// Swaps `ctx` with the request the primitives see.
     pub fn swap(&self, ctx: &mut Ctx) {
         swap_ctx(&self.ctx, ctx);
@@ -262,7 +279,7 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
     // thread, kept beside it.)
     let raw = thread.to_pointer() as *mut mlua::ffi::lua_State;
     lua.set_memory_limit(MEMORY_LIMIT)?;
-    Ok(State {
+    Ok(State(Box::new(StateData {
         lua,
         env,
         env_key,
@@ -276,7 +293,7 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
         thread,
         raw,
         generation,
-    })
+    })))
 }
 
 #[cfg(test)]
