@@ -328,6 +328,49 @@ fn request_reads_as_lighttpd_gives_them() {
     }
 }
 
+/// What a script reads after its own writes and after a restart, and a
+/// file's attributes after the path changed: the request is read when the
+/// script asks, so these are where a stale or a too-new value would show.
+#[test]
+fn reads_after_writes_and_restarts_as_lighttpd_gives_them() {
+    let b = start(
+        "magnet.attract-raw-url-to = ( \"@DIR@/scripts/lazy.lua\" )\n\
+         magnet.attract-physical-path-to = ( \"@DIR@/scripts/lazy_physical.lua\" )",
+        true,
+    );
+    let r = b.ask(&get_req("/lazy?q=1", &["X-Client: c1"]), &["Content-Type"]);
+    assert_eq!(r.status, 200, "{}", r.describe());
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    for want in [
+        "first path=/changed",
+        "first uri=/lazy?q=1",
+        "first uri2=/lazy/again?q=2",
+        "first raw2=/lazy/again",
+        "first lent=set",
+        "first client=c1",
+        "first client2=nil",
+        "uri=/lazy/again?q=2",
+        "orig=/lazy?q=1",
+        "query=q=2",
+        "pass=1",
+        "client=nil",
+    ] {
+        assert!(body.lines().any(|l| l == want), "{want} in {body}");
+    }
+    std::fs::write(b.dir.join("root/lazy.txt"), "lazy\n").expect("fixture");
+    let r = b.ask(&get_req("/lazy.txt?x=y", &[]), &["Content-Type"]);
+    assert_eq!(r.status, 200, "{}", r.describe());
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    for want in [
+        "physical=true",
+        "path=/other.txt",
+        "physical3=true",
+        "query=x=y",
+    ] {
+        assert!(body.lines().any(|l| l == want), "{want} in {body}");
+    }
+}
+
 #[test]
 fn restart_request_runs_the_new_target_and_is_bounded() {
     let b = start(

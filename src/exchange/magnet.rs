@@ -13,7 +13,7 @@ use std::rc::Rc;
 use super::physical::Physical;
 use super::{endpoint, Carry, ConnInfo, Services};
 use crate::config::Settings;
-use crate::magnet::{attr, AddrText, Ctx, Parked, Part, Ran, Stage, Verdict, MAX_RESTARTS};
+use crate::magnet::{attr, Ctx, Parked, Part, Ran, Stage, Verdict, MAX_RESTARTS};
 use crate::msg::{OwnedHead, Reply, Request};
 
 /// What the scripts of a stage before the response came to.
@@ -106,9 +106,9 @@ fn geo_env(ctx: &mut Ctx, settings: &Settings, info: &ConnInfo) {
 }
 
 /// The request as the scripts of `stage` see it; `uri` is the target in
-/// force (after rewrites), `query` its query. Written into the context
-/// mod_magnet keeps between requests (given back with [`done`]), reusing
-/// its buffers.
+/// force (after rewrites), `query` its query. Lent, not copied, to the
+/// context mod_magnet keeps between requests (given back with [`done`]
+/// while `req`, `uri` and `sv.scratch` are as they are now).
 fn ctx_for(
     sv: &mut Services,
     info: &ConnInfo,
@@ -119,7 +119,6 @@ fn ctx_for(
 ) -> Ctx {
     let mut c = sv.magnet.take_ctx();
     c.reset(stage);
-    c.set_headers(req.headers.iter().map(|h| (h.name, h.value)));
     c.env.extend(
         carry
             .vars
@@ -131,63 +130,35 @@ fn ctx_for(
         .orig_line
         .as_deref()
         .and_then(|l| l.split(|&b| b == b' ').nth(1));
-    match orig {
-        Some(t) => c.set_attr(attr::REQUEST_ORIG_URI, &String::from_utf8_lossy(t)),
-        None => c.set_attr(attr::REQUEST_ORIG_URI, req.target),
+    if let Some(t) = orig {
+        c.set_attr(attr::REQUEST_ORIG_URI, &String::from_utf8_lossy(t));
     }
     let (port, addr) = endpoint::server_end(sv, info);
+    c.set_end(false, info.peer, info.peer_port);
+    c.set_end(true, addr, port);
     let host = &sv.scratch.host;
-    c.set_attr(attr::URI_PATH, &sv.scratch.path);
-    c.set_attr(attr::URI_PATH_RAW, super::split_uri(uri).0);
-    c.set_attr(attr::URI_SCHEME, info.scheme());
-    c.set_attr(attr::URI_AUTHORITY, host);
-    c.set_attr(attr::URI_QUERY, query);
-    c.set_attr(attr::REQUEST_METHOD, req.method_str);
-    c.set_attr(attr::REQUEST_URI, uri);
-    c.set_attr(attr::REQUEST_PATH_INFO, "");
-    let mut n = itoa::Buffer::new();
-    let [peer_text, server_text] = sv.magnet.addr_texts();
-    push_ip(c.attr_buf(attr::REMOTE_ADDR), info.peer, peer_text);
-    c.set_attr(attr::REMOTE_PORT, n.format(info.peer_port));
-    push_ip(c.attr_buf(attr::SERVER_ADDR), addr, server_text);
-    c.set_attr(attr::SERVER_PORT, n.format(port));
-    c.set_attr(attr::PROTOCOL, req.protocol());
-    c.set_attr(attr::SERVER_NAME, super::host_without_port(host));
-    c.set_attr(attr::STAGE, "handle-req");
+    // SAFETY: all of it is in the request, its target in force or the
+    // scratch strings of its turn, none of which changes before the
+    // context is given back (`done`, with the request in scope) or
+    // detached (mod_magnet does so before a run is parked).
+    unsafe {
+        c.lend_headers(req.headers);
+        if orig.is_none() {
+            c.lend(attr::REQUEST_ORIG_URI, req.target);
+        }
+        c.lend(attr::URI_PATH, &sv.scratch.path);
+        c.lend(attr::URI_PATH_RAW, super::split_uri(uri).0);
+        c.lend(attr::URI_SCHEME, info.scheme());
+        c.lend(attr::URI_AUTHORITY, host);
+        c.lend(attr::URI_QUERY, query);
+        c.lend(attr::REQUEST_METHOD, req.method_str);
+        c.lend(attr::REQUEST_URI, uri);
+        c.lend(attr::REQUEST_PATH_INFO, "");
+        c.lend(attr::PROTOCOL, req.protocol());
+        c.lend_server_name(host, super::host_without_port);
+        c.lend(attr::STAGE, "handle-req");
+    }
     c
-}
-
-/// `ip` in its usual text form onto `out` (nothing when there is none),
-/// from `last` when it is the address formatted last time (a keep-alive
-/// client's every request).
-fn push_ip(out: &mut String, ip: Option<std::net::IpAddr>, last: &mut AddrText) {
-    if last.0 != ip {
-        last.1.clear();
-        format_ip(&mut last.1, ip);
-        last.0 = ip;
-    }
-    out.push_str(&last.1);
-}
-
-/// `ip` in its usual text form onto `out`; IPv4 without the formatting
-/// machinery.
-fn format_ip(out: &mut String, ip: Option<std::net::IpAddr>) {
-    use std::fmt::Write as _;
-    match ip {
-        Some(std::net::IpAddr::V4(v4)) => {
-            let mut n = itoa::Buffer::new();
-            for (i, o) in v4.octets().into_iter().enumerate() {
-                if i > 0 {
-                    out.push('.');
-                }
-                out.push_str(n.format(o));
-            }
-        }
-        Some(v6) => {
-            let _ = write!(out, "{v6}");
-        }
-        None => {}
-    }
 }
 
 /// Gives the context back to mod_magnet for the next request.
@@ -214,9 +185,9 @@ pub(super) fn raw_url(
             return Turn::Park(p);
         }
     };
-    let turn = match settle(sv, req, carry, &ctx, v) {
+    let turn = match settle(sv, req, carry, &mut ctx, v) {
         Some(turn) => turn,
-        None => changed_request(req, carry, &ctx, uri),
+        None => changed_request(req, carry, &mut ctx, uri),
     };
     done(sv, ctx);
     turn
@@ -228,7 +199,7 @@ fn settle(
     sv: &mut Services,
     req: &Request<'_, '_>,
     carry: &mut Carry,
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     v: Verdict,
 ) -> Option<Turn> {
     if ctx.env_changed {
@@ -258,7 +229,7 @@ fn settle(
 /// `lighty.RESTART_REQUEST`: the request again from the start, with the
 /// target (`request.uri`) and headers the scripts left; past
 /// [`MAX_RESTARTS`], 500.
-fn restart(sv: &mut Services, req: &Request<'_, '_>, carry: &mut Carry, ctx: &Ctx) -> Turn {
+fn restart(sv: &mut Services, req: &Request<'_, '_>, carry: &mut Carry, ctx: &mut Ctx) -> Turn {
     carry.magnet.restarts += 1;
     if carry.magnet.restarts >= MAX_RESTARTS {
         log::error!(
@@ -268,7 +239,7 @@ fn restart(sv: &mut Services, req: &Request<'_, '_>, carry: &mut Carry, ctx: &Ct
         sv.reply.error(500);
         return Turn::Answered;
     }
-    let target = ctx.attr(attr::REQUEST_URI);
+    let target = ctx.attr(attr::REQUEST_URI).to_string();
     if !target.starts_with('/') || target.bytes().any(|b| b <= b' ' || b == 0x7f) {
         log::error!(
             "(mod_magnet) request.uri {target:?} to restart with is not a path; answering 400"
@@ -281,12 +252,16 @@ fn restart(sv: &mut Services, req: &Request<'_, '_>, carry: &mut Carry, ctx: &Ct
     carry
         .orig_line
         .get_or_insert_with(|| req.request_line.to_vec());
-    Turn::Again(Box::new(OwnedHead::changed(req, target, &ctx.headers)))
+    Turn::Again(Box::new(OwnedHead::changed(
+        req,
+        &target,
+        ctx.headers_mut(),
+    )))
 }
 
 /// The request made of what the raw-url scripts changed (headers, path,
 /// query, authority), when they changed any of it.
-fn changed_request(req: &Request<'_, '_>, carry: &mut Carry, ctx: &Ctx, uri: &str) -> Turn {
+fn changed_request(req: &Request<'_, '_>, carry: &mut Carry, ctx: &mut Ctx, uri: &str) -> Turn {
     let path_or_query = ctx.was_changed(attr::URI_PATH) || ctx.was_changed(attr::URI_QUERY);
     let authority = ctx.was_changed(attr::URI_AUTHORITY);
     if !(ctx.headers_changed || path_or_query || authority) {
@@ -315,7 +290,11 @@ fn changed_request(req: &Request<'_, '_>, carry: &mut Carry, ctx: &Ctx, uri: &st
     carry
         .orig_line
         .get_or_insert_with(|| req.request_line.to_vec());
-    Turn::Again(Box::new(OwnedHead::changed(req, &target, &ctx.headers)))
+    Turn::Again(Box::new(OwnedHead::changed(
+        req,
+        &target,
+        ctx.headers_mut(),
+    )))
 }
 
 /// A decoded path as a target: unreserved characters and `/` as they are.
@@ -343,6 +322,10 @@ pub(super) fn physical(
 ) -> Result<Moved, Turn> {
     let mut ctx = ctx_for(sv, info, req, carry, Stage::Physical, (uri, query));
     geo_env(&mut ctx, settings, info);
+    if !query.is_empty() {
+        // (`uri` is the target's path: request.uri is all of it.)
+        ctx.set_attr(attr::REQUEST_URI, &format!("{uri}?{query}"));
+    }
     ctx.set_attr(attr::URI_PATH, path);
     ctx.set_attr(attr::PHYSICAL_PATH, &ph.join());
     ctx.set_attr(attr::PHYSICAL_REL_PATH, path);
@@ -355,7 +338,7 @@ pub(super) fn physical(
             return Err(Turn::Park(p));
         }
     };
-    if let Some(turn) = settle(sv, req, carry, &ctx, v) {
+    if let Some(turn) = settle(sv, req, carry, &mut ctx, v) {
         done(sv, ctx);
         return Err(turn);
     }
@@ -364,8 +347,9 @@ pub(super) fn physical(
         .then(|| ctx.attr(attr::URI_PATH).to_string())
         .filter(|p| p.starts_with('/'));
     let ph = ctx.was_changed(attr::PHYSICAL_PATH).then(|| {
+        let root = ctx.attr(attr::PHYSICAL_DOC_ROOT).to_string();
+        let root = root.trim_end_matches('/');
         let p = ctx.attr(attr::PHYSICAL_PATH);
-        let root = ctx.attr(attr::PHYSICAL_DOC_ROOT).trim_end_matches('/');
         match p.strip_prefix(root) {
             Some(rel) if !root.is_empty() && rel.starts_with('/') => Physical {
                 base: root.to_string().into(),
@@ -495,31 +479,4 @@ fn set_body(sv: &mut Services, parts: &[Part]) {
         }
     }
     r.end_head(Some(total));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::push_ip;
-
-    #[test]
-    fn addresses_as_text() {
-        // One kept text across them all: each differs from the last.
-        let mut last = (None, String::new());
-        for ip in [
-            "127.0.0.1",
-            "0.0.0.0",
-            "255.10.0.99",
-            "255.10.0.99",
-            "::1",
-            "2001:db8::8:1",
-            "127.0.0.1",
-        ] {
-            let mut s = String::new();
-            push_ip(&mut s, ip.parse().ok(), &mut last);
-            assert_eq!(s, ip);
-        }
-        let mut s = String::new();
-        push_ip(&mut s, None, &mut last);
-        assert_eq!(s, "");
-    }
 }

@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime};
 
 use mlua::{Lua, Table, Value};
 
-pub use ctx::{attr, Ctx, Part, Stage};
+pub use ctx::{attr, AddrText, Ctx, Part, Stage};
 pub use park::{Parked, Ran};
 use state::{Quantum, State};
 
@@ -106,13 +106,7 @@ pub struct Magnet {
     /// While the loop has other work, no parked run's quantum before
     /// this (monotonic ns).
     next_turn: u64,
-    /// The client's and the server's address as `req_attr` gave them
-    /// last (see [`Magnet::addr_texts`]).
-    addr_texts: [AddrText; 2],
 }
-
-/// An address and its text form.
-pub type AddrText = (Option<std::net::IpAddr>, String);
 
 impl Magnet {
     /// A context to fill for a run (the last one's buffers, when there is
@@ -121,15 +115,10 @@ impl Magnet {
         self.spare.take().unwrap_or_default()
     }
 
-    /// Where the text of the client's and the server's address is kept
-    /// from one request to the next: formatted again only when the
-    /// address differs.
-    pub fn addr_texts(&mut self) -> &mut [AddrText; 2] {
-        &mut self.addr_texts
-    }
-
-    /// Keeps `ctx`'s buffers for the next run.
-    pub fn put_ctx(&mut self, ctx: Ctx) {
+    /// Keeps `ctx`'s buffers for the next run (the request it was lent
+    /// is done with).
+    pub fn put_ctx(&mut self, mut ctx: Ctx) {
+        ctx.forget_loan();
         self.spare = Some(ctx);
     }
 
@@ -144,6 +133,8 @@ impl Magnet {
             let mut state = match self.acquire(f) {
                 Ok(Some(s)) => s,
                 Ok(None) => {
+                    // (The request is not kept while the run waits.)
+                    ctx.detach();
                     let p = Parked::new(stage, &files[i..], std::mem::take(ctx), None);
                     self.parked.push_back(p.clone());
                     return Ran::Parked(p);
@@ -159,8 +150,10 @@ impl Magnet {
             let (q, ran) = state.go(true, TIME_SLICE.as_nanos() as u64);
             match q {
                 Quantum::Suspended => {
-                    // The request stays in the state; `ctx` holds the
-                    // state's spare, swapped back at the end.
+                    // The request stays in the state (its loan copied: the
+                    // request is not kept while the run waits); `ctx`
+                    // holds the state's spare, swapped back at the end.
+                    state.detach_ctx();
                     let mut p = Parked::new(stage, &files[i..], std::mem::take(ctx), Some(state));
                     p.ran(ran);
                     self.parked.push_back(p.clone());
@@ -190,7 +183,7 @@ impl Magnet {
         if rv.is_err() {
             state.clean_up(file);
         }
-        self.release(file, state);
+        self.release(state);
         match rv {
             Err(e) => {
                 log::error!("lua: {file}: {e}");
@@ -221,13 +214,17 @@ impl Magnet {
     }
 
     /// `state` ran: back with its script, or dropped when the script was
-    /// loaded anew meanwhile.
-    fn release(&mut self, file: &str, state: State) {
-        if let Some(script) = self.find(file).and_then(|i| self.scripts.get_mut(i)) {
-            if state.generation == script.generation {
-                script.busy = script.busy.saturating_sub(1);
-                script.idle.push(state);
-            }
+    /// loaded anew meanwhile. (A load's generation is its script's alone:
+    /// no name to compare.)
+    fn release(&mut self, state: State) {
+        let g = state.generation;
+        let at = match self.scripts.get(self.last) {
+            Some(s) if s.generation == g => Some(self.last),
+            _ => self.scripts.iter().position(|s| s.generation == g),
+        };
+        if let Some(script) = at.and_then(|i| self.scripts.get_mut(i)) {
+            script.busy = script.busy.saturating_sub(1);
+            script.idle.push(state);
         }
     }
 

@@ -146,7 +146,7 @@ impl Magnet {
             if let Some(mut state) = run.state.take() {
                 state.swap(&mut run.ctx);
                 state.clean_up(&file);
-                self.release(&file, state);
+                self.release(state);
             }
             return;
         }

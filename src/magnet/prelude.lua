@@ -1,8 +1,11 @@
 -- glint's mod_magnet: the `lighty` table a script sees, built once per
 -- Lua state on the primitives P (Rust functions reading and changing the
 -- request being run) and the helpers C (lighty.c). Returns the function
--- that makes a script's runner, the one that clears what a run left
--- behind, and the table a script's globals fall back to.
+-- that finishes a run that touched `lighty.header`/`content` or left
+-- globals, the one that clears what a run left behind, and the table a
+-- script's globals fall back to. (A run is the script's own function,
+-- resumed in its coroutine; mod_magnet calls these after it only when
+-- P.touch was called or the script's globals are not empty.)
 local P, C = ...
 local setmetatable, rawget, rawset, next, type, error, pairs, coroutine, _G =
   setmetatable, rawget, rawset, next, type, error, pairs, coroutine, _G
@@ -74,7 +77,7 @@ setmetatable(C, { __newindex = readonly, __metatable = false })
 -- lighty.header and lighty.content (the older interface) live in a
 -- scratch table, emptied after a run that touched it.
 local result = {}
-local touched = false
+local touch = P.touch
 local lighty = setmetatable({
   r = r, c = C, server = server,
   request = r.req_header, env = r.req_attr, req_env = r.req_env,
@@ -87,11 +90,11 @@ local lighty = setmetatable({
     if v == nil and (k == "header" or k == "content") then
       v = {}
       rawset(result, k, v)
-      touched = true
+      touch()
     end
     return v
   end,
-  __newindex = function(_, k, v) rawset(result, k, v); touched = true end,
+  __newindex = function(_, k, v) rawset(result, k, v); touch() end,
   __metatable = false,
 })
 
@@ -126,47 +129,24 @@ local base = setmetatable({ lighty = lighty }, { __index = _G, __metatable = fal
 local function clear(env)
   for k in next, env do rawset(env, k, nil) end
   for k in next, result do rawset(result, k, nil) end
-  touched = false
 end
 
--- Runs the script and clears what it left behind; when the script fails,
--- the caller clears (the error unwinds past this function). Only what a
--- run touched is looked at: a script that sets nothing costs no call.
-local function run(fn, env)
-  local rv = fn()
-  local n = 0
-  if rv ~= nil then
-    n = tointeger(rv)
-    if n == nil then
-      clear(env)
-      return rv
-    end
-  end
-  if touched then
-    local h = rawget(result, "header")
-    if type(h) == "table" then
-      for k, v in pairs(h) do
-        if (type(k) == "string") and (type(v) == "string" or type(v) == "number") then
-          P.sh_set(k, v)
-        end
+-- After a run that returned `n` (an integer): the older interface's
+-- header and content it set, then its globals cleared.
+local function after(n, env)
+  local h = rawget(result, "header")
+  if type(h) == "table" then
+    for k, v in pairs(h) do
+      if (type(k) == "string") and (type(v) == "string" or type(v) == "number") then
+        P.sh_set(k, v)
       end
     end
-    local content = rawget(result, "content")
-    if n >= 200 and type(content) == "table" then
-      P.rb_content(content)
-    end
-    for k in next, result do rawset(result, k, nil) end
-    touched = false
   end
-  if next(env) ~= nil then
-    for k in next, env do rawset(env, k, nil) end
+  local content = rawget(result, "content")
+  if n >= 200 and type(content) == "table" then
+    P.rb_content(content)
   end
-  return n
+  clear(env)
 end
 
--- A script's runner: `run` bound to its function and environment.
-local function bind(fn, env)
-  return function() return run(fn, env) end
-end
-
-return bind, clear, base
+return after, clear, base

@@ -92,16 +92,21 @@ fn request_headers(lua: &Lua, t: &Table) -> Result<()> {
             return Ok(());
         }
         with_ctx(lua, |c| {
-            c.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&k));
+            let headers = c.headers_mut();
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&k));
             if !v.is_empty() {
-                c.headers.push((k, v));
+                headers.push((k, v));
             }
             c.headers_changed = true;
             Ok(())
         })
     })?;
     set_fn(lua, t, "rh_pairs", |lua, ()| {
-        let all = with_ctx(lua, |c| Ok(c.headers.clone()))?;
+        let all: Vec<(String, Vec<u8>)> = with_ctx(lua, |c| {
+            Ok(c.header_fields()
+                .map(|(k, v)| (k.to_string(), v.to_vec()))
+                .collect())
+        })?;
         let out = lua.create_table()?;
         for (k, v) in all {
             let joined = match out.raw_get::<Option<mlua::LuaString>>(k.as_str())? {
@@ -371,10 +376,18 @@ pub fn fast_reads(lua: &Lua, t: &Table, ctx: &Rc<RefCell<Ctx>>) -> Result<()> {
         // SAFETY: pushes a pointer and makes a closure of the general
         // function (pushed as the argument) and it; the cell it points to
         // lives as long as the state (the state's app data holds it).
+        // (`ra_get` has a third: the string each attribute was last
+        // read as, see `ra_get_c`.)
+        let cached = name == "ra_get";
         let fast: mlua::Function = unsafe {
             lua.exec_raw(general, |state| {
                 ffi::lua_pushlightuserdata(state, cell);
-                ffi::lua_pushcclosure(state, f, 2);
+                if cached {
+                    ffi::lua_createtable(state, ATTRS.len() as c_int, 0);
+                    ffi::lua_pushcclosure(state, f, 3);
+                } else {
+                    ffi::lua_pushcclosure(state, f, 2);
+                }
             })
         }?;
         t.set(name, fast)?;
@@ -396,19 +409,23 @@ unsafe fn key_arg<'a>(state: *mut ffi::lua_State) -> Option<&'a [u8]> {
     (!p.is_null()).then(|| std::slice::from_raw_parts(p.cast::<u8>(), len))
 }
 
-/// The request the closure's second upvalue points to, unless a
-/// primitive has it borrowed.
+/// The cell of the request the closure's second upvalue points to.
 ///
 /// # Safety
-/// As [`key_arg`], in a closure made by [`fast_reads`]; the reference
-/// is used before any Lua code can run (the caller copies what it
-/// needs into the stack and touches it no more).
-unsafe fn ctx_arg<'a>(state: *mut ffi::lua_State) -> Option<&'a Ctx> {
+/// As [`key_arg`], in a closure made by [`fast_reads`].
+unsafe fn cell_arg<'a>(state: *mut ffi::lua_State) -> Option<&'a RefCell<Ctx>> {
     let cell = ffi::lua_touserdata(state, ffi::lua_upvalueindex(2)) as *const RefCell<Ctx>;
-    if cell.is_null() {
-        return None;
-    }
-    (*cell).try_borrow_unguarded().ok()
+    cell.as_ref()
+}
+
+/// The request, unless a primitive has it borrowed.
+///
+/// # Safety
+/// As [`cell_arg`]; the reference is used before any Lua code can run
+/// (the caller copies what it needs into the stack and touches it no
+/// more).
+unsafe fn ctx_arg<'a>(state: *mut ffi::lua_State) -> Option<&'a Ctx> {
+    cell_arg(state)?.try_borrow_unguarded().ok()
 }
 
 /// Calls the general function (upvalue 1) with the last argument.
@@ -445,13 +462,45 @@ unsafe fn push_found(state: *mut ffi::lua_State, v: Option<(*const u8, usize)>) 
 }
 
 unsafe extern "C-unwind" fn ra_get_c(state: *mut ffi::lua_State) -> c_int {
-    let (Some(key), Some(ctx)) = (key_arg(state), ctx_arg(state)) else {
+    let (Some(key), Some(cell)) = (key_arg(state), cell_arg(state)) else {
         return general(state);
     };
-    let found = attr_id(key)
-        .and_then(|id| ctx.attr_opt(id))
-        .map(|v| (v.as_ptr(), v.len()));
-    push_found(state, found)
+    let Ok(mut ctx) = cell.try_borrow_mut() else {
+        return general(state);
+    };
+    // (The value is where the request or the context keeps it, which
+    // nothing changes before the push copies it; the borrow ends first,
+    // since the push may raise an error past this frame.)
+    let Some(id) = attr_id(key) else {
+        drop(ctx);
+        return push_found(state, None);
+    };
+    let found = ctx.attr_opt(id).map(|v| (v.as_ptr(), v.len()));
+    drop(ctx);
+    let Some((p, n)) = found else {
+        return push_found(state, None);
+    };
+    // The string the attribute was read as last (the same on most
+    // requests: the path of a busy page, the method) is pushed again
+    // instead of made anew (lua_pushlstring hashes and looks it up).
+    let slot = id as ffi::lua_Integer + 1;
+    if ffi::lua_rawgeti(state, ffi::lua_upvalueindex(3), slot) == ffi::LUA_TSTRING {
+        let mut len = 0;
+        let q = ffi::lua_tolstring(state, -1, &mut len);
+        if len == n
+            && !q.is_null()
+            && std::slice::from_raw_parts(q.cast::<u8>(), len) == std::slice::from_raw_parts(p, n)
+        {
+            return 1;
+        }
+    }
+    ffi::lua_settop(state, -2);
+    // (The push copies the bytes before anything else can happen; the
+    // slot is in the table's array part, made with it: no allocation.)
+    ffi::lua_pushlstring(state, p.cast(), n);
+    ffi::lua_pushvalue(state, -1);
+    ffi::lua_rawseti(state, ffi::lua_upvalueindex(3), slot);
+    1
 }
 
 unsafe extern "C-unwind" fn rh_get_c(state: *mut ffi::lua_State) -> c_int {
@@ -459,8 +508,7 @@ unsafe extern "C-unwind" fn rh_get_c(state: *mut ffi::lua_State) -> c_int {
         return general(state);
     };
     let mut found = ctx
-        .headers
-        .iter()
+        .header_fields()
         .filter(|(k, _)| k.as_bytes().eq_ignore_ascii_case(key));
     match (found.next(), found.next()) {
         (Some((_, v)), None) => push_found(state, Some((v.as_ptr(), v.len()))),

@@ -10,21 +10,49 @@ use mlua::{Function, HookTriggers, Lua, Table, Thread, Value, VmState};
 
 use super::{clib, prims, set_fn, swap_ctx, watchdog, Ctx, HOOK_EVERY, MEMORY_LIMIT, TIME_SLICE};
 
-/// A compiled script in a Lua state of its own.
-pub(super) struct State {
+/// A compiled script in a Lua state of its own (boxed: it goes from its
+/// script to the run and back on every request, moved as a pointer).
+pub(super) struct State(Box<StateData>);
+
+impl std::ops::Deref for State {
+    type Target = StateData;
+    fn deref(&self) -> &StateData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for State {
+    fn deref_mut(&mut self) -> &mut StateData {
+        &mut self.0
+    }
+}
+
+/// What a [`State`] holds.
+pub(super) struct StateData {
     /// The state itself: the functions and tables below only refer to it.
     lua: Lua,
     env: Table,
+    /// `env` in the registry (its index there).
+    env_key: mlua::RegistryKey,
     clear: Function,
+    /// The prelude's `after`: what a run that touched the older
+    /// interface's tables or left globals needs done after it.
+    after: Function,
+    /// The run touched `lighty.header`, `lighty.content` or another
+    /// field of `lighty` (the prelude calls `P.touch`).
+    touched: Rc<Cell<bool>>,
     /// When the running script must stop (monotonic ns; 0 between
     /// quanta): what the hooks of the script's coroutines look at.
     deadline: Rc<Cell<u64>>,
     /// The request of the run, where the primitives find it (the state's
     /// app data).
     ctx: Rc<RefCell<Ctx>>,
-    /// Runs the script in its environment (the prelude's `run` bound to
-    /// them: a call without arguments).
+    /// The script's function (in its environment): what the coroutine
+    /// runs, resumed directly.
     runner: Function,
+    /// `runner` in the registry (its index there), for the coroutine's
+    /// reset.
+    runner_key: mlua::RegistryKey,
     /// The coroutine a run goes in (made once, reset for each run).
     thread: Thread,
     /// The coroutine's `lua_State`, for the watchdog's hook.
@@ -41,15 +69,26 @@ pub(super) enum Quantum {
     Over(mlua::Result<Value>),
 }
 
-impl State {
+impl StateData {
     /// Swaps `ctx` with the request the primitives see.
     pub fn swap(&self, ctx: &mut Ctx) {
         swap_ctx(&self.ctx, ctx);
     }
 
+    /// The request in the state no longer needs the one it was lent
+    /// (see [`Ctx::detach`]).
+    pub fn detach_ctx(&self) {
+        match self.ctx.try_borrow_mut() {
+            Ok(mut c) => c.detach(),
+            Err(_) => log::error!("mod_magnet: the request is in use"),
+        }
+    }
+
     /// Runs the script (`fresh`: from its start; else on from where it
     /// was suspended) for at most a quantum, with `left` ns of its budget
-    /// left. Returns what it came to and the ns it ran.
+    /// left. Returns what it came to and the ns it ran (0 for a first
+    /// quantum that ended the run: its time counts for nothing more, and
+    /// a run that is over costs one clock reading, not two).
     pub fn go(&mut self, fresh: bool, left: u64) -> (Quantum, u64) {
         if fresh {
             if let Err(e) = self.reset() {
@@ -62,15 +101,17 @@ impl State {
         let rv = self.thread.resume::<Value>(());
         let preempted = watchdog::end(self.raw);
         self.deadline.set(0);
-        // Run time: on the wall clock for a first quantum, in CPU time
-        // for a resumed one (see `watchdog::cpu_ns`).
-        let ran = if fresh {
-            watchdog::now_ns().saturating_sub(start)
-        } else {
-            watchdog::cpu_ns().saturating_sub(cpu)
-        };
         // SAFETY: reads the status of the live coroutine that just ran.
         let yielded = unsafe { mlua::ffi::lua_status(self.raw) } == mlua::ffi::LUA_YIELD;
+        // Run time: on the wall clock for a first quantum, in CPU time
+        // for a resumed one (see `watchdog::cpu_ns`).
+        let ran = if !fresh {
+            watchdog::cpu_ns().saturating_sub(cpu)
+        } else if yielded {
+            watchdog::now_ns().saturating_sub(start)
+        } else {
+            0
+        };
         let q = match rv {
             Ok(_) if preempted && yielded => Quantum::Suspended,
             Ok(_) if yielded => {
@@ -81,9 +122,53 @@ impl State {
                     "attempt to yield from outside a coroutine",
                 )))
             }
-            other => Quantum::Over(other),
+            Ok(v) => Quantum::Over(self.after_run(v)),
+            Err(e) => Quantum::Over(Err(e)),
         };
         (q, ran)
+    }
+
+    /// The run returned `rv`: what it asks for as `verdict` takes it (an
+    /// integer, as `math.tointeger` makes it, or the value as it is when
+    /// it is none), its globals and the older interface's tables cleared.
+    /// Only a run that touched the latter or left globals calls into Lua.
+    fn after_run(&mut self, rv: Value) -> mlua::Result<Value> {
+        let n = match &rv {
+            Value::Nil => Some(0),
+            Value::Integer(i) => Some(*i),
+            other => self.lua.coerce_integer(other.clone()).ok().flatten(),
+        };
+        let Some(n) = n else {
+            self.touched.set(false);
+            self.clear.call::<()>(self.env.clone())?;
+            return Ok(rv);
+        };
+        if self.touched.get() || self.has_globals() {
+            self.touched.set(false);
+            self.after.call::<()>((n, self.env.clone()))?;
+        }
+        Ok(Value::Integer(n))
+    }
+
+    /// The script's environment holds globals (set by the run).
+    fn has_globals(&self) -> bool {
+        let key = mlua::ffi::lua_Integer::from(self.env_key.id());
+        // SAFETY: the coroutine's run returned (it is not running), so
+        // its stack may be used: room for three values is made, the
+        // environment and a nil key pushed, `lua_next` (which raises no
+        // error on a nil key) pushes a pair or nothing, and the stack is
+        // emptied again.
+        unsafe {
+            use mlua::ffi;
+            if ffi::lua_checkstack(self.raw, 3) == 0 {
+                return true;
+            }
+            ffi::lua_rawgeti(self.raw, ffi::LUA_REGISTRYINDEX, key);
+            ffi::lua_pushnil(self.raw);
+            let any = ffi::lua_next(self.raw, -2) != 0;
+            ffi::lua_settop(self.raw, 0);
+            any
+        }
     }
 
     /// The coroutine made ready for a run from the start. One whose run
@@ -94,7 +179,21 @@ impl State {
         // SAFETY: reads the status of the live coroutine (an error code
         // after a run that failed).
         let status = unsafe { mlua::ffi::lua_status(self.raw) };
-        let failed = status != mlua::ffi::LUA_OK && status != mlua::ffi::LUA_YIELD;
+        if status == mlua::ffi::LUA_OK {
+            // A run that returned (or none yet): its stack emptied and the
+            // runner pushed, as `Thread::reset` does, without its checks
+            // (a coroutine whose run returned has no frames left).
+            // SAFETY: the coroutine is not running (runs are on this
+            // thread, and none is), its stack has room for one value
+            // after it is emptied, and the key is the runner's.
+            unsafe {
+                mlua::ffi::lua_settop(self.raw, 0);
+                let key = mlua::ffi::lua_Integer::from(self.runner_key.id());
+                mlua::ffi::lua_rawgeti(self.raw, mlua::ffi::LUA_REGISTRYINDEX, key);
+            }
+            return Ok(());
+        }
+        let failed = status != mlua::ffi::LUA_YIELD;
         if failed || self.thread.reset(self.runner.clone()).is_err() {
             self.thread = self.lua.create_thread(self.runner.clone())?;
             self.raw = self.thread.to_pointer() as *mut mlua::ffi::lua_State;
@@ -109,6 +208,7 @@ impl State {
         if let Err(e) = self.reset() {
             log::error!("{file}: closing the run: {e}");
         }
+        self.touched.set(false);
         if let Err(e) = self.clear.call::<()>(self.env.clone()) {
             log::error!("{file}: clearing after the run: {e}");
         }
@@ -150,8 +250,14 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
             deadline_hook(Rc::clone(&dl)),
         )
     })?;
+    let touched: Rc<Cell<bool>> = Rc::default();
+    let t = Rc::clone(&touched);
+    set_fn(&lua, &prims, "touch", move |_, ()| {
+        t.set(true);
+        Ok(())
+    })?;
     let c = clib::table(&lua)?;
-    let (bind, clear, base): (Function, Function, Table) = lua
+    let (after, clear, base): (Function, Function, Table) = lua
         .load(include_str!("prelude.lua"))
         .set_name("=magnet-prelude")
         .call((prims, c))?;
@@ -165,21 +271,68 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
         .set_name(format!("@{file}"))
         .set_environment(env.clone())
         .into_function()?;
-    let runner: Function = bind.call((func, env.clone()))?;
+    let runner = func;
+    let env_key = lua.create_registry_value(env.clone())?;
+    let runner_key = lua.create_registry_value(runner.clone())?;
     let thread = lua.create_thread(runner.clone())?;
     // (A thread's pointer is its lua_State, which lives as long as the
     // thread, kept beside it.)
     let raw = thread.to_pointer() as *mut mlua::ffi::lua_State;
     lua.set_memory_limit(MEMORY_LIMIT)?;
-    Ok(State {
+    Ok(State(Box::new(StateData {
         lua,
         env,
+        env_key,
         clear,
+        after,
+        touched,
         deadline,
         ctx,
         runner,
+        runner_key,
         thread,
         raw,
         generation,
-    })
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{load, Quantum, State, Value};
+
+    fn run(s: &mut State) -> Value {
+        match s.go(true, 1_000_000_000).0 {
+            Quantum::Over(Ok(v)) => v,
+            Quantum::Over(Err(e)) => panic!("{e}"),
+            Quantum::Suspended => panic!("suspended"),
+        }
+    }
+
+    #[test]
+    fn a_run_leaves_no_globals_and_returns_as_math_tointeger_makes_it() {
+        let src = b"n = (n or 0) + 1\nlighty.header['X-N'] = tostring(n)\n\
+                    local r = lighty.r.req_attr['uri.path']\n\
+                    if r == '/s' then return '404' elseif r == '/f' then return 1.5 end\n\
+                    return 403.0";
+        let mut s = load("t.lua", src, 1).expect("load");
+        for (path, want) in [
+            ("/", Value::Integer(403)),
+            ("/", Value::Integer(403)),
+            ("/s", Value::Integer(404)),
+            ("/f", Value::Number(1.5)),
+            ("/", Value::Integer(403)),
+        ] {
+            {
+                let mut c = s.ctx.borrow_mut();
+                c.reset(super::super::Stage::RawUrl);
+                c.set_attr(super::super::attr::URI_PATH, path);
+            }
+            assert_eq!(run(&mut s), want, "{path}");
+            // (A global of an earlier run would make it 2.)
+            let n = s.ctx.borrow().resp_header("X-N").map(str::to_string);
+            if !matches!(want, Value::Number(_)) {
+                assert_eq!(n.as_deref(), Some("1"), "{path}");
+            }
+        }
+    }
 }
