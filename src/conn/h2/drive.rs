@@ -158,6 +158,11 @@ impl Connection {
             }
         }
         if self.mode == Mode::Http2 {
+            if self.out.is_empty() {
+                if let Some(s) = self.h2.as_deref_mut() {
+                    s.compact_if_done_early();
+                }
+            }
             self.release_idle_buffers(cx);
         }
     }

@@ -160,6 +160,8 @@ pub struct Session {
     pub(super) delay_output: bool,
     /// Logins refused on this connection.
     refused_logins: u8,
+    /// Streams started on this connection (saturating at 255).
+    started: u8,
 }
 
 /// How a connection's first bytes (or its ALPN) decide the protocol.
@@ -205,6 +207,7 @@ impl Session {
             compacted: false,
             delay_output: false,
             refused_logins: 0,
+            started: 0,
         }
     }
 
@@ -350,6 +353,7 @@ impl Session {
 
     /// Starts the exchange of a request: glint's reply, or a backend's job.
     fn start(&mut self, stream: u32, head: &RequestHead, end_stream: bool, io: &mut Io<'_>) {
+        self.started = self.started.saturating_add(1);
         let head_only = head.method() == b"HEAD";
         let mut task = Task::new(io.now(), end_stream, head_only);
         let mut info = io.info_for(stream);

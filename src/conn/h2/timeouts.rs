@@ -5,6 +5,10 @@ use super::stream;
 use super::{FieldBuf, HeadCache, Io, Session, FAILED_SECS, SETTINGS_ACK_SECS};
 use crate::proto::h2::ErrorCode;
 
+/// A session that has carried at most this many streams is compacted as
+/// soon as none is open (see [`Session::compact_if_done_early`]).
+const FEW_STREAMS: u8 = 8;
+
 impl Session {
     /// Once a second: the time-outs. Returns false when the connection is
     /// to close at once.
@@ -73,6 +77,18 @@ impl Session {
             self.compact();
         }
         true
+    }
+
+    /// Compacts at once a session that has carried only a few streams
+    /// and has none open: most likely a client that fetched what it came
+    /// for and now idles (a thousand such connections made within the
+    /// same second held their buffers and caches until the tick: 6.7 KB
+    /// each, the heap left at that peak). A busy connection waits for
+    /// the tick (see [`Session::compact`]).
+    pub(super) fn compact_if_done_early(&mut self) {
+        if self.started <= FEW_STREAMS && self.open() == 0 && self.partial.is_empty() {
+            self.compact();
+        }
     }
 
     /// A connection with no stream open and nothing to write keeps only its
