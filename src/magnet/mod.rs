@@ -153,7 +153,11 @@ impl Magnet {
                     // The request stays in the state (its loan copied: the
                     // request is not kept while the run waits); `ctx`
                     // holds the state's spare, swapped back at the end.
-                    state.detach_ctx();
+                    if !state.detach_ctx() {
+                        // Never parked with a loan it could not copy out.
+                        self.discard(state);
+                        return Ran::Done(Verdict::Failed);
+                    }
                     let mut p = Parked::new(stage, &files[i..], std::mem::take(ctx), Some(state));
                     p.ran(ran);
                     self.parked.push_back(p.clone());
@@ -225,6 +229,15 @@ impl Magnet {
         if let Some(script) = at.and_then(|i| self.scripts.get_mut(i)) {
             script.busy = script.busy.saturating_sub(1);
             script.idle.push(state);
+        }
+    }
+
+    /// `state` is dropped, not given back: its script may make another.
+    fn discard(&mut self, state: State) {
+        let g = state.generation;
+        drop(state);
+        if let Some(script) = self.scripts.iter_mut().find(|s| s.generation == g) {
+            script.busy = script.busy.saturating_sub(1);
         }
     }
 

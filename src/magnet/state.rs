@@ -76,11 +76,19 @@ impl StateData {
     }
 
     /// The request in the state no longer needs the one it was lent
-    /// (see [`Ctx::detach`]).
-    pub fn detach_ctx(&self) {
+    /// (see [`Ctx::detach`]). False when it could not be copied out (the
+    /// context in use: cannot happen once a run has yielded); the state
+    /// must not be kept then.
+    pub fn detach_ctx(&self) -> bool {
         match self.ctx.try_borrow_mut() {
-            Ok(mut c) => c.detach(),
-            Err(_) => log::error!("mod_magnet: the request is in use"),
+            Ok(mut c) => {
+                c.detach();
+                true
+            }
+            Err(_) => {
+                log::error!("mod_magnet: the request is in use; the run is dropped");
+                false
+            }
         }
     }
 
