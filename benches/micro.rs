@@ -8,7 +8,7 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use glint::config::{Config, RequestFacts, Settings};
-use glint::msg::{Reply, MAX_HEADERS};
+use glint::msg::{ReplyData, MAX_HEADERS};
 use glint::output::Output;
 use glint::path::normalize;
 use glint::proto::h1::session::Plan;
@@ -61,7 +61,7 @@ fn bench_response_head(c: &mut Criterion) {
     let settings = std::rc::Rc::new(Settings::default());
     let date = *b"Mon, 30 Nov 2026 10:45:42 GMT";
     let mut out = Output::default();
-    let mut r = Reply::new(std::rc::Rc::clone(&settings), false);
+    let mut r = ReplyData::boxed(std::rc::Rc::clone(&settings), false);
     c.bench_function("encode_response_head", |b| {
         b.iter(|| {
             out.clear();

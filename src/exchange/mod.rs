@@ -147,7 +147,7 @@ impl Services {
             handing_over: false,
             accept_paused: false,
             lingering: 0,
-            reply: Reply::new(global, false),
+            reply: crate::msg::ReplyData::boxed(global, false),
             spare: None,
             deflate: deflate::Deflater::default(),
             auth: AuthState::default(),
@@ -165,7 +165,7 @@ impl Services {
     pub fn take_reply(&mut self) -> Reply {
         let next = match self.spare.take() {
             Some(r) => r,
-            None => Reply::new(Rc::clone(&self.config.global), false),
+            None => crate::msg::ReplyData::boxed(Rc::clone(&self.config.global), false),
         };
         std::mem::replace(&mut self.reply, next)
     }

@@ -127,23 +127,9 @@ impl Default for Loan {
 /// One request as a script sees it: boxed, since it goes from the
 /// exchange to mod_magnet to the Lua state and back on every request
 /// (moved as a pointer, not copied).
-#[derive(Debug, Default)]
-pub struct Ctx(Box<CtxData>);
+pub type Ctx = Box<CtxData>;
 
-impl std::ops::Deref for Ctx {
-    type Target = CtxData;
-    fn deref(&self) -> &CtxData {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Ctx {
-    fn deref_mut(&mut self) -> &mut CtxData {
-        &mut self.0
-    }
-}
-
-impl Ctx {
+impl CtxData {
     /// A context for `stage`, every attribute nil.
     pub fn new(stage: Stage) -> Ctx {
         let mut c = Ctx::default();
@@ -488,11 +474,11 @@ fn format_ip(out: &mut String, ip: Option<IpAddr>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{attr, Ctx, Stage};
+    use super::{attr, CtxData, Stage};
 
     #[test]
     fn server_name_without_the_port() {
-        let mut c = Ctx::new(Stage::RawUrl);
+        let mut c = CtxData::new(Stage::RawUrl);
         // SAFETY: a static string.
         unsafe { c.lend_server_name("example.org:8080", |h| h.split(':').next().unwrap_or(h)) };
         assert_eq!(c.attr(attr::SERVER_NAME), "example.org");
@@ -503,7 +489,7 @@ mod tests {
     #[test]
     fn addresses_as_text() {
         // One kept text across them all: each differs from the last.
-        let mut c = Ctx::new(Stage::RawUrl);
+        let mut c = CtxData::new(Stage::RawUrl);
         for ip in [
             "127.0.0.1",
             "0.0.0.0",
@@ -527,7 +513,7 @@ mod tests {
     #[test]
     fn lent_then_set_then_detached() {
         let target = String::from("/a?b");
-        let mut c = Ctx::new(Stage::RawUrl);
+        let mut c = CtxData::new(Stage::RawUrl);
         let hs = [httparse::Header {
             name: "Host",
             value: b"x",

@@ -12,20 +12,7 @@ use super::{clib, prims, set_fn, swap_ctx, watchdog, Ctx, HOOK_EVERY, MEMORY_LIM
 
 /// A compiled script in a Lua state of its own (boxed: it goes from its
 /// script to the run and back on every request, moved as a pointer).
-pub(super) struct State(Box<StateData>);
-
-impl std::ops::Deref for State {
-    type Target = StateData;
-    fn deref(&self) -> &StateData {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for State {
-    fn deref_mut(&mut self) -> &mut StateData {
-        &mut self.0
-    }
-}
+pub(super) type State = Box<StateData>;
 
 /// What a [`State`] holds.
 pub(super) struct StateData {
@@ -287,7 +274,7 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
     // thread, kept beside it.)
     let raw = thread.to_pointer() as *mut mlua::ffi::lua_State;
     lua.set_memory_limit(MEMORY_LIMIT)?;
-    Ok(State(Box::new(StateData {
+    Ok(Box::new(StateData {
         lua,
         env,
         env_key,
@@ -301,7 +288,7 @@ pub(super) fn load(file: &str, src: &[u8], generation: u64) -> mlua::Result<Stat
         thread,
         raw,
         generation,
-    })))
+    }))
 }
 
 #[cfg(test)]

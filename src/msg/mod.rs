@@ -13,6 +13,6 @@ pub mod request;
 pub mod sink;
 pub mod status;
 
-pub use reply::{Piece, Reply};
+pub use reply::{Piece, Reply, ReplyData};
 pub use request::{Body, HttpError, Method, OwnedHead, Request, MAX_HEADERS};
 pub use sink::{AnswerHead, ExchangeId, Rerun, Sink, H3_SLOT_BASE};

@@ -35,27 +35,12 @@ pub enum Piece {
 /// whole; boxed, each of those moves (an `Outcome` returned through the
 /// phases, the builder taken and given back) is a pointer, where the
 /// 112 bytes inline were a `memcpy` call each (five per request).
-#[derive(Debug)]
-pub struct Reply(Box<ReplyData>);
+pub type Reply = Box<ReplyData>;
 
-impl std::ops::Deref for Reply {
-    type Target = ReplyData;
-    #[inline]
-    fn deref(&self) -> &ReplyData {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Reply {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut ReplyData {
-        &mut self.0
-    }
-}
-
-impl Reply {
-    pub fn new(settings: Rc<Settings>, head_only: bool) -> Reply {
-        Reply(Box::new(ReplyData {
+impl ReplyData {
+    /// An empty reply made under `settings`.
+    pub fn boxed(settings: Rc<Settings>, head_only: bool) -> Reply {
+        Box::new(ReplyData {
             settings,
             status: 0,
             fields: Vec::new(),
@@ -68,7 +53,7 @@ impl Reply {
             encoding_decided: false,
             pieces: Vec::new(),
             mem: Vec::new(),
-        }))
+        })
     }
 }
 

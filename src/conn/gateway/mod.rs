@@ -92,7 +92,8 @@ impl GwSide {
     /// The error page that answers a failure before any head went out; the
     /// exchange counts it as its whole answer.
     pub fn error_reply(&mut self, status: u16) -> Reply {
-        let mut r = Reply::new(Rc::clone(&self.start.settings), self.start.head_only);
+        let mut r =
+            crate::msg::ReplyData::boxed(Rc::clone(&self.start.settings), self.start.head_only);
         r.error(status);
         self.status = status;
         self.body_sent = r.body_len();

@@ -86,7 +86,7 @@ impl Answer {
         let body = match &self.body {
             Some(b) => b.clone(),
             None if self.status >= 400 => {
-                let mut r = Reply::new(Rc::clone(settings), false);
+                let mut r = crate::msg::ReplyData::boxed(Rc::clone(settings), false);
                 r.error(self.status);
                 headers.push(("Content-Type".into(), b"text/html; charset=utf-8".to_vec()));
                 r.body_bytes_in_memory().unwrap_or_default()
