@@ -307,6 +307,21 @@ fn max_connections_is_never_exceeded() {
     }
 }
 
+/// A server taking `n` idle keep-alive connections, warmed up: pools and
+/// allocator arenas as after some traffic.
+fn warm_server_for(n: usize) -> (TempDir, Server) {
+    let www = docroot();
+    let g = Launch::new()
+        .config("server.max-keep-alive-idle = 60\n")
+        .docroot(www.path())
+        .args(&["--max-connections", &(n + 100).to_string()])
+        .start();
+    for _ in 0..200 {
+        assert_serves(&g, "warm-up");
+    }
+    (www, g)
+}
+
 #[test]
 fn memory_per_idle_connection_is_bounded() {
     let _s = serial();
@@ -315,16 +330,7 @@ fn memory_per_idle_connection_is_bounded() {
         eprintln!("skipped: this process cannot open {N} sockets");
         return;
     }
-    let www = docroot();
-    let g = Launch::new()
-        .config("server.max-keep-alive-idle = 60\n")
-        .docroot(www.path())
-        .args(&["--max-connections", &(N + 100).to_string()])
-        .start();
-    // Warm up: pools and allocator arenas as after some traffic.
-    for _ in 0..200 {
-        assert_serves(&g, "warm-up");
-    }
+    let (_www, g) = warm_server_for(N);
     let before = g.rss_kb();
     let start = Instant::now();
     let mut conns = Vec::with_capacity(N);
@@ -394,15 +400,7 @@ fn memory_per_idle_http2_connection_is_bounded() {
         raise_own_nofile(N as u64 + 200) >= N as u64 + 100,
         "this process cannot open {N} sockets"
     );
-    let www = docroot();
-    let g = Launch::new()
-        .config("server.max-keep-alive-idle = 60\n")
-        .docroot(www.path())
-        .args(&["--max-connections", &(N + 100).to_string()])
-        .start();
-    for _ in 0..200 {
-        assert_serves(&g, "warm-up");
-    }
+    let (_www, g) = warm_server_for(N);
     // GET /index.html in literal fields without indexing (no HPACK state).
     let mut block = Vec::new();
     for (n, v) in [
