@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of glint against lighttpd, nginx and h2o.
+"""Side-by-side benchmark of glint against lighttpd, nginx and h2o, and
+the floor (benches/floor.rs: canned answers, one recv and one send per
+request) that shows what the kernel's socket work alone costs.
 
 Python 3.11 standard library only.  Every server runs on this machine, pinned
 to CPU 0 with taskset; the load generators (ab, wrk, and this script's own
 idle-connection client) run on CPU 1.  Only 127.0.0.1 is ever contacted.
 
-    python3 benches/compare.py [--quick] [--rounds N] [--servers glint,lighttpd,nginx,h2o]
+    python3 benches/compare.py [--quick] [--rounds N] [--servers glint,lighttpd,nginx,h2o,floor]
 
 See benches/README.md for what every figure means.
 """
@@ -33,7 +35,8 @@ from pathlib import Path
 HOST = "127.0.0.1"  # the only address this script ever talks to
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benches" / "results"
-ALL_SERVERS = ["glint", "lighttpd", "nginx", "h2o"]
+ALL_SERVERS = ["glint", "lighttpd", "nginx", "h2o", "floor"]
+FLOOR = "floor"  # not a peer: the canned-answer server of benches/floor.rs
 BASELINE = "lighttpd"
 
 # command -> Debian package that provides it
@@ -598,6 +601,16 @@ def make_cert(tmp: Path) -> dict:
     return {"cert": str(cert), "key": str(key), "pem": str(pem)}
 
 
+def floor_binary(tmp: Path) -> Path:
+    """benches/floor.rs built with rustc alone (it uses only std): a second."""
+    out = tmp / "floor"
+    if not out.exists():
+        subprocess.run(["rustc", "--edition", "2021", "-C", "opt-level=3", "-C", "panic=abort",
+                        str(REPO / "benches" / "floor.rs"), "-o", str(out)],
+                       check=True, capture_output=True, timeout=300)
+    return out
+
+
 def glint_names(args) -> dict[str, Path]:
     """The glint binaries of this run by server name: `glint`, then
     `glint-b`, `glint-c`, ... for each --glint-bin-b."""
@@ -643,6 +656,11 @@ def make_server(name: str, tmp: Path, docroot: Path, port: int, args) -> Server:
         conf.write_text(conf_nginx(tmp, docroot, port, defer, tls))
         return Server(name, [tool_path("nginx"), "-p", str(tmp), "-e", str(tmp / "nginx-error.log"),
                              "-c", str(conf)], port, tmp / "nginx-error.log", tmp, tls=bool(tls))
+    if name == FLOOR:
+        if tls:
+            raise ValueError("the floor speaks no TLS")
+        return Server(name, [str(floor_binary(tmp)), "--bind", HOST, "--port", str(port),
+                             "--document-root", str(docroot)], port, tmp / "floor-error.log", tmp)
     if name == "h2o":
         conf = tmp / "h2o.conf"
         conf.write_text(conf_h2o(tmp, docroot, port, tls))
@@ -664,6 +682,8 @@ def server_version(name: str, args, binary: Path | None = None) -> str:
                                capture_output=True, text=True, timeout=10)
             head = f", {repo} at {r.stdout.strip()}" if r.returncode == 0 else ""
             return f"{ver} (binary built {built}{head})"
+        if name == FLOOR:
+            return "benches/floor.rs: canned answers, one recv and one send per request"
         cmd = {"lighttpd": ["-v"], "nginx": ["-v"], "h2o": ["--version"]}[name]
         r = subprocess.run([tool_path(name), *cmd], capture_output=True, text=True, timeout=10)
         return (r.stdout + r.stderr).strip().splitlines()[0]
@@ -1126,7 +1146,7 @@ def render_console(summ: dict, servers: list[str], wls: list[dict]) -> str:
 
 
 COLORS = {"glint": "#d9534f", "glint-b": "#8e3b38", "glint-c": "#e8a09e",
-          "lighttpd": "#f0ad4e", "nginx": "#5cb85c", "h2o": "#5bc0de"}
+          "lighttpd": "#f0ad4e", "nginx": "#5cb85c", "h2o": "#5bc0de", "floor": "#999999"}
 
 
 def esc(s: str) -> str:
@@ -1237,6 +1257,8 @@ def main() -> int:
     bad = [s for s in servers if s not in ALL_SERVERS]
     if bad or not servers:
         ap.error(f"unknown server(s) {bad}; choose from {ALL_SERVERS}")
+    if args.tls and FLOOR in servers:
+        servers.remove(FLOOR)  # it answers in clear text only
     extra = [n for n in glint_names(args) if n != "glint"] if args.glint_bin_b else []
     if extra:
         at = servers.index("glint") + 1 if "glint" in servers else 0
@@ -1425,6 +1447,7 @@ def write_reports(raw: dict, out: Path, write_json: bool = True) -> None:
 PEERS = ("lighttpd", "nginx", "h2o")
 GOAL_BEST_PEER = 0.85  # issue 18: server CPU at most 0.85x the best peer's on every row
 GOAL_AB = 1.03         # issue 12: no row more than 3 % slower than the other glint
+GOAL_FLOOR = 1.10      # issue 31: the seeds' rows within 1.10x of the floor
 
 
 def per_round(raw: dict, name: str, wl_id: str, key: str = "cpu_us_per_req") -> dict[int, float]:
@@ -1473,6 +1496,32 @@ def render_best_peer(raw: dict, summ: dict, servers: list[str], wls: list[dict])
             lo, hi = min(rr), max(rr)
             out.append(f"| `{wl['title']}` | {g} | {gv:.1f} | {best} | {best_v:.1f} | {ratio:.2f}× | "
                        f"{lo:.2f}–{hi:.2f} | {verdict(ratio, lo, hi, GOAL_BEST_PEER, len(rr))} |")
+    return out + [""]
+
+
+def render_floor(raw: dict, summ: dict, servers: list[str], wls: list[dict]) -> list[str]:
+    """Every server's CPU per request over the floor's, row by row."""
+    if FLOOR not in servers:
+        return []
+    others = [s for s in servers if s != FLOOR]
+    out = ["Server CPU µs/request over the floor's (benches/floor.rs, canned answers: what the kernel's "
+           f"socket work costs); goal for glint ≤ {GOAL_FLOOR}× (issue 31), with the min–max of the "
+           "round-by-round ratios:", "",
+           "| workload | floor µs/request | " + " | ".join(others) + " | glint spread | glint verdict |",
+           "|---|---:|" + "---:|" * len(others) + "---:|---|"]
+    for wl in wls:
+        row = summ[wl["id"]]["cpu_us_per_req"]
+        fv = row.get(FLOOR)
+        if not fv:
+            continue
+        cells = [f"{row[s] / fv:.2f}×" if row.get(s) is not None else "—" for s in others]
+        rr = round_ratios(raw, "glint", FLOOR, wl["id"])
+        spread, verd = "—", "—"
+        if rr and row.get("glint") is not None:
+            lo, hi = min(rr), max(rr)
+            spread = f"{lo:.2f}–{hi:.2f}"
+            verd = verdict(row["glint"] / fv, lo, hi, GOAL_FLOOR, len(rr))
+        out.append(f"| `{wl['title']}` | {fv:.1f} | " + " | ".join(cells) + f" | {spread} | {verd} |")
     return out + [""]
 
 
@@ -1541,6 +1590,7 @@ def render_md(raw: dict, summ: dict, servers: list[str], wls: list[dict], idle_n
         "connection = (that − after the first requests) / connections held.",
         "",
         *render_best_peer(raw, summ, servers, wls),
+        *render_floor(raw, summ, servers, wls),
         *render_ab(raw, summ, servers, wls),
         f"![server CPU per request]({Path(raw.get('out_svg', 'latest.svg')).name})",
         "",

@@ -10,6 +10,10 @@ is contacted.
 
     python3 benches/magnet.py [--rounds N] [--quick]
 
+Each round also measures the floor (benches/floor.rs: canned answers, one
+recv and one send per request, no script) on the same rows: what the
+kernel's socket work alone costs, the part no server's own code can save.
+
 A second part (glint only: lighttpd runs a script without a bound, so a
 runaway script stops it for good) shows what a runaway script costs the
 other connections: wrk -c10 on /index.html, alone and while a client asks
@@ -78,6 +82,9 @@ end
 def make(name: str, variant: str, tmp: Path, docroot: Path, port: int, glint: Path) -> C.Server:
     d = tmp / f"{name}-{variant}"
     d.mkdir(parents=True, exist_ok=True)
+    if name == C.FLOOR:
+        return C.Server(name, [str(C.floor_binary(tmp)), "--bind", C.HOST, "--port", str(port),
+                               "--document-root", str(docroot)], port, d / "floor-error.log", d)
     script = None
     if variant in ("script", "runaway"):
         script = d / "trivial.lua"
@@ -116,7 +123,7 @@ def measure(srv: C.Server, wl: dict, tmp: Path) -> dict:
 
 def run_rounds(args, tmp: Path, docroot: Path) -> dict:
     results: dict[str, dict[str, list[dict]]] = {}
-    combos = [(s, v) for v in VARIANTS for s in SERVERS]
+    combos = [(s, v) for v in VARIANTS for s in SERVERS] + [(C.FLOOR, "plain")]
     for rnd in range(args.rounds):
         order = combos[rnd % len(combos):] + combos[:rnd % len(combos)]
         for name, variant in order:
@@ -193,7 +200,7 @@ def report(args, results: dict, spin: dict) -> list[str]:
                 "errors": sum(r["errors"] for r in runs),
                 "rounds": len(runs),
             }
-    versions = {n: C.server_version(n, argparse.Namespace(glint_bin=args.glint_bin)) for n in SERVERS}
+    versions = {n: C.server_version(n, argparse.Namespace(glint_bin=args.glint_bin)) for n in SERVERS + [C.FLOOR]}
     stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     cmd = "python3 benches/magnet.py " + " ".join(sys.argv[1:])
     out = {"date": stamp, "command": cmd, "versions": versions, "script": SCRIPT,
@@ -213,7 +220,7 @@ def report(args, results: dict, spin: dict) -> list[str]:
                   "|---|---|---:|---:|---:|"]
         s = summary.get(wid, {})
         for v in VARIANTS:
-            for n in SERVERS:
+            for n in SERVERS + [C.FLOOR]:
                 x = s.get(f"{n}/{v}")
                 if x:
                     lines.append(f"| {n} ({versions.get(n, '')}) | {v} | {x['rps']:.0f} | "
@@ -222,6 +229,14 @@ def report(args, results: dict, spin: dict) -> list[str]:
         if g and l and l["cpu_us_per_req"] > 0:
             lines += ["", f"CPU per request with the script, glint/lighttpd: "
                           f"{g['cpu_us_per_req'] / l['cpu_us_per_req']:.2f}"]
+        f, gp = s.get(f"{C.FLOOR}/plain"), s.get("glint/plain")
+        if f and l and gp and l["cpu_us_per_req"] > 0:
+            room = 0.85 * l["cpu_us_per_req"] - f["cpu_us_per_req"]
+            lines += [f"The floor: {f['cpu_us_per_req'] / l['cpu_us_per_req']:.2f} of lighttpd's script row; "
+                      f"0.85x lighttpd's script row leaves {room:.2f} µs per request above the floor for "
+                      f"a server's own work and the script (glint plain uses "
+                      f"{gp['cpu_us_per_req'] - f['cpu_us_per_req']:.2f} µs above it, with the script "
+                      f"{g['cpu_us_per_req'] - f['cpu_us_per_req']:.2f})."]
         lines.append("")
     if spin:
         lines += ["## A runaway script beside other clients (glint)", "",
