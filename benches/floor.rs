@@ -150,7 +150,12 @@ impl Floor {
         let not_found = || {
             let body = b"not found\n";
             Answer {
-                heads: canned("404 Not Found", "text/plain; charset=utf-8", body, body.len()),
+                heads: canned(
+                    "404 Not Found",
+                    "text/plain; charset=utf-8",
+                    body,
+                    body.len(),
+                ),
                 file: None,
             }
         };
