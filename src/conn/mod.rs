@@ -149,7 +149,7 @@ pub struct Connection {
     /// What the PROXY header sets for every request of the connection
     /// (`SSL_*`, `PP2_UNIQUE_ID`, with `hap-PROXY-ssl-client-verify`
     /// `REMOTE_USER`).
-    proxy_env: Vec<(&'static str, Vec<u8>)>,
+    proxy_env: Box<[(&'static str, Vec<u8>)]>,
     /// TLS over the socket, on a listener with `ssl.engine`.
     tls: Option<Box<crate::tls::TlsConn>>,
     /// What the TLS handshake came to, once it is done.
@@ -204,7 +204,7 @@ impl Connection {
             encoded: None,
             proxy_wait: false,
             proxy_https: false,
-            proxy_env: Vec::new(),
+            proxy_env: Box::default(),
             in_handshake: tls.is_some(),
             tls,
             tls_facts: None,

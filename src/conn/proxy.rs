@@ -43,7 +43,7 @@ impl Connection {
                     .extforward
                     .as_ref()
                     .is_some_and(|x| x.hap_proxy_ssl_client_verify);
-                self.proxy_env = h.env(verify);
+                self.proxy_env = h.env(verify).into_boxed_slice();
                 true
             }
             Err(e) => {

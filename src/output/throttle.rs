@@ -52,34 +52,51 @@ impl ScopeCounts {
 /// One connection's limits and what it has been sent.
 #[derive(Debug, Default)]
 pub struct Throttle {
-    /// `connection.kbytes-per-second` in bytes (0: none).
-    rate: u64,
-    /// `server.kbytes-per-second`'s assignment, if any.
-    scope: Option<ScopeRate>,
-    /// Bytes sent in the current second.
-    this_second: u64,
     /// Bytes sent since the connection was accepted.
     total: u64,
+    /// The limits, once an answer of the connection had one: most
+    /// connections never do, and a connection's slot stays small.
+    limits: Option<Box<Limits>>,
     /// A limit was reached: nothing more is written until a tick lifts it.
     held: bool,
     /// New seconds still to wait before a held refused login goes out.
     login_wait: u8,
 }
 
+/// A limited connection's rates and count.
+#[derive(Debug, Default)]
+struct Limits {
+    /// `connection.kbytes-per-second` in bytes (0: none).
+    rate: u64,
+    /// `server.kbytes-per-second`'s assignment, if any.
+    scope: Option<ScopeRate>,
+    /// Bytes sent in the current second.
+    this_second: u64,
+}
+
 impl Throttle {
     /// Takes the limits of the settings an answer is made under (the
     /// counts go on: they are the connection's).
     pub fn configure(&mut self, s: &Settings) {
-        self.rate = s.limits.conn_bytes_per_second;
-        self.scope = s.limits.scope_rate;
+        let (rate, scope) = (s.limits.conn_bytes_per_second, s.limits.scope_rate);
+        if rate == 0 && scope.is_none() && self.limits.is_none() {
+            return;
+        }
+        let l = self.limits.get_or_insert_with(Box::default);
+        l.rate = rate;
+        l.scope = scope;
     }
 
     /// A backend's `X-LIGHTTPD-KBytes-per-second` (in bytes): the
     /// connection's limit for this answer, when lower than the one it has
     /// (or it has none).
     pub fn lower(&mut self, limit: u64) {
-        if limit > 0 && (self.rate == 0 || limit < self.rate) {
-            self.rate = limit;
+        if limit == 0 {
+            return;
+        }
+        let l = self.limits.get_or_insert_with(Box::default);
+        if l.rate == 0 || limit < l.rate {
+            l.rate = limit;
         }
     }
 
@@ -108,12 +125,15 @@ impl Throttle {
         if self.held {
             return 0;
         }
+        let Some(l) = self.limits.as_deref() else {
+            return u64::MAX;
+        };
         let mut max = u64::MAX;
-        if let Some(sc) = self.scope {
+        if let Some(sc) = l.scope {
             max = max.min(sc.bytes_per_second.saturating_sub(counts.used(sc.id)));
         }
-        if self.rate > 0 {
-            max = max.min(self.rate.saturating_sub(self.this_second));
+        if l.rate > 0 {
+            max = max.min(l.rate.saturating_sub(l.this_second));
         }
         if max == 0 {
             self.held = true;
@@ -123,17 +143,25 @@ impl Throttle {
 
     /// `n` bytes went out.
     pub fn wrote(&mut self, n: u64, counts: &mut ScopeCounts) {
-        self.this_second += n;
         self.total += n;
-        if let Some(sc) = self.scope {
-            *counts.used.entry(sc.id).or_insert(0) += n;
+        if let Some(l) = self.limits.as_deref_mut() {
+            l.this_second += n;
+            if let Some(sc) = l.scope {
+                *counts.used.entry(sc.id).or_insert(0) += n;
+            }
         }
     }
 
     /// A new second, `age` seconds after the accept: true when a held
     /// connection may write again (and is to be driven for it).
     pub fn new_second(&mut self, age: u64) -> bool {
-        self.this_second = 0;
+        let rate = match self.limits.as_deref_mut() {
+            Some(l) => {
+                l.this_second = 0;
+                l.rate
+            }
+            None => 0,
+        };
         if !self.held {
             return false;
         }
@@ -143,7 +171,7 @@ impl Throttle {
                 return false;
             }
         }
-        let within_average = self.rate == 0 || self.total < self.rate.saturating_mul(age.max(1));
+        let within_average = rate == 0 || self.total < rate.saturating_mul(age.max(1));
         if within_average {
             self.held = false;
         }
@@ -152,8 +180,7 @@ impl Throttle {
 
     /// The server stops gracefully: the answers in flight go out unthrottled, as lighttpd's do.
     pub fn lift(&mut self) {
-        self.rate = 0;
-        self.scope = None;
+        self.limits = None;
         self.held = false;
         self.login_wait = 0;
     }
