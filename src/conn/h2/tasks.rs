@@ -43,26 +43,30 @@ fn file_of(c: &Chunk) -> Option<*const File> {
     }
 }
 
-/// The files of a task's file pieces; `task.files` counts them, and most
-/// answers have none: their queue is not walked.
-fn file_pieces(task: &Task) -> impl Iterator<Item = *const File> + '_ {
-    let pieces = if task.files > 0 {
-        Some(task.pieces.iter().filter_map(file_of))
-    } else {
-        None
-    };
-    pieces.into_iter().flatten()
+/// Calls `f` with the file of each of a task's file pieces; `task.files`
+/// counts them, and most answers have none: their queue is not walked.
+/// (A callback, not an iterator: the chain of the inline piece and the
+/// spilled queue was not inlined, about 400 instructions per DATA frame
+/// of a file answer.)
+#[inline]
+fn for_file_pieces(task: &Task, mut f: impl FnMut(*const File)) {
+    if task.files > 0 {
+        task.pieces.for_each(|c| {
+            if let Some(p) = file_of(c) {
+                f(p);
+            }
+        });
+    }
 }
 
 impl Tasks {
     pub fn insert(&mut self, stream: u32, task: Task) {
         self.mem += task.mem;
-        for f in file_pieces(&task) {
-            match self.files.iter_mut().find(|(p, _)| *p == f) {
-                Some((_, n)) => *n += 1,
-                None => self.files.push((f, 1)),
-            }
-        }
+        let files = &mut self.files;
+        for_file_pieces(&task, |f| match files.iter_mut().find(|(p, _)| *p == f) {
+            Some((_, n)) => *n += 1,
+            None => files.push((f, 1)),
+        });
         if is_due(&task) {
             self.due.push(stream);
         }
@@ -81,14 +85,15 @@ impl Tasks {
 
     fn forget(&mut self, task: &Task) {
         self.mem = self.mem.saturating_sub(task.mem);
-        for f in file_pieces(task) {
-            if let Some(i) = self.files.iter().position(|(p, _)| *p == f) {
-                self.files[i].1 -= 1;
-                if self.files[i].1 == 0 {
-                    self.files.swap_remove(i);
+        let files = &mut self.files;
+        for_file_pieces(task, |f| {
+            if let Some(i) = files.iter().position(|(p, _)| *p == f) {
+                files[i].1 -= 1;
+                if files[i].1 == 0 {
+                    files.swap_remove(i);
                 }
             }
-        }
+        });
     }
 
     /// Every task, for what does not change its queue (time-outs).
