@@ -1,5 +1,6 @@
-//! The table of a session's streams, with what all of them hold queued
-//! kept up to date as tasks go in and out of it.
+//! The table of a session's streams (by id, in [`StreamSlots`]), with
+//! what all of them hold queued kept up to date as tasks go in and out of
+//! it.
 //!
 //! Every change to a task's queue is made while the task is out of the
 //! table (`remove`, change, `insert`), so the totals are settled at those
@@ -13,12 +14,12 @@
 use std::fs::File;
 
 use super::stream::{Chunk, Task};
-use crate::proto::h2::conn::StreamMap;
+use crate::proto::h2::conn::StreamSlots;
 
 /// The session's streams and their queues' totals.
 #[derive(Debug, Default)]
 pub struct Tasks {
-    map: StreamMap<Task>,
+    map: StreamSlots<Task>,
     /// Memory bytes queued on the streams in `map`.
     mem: usize,
     /// Queued file pieces per file (by the address of its shared
