@@ -481,6 +481,11 @@ impl Session {
             self.tasks.insert(stream, task);
             return;
         }
+        self.finish(stream, &task, stats);
+    }
+
+    /// What a finished task, out of the table, leaves to do (see `settle`).
+    fn finish(&mut self, stream: u32, task: &Task, stats: &mut Stats) {
         if !task.body.done {
             self.core.drop_body(stream);
         } else {

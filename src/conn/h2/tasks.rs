@@ -60,14 +60,30 @@ fn for_file_pieces(task: &Task, mut f: impl FnMut(*const File)) {
     }
 }
 
+/// Counts the task's file pieces in `files`.
+fn count_files(files: &mut Vec<(*const File, usize)>, task: &Task) {
+    for_file_pieces(task, |f| match files.iter_mut().find(|(p, _)| *p == f) {
+        Some((_, n)) => *n += 1,
+        None => files.push((f, 1)),
+    });
+}
+
+/// Takes the task's file pieces off the counts in `files`.
+fn uncount_files(files: &mut Vec<(*const File, usize)>, task: &Task) {
+    for_file_pieces(task, |f| {
+        if let Some(i) = files.iter().position(|(p, _)| *p == f) {
+            files[i].1 -= 1;
+            if files[i].1 == 0 {
+                files.swap_remove(i);
+            }
+        }
+    });
+}
+
 impl Tasks {
     pub fn insert(&mut self, stream: u32, task: Task) {
         self.mem += task.mem;
-        let files = &mut self.files;
-        for_file_pieces(&task, |f| match files.iter_mut().find(|(p, _)| *p == f) {
-            Some((_, n)) => *n += 1,
-            None => files.push((f, 1)),
-        });
+        count_files(&mut self.files, &task);
         if is_due(&task) {
             self.due.push(stream);
         }
@@ -86,15 +102,30 @@ impl Tasks {
 
     fn forget(&mut self, task: &Task) {
         self.mem = self.mem.saturating_sub(task.mem);
-        let files = &mut self.files;
-        for_file_pieces(task, |f| {
-            if let Some(i) = files.iter().position(|(p, _)| *p == f) {
-                files[i].1 -= 1;
-                if files[i].1 == 0 {
-                    files.swap_remove(i);
-                }
-            }
-        });
+        uncount_files(&mut self.files, task);
+    }
+
+    /// Runs `f` on the task of `stream` where it lies, then brings the
+    /// totals up to date with what `f` changed (`None`: no such task).
+    /// Framing a DATA frame took the task out and put it back: two moves
+    /// of it and a remove and an insert per frame of a larger answer.
+    pub fn update<R>(&mut self, stream: u32, f: impl FnOnce(&mut Task) -> R) -> Option<R> {
+        let Tasks {
+            map,
+            mem,
+            files,
+            due,
+        } = self;
+        let task = map.get_mut(&stream)?;
+        *mem = mem.saturating_sub(task.mem);
+        uncount_files(files, task);
+        let r = f(task);
+        *mem += task.mem;
+        count_files(files, task);
+        if is_due(task) {
+            due.push(stream);
+        }
+        Some(r)
     }
 
     /// Every task, for what does not change its queue (time-outs).
@@ -192,6 +223,18 @@ mod tests {
         assert_eq!((tasks.mem(), tasks.files()), (5, 1));
         assert_eq!(tasks.take_due(), [3], "complete with nothing queued");
         assert!(tasks.take_due().is_empty(), "taken once");
+
+        // Changed in place, the totals follow as well.
+        let files = tasks.update(1, |t| {
+            t.push_mem(b"!!");
+            t.push_file(Rc::clone(&b), 0, 10);
+            t.files
+        });
+        assert_eq!(files, Some(2));
+        assert_eq!((tasks.mem(), tasks.files()), (7, 2));
+        assert_eq!(tasks.update(1, |t| t.drop_pieces()), Some(7));
+        assert_eq!((tasks.mem(), tasks.files()), (0, 0));
+        assert!(tasks.update(9, |_| ()).is_none());
 
         assert!(tasks.remove(&1).is_some());
         assert!(tasks.remove(&3).is_some());
