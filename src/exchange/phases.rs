@@ -11,9 +11,7 @@ use mio::Registry;
 use super::magnet::{Moved, Turn};
 use super::physical::{self, Physical};
 use super::vhostdb::Root;
-use super::{
-    access_denied, ajp13, auth, auth_wait, cgi, document_root, gateway, rewrite, split_uri, ssi,
-};
+use super::{access_denied, ajp13, auth, auth_wait, cgi, document_root, gateway, rewrite, ssi};
 use super::{Carry, ConnInfo, GwStart, Services};
 use crate::config::{Resolved, Settings};
 use crate::handler::{static_file, status_page};
@@ -42,9 +40,13 @@ pub(super) fn respond_once(
         return Once::Reply;
     }
     let rewrite = !carry.magnet.no_rewrite;
-    let (uri, resolved, path_ok) = rewrite::resolve_and_rewrite(sv, info, req, first, rewrite);
+    let (uri, resolved, path_ok, path_len) =
+        rewrite::resolve_and_rewrite(sv, info, req, first, rewrite);
     let settings = Rc::clone(&resolved.settings);
-    let (raw_path, query) = split_uri(&uri);
+    // The target split where `resolve_and_rewrite` split it (one search
+    // for `?` per request, not two): the path before it, the query after.
+    let raw_path = uri.get(..path_len).unwrap_or(&uri);
+    let query = uri.get(path_len + 1..).unwrap_or("");
     sv.reply
         .reset(Rc::clone(&settings), req.method == Method::Head);
     if let Some(run) = carry.error.as_ref() {

@@ -15,15 +15,16 @@ use crate::path::{normalize, normalize_target};
 /// Normalises the path of `first` (into `sv.scratch.path`), resolves the
 /// request's settings, and (when `rewrite`) applies `url.rewrite-once`,
 /// `-repeat` and `-if-not-file`, resolving again after each rewrite. Returns the URI in
-/// force (borrowed when nothing rewrote it), its settings, and whether its
-/// path is valid.
+/// force (borrowed when nothing rewrote it), its settings, whether its
+/// path is valid, and the length of its path (the query follows the `?`
+/// there, if any).
 pub fn resolve_and_rewrite<'a>(
     sv: &mut Services,
     info: &ConnInfo,
     req: &Request<'_, '_>,
     first: &'a str,
     rewrite: bool,
-) -> (Cow<'a, str>, Resolved, bool) {
+) -> (Cow<'a, str>, Resolved, bool, usize) {
     // Rules match the target in lighttpd's normal form (`%3a` is `%3A`):
     // the one the client sent when it is in that form already.
     let mut rewritten: Option<String> = normalize_target(first);
@@ -32,6 +33,7 @@ pub fn resolve_and_rewrite<'a>(
     loop {
         let uri = rewritten.as_deref().unwrap_or(first);
         let (path, query) = super::split_uri(uri);
+        let path_len = path.len();
         let path_ok =
             uri == "*" || normalize(path, &mut sv.scratch.decoded, &mut sv.scratch.path).is_ok();
         let url = if path_ok {
@@ -67,7 +69,7 @@ pub fn resolve_and_rewrite<'a>(
                     Some(s) => Cow::Owned(s),
                     None => Cow::Borrowed(first),
                 };
-                return (uri, resolved, path_ok);
+                return (uri, resolved, path_ok, path_len);
             }
         }
     }

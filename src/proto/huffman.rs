@@ -1,11 +1,10 @@
 //! The Huffman code of HPACK (RFC 7541 §5.2 and Appendix B), which QPACK
 //! uses as it is (RFC 9204 §4.1.2): one implementation for HTTP/2 and HTTP/3.
 //!
-//! The code is canonical (codes of one length are consecutive and ordered by
-//! symbol, shorter codes first; `table_is_canonical` checks it), so decoding
-//! needs no tree: for each length from 5 to 30 bits, the first code of that
-//! length and how many there are tell whether the bits read so far are a
-//! whole code. Those tables are computed at compile time from [`CODES`].
+//! Decoding is a state machine over 4-bit steps (the states are the
+//! internal nodes of the code's tree), built at compile time from
+//! [`CODES`]; a test checks it against a decoder that searches the codes
+//! by length.
 
 /// Why a Huffman string was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,126 +281,131 @@ pub const CODES: [(u32, u8); 257] = [
 ];
 
 const EOS: usize = 256;
-const MIN_LEN: usize = 5;
-const MAX_LEN: usize = 30;
 
-/// Per code length: the first code of that length, how many codes have it,
-/// and where their symbols start in `syms` (sorted by length, then symbol).
-struct Canonical {
-    first: [u32; MAX_LEN + 1],
-    count: [u32; MAX_LEN + 1],
-    offset: [u16; MAX_LEN + 1],
-    syms: [u16; 257],
+/// A child in [`tree`]: a leaf holds `LEAF | symbol`, else the index of an
+/// internal node (never 0, the root).
+const LEAF: u16 = 0x8000;
+
+/// The code's tree: the 256 internal nodes of its 257 leaves, each with
+/// its two children, and per node how many bits lead to it from the root
+/// and whether they are all ones (a prefix of EOS: valid padding while
+/// at most 7 bits long, §5.2).
+struct Tree {
+    child: [[u16; 2]; 256],
+    depth: [u8; 256],
+    ones: [bool; 256],
 }
 
-const fn canonical() -> Canonical {
-    let mut c = Canonical {
-        first: [0; MAX_LEN + 1],
-        count: [0; MAX_LEN + 1],
-        offset: [0; MAX_LEN + 1],
-        syms: [0; 257],
+const fn tree() -> Tree {
+    let mut t = Tree {
+        child: [[0; 2]; 256],
+        depth: [0; 256],
+        ones: [false; 256],
     };
-    let mut n = 0;
-    let mut len = MIN_LEN;
-    while len <= MAX_LEN {
-        c.offset[len] = n as u16;
-        let mut s = 0;
-        while s < 257 {
-            if CODES[s].1 as usize == len {
-                if c.count[len] == 0 {
-                    c.first[len] = CODES[s].0;
-                }
-                c.count[len] += 1;
-                c.syms[n] = s as u16;
-                n += 1;
-            }
-            s += 1;
-        }
-        len += 1;
-    }
-    c
-}
-
-static CANON: Canonical = canonical();
-
-/// The codes of at most 8 bits (every lowercase letter, digit and `/.-_`
-/// among them) by the next 8 bits of input: `(symbol, length)`, length 0
-/// where a longer code starts. One look-up per symbol for what paths and
-/// host names are made of, where the search by length took a step per bit.
-const SHORT_BITS: usize = 8;
-
-const fn short_table() -> [(u8, u8); 1 << SHORT_BITS] {
-    let mut t = [(0u8, 0u8); 1 << SHORT_BITS];
+    t.ones[0] = true;
+    let mut next = 1;
     let mut s = 0;
-    while s < EOS {
+    while s < 257 {
         let (code, len) = CODES[s];
-        let len = len as usize;
-        if len <= SHORT_BITS {
-            let lo = (code as usize) << (SHORT_BITS - len);
-            let hi = (code as usize + 1) << (SHORT_BITS - len);
-            let mut p = lo;
-            while p < hi {
-                t[p] = (s as u8, len as u8);
-                p += 1;
+        let mut node = 0;
+        let mut i = len as i32 - 1;
+        while i > 0 {
+            let bit = ((code >> i) & 1) as usize;
+            if t.child[node][bit] == 0 {
+                t.child[node][bit] = next as u16;
+                t.depth[next] = t.depth[node] + 1;
+                t.ones[next] = t.ones[node] && bit == 1;
+                next += 1;
             }
+            node = t.child[node][bit] as usize;
+            i -= 1;
         }
+        t.child[node][(code & 1) as usize] = LEAF | s as u16;
         s += 1;
     }
     t
 }
 
-static SHORT: [(u8, u8); 1 << SHORT_BITS] = short_table();
+/// Flags of a [`STEPS`] entry (its bits 8 to 15).
+const EMIT: u32 = 1 << 8;
+const FAIL: u32 = 1 << 9;
+const ACCEPT: u32 = 1 << 10;
+
+/// The decoder as a state machine over 4-bit steps: for each internal
+/// node of the tree (the bits of an unfinished code read so far) and each
+/// next 4 bits, the node reached (bits 0 to 7), the symbol completed on
+/// the way if any (`EMIT`, the symbol in bits 16 to 23; every code is at
+/// least 5 bits long, so one at most), `FAIL` when that was EOS, and
+/// `ACCEPT` when the string may end there (at the root, or within 7 bits
+/// of padding ones). Two look-ups per input byte, where walking the code
+/// lengths took a step per bit of a long code and the table of short
+/// codes a shift, mask and look-up per symbol (~57 instructions per
+/// character of a Huffman-coded `:path`).
+const fn steps() -> [[u32; 16]; 256] {
+    let t = tree();
+    let mut f = [[0u32; 16]; 256];
+    let mut st = 0;
+    while st < 256 {
+        let mut nib = 0;
+        while nib < 16 {
+            let mut node = st;
+            let mut e = 0u32;
+            let mut i = 3i32;
+            while i >= 0 {
+                let c = t.child[node][(nib >> i) & 1];
+                if c & LEAF != 0 {
+                    let sym = (c & !LEAF) as usize;
+                    if sym == EOS {
+                        e |= FAIL;
+                    } else {
+                        e |= EMIT | (sym as u32) << 16;
+                    }
+                    node = 0;
+                } else {
+                    node = c as usize;
+                }
+                i -= 1;
+            }
+            if t.ones[node] && t.depth[node] <= 7 {
+                e |= ACCEPT;
+            }
+            f[st][nib] = e | node as u32;
+            nib += 1;
+        }
+        st += 1;
+    }
+    f
+}
+
+static STEPS: [[u32; 16]; 256] = steps();
 
 /// Decodes `src` and appends it to `out`, refusing to let `out` grow by more
 /// than `max_out` bytes: a bound the caller derives from its header list
 /// budget, so a bomb is stopped before it is stored.
 pub fn decode(src: &[u8], out: &mut Vec<u8>, max_out: usize) -> Result<(), HuffmanError> {
     let start = out.len();
-    // Bits not yet decoded, right-aligned; never more than 29 + 8 of them.
-    let mut acc: u64 = 0;
-    let mut nbits: usize = 0;
+    // At most one symbol per 5 bits.
+    out.reserve((src.len() * 8 / 5).min(max_out));
+    let mut state = 0;
+    let mut accept = true;
     for &b in src {
-        acc = (acc << 8) | b as u64;
-        nbits += 8;
-        // Take whole codes off the top while there are enough bits.
-        'sym: while nbits >= MIN_LEN {
-            if nbits >= SHORT_BITS {
-                let (sym, len) = SHORT[((acc >> (nbits - SHORT_BITS)) & 0xff) as usize];
-                if len != 0 {
-                    if out.len() - start >= max_out {
-                        return Err(HuffmanError::TooLong);
-                    }
-                    out.push(sym);
-                    nbits -= len as usize;
-                    acc &= (1u64 << nbits) - 1;
-                    continue 'sym;
-                }
+        for nib in [b >> 4, b & 0xf] {
+            let e = STEPS[state][nib as usize];
+            if e & FAIL != 0 {
+                return Err(HuffmanError::Eos);
             }
-            let mut len = MIN_LEN;
-            while len <= MAX_LEN && len <= nbits {
-                let code = ((acc >> (nbits - len)) & ((1u64 << len) - 1)) as u32;
-                let rel = code.wrapping_sub(CANON.first[len]);
-                if CANON.count[len] != 0 && rel < CANON.count[len] {
-                    let sym = CANON.syms[CANON.offset[len] as usize + rel as usize] as usize;
-                    if sym == EOS {
-                        return Err(HuffmanError::Eos);
-                    }
-                    if out.len() - start >= max_out {
-                        return Err(HuffmanError::TooLong);
-                    }
-                    out.push(sym as u8);
-                    nbits -= len;
-                    acc &= (1u64 << nbits) - 1;
-                    continue 'sym;
+            if e & EMIT != 0 {
+                if out.len() - start >= max_out {
+                    return Err(HuffmanError::TooLong);
                 }
-                len += 1;
+                out.push((e >> 16) as u8);
             }
-            // No code is complete in the bits there are: wait for more.
-            break;
+            state = (e & 0xff) as usize;
+            accept = e & ACCEPT != 0;
         }
     }
     // What is left must be padding: at most 7 bits, all ones (EOS's prefix).
-    if nbits > 7 || acc != (1u64 << nbits) - 1 {
+    if !accept {
         return Err(HuffmanError::BadPadding);
     }
     Ok(())
@@ -436,6 +440,86 @@ pub fn encode(src: &[u8], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The decoder before the state machine, by code lengths over the
+    // canonical code: the reference the state machine is checked against.
+    const MIN_LEN: usize = 5;
+    const MAX_LEN: usize = 30;
+
+    fn decode_by_lengths(
+        src: &[u8],
+        out: &mut Vec<u8>,
+        max_out: usize,
+    ) -> Result<(), HuffmanError> {
+        let mut order: Vec<usize> = (0..257).collect();
+        order.sort_by_key(|&s| (CODES[s].1, s));
+        let start = out.len();
+        let (mut acc, mut nbits) = (0u64, 0usize);
+        for &b in src {
+            acc = (acc << 8) | b as u64;
+            nbits += 8;
+            'sym: while nbits >= MIN_LEN {
+                for len in MIN_LEN..=MAX_LEN.min(nbits) {
+                    let code = ((acc >> (nbits - len)) & ((1u64 << len) - 1)) as u32;
+                    if let Some(&sym) = order.iter().find(|&&s| CODES[s] == (code, len as u8)) {
+                        if sym == EOS {
+                            return Err(HuffmanError::Eos);
+                        }
+                        if out.len() - start >= max_out {
+                            return Err(HuffmanError::TooLong);
+                        }
+                        out.push(sym as u8);
+                        nbits -= len;
+                        acc &= (1u64 << nbits) - 1;
+                        continue 'sym;
+                    }
+                }
+                break;
+            }
+        }
+        if nbits > 7 || acc != (1u64 << nbits) - 1 {
+            return Err(HuffmanError::BadPadding);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn state_machine_agrees_with_code_lengths() {
+        // Random byte strings (mostly invalid: EOS, bad padding) and the
+        // encodings of random text, with tight and loose output bounds.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..10_000 {
+            let n = (rnd() % 12) as usize;
+            let mut src: Vec<u8> = (0..n).map(|_| rnd() as u8).collect();
+            if round % 2 == 0 {
+                let text: Vec<u8> = (0..n)
+                    .map(|_| b"/abcxyz.-_0123%?=&AZ~"[(rnd() % 21) as usize])
+                    .collect();
+                src.clear();
+                encode(&text, &mut src);
+            }
+            if round % 7 == 1 {
+                // EOS (30 ones) somewhere in it.
+                let at = (rnd() as usize) % (src.len() + 1);
+                src.splice(at..at, [0xff; 4]);
+            }
+            let bound = if round % 3 == 0 {
+                (rnd() % 8) as usize
+            } else {
+                usize::MAX
+            };
+            let (mut a, mut b) = (vec![7u8], vec![7u8]);
+            let got = decode(&src, &mut a, bound);
+            let want = decode_by_lengths(&src, &mut b, bound);
+            assert_eq!((got, &a), (want, &b), "{src:02x?} bound {bound}");
+        }
+    }
 
     #[test]
     fn table_is_canonical() {

@@ -380,7 +380,7 @@ impl Session {
         });
         self.view = scratch;
         // Fed and settled while out of the table: each trip through it
-        // costs a hash insert and remove and a move of the task.
+        // costs a slot's insert and remove and two moves of the task.
         self.feed_task(stream, &mut task, io);
         self.settle(stream, task, &mut io.sv.stats);
     }
@@ -481,6 +481,11 @@ impl Session {
             self.tasks.insert(stream, task);
             return;
         }
+        self.finish(stream, &task, stats);
+    }
+
+    /// What a finished task, out of the table, leaves to do (see `settle`).
+    fn finish(&mut self, stream: u32, task: &Task, stats: &mut Stats) {
         if !task.body.done {
             self.core.drop_body(stream);
         } else {

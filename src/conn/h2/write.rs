@@ -42,6 +42,9 @@ impl Session {
         self.end_waiting(out, stats);
         self.sliced = false;
         self.encode_pending = false;
+        // Out of `self` while framing, so that each task is framed where
+        // it lies in the table (nothing below uses `self.tasks`).
+        let mut tasks = std::mem::take(&mut self.tasks);
         while out.pending_bytes() < FILL_HIGH_WATER {
             if !self.core.output().is_empty() {
                 break;
@@ -49,21 +52,28 @@ impl Session {
             let Some(s) = self.core.next_stream_to_send() else {
                 break;
             };
-            let Some(mut task) = self.tasks.remove(&s) else {
+            let Some((framed, finished)) = tasks.update(s, |task| {
+                let framed = self.frame_one(s, task, out, now);
+                if task.paused.get() && task.mem < STREAM_LOW_WATER && !self.pump.contains(&s) {
+                    task.paused.set(false);
+                    self.pump.push(s);
+                }
+                (framed, task.finished())
+            }) else {
                 self.core.set_ready(s, false);
                 continue;
             };
-            let framed = self.frame_one(s, &mut task, out, now);
-            if task.paused.get() && task.mem < STREAM_LOW_WATER && !self.pump.contains(&s) {
-                task.paused.set(false);
-                self.pump.push(s);
+            if finished {
+                if let Some(task) = tasks.remove(&s) {
+                    self.finish(s, &task, stats);
+                }
             }
-            self.settle(s, task, stats);
             self.control(out);
             if !framed {
                 break;
             }
         }
+        self.tasks = tasks;
     }
 
     /// Moves the core's queued frames into `out` (they must precede any

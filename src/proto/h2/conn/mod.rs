@@ -17,6 +17,7 @@ pub mod priority;
 mod recv;
 pub mod request;
 mod send;
+mod slots;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -26,6 +27,7 @@ use std::collections::{HashMap, VecDeque};
 pub use limits::Config;
 pub use priority::Priority;
 pub use request::RequestHead;
+pub use slots::StreamSlots;
 
 use super::error::{Error, ErrorCode, StreamId};
 use super::frame::{self, encode, setting, HEADER_LEN};
@@ -155,7 +157,7 @@ struct Pending {
 pub struct Connection {
     cfg: Config,
     phase: Phase,
-    streams: StreamMap<Stream>,
+    streams: StreamSlots<Stream>,
     /// The highest stream id the client opened (or tried to).
     last_stream: StreamId,
     recently_closed: VecDeque<(StreamId, Closed)>,
@@ -201,7 +203,7 @@ impl Connection {
         let mut c = Connection {
             cfg,
             phase: Phase::Preface(0),
-            streams: StreamMap::default(),
+            streams: StreamSlots::default(),
             last_stream: 0,
             recently_closed: VecDeque::new(),
             early_priority: VecDeque::new(),

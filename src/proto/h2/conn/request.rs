@@ -161,7 +161,14 @@ fn check_known_field(known: KnownName, name: &[u8], value: &[u8]) -> Result<(), 
             return Err("field value with surrounding whitespace");
         }
     }
-    // §8.2.2: connection-specific fields have no meaning in HTTP/2.
+    // §8.2.2: connection-specific fields have no meaning in HTTP/2. Of
+    // the static table's names only transfer-encoding is one: a field
+    // named by the table is judged by its index, not its bytes.
+    match known & !KNOWN_VALUE {
+        0 => {}
+        TRANSFER_ENCODING => return Err("connection-specific field"),
+        _ => return Ok(()),
+    }
     match name {
         b"connection" | b"proxy-connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade" => {
             Err("connection-specific field")
@@ -170,6 +177,11 @@ fn check_known_field(known: KnownName, name: &[u8], value: &[u8]) -> Result<(), 
         _ => Ok(()),
     }
 }
+
+/// Static table indices (RFC 7541 Appendix A) of names the checks single out.
+const CONTENT_LENGTH: KnownName = 28;
+const HOST: KnownName = 38;
+const TRANSFER_ENCODING: KnownName = 57;
 
 /// Parses `content-length` (RFC 9110 §8.6: digits only); repeated values
 /// must agree.
@@ -280,9 +292,11 @@ fn scan(list: &HeaderList, h: &mut Found) -> Result<(u32, Option<usize>), Malfor
             first_field = i as u32;
         }
         check_known_field(known, name, value)?;
-        match name {
-            b"content-length" => h.content_length = Some(content_length(h.content_length, value)?),
-            b"host" if host.is_none() => host = Some(i),
+        match (known & !KNOWN_VALUE, name) {
+            (CONTENT_LENGTH, _) | (0, b"content-length") => {
+                h.content_length = Some(content_length(h.content_length, value)?)
+            }
+            (HOST, _) | (0, b"host") if host.is_none() => host = Some(i),
             _ => {}
         }
     }
@@ -481,6 +495,15 @@ mod tests {
             let Ok(l) = decode(bad) else { panic!("decode") };
             assert_eq!(request_head(l).err(), Some(why), "{bad:?}");
         }
+        // content-length (entry 28) and host (38) found by their index.
+        let cl = [0x82, 0x86, 0x84, 0x0f, 0x0d, 1, b'5'];
+        let Ok(l) = decode(&cl) else { panic!("decode") };
+        assert_eq!(request_head(l).map(|h| h.content_length()), Ok(Some(5)));
+        let other_host = [0x82, 0x86, 0x84, 0x01, 1, b'h', 0x0f, 0x17, 1, b'g'];
+        let Ok(l) = decode(&other_host) else {
+            panic!("decode")
+        };
+        assert_eq!(request_head(l).err(), Some("host differs from :authority"));
     }
 
     #[test]

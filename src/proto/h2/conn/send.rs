@@ -6,7 +6,7 @@ use super::*;
 
 /// The stream's record, when it may still send.
 #[inline]
-fn sendable(streams: &mut StreamMap<Stream>, stream: StreamId) -> Result<&mut Stream, SendError> {
+fn sendable(streams: &mut StreamSlots<Stream>, stream: StreamId) -> Result<&mut Stream, SendError> {
     let s = streams.get_mut(&stream).ok_or(SendError::NoSuchStream)?;
     if !s.local_open() {
         return Err(SendError::Finished);
