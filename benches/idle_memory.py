@@ -117,6 +117,9 @@ def main():
     for lo, hi, perms, off, f in vmas:
         print(f"  exe {perms} off {off:#x} size {(hi - lo) // 1024} kB: "
               f"Rss {f.get('Rss')} Pss {f.get('Pss')} Anon {f.get('Anonymous')}")
+    exe_pss = sum(f.get("Pss", 0) for *_, f in vmas)
+    print(f"  executable's mappings: Pss {exe_pss} kB; other files (libraries): "
+          f"{r.get('Pss_File', 0) - exe_pss + sum(f.get('Anonymous', 0) for *_, f in vmas)} kB")
     print(f"  text pages resident: {len(pages)} ({len(pages) * 4} kB)")
     if args.pages:
         with open(args.pages, "w") as f:
