@@ -4,12 +4,14 @@ requests run, in the groups build.rs lays out first in the release binary.
 
     link/profile.py target/release/glint
 
-Runs the binary under callgrind (valgrind) once per workload below, takes
+Runs the binary under callgrind (valgrind) for each workload below, takes
 the functions of the executable that ran (their mangled names with the
-trailing hash as a wildcard, so that the list holds across builds), and writes each
-workload's new functions as one group. A function renamed or added since
-the last run is merely laid out with the rest of the text; rerun this
-after changes to the request path or start-up.
+trailing hash as a wildcard, so that the list holds across builds), and
+writes each workload's new functions as groups: first what ran inside the
+event loop (main's serve()) for every workload, then what ran before it,
+at start-up, whose pages main drops once the loop starts. A function
+renamed or added since the last run is merely laid out with the rest of
+the text; rerun this after changes to the request path or start-up.
 """
 import os
 import re
@@ -41,9 +43,14 @@ TLS = """$SERVER["socket"] == "127.0.0.1:{tport}" {{
 }}
 """
 
+# The event loop: main's serve(). What runs inside it (the loop, requests)
+# is laid out first; what runs before it (start-up: main drops those pages
+# from the idle process, release_startup_pages) after all of that.
+LOOP = "_ZN5glint5serve17h*"
+
 # (group name, TLS socket?, curl argument lists); each curl runs on its own.
 WORKLOADS = [
-    ("start-up and one GET", False, [["{h}/"]]),
+    ("plain socket, one GET", False, [["{h}/"]]),
     ("other plain requests", False, [
         ["{h}/", "{h}/index.html"],             # keep-alive
         ["-I", "{h}/"],
@@ -54,7 +61,7 @@ WORKLOADS = [
         ["-H", "If-Modified-Since: Thu, 01 Jan 2099 00:00:00 GMT", "{h}/index.html"],
         ["-H", "If-None-Match: *", "{h}/index.html"],
     ]),
-    ("TLS set-up and one GET", True, [["--http1.1", "{s}/"]]),
+    ("TLS socket, one GET", True, [["{s}/"], ["--http1.1", "{s}/"]]),
     ("other TLS requests", True, [
         ["--http2", "{s}/", "{s}/index.html"],
         ["--http1.1", "{s}/", "{s}/missing"],
@@ -132,7 +139,7 @@ def executed(out, exe):
     return names
 
 
-def run(exe, tmp, tls, requests):
+def run(exe, tmp, tls, requests, loop_only):
     port, tport = free_port(), free_port()
     conf = os.path.join(tmp, "glint.conf")
     with open(conf, "w") as f:
@@ -141,8 +148,9 @@ def run(exe, tmp, tls, requests):
             f.write(TLS.format(tport=tport, pem=os.path.join(tmp, "both.pem")))
     out = os.path.join(tmp, "callgrind.out")
     proc = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}",
-         exe, "-D", "-f", conf],
+        ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}"]
+        + (["--collect-atstart=no", f"--toggle-collect={LOOP}"] if loop_only else [])
+        + [exe, "-D", "-f", conf],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(port, time.monotonic() + 120)
@@ -153,6 +161,7 @@ def run(exe, tmp, tls, requests):
                     for a in args]
             subprocess.run(["curl", "-ksS", "--max-time", "60"] + args,
                            stdout=subprocess.DEVNULL, check=True)
+        time.sleep(2.5)  # the loop's once-a-second tick runs, on an idle server too
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
@@ -173,16 +182,24 @@ def main():
             for part in ("cert.pem", "key.pem"):
                 with open(f"{tmp}/{part}") as p:
                     f.write(p.read())
+        start_up = []
         for name, tls, requests in WORKLOADS:
             # Twice: what the loop's tick runs depends on timing.
-            ran = run(exe, tmp, tls, requests) | run(exe, tmp, tls, requests)
-            names = {pattern(n) for n in ran if BARE.match(n)}
-            new = sorted(names - seen)
-            seen |= names
-            groups.append((name, new))
-            if name.startswith("TLS set-up"):
+            loop = set()
+            for _ in range(2):
+                loop |= {pattern(n) for n in run(exe, tmp, tls, requests, True) if BARE.match(n)}
+            new = sorted(loop - seen)
+            seen |= loop
+            groups.append((f"the loop: {name}", new))
+            if name.startswith("TLS"):
                 groups.append(("TLS assembly", [f"file:*-{o}.o" for o in TLS_ASM]))
-            print(f"{name}: {len(new)} functions", file=sys.stderr)
+            print(f"the loop, {name}: {len(new)} functions", file=sys.stderr)
+            ran = {pattern(n) for n in run(exe, tmp, tls, requests, False) if BARE.match(n)}
+            new = sorted(ran - seen)
+            seen |= ran
+            start_up.append((f"start-up: {name}", new))
+            print(f"start-up, {name}: {len(new)} functions", file=sys.stderr)
+        groups += [g for g in start_up if g[1]]
     with open(os.path.join(ROOT, "link", "hot-text.txt"), "w") as f:
         f.write("# Generated by link/profile.py; see build.rs. One group per\n"
                 "# workload: function names, with * where a name holds a hash;\n"
