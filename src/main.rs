@@ -137,7 +137,6 @@ fn run(mut cli: Cli) -> Result<(), String> {
     if let Some(p) = plan.clone() {
         server = server.with_upgrader(upgrade::upgrader(p));
     }
-    release_startup_pages();
     serve(&mut server, &g, pid_file, plan)
 }
 
@@ -223,14 +222,20 @@ fn start_service(
     Ok(pid_file)
 }
 
-/// Runs the event loop (or the workers' supervisor) until it stops, then
-/// removes the pid file.
+/// Drops start-up's pages, runs the event loop (or the workers' supervisor)
+/// until it stops, then removes the pid file. Never inlined: link/profile.py
+/// tells the loop's code from start-up's by what runs inside this function,
+/// and the release build lays the one out apart from the other (build.rs),
+/// so that the loop faults back only its own pages once start-up's are
+/// dropped here.
+#[inline(never)]
 fn serve(
     server: &mut Server,
     g: &Settings,
     pid_file: Option<PidFile>,
     plan: Option<upgrade::Plan>,
 ) -> Result<(), String> {
+    release_startup_pages();
     keep_freed_heap();
     let result = if g.process.max_worker > 0 {
         workers::supervise(server, g.process.max_worker as usize, plan)
