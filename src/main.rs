@@ -223,7 +223,7 @@ fn start_service(
 }
 
 /// Drops start-up's pages, runs the event loop (or the workers' supervisor)
-/// until it stops, then removes the pid file. Never inlined: link/profile.py
+/// until it stops, then removes the pid file. Never inlined: benches/link_profile.py
 /// tells the loop's code from start-up's by what runs inside this function,
 /// and the release build lays the one out apart from the other (build.rs),
 /// so that the loop faults back only its own pages once start-up's are
