@@ -322,6 +322,26 @@ fn warm_server_for(n: usize) -> (TempDir, Server) {
     (www, g)
 }
 
+/// The server's VmRSS before and after `n` connections, each made by
+/// `open` (given its index) and held open until the second reading; the
+/// whole within `bound`.
+fn rss_with_idle<T>(
+    g: &Server,
+    n: usize,
+    bound: Duration,
+    mut open: impl FnMut(usize) -> T,
+) -> (u64, u64) {
+    let before = g.rss_kb();
+    let start = Instant::now();
+    let mut conns = Vec::with_capacity(n);
+    for i in 0..n {
+        assert!(start.elapsed() < bound, "bounded: {i} connections");
+        conns.push(open(i));
+    }
+    assert!(g.fd_count() >= n, "only {} descriptors open", g.fd_count());
+    (before, g.rss_kb())
+}
+
 #[test]
 fn memory_per_idle_connection_is_bounded() {
     let _s = serial();
@@ -331,26 +351,15 @@ fn memory_per_idle_connection_is_bounded() {
         return;
     }
     let (_www, g) = warm_server_for(N);
-    let before = g.rss_kb();
-    let start = Instant::now();
-    let mut conns = Vec::with_capacity(N);
-    let mut buf = vec![0u8; 4096];
-    for i in 0..N {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "bounded: {i} connections"
-        );
+    let (before, after) = rss_with_idle(&g, N, Duration::from_secs(30), |i| {
         let mut s = g.tcp();
         s.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
             .expect("request");
         let mut c = Conn::wrap(s);
         let resp = c.read_response(false).expect("response");
-        assert_eq!(resp.status, 200);
-        let _ = &mut buf;
-        conns.push(c);
-    }
-    assert!(g.fd_count() >= N, "only {} descriptors open", g.fd_count());
-    let after = g.rss_kb();
+        assert_eq!(resp.status, 200, "connection {i}");
+        c
+    });
     let growth = after.saturating_sub(before);
     eprintln!("VmRSS {before} kB -> {after} kB with {N} idle keep-alive connections");
     assert!(
@@ -418,15 +427,8 @@ fn memory_per_idle_http2_connection_is_bounded() {
     hello.extend(h2_frame(4, 0, 0, &[]));
     hello.extend(h2_frame(1, 0x5, 1, &block));
     let ack = h2_frame(4, 1, 0, &[]);
-    let before = g.rss_kb();
-    let start = Instant::now();
-    let mut conns = Vec::with_capacity(N);
     let mut buf = vec![0u8; 16384];
-    for i in 0..N {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "bounded: {i} connections"
-        );
+    let (before, after) = rss_with_idle(&g, N, Duration::from_secs(60), |i| {
         let mut s = g.tcp();
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
@@ -438,9 +440,8 @@ fn memory_per_idle_http2_connection_is_bounded() {
             got.extend_from_slice(&buf[..n]);
         }
         s.write_all(&ack).expect("SETTINGS ACK");
-        conns.push(s);
-    }
-    let after = g.rss_kb();
+        s
+    });
     let growth = after.saturating_sub(before);
     eprintln!("VmRSS {before} kB -> {after} kB with {N} idle HTTP/2 connections");
     assert!(

@@ -3,7 +3,6 @@
 //! for another realm or with a nonce of our own making).
 
 use std::net::SocketAddr;
-use std::process::Command;
 
 use sha2::{Digest as _, Sha256};
 
@@ -12,24 +11,9 @@ use crate::common::*;
 /// The status curl ends with for `user`/`pw` on `path` (it answers the
 /// server's challenge itself).
 pub fn curl_digest(addr: SocketAddr, path: &str, user: &str, pw: &str) -> u16 {
-    let out = Command::new("curl")
-        .args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "--max-time",
-            "20",
-        ])
-        .args(["--digest", "-u", &format!("{user}:{pw}")])
-        .arg(format!("http://{addr}{path}"))
-        .output()
-        .expect("curl (apt-get install curl)");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
+    let creds = format!("{user}:{pw}");
+    let url = format!("http://{addr}{path}");
+    curl_status(&["--digest", "-u", &creds, &url], 20)
 }
 
 fn hex(b: &[u8]) -> String {

@@ -559,3 +559,19 @@ pub fn basic_auth(user: &str, password: &str) -> String {
     }
     format!("Authorization: Basic {out}")
 }
+
+/// The status curl ends with for `args` (0 when it got none), its body
+/// discarded, bounded by `max_secs`.
+#[allow(dead_code)]
+pub fn curl_status(args: &[&str], max_secs: u32) -> u16 {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time"])
+        .arg(max_secs.to_string())
+        .args(args)
+        .output()
+        .expect("curl (apt-get install curl)");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
