@@ -97,25 +97,8 @@ fn basic(addr: SocketAddr, user: &str, pw: &str) -> (Response, Duration) {
 /// curl's status and total time for `args`.
 fn curl(args: &[&str]) -> (u16, Duration) {
     let t = Instant::now();
-    let out = Command::new("curl")
-        .args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "--max-time",
-            "10",
-        ])
-        .args(args)
-        .output()
-        .expect("curl (apt-get install curl)");
-    let took = t.elapsed();
-    let code = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0);
-    (code, took)
+    let code = curl_status(args, 10);
+    (code, t.elapsed())
 }
 
 #[test]
@@ -123,6 +106,14 @@ fn refused_logins_wait_a_second_and_end_the_connection_as_on_lighttpd() {
     let both = Both::start("");
     let mut bad = Vec::new();
     for (name, addr) in both.servers() {
+        // glint holds a refused login until the second new second (1-2 s);
+        // lighttpd until its next once-a-second check, which can come at
+        // once (seen: 127 µs), so only glint's wait has a floor here.
+        let wait = if name == "glint" {
+            DELAYED
+        } else {
+            Duration::ZERO
+        };
         let (r, took) = basic(addr, "alice", "alice-pw");
         if r.status != 200 || took >= DELAYED {
             bad.push(format!("{name}: right password: {} in {took:?}", r.status));
@@ -130,7 +121,7 @@ fn refused_logins_wait_a_second_and_end_the_connection_as_on_lighttpd() {
         for (user, pw) in [("alice", "wrong"), ("nobody", "alice-pw")] {
             let (r, took) = basic(addr, user, pw);
             let closes = r.has_token("Connection", "close");
-            if r.status != 401 || took < DELAYED || !closes {
+            if r.status != 401 || took < wait || !closes {
                 bad.push(format!(
                     "{name}: {user}/{pw}: {} in {took:?}, close {closes}",
                     r.status
@@ -151,34 +142,25 @@ fn refused_logins_wait_a_second_and_end_the_connection_as_on_lighttpd() {
                 show(&rest)
             ));
         }
-        // Digest: the challenge is not a refusal (no wait); a wrong
-        // password is.
-        let url = format!("http://{addr}/digest/a.txt");
-        let (code, took) = curl(&["--digest", "-u", "alice:wrong", &url]);
-        if code != 401 || took < DELAYED {
-            bad.push(format!(
-                "{name}: Digest, wrong password: {code} in {took:?}"
-            ));
-        }
-        let (code, took) = curl(&["--digest", "-u", "alice:alice-pw", &url]);
-        if code != 200 || took >= DELAYED {
-            bad.push(format!(
-                "{name}: Digest, right password: {code} in {took:?}"
-            ));
-        }
-        // HTTP/2 (prior knowledge): the same wait.
-        let url = format!("http://{addr}/basic/a.txt");
-        let (code, took) = curl(&["--http2-prior-knowledge", "-u", "alice:wrong", &url]);
-        if code != 401 || took < DELAYED {
-            bad.push(format!(
-                "{name}: HTTP/2, wrong password: {code} in {took:?}"
-            ));
-        }
-        let (code, took) = curl(&["--http2-prior-knowledge", "-u", "alice:alice-pw", &url]);
-        if code != 200 || took >= DELAYED {
-            bad.push(format!(
-                "{name}: HTTP/2, right password: {code} in {took:?}"
-            ));
+        // Digest (the challenge is not a refusal: no wait; a wrong
+        // password is) and HTTP/2 with prior knowledge: the same wait.
+        for (label, flag, path) in [
+            ("Digest", "--digest", "/digest/a.txt"),
+            ("HTTP/2", "--http2-prior-knowledge", "/basic/a.txt"),
+        ] {
+            let url = format!("http://{addr}{path}");
+            let (code, took) = curl(&[flag, "-u", "alice:wrong", &url]);
+            if code != 401 || took < wait {
+                bad.push(format!(
+                    "{name}: {label}, wrong password: {code} in {took:?}"
+                ));
+            }
+            let (code, took) = curl(&[flag, "-u", "alice:alice-pw", &url]);
+            if code != 200 || took >= DELAYED {
+                bad.push(format!(
+                    "{name}: {label}, right password: {code} in {took:?}"
+                ));
+            }
         }
     }
     assert!(
