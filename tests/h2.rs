@@ -125,7 +125,8 @@ fn fixture() -> Docroot {
         .file("sub/index.html", b"sub index\n")
         .file("list/one.txt", b"1")
         .file("list/two.txt", b"22")
-        .file("big.bin", &pseudo_random(5_000_000, 7));
+        .file("big.bin", &pseudo_random(5_000_000, 7))
+        .file("mid.bin", &pseudo_random(25_000, 3));
     d
 }
 
@@ -297,6 +298,22 @@ fn static_files_over_h2c_and_tls() {
         let r = get("/missing", &[]);
         assert_eq!(r.status, 404, "{name}");
         assert!(r.text().contains("404"), "{name}");
+        // A file between 16 and 32 KiB: kept in memory for connections
+        // that copy file bytes (both here), still whole, in ranges and
+        // HEAD, and twice in a row (the second from the cache).
+        let mid = pseudo_random(25_000, 3);
+        for _ in 0..2 {
+            let r = get("/mid.bin", &[]);
+            assert_eq!(r.status, 200, "{name}: {}", r.stderr);
+            assert!(r.body == mid, "{name}: 25,000 bytes intact");
+            assert_eq!(r.header("content-length"), Some("25000"), "{name}");
+        }
+        let r = get("/mid.bin", &["-H", "Range: bytes=16380-16389"]);
+        assert_eq!(r.status, 206, "{name}");
+        assert!(r.body == mid[16380..16390], "{name}: range across a frame");
+        let r = get("/mid.bin", &["-I"]);
+        assert_eq!(r.status, 200, "{name}");
+        assert_eq!(r.header("content-length"), Some("25000"), "{name}");
         // A large file: sendfile on h2c, records on TLS.
         let r = get("/big.bin", &[]);
         assert_eq!(r.status, 200, "{name}: {}", r.stderr);

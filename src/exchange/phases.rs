@@ -618,6 +618,7 @@ fn serve_static(
         docroot: at.ph.map(|p| &*p.base),
         now: sv.clock.unix,
         mono: sv.clock.mono_secs,
+        copies: req.major >= 2 || info.tls.is_some(),
     };
     static_file::serve(
         &sreq,

@@ -281,7 +281,7 @@ fn send_identity(
     match ranges {
         RangeRequest::Ignore => {
             identity_head(req, r, of, 200, vary);
-            match &of.small {
+            match of.in_memory(req.copies) {
                 Some(body) => {
                     r.end_head(Some(len));
                     r.push_shared(Rc::clone(body));

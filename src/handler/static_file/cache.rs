@@ -26,7 +26,10 @@ pub struct OpenFile {
     pub(super) len: u64,
     pub(super) v: Validators,
     pub(super) ctype: (String, bool),
-    /// The content of a small file, sent from memory in the same `send` as the head.
+    /// The content of a small file, sent from memory in the same `send` as
+    /// the head; up to [`COPY_FILE`](super::COPY_FILE) bytes when a
+    /// connection that copies file bytes opened it (sent from memory only
+    /// to such connections above [`SMALL_FILE`]).
     pub(super) small: Option<Rc<[u8]>>,
     /// The settings the entry was made under (MIME types and ETag options differ per scope).
     pub(super) settings_id: u64,
@@ -173,13 +176,22 @@ impl FileCache {
 }
 
 impl OpenFile {
+    /// Its content from memory for an answer: a small file's always, a
+    /// larger one kept in memory only where the connection `copies` file
+    /// bytes (`sendfile` costs less than a copy elsewhere).
+    pub(super) fn in_memory(&self, copies: bool) -> Option<&Rc<[u8]>> {
+        self.small
+            .as_ref()
+            .filter(|b| copies || b.len() as u64 <= SMALL_FILE)
+    }
+
     pub(super) fn new(
         file: File,
         meta: &std::fs::Metadata,
         fs_path: &str,
         s: &Settings,
-        settings_id: u64,
-        now: u64,
+        (settings_id, now): (u64, u64),
+        keep: u64,
     ) -> OpenFile {
         let len = meta.size();
         // (Regular files only, as lighttpd.)
@@ -190,7 +202,7 @@ impl OpenFile {
             Some(t) => (t.as_str(), false),
             None => content_type(fs_path, s),
         };
-        let small = (len <= SMALL_FILE).then(|| read_all(&file, len)).flatten();
+        let small = (len <= keep).then(|| read_all(&file, len)).flatten();
         let mut ctype_value = t.to_string();
         if charset {
             ctype_value.push_str("; charset=utf-8");

@@ -92,7 +92,7 @@ fn the_last_hit_is_always_what_the_cache_holds() {
         std::fs::write(&path, content).expect("write");
         let f = std::fs::File::open(&path).expect("open");
         let meta = f.metadata().expect("fstat");
-        Rc::new(OpenFile::new(f, &meta, &p, &s, 7, now))
+        Rc::new(OpenFile::new(f, &meta, &p, &s, (7, now), super::SMALL_FILE))
     };
     let mut cache = super::FileCache::default();
     assert!(cache.get(&p, 7, 1).is_none(), "empty");
@@ -117,5 +117,39 @@ fn the_last_hit_is_always_what_the_cache_holds() {
     assert_eq!(cache.get(&p, 7, 10).map(|e| e.len), Some(7));
     cache.clear();
     assert!(cache.get(&p, 7, 10).is_none(), "cleared");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn files_up_to_copy_file_are_in_memory_only_where_bytes_are_copied() {
+    use super::cache::OpenFile;
+    use super::{COPY_FILE, SMALL_FILE};
+    let dir = std::env::temp_dir().join(format!("glint-copyfile-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let s = Settings::default();
+    let open = |name: &str, len: usize, keep: u64| {
+        let path = dir.join(name);
+        let content: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &content).expect("write");
+        let f = std::fs::File::open(&path).expect("open");
+        let meta = f.metadata().expect("fstat");
+        let of = OpenFile::new(f, &meta, &path.display().to_string(), &s, (7, 1), keep);
+        (of, content)
+    };
+    // A small file: from memory for every connection, whoever opened it.
+    let (of, c) = open("small", SMALL_FILE as usize, SMALL_FILE);
+    assert_eq!(of.in_memory(false).map(|b| &b[..]), Some(&c[..]));
+    assert_eq!(of.in_memory(true).map(|b| &b[..]), Some(&c[..]));
+    // 25,000 bytes opened for a copying connection: in memory for it and
+    // its like, by sendfile for a plain HTTP/1 connection.
+    let (of, c) = open("mid", 25_000, COPY_FILE);
+    assert_eq!(of.in_memory(true).map(|b| &b[..]), Some(&c[..]));
+    assert!(of.in_memory(false).is_none());
+    // Opened for plain HTTP/1: not read at all.
+    let (of, _) = open("mid2", 25_000, SMALL_FILE);
+    assert!(of.in_memory(true).is_none() && of.in_memory(false).is_none());
+    // Above COPY_FILE: never in memory.
+    let (of, _) = open("large", COPY_FILE as usize + 1, COPY_FILE);
+    assert!(of.in_memory(true).is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
