@@ -10,7 +10,8 @@ Three steps, each a plain cargo command with RUSTFLAGS:
    index.html and the 25 KB JPEG, plus a 200 KB file, a directory and a
    missing path) on a plain and a TLS socket while ab and h2load send it
    the traffic a small site gets: HTTP/1.0 and keep-alive HTTP/1.1,
-   h2c and HTTP/2 over TLS, conditional, range, HEAD and 404 requests;
+   h2c and HTTP/2 over TLS, conditional, range, HEAD and 404 requests,
+   and a mod_magnet script in front of one directory;
    then it stops (SIGTERM) and writes its profile;
 3. `llvm-profdata merge`, and `cargo build --release` with
    `-Cprofile-use` (target/pgo/use), copied to --out.
@@ -28,6 +29,7 @@ llvm-tools`), ab (apache2-utils), h2load (nghttp2-client), openssl.
 """
 
 import argparse
+import hashlib
 import os
 import shutil
 import signal
@@ -82,6 +84,11 @@ def train(binary: Path, tmp: Path) -> None:
     (docroot / "big.bin").write_bytes(os.urandom(200_000))
     (docroot / "dir").mkdir(exist_ok=True)
     (docroot / "dir" / "index.html").write_text("<p>a directory's index</p>\n")
+    (docroot / "lua").mkdir(exist_ok=True)
+    (docroot / "lua" / "index.html").write_text("<p>past a mod_magnet script</p>\n")
+    script = tmp / "check.lua"
+    script.write_text('local path = lighty.r.req_attr["uri.path"]\n'
+                      'if path == "/lua/blocked" then\n  return 403\nend\n')
     tls = cmp.make_cert(tmp)
     port = cmp.free_port(20000)
     tport = cmp.free_port(port + 1)
@@ -90,7 +97,10 @@ def train(binary: Path, tmp: Path) -> None:
                     + f'server.modules += ( "mod_openssl" )\n'
                     f'$SERVER["socket"] == "{cmp.HOST}:{tport}" {{\n'
                     f'  ssl.engine = "enable"\n  ssl.pemfile = "{tls["pem"]}"\n}}\n'
-                    f'server.errorlog = "{tmp}/error.log"\n')
+                    f'server.errorlog = "{tmp}/error.log"\n'
+                    'server.modules += ( "mod_magnet" )\n'
+                    f'$HTTP["url"] =~ "^/lua/" {{\n'
+                    f'  magnet.attract-raw-url-to = ( "{script}" )\n}}\n')
     proc = subprocess.Popen([str(binary), "-D", "-f", str(conf)], cwd=tmp,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -113,6 +123,9 @@ def train(binary: Path, tmp: Path) -> None:
             run(["h2load", "-n", "5000", "-c", "10", "-m", "100", h + path])
             run(["h2load", "-n", "5000", "-c", "10", "-m", "10", s + path])
             run(["ab", "-q", "-n", "500", "-c", "10", s + path])
+        log("a mod_magnet script")
+        run(["ab", "-q", "-k", "-n", "20000", "-c", "50", h + "/lua/index.html"])
+        run(["ab", "-q", "-n", "2000", "-c", "10", h + "/lua/index.html"])
         log("other requests")
         for _ in range(50):
             for args in (["-I", h + "/index.html"], [h + "/missing"], [h + "/dir"],
@@ -140,13 +153,20 @@ def main() -> None:
     profdata = profdata_tool()
     base = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "pgo"
     tmp = Path(tempfile.mkdtemp(prefix="glint-pgo-"))
-    raw = tmp / "raw"
+    # The same path each time, so that cargo rebuilds only glint for the
+    # instrumented binary; the profile's path names its content, so that
+    # every crate is rebuilt with a new profile and none with a stale one.
+    raw = base / "raw"
+    shutil.rmtree(raw, ignore_errors=True)
     gen = build(base / "gen", f"-Cprofile-generate={raw}")
     train(gen, tmp)
     merged = tmp / "glint.profdata"
     subprocess.run([profdata, "merge", "-o", str(merged), str(raw)], check=True, timeout=600)
-    log(f"profile: {merged} ({merged.stat().st_size} bytes)")
-    used = build(base / "use", f"-Cprofile-use={merged}")
+    digest = hashlib.sha256(merged.read_bytes()).hexdigest()[:16]
+    named = base / f"glint-{digest}.profdata"
+    shutil.copyfile(merged, named)
+    log(f"profile: {named} ({named.stat().st_size} bytes)")
+    used = build(base / "use", f"-Cprofile-use={named}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(used, out)
