@@ -20,7 +20,6 @@ counted. Needs valgrind, ab (apache2-utils), objdump.
 import argparse
 import bisect
 import collections
-import os
 import re
 import shutil
 import signal
@@ -30,6 +29,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare as cmp  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 POS = re.compile(r"^[0-9+\-*]")
@@ -121,11 +123,7 @@ def measure(binary: Path, lighttpd: bool, n: int, tmp: Path) -> dict:
         subprocess.run(["callgrind_control", "-d", str(vg.pid)], capture_output=True, timeout=60)
         time.sleep(1)
     finally:
-        vg.send_signal(signal.SIGINT)
-        try:
-            vg.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            vg.kill()
+        cmp.stop_process(vg, signal.SIGINT, 60)
     parts = sorted(tmp.glob(f"cg-{port}.out.*"), key=lambda p: int(p.suffix[1:]))
     counts, summary = executed(parts[-1])
     hot = [a for a, c in counts.items() if c >= n / 2]

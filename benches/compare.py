@@ -573,6 +573,19 @@ class Server:
                 pass
 
 
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 20.0) -> bool:
+    """Sends `sig` to `proc` and waits up to `timeout` s for it to exit,
+    killing it after that. True when it exited on the signal."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+
+
 def glint_binary(explicit: str | None) -> Path:
     if explicit:
         return Path(explicit).resolve()

@@ -32,7 +32,6 @@ import argparse
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -134,11 +133,7 @@ def train(binary: Path, tmp: Path) -> None:
                          ["--http1.0", h + "/index.html"], ["-k", s + "/index.html"]):
                 run(["curl", "-s", "-o", "/dev/null", *args], timeout=20)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        if not cmp.stop_process(proc):
             sys.exit("the instrumented glint did not stop on SIGTERM: no profile")
 
 
