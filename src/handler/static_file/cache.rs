@@ -182,7 +182,7 @@ impl OpenFile {
     pub(super) fn in_memory(&self, copies: bool) -> Option<&Rc<[u8]>> {
         self.small
             .as_ref()
-            .filter(|b| copies || b.len() as u64 <= SMALL_FILE)
+            .filter(|b| b.len() as u64 <= super::in_memory_limit(copies))
     }
 
     pub(super) fn new(

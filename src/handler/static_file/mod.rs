@@ -39,6 +39,17 @@ pub const SMALL_FILE: u64 = 16 * 1024;
 /// calls per answer of a 25 KB image over h2c, 2 of its 2.5).
 pub const COPY_FILE: u64 = 32 * 1024;
 
+/// The largest file sent from memory to a connection that `copies` file
+/// bytes or not: what the cache reads in when it opens one, and what an
+/// answer takes from memory.
+pub(super) fn in_memory_limit(copies: bool) -> u64 {
+    if copies {
+        COPY_FILE
+    } else {
+        SMALL_FILE
+    }
+}
+
 /// What the static handler needs to know about a request.
 pub struct StaticRequest<'r> {
     pub method: Method,
@@ -121,7 +132,7 @@ pub fn serve(
     if !meta.is_file() {
         return r.error(403);
     }
-    let keep = if req.copies { COPY_FILE } else { SMALL_FILE };
+    let keep = in_memory_limit(req.copies);
     let e = Rc::new(OpenFile::new(
         file,
         &meta,
