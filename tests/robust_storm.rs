@@ -2,8 +2,9 @@
 //! machine takes in seconds: `server.max-connections` of 16, a burst of
 //! closes that linger, then a burst of keep-alive clients ten times the
 //! limit, each of whose requests must be answered within [`DEADLINE`];
-//! and idle connections (keep-alive, or nothing sent) that make way for a
-//! client with a request. Every loop is bounded in count and time and talks
+//! idle connections (keep-alive, or nothing sent) that make way for a
+//! client with a request; and busy keep-alive clients twice the limit that
+//! take turns without giving up keep-alive. Every loop is bounded in count and time and talks
 //! only to glint on 127.0.0.1.
 
 mod common;
@@ -20,9 +21,12 @@ const MAX: usize = 16;
 
 /// Longest wait for one answer, from its request sent: a client's patience,
 /// half the 10 s keep-alive idle time-out the servers here get (how long a
-/// newcomer waits when idle keep-alive connections keep their slots). glint
-/// closes idle connections for waiting clients within 2 s (1.8-2.0 s
-/// measured when every slot is idle), so this leaves room for a loaded machine.
+/// newcomer waits when idle keep-alive connections keep their slots). While
+/// clients wait, glint's slots rotate four times a second and a connection
+/// whose turn came is closed once idle for 250 ms, so each wave of [`MAX`]
+/// clients that hold their slots idle takes about a quarter of a second
+/// (the ten waves of the storm test 2.4 s); this leaves room for a loaded
+/// machine.
 const DEADLINE: Duration = Duration::from_secs(5);
 
 /// These tests fill glint's slots and time the waits: one at a time.
@@ -56,17 +60,42 @@ fn base_sockets(g: &Server) -> usize {
 #[derive(Default)]
 struct Outcome {
     answered: usize,
+    /// Answers that kept the connection.
+    kept: usize,
     failures: Vec<String>,
     slowest: Duration,
+}
+
+/// Fails the test with the first failures the clients saw, if any.
+fn assert_no_failures(failures: &[&String], g: &Server) {
+    assert!(
+        failures.is_empty(),
+        "{} failures, the first: {:?}\n{}",
+        failures.len(),
+        &failures[..failures.len().min(5)],
+        g.stderr_tail()
+    );
 }
 
 /// `n` requests for /index.html over keep-alive, on a new connection
 /// whenever glint answers `Connection: close`; each answer is checked and
 /// timed. Returns what it saw and the connection it holds at the end.
 fn keep_alive_client(g: &Server, n: usize) -> (Outcome, Option<Conn>) {
+    keep_alive_client_until(g, n, None)
+}
+
+/// [`keep_alive_client`], ending early at `until`.
+fn keep_alive_client_until(
+    g: &Server,
+    n: usize,
+    until: Option<Instant>,
+) -> (Outcome, Option<Conn>) {
     let mut out = Outcome::default();
     let mut conn: Option<Conn> = None;
     for i in 0..n {
+        if until.is_some_and(|u| Instant::now() >= u) {
+            break;
+        }
         let c = match conn.as_mut() {
             Some(c) => c,
             None => match Conn::open(g.addr()) {
@@ -88,6 +117,8 @@ fn keep_alive_client(g: &Server, n: usize) -> (Outcome, Option<Conn>) {
                 out.slowest = out.slowest.max(sent.elapsed());
                 if r.header("connection") == Some("close") {
                     conn = None;
+                } else {
+                    out.kept += 1;
                 }
             }
             Ok(r) => {
@@ -194,13 +225,7 @@ fn a_keep_alive_storm_past_the_limit_after_lingering_closes_is_answered_in_full(
          at most {most_held} sockets held",
         CLIENTS * REQUESTS
     );
-    assert!(
-        failures.is_empty(),
-        "{} failures, the first: {:?}\n{}",
-        failures.len(),
-        &failures[..failures.len().min(5)],
-        g.stderr_tail()
-    );
+    assert_no_failures(&failures, &g);
     assert_eq!(answered, CLIENTS * REQUESTS);
     assert!(
         most_held <= 2 * MAX,
@@ -244,13 +269,7 @@ fn idle_connections_make_way_for_clients_with_a_request() {
     let failures: Vec<&String> = outcomes.iter().flat_map(|o| &o.failures).collect();
     let slowest = outcomes.iter().map(|o| o.slowest).max().unwrap_or_default();
     eprintln!("idle: {MAX} waiting clients answered, slowest {slowest:.2?}");
-    assert!(
-        failures.is_empty(),
-        "{} failures, the first: {:?}\n{}",
-        failures.len(),
-        &failures[..failures.len().min(5)],
-        g.stderr_tail()
-    );
+    assert_no_failures(&failures, &g);
     // An idle keep-alive connection glint closed ended with a FIN, not a reset.
     for (i, c) in kept.iter_mut().enumerate() {
         if let Ok(extra) = c.expect_close(Duration::from_millis(100)) {
@@ -269,4 +288,38 @@ fn idle_connections_make_way_for_clients_with_a_request() {
         .expect("send");
     let r = c.read_response(false).expect("answer after the storm");
     assert_eq!(r.status, 200);
+}
+
+/// Twice as many busy keep-alive clients as slots: the slots rotate, so
+/// every client is served within the deadline, while a connection keeps
+/// keep-alive until its turn comes (most answers keep the connection, not
+/// `Connection: close` on every answer while others wait).
+#[test]
+fn busy_keep_alive_connections_take_turns_and_keep_keep_alive() {
+    let _s = serial();
+    let www = TempDir::new("storm-rotate");
+    let g = start(&www);
+    let until = Instant::now() + Duration::from_secs(3);
+    let outcomes: Vec<Outcome> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2 * MAX)
+            .map(|_| s.spawn(|| keep_alive_client_until(&g, 1_000_000, Some(until)).0))
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("client")).collect()
+    });
+    let failures: Vec<&String> = outcomes.iter().flat_map(|o| &o.failures).collect();
+    let answers: usize = outcomes.iter().map(|o| o.answered).sum();
+    let kept: usize = outcomes.iter().map(|o| o.kept).sum();
+    let served = outcomes.iter().filter(|o| o.answered > 0).count();
+    let slowest = outcomes.iter().map(|o| o.slowest).max().unwrap_or_default();
+    eprintln!(
+        "rotation: {served} of {} clients served, {answers} answers, {kept} kept the connection, \
+         slowest {slowest:.2?}",
+        2 * MAX
+    );
+    assert_no_failures(&failures, &g);
+    assert_eq!(served, 2 * MAX, "a client was never served");
+    assert!(
+        kept * 2 > answers,
+        "only {kept} of {answers} answers kept their connection while clients waited"
+    );
 }

@@ -61,7 +61,7 @@ impl Connection {
                     self.h1.continue_sent();
                 }
                 // The body's idle time-out counts from the head.
-                self.last_active = cx.sv.clock.mono_secs;
+                self.last_active = cx.sv.clock.mono_us;
             }
         }
     }

@@ -12,26 +12,42 @@ impl Connection {
         self.mode == Mode::Http1 && self.h1.linger_until().is_some()
     }
 
-    /// When the connection became idle, if it waits for a request with
-    /// nothing read of it, nothing to write and no backend: keep-alive
-    /// between requests, or a client that has sent nothing yet. Closing such
-    /// a connection loses nothing the client sent.
-    pub fn idle_since(&self) -> Option<u64> {
+    /// Microseconds since the connection last made progress.
+    pub fn idle_us(&self, cx: &Ctx<'_>) -> u64 {
+        cx.sv.clock.mono_us.saturating_sub(self.last_active)
+    }
+
+    /// Whether the connection waits for a request with nothing read of it,
+    /// nothing to write and no backend: keep-alive between requests, or a
+    /// client that has sent nothing yet. Closing such a connection loses
+    /// nothing the client sent.
+    pub fn is_idle(&self) -> bool {
         if self.mode == Mode::Http2 {
             // No stream open, nothing to write or half read.
-            return self
-                .h2
-                .as_deref()
-                .is_some_and(|s| s.is_idle())
-                .then_some(self.last_active)
-                .filter(|_| self.out.is_empty());
+            return self.h2.as_deref().is_some_and(|s| s.is_idle()) && self.out.is_empty();
         }
-        let waiting = self.mode == Mode::Http1
+        self.mode == Mode::Http1
             && self.idle_h1()
             && !self.readable
             && self.tls.as_deref().is_none_or(|t| !t.is_handshaking())
-            && self.input.as_ref().is_none_or(InBuf::is_empty);
-        waiting.then_some(self.last_active)
+            && self.input.as_ref().is_none_or(InBuf::is_empty)
+    }
+
+    /// Gives an idle connection's slot up to clients waiting at the limit.
+    /// An HTTP/1 connection says goodbye (TLS close_notify, then its FIN)
+    /// and lingers, reading and dropping what comes: a request that crossed
+    /// the goodbye ends in a clean end of stream, which clients take as a
+    /// keep-alive connection closed and retry, not in a reset. A lingering
+    /// connection does not count against the limit. Any other, or without
+    /// `linger` (no room left for lingering sockets), closes.
+    pub fn reclaim(&mut self, linger: bool, cx: &mut Ctx<'_>) -> Drive {
+        if linger && self.mode == Mode::Http1 {
+            self.h1.linger(cx.sv.clock.mono_secs);
+            self.start_linger(cx);
+            return Drive::Wait { writes: false };
+        }
+        self.close(cx);
+        Drive::Closed
     }
 
     /// The server shuts down gracefully: an HTTP/2 connection says GOAWAY
@@ -96,12 +112,12 @@ impl Connection {
         let Some(limit) = self.idle_limit(cx) else {
             // Waiting on the backend, whose time-outs apply: the client is
             // idle through no fault of its own.
-            self.last_active = now;
+            self.last_active = cx.sv.clock.mono_us;
             return Drive::Wait {
                 writes: !self.writable,
             };
         };
-        if now.saturating_sub(self.last_active) >= limit {
+        if self.idle_us(cx) >= limit.saturating_mul(1_000_000) {
             log::debug!(
                 "closing idle connection from {:?} ({:?}, {:?})",
                 self.peer,

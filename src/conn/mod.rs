@@ -121,7 +121,7 @@ pub struct Connection {
     /// The peer closed its side: a short read no longer means "drained", the
     /// end of stream is still to be read (no new edge will announce it).
     peer_closed: bool,
-    /// `clock.mono_secs` of the last progress, for the idle time-outs.
+    /// `clock.mono_us` of the last progress, for the idle time-outs.
     pub last_active: u64,
     nodelay: bool,
     /// Bytes dropped while lingering (see [`LINGER_MAX_BYTES`]).
@@ -174,7 +174,7 @@ impl Connection {
         listener: usize,
         peer: Option<SocketAddr>,
         id: ExchangeId,
-        now: u64,
+        clock: &crate::clock::Clock,
         tls: Option<Box<crate::tls::TlsConn>>,
     ) -> Connection {
         Connection {
@@ -192,7 +192,7 @@ impl Connection {
             readable: true,
             writable: true,
             peer_closed: false,
-            last_active: now,
+            last_active: clock.mono_us,
             nodelay: false,
             lingered: 0,
             counted_lingering: false,
@@ -208,7 +208,7 @@ impl Connection {
             in_handshake: tls.is_some(),
             tls,
             tls_facts: None,
-            born: now,
+            born: clock.mono_secs,
             h2: None,
             sockproxy_due: false,
             throttle: Throttle::default(),
@@ -285,7 +285,9 @@ impl Connection {
     fn offer(&self, sv: &Services) -> Offer {
         let g = &sv.config.global;
         Offer {
-            keep_alive: !sv.shutting_down && !sv.accept_paused,
+            // While clients wait at the limit, a connection whose turn
+            // came (see `Services::rotate_gen`) gives its slot up.
+            keep_alive: !(sv.shutting_down || sv.accept_paused && self.id.gen <= sv.rotate_gen),
             room: self.encoded.is_none()
                 && self.gw.is_none()
                 && self.out.pending_mem() < PIPELINE_HIGH_WATER

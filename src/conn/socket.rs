@@ -62,7 +62,7 @@ impl Connection {
                 cx.sv.stats.bytes_in += n as u64;
                 cx.sv.board.read(self.id.slot, n, cx.sv.clock.mono_secs);
                 if !heading {
-                    self.last_active = cx.sv.clock.mono_secs;
+                    self.last_active = cx.sv.clock.mono_us;
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,

@@ -35,7 +35,7 @@ impl Connection {
             self.end_handshake(cx);
         }
         if got && !heading {
-            self.last_active = cx.sv.clock.mono_secs;
+            self.last_active = cx.sv.clock.mono_us;
         }
     }
 
@@ -179,7 +179,7 @@ impl Connection {
         self.throttle.wrote(n, &mut cx.sv.scope_bytes);
         if n > 0 {
             cx.sv.stats.bytes_out += n;
-            self.last_active = cx.sv.clock.mono_secs;
+            self.last_active = cx.sv.clock.mono_us;
         }
         let drained = matches!(result, Ok(WriteOutcome::Done)) && self.out.is_empty();
         if n > 0 || drained {

@@ -96,10 +96,16 @@ pub struct Services {
     /// client may already have sent (which gets `Connection: close`).
     pub handing_over: bool,
     /// Accepting is paused (at `server.max-connections`, or out of file
-    /// descriptors) while clients wait in a listener's backlog: answers
-    /// close their connection instead of offering keep-alive, so that
-    /// every answer frees a slot for the next client waiting.
+    /// descriptors) while clients wait in a listener's backlog: the
+    /// connections that held their slot for a turn of the rotation (those
+    /// up to [`Services::rotate_gen`]) close after their next answer
+    /// instead of offering keep-alive, so that slots pass to the clients
+    /// waiting.
     pub accept_paused: bool,
+    /// While accepting is paused, connections of this generation
+    /// ([`crate::msg::ExchangeId::gen`]) and older close after their next
+    /// answer; the server raises it once per rotation (see its `rotate`).
+    pub rotate_gen: u64,
     /// Connections lingering after their last answer: they do not count
     /// against `server.max-connections` (see the server's `at_limit`).
     pub lingering: usize,
@@ -146,6 +152,7 @@ impl Services {
             shutting_down: false,
             handing_over: false,
             accept_paused: false,
+            rotate_gen: 0,
             lingering: 0,
             reply: crate::msg::ReplyData::boxed(global, false),
             spare: None,

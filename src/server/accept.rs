@@ -25,17 +25,32 @@ const ACCEPT_BATCH: usize = 64;
 /// counted connection and as many lingering sockets again.
 const LINGER_ROOM: usize = 2;
 
-/// While clients wait at the connection limit, a connection idle this long
-/// (whole seconds of the tick clock: over one second) is closed for them.
-/// The keep-alive clients of a storm send their next request within 7-16 ms
-/// of an answer (wrk's mean latency at 5,000 connections), so one idle past
-/// a second waits between pages, not between the requests of a burst.
-const RECLAIM_IDLE_SECS: u64 = 2;
+/// While clients wait at the connection limit, the slots rotate: every
+/// connection is told, in turn, oldest first, to close after its next answer
+/// (`Connection: close`), all of them once in this long, and the slots go to
+/// the clients waiting; until its turn a connection keeps keep-alive as
+/// usual. With 5,000 keep-alive clients on the default 1,365 slots each slot
+/// is connected anew four times a second instead of after every answer: the
+/// storm keeps keep-alive's throughput (benches/results/storm.md).
+const ROTATE_US: u64 = 250_000;
 
-/// Most idle connections closed per tick for waiting clients, oldest first:
-/// room for one [`ACCEPT_BATCH`]. Every answer given while clients wait
-/// closes its connection, so each slot freed serves the backlog in turn.
-const RECLAIM_BATCH: usize = ACCEPT_BATCH;
+/// The rotation goes in steps this long, each marking its share of the
+/// connections, at most as many as clients wait in the accept queues. Slots
+/// freed a few at a time rather than all at once at each turn: of 5,000
+/// clients, all were served in 8 s (benches/storm_fair.py) against 4,757 to
+/// 4,846 when every connection was marked at once every turn; a burst of
+/// freed slots lets in a burst of handshakes, and those past the accept
+/// queue's room wait for the kernel's retransmission (one to three seconds).
+const STEP_US: u64 = 25_000;
+
+/// While clients wait at the connection limit, a connection whose turn came
+/// and that has been idle this long (keep-alive between requests, or
+/// nothing sent yet) is closed for them: a client that holds its slot idle
+/// does not hold it for long. A loaded keep-alive client sends its next
+/// request within milliseconds of an answer (wrk's mean latency at 5,000
+/// connections is 7-16 ms), and one whose turn came closes after that
+/// answer.
+const IDLE_US: u64 = 250_000;
 
 /// At most 1/HANDSHAKE_SHARE of `server.max-connections` may be TLS
 /// connections still in their handshake: a flood of stalled handshakes
@@ -170,7 +185,7 @@ impl Server {
             gen: self.next_gen,
             stream: 0,
         };
-        let mut conn = Connection::new(stream, i, peer, id, self.sv.clock.mono_secs, tls);
+        let mut conn = Connection::new(stream, i, peer, id, &self.sv.clock, tls);
         // The status page's connection table (a row per slot, reused).
         let now = self.sv.clock.mono_secs;
         self.sv.board.open(key, peer.map(|a| a.ip()), now);
@@ -218,9 +233,60 @@ impl Server {
         }
     }
 
+    /// Once a turn of the loop: while accepting is paused, every
+    /// [`STEP_US`] marks the oldest connections not yet marked, their share
+    /// of the rotation, to close after their next answer, and closes the
+    /// marked ones idle for [`IDLE_US`]. Returns true when one closed.
+    pub(super) fn rotate(&mut self) -> bool {
+        if !self.sv.accept_paused {
+            self.rotate_at = 0;
+            return false;
+        }
+        let now = self.sv.clock.mono_us;
+        if self.rotate_at == 0 {
+            // The pause begins: the connections open now are the first in turn.
+            self.rotate_at = now + STEP_US;
+            self.sv.rotate_gen = 0;
+            return false;
+        }
+        if now < self.rotate_at {
+            return false;
+        }
+        self.rotate_at = now + STEP_US;
+        let mut idle = Vec::new();
+        let mut unmarked = Vec::new();
+        let marked = self.sv.rotate_gen;
+        for (key, c) in self.conns.iter() {
+            if c.id.gen > marked {
+                unmarked.push(c.id.gen);
+            } else if now.saturating_sub(c.last_active) >= IDLE_US && c.is_idle() {
+                // Its turn came, and it has not asked for anything since.
+                idle.push(key);
+            }
+        }
+        let share = (self.conns.len() as u64 * STEP_US).div_ceil(ROTATE_US) as usize;
+        let turn = share.min(self.waiting());
+        if turn >= unmarked.len() {
+            self.sv.rotate_gen = self.next_gen;
+        } else if turn > 0 {
+            self.sv.rotate_gen = *unmarked.select_nth_unstable(turn - 1).1;
+        }
+        self.close_idle(&idle)
+    }
+
+    /// Clients waiting in the listeners' accept queues (as good as
+    /// unbounded when a queue cannot say).
+    fn waiting(&self) -> usize {
+        let mut waiting = 0usize;
+        for l in self.listeners.iter().flatten() {
+            waiting = waiting.saturating_add(l.queued().unwrap_or(usize::MAX));
+        }
+        waiting
+    }
+
     /// A slot may have freed (a connection closed, or a second passed):
     /// takes waiting clients. Accepting stays marked paused meanwhile, so
-    /// that what is answered now closes too while others wait behind it.
+    /// that the slots go on rotating while others wait behind them.
     pub(super) fn resume_accepting(&mut self) {
         if !self.at_limit() {
             for i in 0..self.listeners.len() {
@@ -229,36 +295,28 @@ impl Server {
         }
     }
 
-    /// Clients wait while every slot is taken: closes the connections idle
-    /// longest (keep-alive between requests, or nothing sent yet), at most
-    /// [`RECLAIM_BATCH`] of them, none idle for less than [`RECLAIM_IDLE_SECS`].
-    /// Nothing the client sent is lost: each waits for a request with nothing
-    /// read, so the close is a plain FIN. Returns true when one closed.
-    pub(super) fn reclaim_idle(&mut self, now: u64) -> bool {
-        let mut idle: Vec<(u64, usize)> = self
-            .conns
-            .iter()
-            .filter_map(|(key, c)| c.idle_since().map(|since| (since, key)))
-            .filter(|&(since, _)| now.saturating_sub(since) >= RECLAIM_IDLE_SECS)
-            .collect();
-        if idle.len() > RECLAIM_BATCH {
-            idle.select_nth_unstable(RECLAIM_BATCH - 1);
-            idle.truncate(RECLAIM_BATCH);
-        }
-        for &(_, key) in &idle {
-            with_conn!(self, key, |conn, cx| {
-                conn.close(&mut cx);
-                Drive::Closed
-            });
-            self.conns.try_remove(key);
-            self.sv.board.close(key);
+    /// Gives the slots of `idle` (connections idle for [`IDLE_US`]:
+    /// keep-alive between requests, or nothing sent yet) to the clients
+    /// waiting (see `Connection::reclaim`). Nothing the client sent is
+    /// lost. Returns true when a slot was freed.
+    fn close_idle(&mut self, idle: &[usize]) -> bool {
+        let lingering = self.sv.lingering;
+        let mut freed = false;
+        for &key in idle {
+            // Lingering sockets stay within their room (see `at_limit`),
+            // with half of it left for the answers that close: a client
+            // that keeps its socket after the goodbye holds it for seconds.
+            let room = self.sv.lingering < self.max_connections / 2
+                && self.conns.len() + 1 < self.max_connections.saturating_mul(LINGER_ROOM);
+            let d = with_conn!(self, key, |conn, cx| conn.reclaim(room, &mut cx));
+            freed |= self.after_drive(key, d);
         }
         if !idle.is_empty() {
             log::debug!(
-                "at the connection limit: closed {} idle connections for waiting clients",
+                "at the connection limit: {} idle connections gave their slots up",
                 idle.len()
             );
         }
-        !idle.is_empty()
+        freed || self.sv.lingering > lingering
     }
 }

@@ -53,7 +53,12 @@ impl Server {
     /// else until the next second's tick or a backend's or QUIC's timer.
     #[inline]
     fn poll_wait(&mut self) -> Duration {
-        let to_next_second = 1_000_000 - self.sv.clock.mono_us % 1_000_000;
+        let mut to_next_second = 1_000_000 - self.sv.clock.mono_us % 1_000_000;
+        if self.rotate_at != 0 {
+            // Clients wait at the limit: the next rotation is due on time.
+            let next = self.rotate_at.saturating_sub(self.sv.clock.mono_us);
+            to_next_second = to_next_second.min(next);
+        }
         // A backend said "busy": look again in 10 ms rather than at the next tick.
         // (Parked mod_magnet runs: their next quantum after this turn's events.)
         let wait = if self.accept_more || !self.wake.is_empty() || self.sv.magnet.has_parked() {
@@ -107,6 +112,7 @@ impl Server {
             let news = self.sv.upstream.pump_waiting(now, self.poll.registry());
             closed_any |= self.deliver(news);
         }
+        closed_any |= self.rotate();
         // A connection that began to linger gave up its slot too.
         let freed = closed_any || self.sv.lingering > lingering_before;
         if (freed || new_second) && self.sv.accept_paused {
@@ -321,9 +327,6 @@ impl Server {
         }
         // The count kept as connections change phase, made exact again.
         self.sv.lingering = lingering;
-        if self.sv.accept_paused {
-            any_closed |= self.reclaim_idle(now);
-        }
         self.tls.tick(self.sv.clock.unix);
         self.sv.logs.flush();
         self.sv.files.purge(now);

@@ -98,6 +98,9 @@ pub struct Server {
     conns: Slab<Connection>,
     /// The generation of the next connection ([`ExchangeId::gen`]).
     next_gen: u64,
+    /// While accepting is paused: when (`clock.mono_us`) the rotation's
+    /// next step is due; 0 while not.
+    rotate_at: u64,
     sv: Services,
     pool: Pool,
     max_connections: usize,
@@ -211,6 +214,7 @@ impl Server {
             listeners,
             conns: Slab::with_capacity(64),
             next_gen: 0,
+            rotate_at: 0,
             sv,
             pool: Pool::default(),
             max_connections,

@@ -232,7 +232,7 @@ impl Session {
     }
 
     /// No stream open, no frame half read, nothing the core has to write:
-    /// closing loses nothing the client sent (see `Connection::idle_since`).
+    /// closing loses nothing the client sent (see `Connection::is_idle`).
     pub fn is_idle(&self) -> bool {
         self.open() == 0 && self.partial.is_empty() && self.core.output().is_empty()
     }
