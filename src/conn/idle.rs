@@ -35,9 +35,10 @@ impl Connection {
 
     /// Gives an idle connection's slot up to clients waiting at the limit.
     /// An HTTP/1 connection says goodbye (TLS close_notify, then its FIN)
-    /// and lingers, reading and dropping what comes: a request that crossed
-    /// the goodbye ends in a clean end of stream, which clients take as a
-    /// keep-alive connection closed and retry, not in a reset. A lingering
+    /// and lingers, reading and dropping what comes: a request the client
+    /// sent just then, already in the socket but not yet read, does not turn
+    /// the close into a reset (which clients report as an error); the client
+    /// sees the end of a keep-alive connection and retries. A lingering
     /// connection does not count against the limit. Any other, or without
     /// `linger` (no room left for lingering sockets), closes.
     pub fn reclaim(&mut self, linger: bool, cx: &mut Ctx<'_>) -> Drive {
