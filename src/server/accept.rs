@@ -35,13 +35,14 @@ const LINGER_ROOM: usize = 2;
 const ROTATE_US: u64 = 250_000;
 
 /// The rotation goes in steps this long, each marking its share of the
-/// connections, at most as many as clients wait in the accept queues. Slots
-/// freed a few at a time rather than all at once at each turn: of 5,000
-/// clients, all were served in 8 s (benches/storm_fair.py) against 4,757 to
-/// 4,846 when every connection was marked at once every turn; a burst of
-/// freed slots lets in a burst of handshakes, and those past the accept
-/// queue's room wait for the kernel's retransmission (one to three seconds).
-const STEP_US: u64 = 25_000;
+/// connections, at most as many as clients wait in the accept queues.
+/// Measured with 5,000 clients on 1,365 slots (benches/results/storm.md):
+/// steps of 100 ms served every client within 2 s (benches/storm_fair.py,
+/// twice) at 476-619k answers in wrk's 8 s; steps of 25 ms 383-552k with
+/// 64-441 clients later than 2 s; one step a turn (250 ms) left a third of
+/// the clients unserved in 8 s (the queue refilled by those just let go
+/// while the others waited for the kernel's retransmission).
+const STEP_US: u64 = 100_000;
 
 /// While clients wait at the connection limit, a connection whose turn came
 /// and that has been idle this long (keep-alive between requests, or
