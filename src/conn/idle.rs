@@ -12,9 +12,10 @@ impl Connection {
         self.mode == Mode::Http1 && self.h1.linger_until().is_some()
     }
 
-    /// Microseconds since the connection last made progress.
-    pub fn idle_us(&self, cx: &Ctx<'_>) -> u64 {
-        cx.sv.clock.mono_us.saturating_sub(self.last_active)
+    /// Microseconds the connection has gone without progress at `now`
+    /// (`clock.mono_us`).
+    pub fn idle_us(&self, now: u64) -> u64 {
+        now.saturating_sub(self.last_active)
     }
 
     /// Whether the connection waits for a request with nothing read of it,
@@ -118,7 +119,7 @@ impl Connection {
                 writes: !self.writable,
             };
         };
-        if self.idle_us(cx) >= limit.saturating_mul(1_000_000) {
+        if self.idle_us(cx.sv.clock.mono_us) >= limit.saturating_mul(1_000_000) {
             log::debug!(
                 "closing idle connection from {:?} ({:?}, {:?})",
                 self.peer,

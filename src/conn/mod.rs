@@ -122,7 +122,7 @@ pub struct Connection {
     /// end of stream is still to be read (no new edge will announce it).
     peer_closed: bool,
     /// `clock.mono_us` of the last progress, for the idle time-outs.
-    pub last_active: u64,
+    last_active: u64,
     nodelay: bool,
     /// Bytes dropped while lingering (see [`LINGER_MAX_BYTES`]).
     lingered: u64,

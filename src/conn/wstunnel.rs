@@ -152,7 +152,7 @@ impl Connection {
     pub(super) fn ws_tick(&mut self, cx: &mut Ctx<'_>) -> bool {
         let now = cx.sv.clock.mono_secs;
         let idle = u64::from(cx.sv.config.global.limits.max_read_idle);
-        let silent = self.idle_us(cx) >= idle * 1_000_000;
+        let silent = self.idle_us(cx.sv.clock.mono_us) >= idle * 1_000_000;
         let Some(ws) = self.gw.as_deref_mut().and_then(|g| g.ws.as_deref_mut()) else {
             return false;
         };

@@ -260,7 +260,7 @@ impl Server {
         for (key, c) in self.conns.iter() {
             if c.id.gen > marked {
                 unmarked.push(c.id.gen);
-            } else if now.saturating_sub(c.last_active) >= IDLE_US && c.is_idle() {
+            } else if c.idle_us(now) >= IDLE_US && c.is_idle() {
                 // Its turn came, and it has not asked for anything since.
                 idle.push(key);
             }
