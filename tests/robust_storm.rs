@@ -323,3 +323,62 @@ fn busy_keep_alive_connections_take_turns_and_keep_keep_alive() {
         "only {kept} of {answers} answers kept their connection while clients waited"
     );
 }
+
+/// Busy HTTP/2 clients twice the limit, each keeping four requests open on
+/// its connection for 4 s (`tests/h2/h2client.py turns`): a connection never
+/// idles, so before its turn ended with GOAWAY the first sixteen held their
+/// slots for the whole run and the other sixteen were never answered. Now
+/// each client is served, none waits for an answer anywhere near the run's
+/// length, and a connection serves many requests before its turn ends.
+#[test]
+fn busy_http2_connections_take_turns_by_goaway() {
+    let _s = serial();
+    let www = TempDir::new("storm-h2-turns");
+    let g = start(&www);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/h2client.py");
+    let clients = 2 * MAX;
+    let o = std::process::Command::new("timeout")
+        .arg("60")
+        .arg("python3")
+        .arg(script)
+        .arg(g.addr().port().to_string())
+        .args(["turns", &clients.to_string(), "/index.html", "4", "4"])
+        .output()
+        .expect("python3 (pip install h2)");
+    let facts = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "h2client.py turns failed: {}\n{facts}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let fact = |i: usize, key: &str| -> u64 {
+        let k = format!("client.{i}.{key}=");
+        facts
+            .lines()
+            .find_map(|l| l.strip_prefix(k.as_str()))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let sum = |key: &str| (0..clients).map(|i| fact(i, key)).sum::<u64>();
+    let served = (0..clients).filter(|&i| fact(i, "answered") > 0).count();
+    let longest = (0..clients)
+        .map(|i| fact(i, "longest_ms"))
+        .max()
+        .unwrap_or(0);
+    let (answers, conns, goaways) = (sum("answered"), sum("conns"), sum("goaways"));
+    eprintln!(
+        "HTTP/2 turns: {served} of {clients} clients served, {answers} answers on {conns} \
+         connections, {goaways} GOAWAYs, longest wait {longest} ms"
+    );
+    assert_eq!(served, clients, "a client was never served\n{facts}");
+    assert!(goaways > 0, "no turn ended with GOAWAY\n{facts}");
+    assert!(
+        longest < 3_000,
+        "a request waited {longest} ms of the 4 s run\n{facts}\n{}",
+        g.stderr_tail()
+    );
+    assert!(
+        answers > 4 * conns,
+        "{answers} answers on {conns} connections: the slots churned"
+    );
+}

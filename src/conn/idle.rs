@@ -52,6 +52,22 @@ impl Connection {
         Drive::Closed
     }
 
+    /// An HTTP/2 connection that serves new streams: at the connection limit
+    /// its turn ends with GOAWAY (see [`Connection::end_turn`]).
+    pub fn takes_new_streams(&self) -> bool {
+        self.mode == Mode::Http2 && self.h2.as_deref().is_some_and(|s| !s.going_away())
+    }
+
+    /// Its turn at the connection limit came (`Server::rotate`): an HTTP/2
+    /// connection says GOAWAY and finishes the streams it took, as on a
+    /// graceful shutdown; the client asks for more on a new connection,
+    /// behind those waiting for a slot (an HTTP/1 connection instead closes
+    /// after its next answer, `Connection::offer`). Without this, a client
+    /// that keeps streams open holds its slot for as long as it likes.
+    pub fn end_turn(&mut self, cx: &mut Ctx<'_>) -> Drive {
+        self.h2_shutdown(cx)
+    }
+
     /// The server shuts down gracefully: an HTTP/2 connection says GOAWAY
     /// and finishes its streams (an HTTP/1 one closes after its response).
     pub fn on_shutdown(&mut self, cx: &mut Ctx<'_>) -> Drive {

@@ -27,7 +27,8 @@ const LINGER_ROOM: usize = 2;
 
 /// While clients wait at the connection limit, the slots rotate: every
 /// connection is told, in turn, oldest first, to close after its next answer
-/// (`Connection: close`), all of them once in this long, and the slots go to
+/// (`Connection: close`; an HTTP/2 connection gets GOAWAY and finishes the
+/// streams it has), all of them once in this long, and the slots go to
 /// the clients waiting; until its turn a connection keeps keep-alive as
 /// usual. With 5,000 keep-alive clients on the default 1,365 slots each slot
 /// is connected anew four times a second instead of after every answer: the
@@ -236,7 +237,8 @@ impl Server {
 
     /// Once a turn of the loop: while accepting is paused, every
     /// [`STEP_US`] marks the oldest connections not yet marked, their share
-    /// of the rotation, to close after their next answer, and closes the
+    /// of the rotation, to close after their next answer; tells the marked
+    /// HTTP/2 connections GOAWAY (their streams finish); and closes the
     /// marked ones idle for [`IDLE_US`]. Returns true when one closed.
     pub(super) fn rotate(&mut self) -> bool {
         if !self.sv.accept_paused {
@@ -256,10 +258,14 @@ impl Server {
         self.rotate_at = now + STEP_US;
         let mut idle = Vec::new();
         let mut unmarked = Vec::new();
+        let mut h2_turns = Vec::new();
         let marked = self.sv.rotate_gen;
         for (key, c) in self.conns.iter() {
             if c.id.gen > marked {
                 unmarked.push(c.id.gen);
+            } else if c.takes_new_streams() {
+                // An HTTP/2 connection's turn ends with GOAWAY.
+                h2_turns.push(key);
             } else if c.idle_us(now) >= IDLE_US && c.is_idle() {
                 // Its turn came, and it has not asked for anything since.
                 idle.push(key);
@@ -272,7 +278,12 @@ impl Server {
         } else if turn > 0 {
             self.sv.rotate_gen = *unmarked.select_nth_unstable(turn - 1).1;
         }
-        self.close_idle(&idle)
+        let mut freed = false;
+        for key in h2_turns {
+            let d = with_conn!(self, key, |conn, cx| conn.end_turn(&mut cx));
+            freed |= self.after_drive(key, d);
+        }
+        self.close_idle(&idle) || freed
     }
 
     /// Clients waiting in the listeners' accept queues (as good as

@@ -32,6 +32,14 @@ modes:
                           closes (a graceful shutdown sends GOAWAY)
   post PATH SIZE          POST SIZE bytes (content-length) as windows
                           allow; status, body md5, and how it ended
+  turns N PATH SECS INFLIGHT
+                          N clients at once, each keeping INFLIGHT requests
+                          for PATH open on its connection for SECS s; a
+                          request past a GOAWAY's last stream, reset, or on
+                          a closed connection is asked again on a new one.
+                          Per client: answers, connections, GOAWAYs and the
+                          longest wait of a request from its first sending
+                          (one unanswered at the end counts its wait so far)
   reset_after PATH DELAY HOLD
                           GET PATH; after DELAY s, RST_STREAM(CANCEL) on
                           it; the connection stays open HOLD s more
@@ -497,6 +505,75 @@ def reset_after(port, path, delay, hold):
     out({"answered": HEADERS in got, "closed": c.closed})
 
 
+def turns_one(port, path, end, inflight):
+    answered = conns = goaways = 0
+    longest = 0.0
+    pending = []  # first-sent times of requests to ask (again)
+    while time.time() < end:
+        try:
+            c = Client(port, timeout=2.0)
+        except OSError:
+            time.sleep(0.05)
+            continue
+        conns += 1
+        sid, opened, unacked = 1, {}, 0
+
+        def fill():
+            nonlocal sid
+            reqs = b""
+            while len(opened) < inflight and c.goaway is None and time.time() < end:
+                opened[sid] = pending.pop(0) if pending else time.time()
+                reqs += c.request(sid, path)
+                sid += 2
+            if reqs:
+                c.send(reqs)
+
+        fill()
+        for kind, flags, stream, payload in c.frames(end):
+            if kind == DATA and payload:
+                # The connection's window only: a stream's may be closed.
+                unacked += len(payload)
+                if unacked >= 16384:
+                    c.send(frame(WINDOW, 0, 0, struct.pack(">I", unacked)))
+                    unacked = 0
+            if kind in (DATA, HEADERS) and flags & END_STREAM and stream in opened:
+                longest = max(longest, time.time() - opened.pop(stream))
+                answered += 1
+            if kind == RST and stream in opened:
+                pending.append(opened.pop(stream))
+            if kind == GOAWAY:
+                goaways += 1
+                for s in [s for s in opened if s > c.goaway["last"]]:
+                    pending.append(opened.pop(s))
+            if c.goaway is None:
+                fill()
+            elif not opened:
+                break
+        pending.extend(opened.values())
+        c.sock.close()
+    now = time.time()
+    for t in pending:
+        longest = max(longest, now - t)
+    return {"answered": answered, "conns": conns, "goaways": goaways,
+            "longest_ms": int(longest * 1000)}
+
+
+def turns(port, n, path, secs, inflight):
+    import threading
+    end = time.time() + secs
+    got = [None] * n
+
+    def run(i):
+        got[i] = turns_one(port, path, end, inflight)
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(secs + 30)
+    out({"clients": n, "client": {str(i): g for i, g in enumerate(got) if g}})
+
+
 def main():
     port, mode, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     modes = {
@@ -514,6 +591,7 @@ def main():
         "goaway": lambda: goaway(port, args[0], float(args[1])),
         "post": lambda: post(port, args[0], int(args[1])),
         "whole": lambda: whole(port, args),
+        "turns": lambda: turns(port, int(args[0]), args[1], float(args[2]), int(args[3])),
         "reset_after": lambda: reset_after(port, args[0], float(args[1]), float(args[2])),
     }
     modes[mode]()

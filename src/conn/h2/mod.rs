@@ -237,6 +237,11 @@ impl Session {
         self.open() == 0 && self.partial.is_empty() && self.core.output().is_empty()
     }
 
+    /// GOAWAY went out: no new stream is served here.
+    pub fn going_away(&self) -> bool {
+        self.core.going_away()
+    }
+
     /// Nothing left to do: close the socket once the output is written.
     fn is_done(&self) -> bool {
         self.core.is_done() && self.tasks.is_empty() && self.held.is_empty()

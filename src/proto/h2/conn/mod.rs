@@ -360,6 +360,12 @@ impl Connection {
         self.streams.get(&stream).map(|s| s.priority)
     }
 
+    /// GOAWAY went out (a graceful shutdown, or an error): no new stream
+    /// will be served on this connection.
+    pub fn going_away(&self) -> bool {
+        self.goaway_sent.is_some() || !self.wants_read()
+    }
+
     /// Graceful shutdown: GOAWAY(NO_ERROR) naming the last stream that will
     /// be processed; those finish, later ones are ignored (the client
     /// retries them elsewhere, §6.8).
