@@ -498,3 +498,60 @@ fn debians_10_ssl_conf_works() {
     let o = curl(certs.path(), "a.test", port, "/", &[]);
     assert_eq!(text(&o.stdout), "hello over tls\n", "{}", text(&o.stderr));
 }
+
+/// A burst of new TLS clients past the handshakes' share of the slots
+/// (half of `server.max-connections`) waits in the backlog for a handshake
+/// to end instead of being refused: 40 clients at once on 16 slots (8
+/// handshakes at a time), one request each with `Connection: close`, every
+/// one answered 200 (Python's `ssl`, a thread per client).
+#[test]
+fn a_burst_of_tls_clients_past_the_handshake_share_is_answered_in_full() {
+    let certs = TempDir::new("certs");
+    make_certs(certs.path());
+    let d = fixture();
+    let port = free_port();
+    let _s = tls_server(&d, certs.path(), port, "server.max-connections = 16\n");
+    let script = r#"
+import socket, ssl, sys, threading
+port, ca = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context(cafile=ca)
+ok, failed, start = [], [], threading.Barrier(40)
+def one():
+    start.wait()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as raw:
+            with ctx.wrap_socket(raw, server_hostname="a.test") as s:
+                s.sendall(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
+                got = b""
+                while True:
+                    d = s.recv(65536)
+                    if not d:
+                        break
+                    got += d
+        if got.startswith(b"HTTP/1.1 200") and got.endswith(b"hello over tls\n"):
+            ok.append(1)
+        else:
+            failed.append(repr(got[:60]))
+    except Exception as e:
+        failed.append(repr(e))
+ts = [threading.Thread(target=one) for _ in range(40)]
+for t in ts: t.start()
+for t in ts: t.join(60)
+print("ok=%d failed=%d first=%s" % (len(ok), len(failed), failed[:1]))
+"#;
+    let o = Command::new("timeout")
+        .arg("90")
+        .arg("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(port.to_string())
+        .arg(certs.join("ca.pem"))
+        .output()
+        .expect("python3");
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}\n{out}", text(&o.stderr));
+    assert!(
+        out.starts_with("ok=40 failed=0"),
+        "every client of the burst must be answered: {out}"
+    );
+}

@@ -57,8 +57,10 @@ const IDLE_US: u64 = 250_000;
 /// At most 1/HANDSHAKE_SHARE of `server.max-connections` may be TLS
 /// connections still in their handshake: a flood of stalled handshakes
 /// (each held up to the handshake time-out) leaves the other slots to
-/// clients that finished theirs. A new TLS connection past it is closed at
-/// once rather than left hanging.
+/// clients that finished theirs. A new TLS client past it waits in the
+/// listener's backlog until a handshake ends (refusing it would lose its
+/// request: under a storm at the limit, each turn of the rotation let in a
+/// burst of new TLS clients, and a few hundred a second were closed).
 const HANDSHAKE_SHARE: usize = 2;
 
 impl Server {
@@ -110,6 +112,13 @@ impl Server {
                 self.accept_more = true;
                 return;
             }
+            if self.handshakes_full(i) {
+                if !self.tls_held {
+                    log::debug!("TLS handshakes at their share of the slots: new clients wait");
+                }
+                self.tls_held = true;
+                return;
+            }
             let Some(Some(lst)) = self.listeners.get(i) else {
                 return;
             };
@@ -156,9 +165,31 @@ impl Server {
         self.accept_more = true;
     }
 
+    /// Whether listener `i` is a TLS one and its new clients would go past
+    /// the handshakes' share of the slots ([`HANDSHAKE_SHARE`]).
+    fn handshakes_full(&self, i: usize) -> bool {
+        let cap = (self.max_connections / HANDSHAKE_SHARE).max(1) as u64;
+        self.sv.stats.tls_handshaking >= cap
+            && self.tls.contexts.get(i).is_some_and(Option::is_some)
+    }
+
+    /// Once a turn: TLS listeners stopped at the handshake cap accept again
+    /// once a handshake ended (unless accepting is paused at the limit,
+    /// whose resumption takes every listener's clients).
+    pub(super) fn accept_held(&mut self) {
+        if !self.tls_held || self.sv.accept_paused {
+            return;
+        }
+        for i in 0..self.listeners.len() {
+            if self.tls.contexts.get(i).is_some_and(Option::is_some) && !self.handshakes_full(i) {
+                self.tls_held = false;
+                self.accept_from(i);
+            }
+        }
+    }
+
     /// Takes in a connection accepted on listener `i` and drives it once if
-    /// its request is likely there already (`deferred`: TCP_DEFER_ACCEPT);
-    /// past the TLS handshake cap it is closed at once.
+    /// its request is likely there already (`deferred`: TCP_DEFER_ACCEPT).
     fn admit(
         &mut self,
         i: usize,
@@ -170,12 +201,6 @@ impl Server {
         self.next_gen += 1;
         let ctx = self.tls.contexts.get(i).and_then(Option::as_ref);
         if ctx.is_some() {
-            let cap = (self.max_connections / HANDSHAKE_SHARE).max(1) as u64;
-            if self.sv.stats.tls_handshaking >= cap {
-                log::warn!("{cap} TLS handshakes under way; closing a new connection");
-                drop(stream);
-                return;
-            }
             self.sv.stats.tls_handshaking += 1;
             self.sv.stats.tls_connections += 1;
         }

@@ -118,6 +118,7 @@ impl Server {
         if (freed || new_second) && self.sv.accept_paused {
             self.resume_accepting();
         }
+        self.accept_held();
         self.check_stop()
     }
 
