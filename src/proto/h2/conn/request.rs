@@ -2,7 +2,10 @@
 //! a decoded field list a request, or the stream malformed (a stream error
 //! of type PROTOCOL_ERROR, §8.1.1).
 
-use crate::proto::h2::hpack::{known_name, HeaderList, KnownName, KNOWN_VALUE};
+use crate::proto::h2::hpack::{
+    bad_value, field_bytes_refused, known_name, static_index, HeaderList, KnownName, CHECKED,
+    KNOWN_VALUE,
+};
 
 /// A validated request head. The pseudo-header fields are found once; the
 /// regular fields are read with [`RequestHead::fields`] in the order sent.
@@ -106,35 +109,6 @@ impl RequestHead {
 /// Why a head or trailers are malformed (said in logs).
 pub type Malformed = &'static str;
 
-/// Bytes a field name may not hold (§8.2.1): 0x00-0x20, uppercase
-/// 0x41-0x5a, 0x7f-0xff, and a colon (allowed only as a pseudo-header's
-/// first character, checked by the caller).
-static NAME_BAD: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 256 {
-        let b = c as u8;
-        t[c] = b <= 0x20 || b.is_ascii_uppercase() || b >= 0x7f || b == b':';
-        c += 1;
-    }
-    t
-};
-
-/// Bytes a field value may not hold (§8.2.1): NUL, CR and LF.
-static VALUE_BAD: [bool; 256] = {
-    let mut t = [false; 256];
-    t[0] = true;
-    t[b'\r' as usize] = true;
-    t[b'\n' as usize] = true;
-    t
-};
-
-/// Whether `value` holds NUL, CR or LF: a table look-up per byte, where
-/// three comparisons per byte were a twentieth of a request's instructions.
-fn bad_value(value: &[u8]) -> bool {
-    value.iter().any(|&c| VALUE_BAD[c as usize])
-}
-
 /// Checks one field of a request or trailers against §8.2.1 and §8.2.2.
 fn check_field(name: &[u8], value: &[u8]) -> Result<(), Malformed> {
     check_known_field(0, name, value)
@@ -142,29 +116,19 @@ fn check_field(name: &[u8], value: &[u8]) -> Result<(), Malformed> {
 
 /// [`check_field`] of a field the decoder knows as `known`: a static
 /// table's name is a lowercase token, and its value too when the whole
-/// field is the static entry, so those bytes need no look at.
+/// field is the static entry, so those bytes need no look at; nor do those
+/// of a field from a dynamic entry checked when it entered the table
+/// ([`CHECKED`]).
 fn check_known_field(known: KnownName, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-    if known & !KNOWN_VALUE == 0 {
-        if name.is_empty() {
-            return Err("empty field name");
-        }
-        if name.iter().any(|&c| NAME_BAD[c as usize]) {
-            return Err("field name with a character not allowed");
-        }
-    }
-    if known & KNOWN_VALUE == 0 {
-        if bad_value(value) {
-            return Err("field value with NUL, CR or LF");
-        }
-        if matches!(value.first(), Some(b' ' | b'\t')) || matches!(value.last(), Some(b' ' | b'\t'))
-        {
-            return Err("field value with surrounding whitespace");
+    if known & CHECKED == 0 {
+        if let Some(why) = field_bytes_refused(known, name, value) {
+            return Err(why);
         }
     }
     // §8.2.2: connection-specific fields have no meaning in HTTP/2. Of
     // the static table's names only transfer-encoding is one: a field
     // named by the table is judged by its index, not its bytes.
-    match known & !KNOWN_VALUE {
+    match static_index(known) {
         0 => {}
         TRANSFER_ENCODING => return Err("connection-specific field"),
         _ => return Ok(()),
@@ -265,7 +229,7 @@ fn scan(list: &HeaderList, h: &mut Found) -> Result<(u32, Option<usize>), Malfor
             if regular {
                 return Err("pseudo-header after a regular field");
             }
-            let which = match (known & !KNOWN_VALUE, name) {
+            let which = match (static_index(known), name) {
                 // Static entries 1 to 7 (RFC 7541 Appendix A).
                 (1, _) => AUTHORITY,
                 (2 | 3, _) => METHOD,
@@ -282,7 +246,7 @@ fn scan(list: &HeaderList, h: &mut Found) -> Result<(u32, Option<usize>), Malfor
                 return Err("repeated pseudo-header");
             }
             h.pseudo[which] = i as u32;
-            if known & KNOWN_VALUE == 0 && bad_value(value) {
+            if known & (KNOWN_VALUE | CHECKED) == 0 && bad_value(value) {
                 return Err("pseudo-header value with NUL, CR or LF");
             }
             continue;
@@ -292,7 +256,7 @@ fn scan(list: &HeaderList, h: &mut Found) -> Result<(u32, Option<usize>), Malfor
             first_field = i as u32;
         }
         check_known_field(known, name, value)?;
-        match (known & !KNOWN_VALUE, name) {
+        match (static_index(known), name) {
             (CONTENT_LENGTH, _) | (0, b"content-length") => {
                 h.content_length = Some(content_length(h.content_length, value)?)
             }
@@ -442,7 +406,7 @@ mod tests {
     /// are, without a look at their name's bytes.
     #[test]
     fn heads_with_known_names() {
-        use crate::proto::h2::hpack::{Decoder, KNOWN_VALUE};
+        use crate::proto::h2::hpack::{Decoder, CHECKED, KNOWN_VALUE};
         let mut d = Decoder::default();
         let mut decode = |block: &[u8]| {
             let mut l = HeaderList::default();
@@ -457,7 +421,13 @@ mod tests {
         let known: Vec<u8> = l.iter_known().map(|(k, ..)| k).collect();
         assert_eq!(
             known,
-            [2 | KNOWN_VALUE, 6 | KNOWN_VALUE, 4 | KNOWN_VALUE, 1, 58]
+            [
+                2 | KNOWN_VALUE,
+                6 | KNOWN_VALUE,
+                4 | KNOWN_VALUE,
+                1 | CHECKED,
+                58 | CHECKED
+            ]
         );
         // The same fields from the dynamic table keep their names' index.
         let Ok(l) = decode(&[0x82, 0x86, 0x84, 0xbf, 0xbe]) else {
@@ -466,7 +436,13 @@ mod tests {
         let known: Vec<u8> = l.iter_known().map(|(k, ..)| k).collect();
         assert_eq!(
             known,
-            [2 | KNOWN_VALUE, 6 | KNOWN_VALUE, 4 | KNOWN_VALUE, 1, 58]
+            [
+                2 | KNOWN_VALUE,
+                6 | KNOWN_VALUE,
+                4 | KNOWN_VALUE,
+                1 | CHECKED,
+                58 | CHECKED
+            ]
         );
         let h = request_head(l).unwrap_or_default();
         assert_eq!(
@@ -504,6 +480,67 @@ mod tests {
             panic!("decode")
         };
         assert_eq!(request_head(l).err(), Some("host differs from :authority"));
+    }
+
+    /// A field that entered the dynamic table unchecked (its bytes refused)
+    /// is refused again each time a request names the entry, and a literal
+    /// that takes only the name of a checked entry has its own value checked.
+    #[test]
+    fn dynamic_entries_keep_their_verdict() {
+        use crate::proto::h2::hpack::{Decoder, CHECKED};
+        let mut d = Decoder::default();
+        let mut decode = |block: &[u8]| {
+            let mut l = HeaderList::default();
+            d.decode(block, 1 << 16, &mut l).map(|()| l)
+        };
+        // user-agent " x" (entry 58 named, literal with indexing): refused,
+        // and the entry (now index 62) is not marked checked.
+        let bad = [0x82, 0x86, 0x84, 0x7a, 2, b' ', b'x'];
+        let Ok(l) = decode(&bad) else {
+            panic!("decode")
+        };
+        assert_eq!(
+            request_head(l).err(),
+            Some("field value with surrounding whitespace")
+        );
+        for _ in 0..2 {
+            let Ok(l) = decode(&[0x82, 0x86, 0x84, 0xbe]) else {
+                panic!("decode")
+            };
+            assert_eq!(l.iter_known().last().map(|(k, ..)| k & CHECKED), Some(0));
+            assert_eq!(
+                request_head(l).err(),
+                Some("field value with surrounding whitespace")
+            );
+        }
+        // A clean x-a "1" (new name, literal with indexing): checked, then
+        // named from the table (index 62) with a value holding a NUL, as a
+        // literal without indexing: refused.
+        let Ok(l) = decode(&[0x82, 0x86, 0x84, 0x40, 3, b'x', b'-', b'a', 1, b'1']) else {
+            panic!("decode")
+        };
+        assert_eq!(l.iter_known().last().map(|(k, ..)| k), Some(CHECKED));
+        assert!(request_head(l).is_ok());
+        let Ok(l) = decode(&[0x82, 0x86, 0x84, 0x0f, 62 - 15, 1, 0]) else {
+            panic!("decode")
+        };
+        assert_eq!(l.iter_known().last().map(|(k, ..)| k & CHECKED), Some(0));
+        assert_eq!(
+            request_head(l).err(),
+            Some("field value with NUL, CR or LF")
+        );
+        // An uppercase name entering the table is refused each time too.
+        let Ok(l) = decode(&[0x82, 0x86, 0x84, 0x40, 1, b'X', 1, b'1']) else {
+            panic!("decode")
+        };
+        assert!(request_head(l).is_err());
+        let Ok(l) = decode(&[0x82, 0x86, 0x84, 0xbe]) else {
+            panic!("decode")
+        };
+        assert_eq!(
+            request_head(l).err(),
+            Some("field name with a character not allowed")
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The HPACK decoder: one per connection, fed each complete field block.
 
 use super::{
-    decode_int, decode_string, CompressionError, DynamicTable, KnownName, DEFAULT_TABLE_SIZE,
-    ENTRY_OVERHEAD, KNOWN_VALUE, STATIC_TABLE,
+    decode_int, decode_string, field_bytes_ok, static_index, CompressionError, DynamicTable,
+    KnownName, CHECKED, DEFAULT_TABLE_SIZE, ENTRY_OVERHEAD, KNOWN_VALUE, STATIC_TABLE,
 };
 
 /// Why a block did not give a header list.
@@ -294,7 +294,8 @@ impl Decoder {
             decode_string(block, &mut self.scratch, bound)?
         } else {
             let (name, _, k) = lookup(&self.table, name_index)?;
-            known = k;
+            // The name's index only: this field's value is new.
+            known = static_index(k);
             let fit = name.len() <= bound;
             if fit {
                 self.scratch.extend_from_slice(name);
@@ -309,6 +310,10 @@ impl Decoder {
             decode_string(block, &mut self.scratch, 0)?;
         }
         let (name, value) = self.scratch.split_at(name_len);
+        if indexing && whole && field_bytes_ok(known, name, value) {
+            // Checked once here for every request that names the entry.
+            known |= CHECKED;
+        }
         // Not `<= room`: room saturates at 0, which an empty field would pass.
         let stored = whole && !over && fits(list, max_list_size, name.len() + value.len());
         if stored {
@@ -329,7 +334,7 @@ impl Decoder {
 
 /// Index `i` of the combined address space (§2.3.3): 1..=61 static, then
 /// dynamic; with the static index of the name ([`KnownName`], without
-/// [`KNOWN_VALUE`]).
+/// [`KNOWN_VALUE`]; a dynamic entry's with its [`CHECKED`] flag).
 #[inline]
 fn lookup(table: &DynamicTable, i: usize) -> Result<(&[u8], &[u8], KnownName), CompressionError> {
     match i {
