@@ -168,21 +168,25 @@ impl Server {
     /// Whether listener `i` is a TLS one and its new clients would go past
     /// the handshakes' share of the slots ([`HANDSHAKE_SHARE`]).
     fn handshakes_full(&self, i: usize) -> bool {
+        self.handshakes_at_cap() && self.tls.contexts.get(i).is_some_and(Option::is_some)
+    }
+
+    fn handshakes_at_cap(&self) -> bool {
         let cap = (self.max_connections / HANDSHAKE_SHARE).max(1) as u64;
         self.sv.stats.tls_handshaking >= cap
-            && self.tls.contexts.get(i).is_some_and(Option::is_some)
     }
 
     /// Once a turn: TLS listeners stopped at the handshake cap accept again
     /// once a handshake ended (unless accepting is paused at the limit,
-    /// whose resumption takes every listener's clients).
+    /// whose resumption takes every listener's clients); one that reaches
+    /// the cap again holds again.
     pub(super) fn accept_held(&mut self) {
-        if !self.tls_held || self.sv.accept_paused {
+        if !self.tls_held || self.sv.accept_paused || self.handshakes_at_cap() {
             return;
         }
+        self.tls_held = false;
         for i in 0..self.listeners.len() {
-            if self.tls.contexts.get(i).is_some_and(Option::is_some) && !self.handshakes_full(i) {
-                self.tls_held = false;
+            if self.tls.contexts.get(i).is_some_and(Option::is_some) {
                 self.accept_from(i);
             }
         }
