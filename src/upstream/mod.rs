@@ -344,6 +344,9 @@ pub struct Gateways {
     wstunnel_tables: Vec<Vec<usize>>,
     /// The same for `ajp13.server` (looked up after `proxy.server`).
     ajp13_tables: Vec<Vec<usize>>,
+    /// No scope has a route of `scgi.server`, `fastcgi.server`,
+    /// `proxy.server` or `ajp13.server`: a request's look-ups end at once.
+    no_request_tables: bool,
     /// The route of CGI requests (`cgi.assign`), when some scope sets it.
     pub cgi_route: Option<usize>,
     /// The route of local jobs (mod_webdav's bodies and long answers).
