@@ -548,29 +548,10 @@ fn every_answer_arrives_whole_over_http2_while_the_client_still_sends() {
             cells.push((kind, method, rest));
         }
     }
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/h2client.py");
-    let o = std::process::Command::new("timeout")
-        .arg("60")
-        .arg("python3")
-        .arg(script)
-        .arg(s.port.to_string())
-        .arg("whole")
-        .args(&args)
-        .output()
-        .expect("python3 (pip install h2)");
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "h2client.py whole: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let fact = |i: usize, k: &str| -> String {
-        let key = format!("cell.{i}.{k}=");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&key))
-            .unwrap_or("")
-            .to_string()
-    };
+    let mut argv = vec!["whole"];
+    argv.extend(args.iter().map(String::as_str));
+    let facts = h2client(s.port, &argv);
+    let fact = |i: usize, k: &str| common::fact(&facts, &format!("cell.{i}.{k}")).to_string();
     let mut fails = Vec::new();
     for (i, (kind, method, rest)) in cells.iter().enumerate() {
         let status: u16 = fact(i, "status").parse().unwrap_or(0);
@@ -585,11 +566,12 @@ fn every_answer_arrives_whole_over_http2_while_the_client_still_sends() {
                 Want::Dead => status == 503,
             };
         if !ok {
-            let facts: Vec<&str> = text
-                .lines()
-                .filter(|l| l.starts_with(&format!("cell.{i}.")))
+            let prefix = format!("cell.{i}.");
+            let cell: Vec<_> = facts
+                .iter()
+                .filter(|(k, _)| k.starts_with(&prefix))
                 .collect();
-            fails.push(format!("{} × {method} {rest}: {facts:?}", kind.name));
+            fails.push(format!("{} × {method} {rest}: {cell:?}", kind.name));
         }
     }
     eprintln!(

@@ -160,42 +160,6 @@ fn have(tool: &str) -> bool {
     ok
 }
 
-/// Runs `tests/h2/h2client.py PORT ARGS...` and returns its `key=value`
-/// facts.
-fn h2client(port: u16, args: &[&str]) -> Vec<(String, String)> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/h2client.py");
-    let o = Command::new("timeout")
-        .arg("90")
-        .arg("python3")
-        .arg(script)
-        .arg(port.to_string())
-        .args(args)
-        .output()
-        .expect("python3 (pip install h2)");
-    assert!(
-        o.status.success(),
-        "h2client.py {args:?} failed: {}\n{}",
-        text(&o.stderr),
-        text(&o.stdout)
-    );
-    text(&o.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn fact<'a>(facts: &'a [(String, String)], key: &str) -> &'a str {
-    facts
-        .iter()
-        .find(|(k, _)| k == key)
-        .map_or("", |(_, v)| v.as_str())
-}
-
-fn num(facts: &[(String, String)], key: &str) -> u64 {
-    fact(facts, key).parse().unwrap_or(0)
-}
-
 /// glint's CPU time (ms) and resident memory (KiB) across `f`.
 struct Cost {
     cpu_ms: u64,

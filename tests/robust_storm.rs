@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{pseudo_random, Conn, Launch, Server, TempDir};
+use common::{h2client, num, pseudo_random, Conn, Launch, Server, TempDir};
 
 /// `server.max-connections` of these tests.
 const MAX: usize = 16;
@@ -335,30 +335,12 @@ fn busy_http2_connections_take_turns_by_goaway() {
     let _s = serial();
     let www = TempDir::new("storm-h2-turns");
     let g = start(&www);
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/h2/h2client.py");
     let clients = 2 * MAX;
-    let o = std::process::Command::new("timeout")
-        .arg("60")
-        .arg("python3")
-        .arg(script)
-        .arg(g.addr().port().to_string())
-        .args(["turns", &clients.to_string(), "/index.html", "4", "4"])
-        .output()
-        .expect("python3 (pip install h2)");
-    let facts = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "h2client.py turns failed: {}\n{facts}",
-        String::from_utf8_lossy(&o.stderr)
+    let facts = h2client(
+        g.addr().port(),
+        &["turns", &clients.to_string(), "/index.html", "4", "4"],
     );
-    let fact = |i: usize, key: &str| -> u64 {
-        let k = format!("client.{i}.{key}=");
-        facts
-            .lines()
-            .find_map(|l| l.strip_prefix(k.as_str()))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
+    let fact = |i: usize, key: &str| num(&facts, &format!("client.{i}.{key}"));
     let sum = |key: &str| (0..clients).map(|i| fact(i, key)).sum::<u64>();
     let served = (0..clients).filter(|&i| fact(i, "answered") > 0).count();
     let longest = (0..clients)
@@ -370,11 +352,11 @@ fn busy_http2_connections_take_turns_by_goaway() {
         "HTTP/2 turns: {served} of {clients} clients served, {answers} answers on {conns} \
          connections, {goaways} GOAWAYs, longest wait {longest} ms"
     );
-    assert_eq!(served, clients, "a client was never served\n{facts}");
-    assert!(goaways > 0, "no turn ended with GOAWAY\n{facts}");
+    assert_eq!(served, clients, "a client was never served\n{facts:?}");
+    assert!(goaways > 0, "no turn ended with GOAWAY\n{facts:?}");
     assert!(
         longest < 3_000,
-        "a request waited {longest} ms of the 4 s run\n{facts}\n{}",
+        "a request waited {longest} ms of the 4 s run\n{facts:?}\n{}",
         g.stderr_tail()
     );
     assert!(

@@ -14,6 +14,7 @@
 //! * [`backend`]: the test backends' processes ([`Backend`], killed on drop).
 //! * [`cases`]: checks every response must pass and table-driven [`Case`]s.
 //! * [`certs`]: a CA and a server certificate for the TLS listeners.
+//! * [`h2client`]: `tests/h2/h2client.py` run to its end, and its facts.
 //!
 //! Each `tests/*.rs` is a crate of its own that uses a part of this: hence
 //! the module-wide allowance of what one crate leaves unused.
@@ -22,6 +23,7 @@
 pub mod backend;
 pub mod cases;
 pub mod certs;
+pub mod h2client;
 pub mod http;
 pub mod server;
 pub mod tmp;
@@ -29,6 +31,7 @@ pub mod tmp;
 pub use backend::*;
 pub use cases::*;
 pub use certs::*;
+pub use h2client::*;
 pub use http::*;
 pub use server::*;
 pub use tmp::*;
