@@ -168,7 +168,12 @@ impl Server {
     /// Whether listener `i` is a TLS one and its new clients would go past
     /// the handshakes' share of the slots ([`HANDSHAKE_SHARE`]).
     fn handshakes_full(&self, i: usize) -> bool {
-        self.handshakes_at_cap() && self.tls.contexts.get(i).is_some_and(Option::is_some)
+        self.handshakes_at_cap() && self.is_tls(i)
+    }
+
+    /// Whether listener `i` speaks TLS.
+    fn is_tls(&self, i: usize) -> bool {
+        self.tls.contexts.get(i).is_some_and(Option::is_some)
     }
 
     fn handshakes_at_cap(&self) -> bool {
@@ -186,7 +191,7 @@ impl Server {
         }
         self.tls_held = false;
         for i in 0..self.listeners.len() {
-            if self.tls.contexts.get(i).is_some_and(Option::is_some) {
+            if self.is_tls(i) {
                 self.accept_from(i);
             }
         }

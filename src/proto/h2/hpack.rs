@@ -120,7 +120,7 @@ pub const fn static_index(known: KnownName) -> KnownName {
 /// Bytes a field name may not hold (RFC 9113 §8.2.1): 0x00-0x20,
 /// uppercase 0x41-0x5a, 0x7f-0xff, and a colon (allowed only as a
 /// pseudo-header's first character, which the request's checks handle).
-pub static NAME_BAD: [bool; 256] = {
+static NAME_BAD: [bool; 256] = {
     let mut t = [false; 256];
     let mut c = 0;
     while c < 256 {
