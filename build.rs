@@ -23,13 +23,22 @@
 //! .eh_frame`, where the linker puts `.text` anyway; one `.text`, as tools
 //! such as valgrind expect). A name that no longer matches only leaves
 //! that function where the linker puts the rest.
+//!
+//! `.rodata` opens the same way with what the loop reads: the jump and
+//! lookup tables of the loop's functions (LLVM names their sections after
+//! the function), the named tables of src/link/hot-rodata.txt (found with
+//! benches/touched_rodata.py), the pools of small constants and of strings,
+//! then Rust's anonymous constants (string pieces), and the linker's own
+//! order after them (brotli's dictionaries, aws-lc's precomputed points).
 use std::{env, fs, path::PathBuf};
 
 const HOT_LIST: &str = "src/link/hot-text.txt";
+const HOT_RODATA: &str = "src/link/hot-rodata.txt";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={HOT_LIST}");
+    println!("cargo:rerun-if-changed={HOT_RODATA}");
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
         return;
     }
@@ -51,32 +60,50 @@ fn hot_text_layout() {
     };
     let mut script = String::from("SECTIONS {\n  .text : {\n");
     let mut group = Vec::new();
-    for line in list.lines().map(str::trim) {
-        if line.starts_with("##") {
-            flush(&mut script, &mut group);
-            script.push_str(&format!(
-                "    /* {} */\n",
-                line.trim_start_matches('#').trim()
-            ));
-        } else if !line.is_empty() && !line.starts_with('#') {
-            // Only names the script language takes unquoted: a mangled
-            // Rust name or a C name, with * for a hash; file:PATTERN.
-            if line
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_.$*-:".contains(c))
-            {
-                group.push(line);
+    // The loop's functions, whose tables open .rodata (start-up's pages
+    // are dropped before the loop starts: its tables stay with the rest).
+    let mut loop_names = Vec::new();
+    let mut in_loop = false;
+    for (title, line) in entries(&list) {
+        match line {
+            None => {
+                flush(&mut script, &mut group);
+                script.push_str(&format!("    /* {title} */\n"));
+                in_loop = !title.starts_with("start-up");
+            }
+            Some(name) => {
+                group.push(name);
+                if in_loop && !name.starts_with("file:") {
+                    loop_names.push(name);
+                }
             }
         }
     }
     flush(&mut script, &mut group);
     script.push_str("  }\n} INSERT AFTER .eh_frame;\n");
-    // Rust's anonymous constants (string pieces, tables of match arms)
-    // before the named tables (brotli's dictionaries, aws-lc's precomputed
-    // points: 1.2 MB), which the linker appends after them: the constants
-    // the loop reads then lie in fewer folios.
+    script.push_str("SECTIONS {\n  .rodata : {\n");
+    if !loop_names.is_empty() {
+        script.push_str("    /* the loop's jump and lookup tables */\n    *(\n");
+        for name in &loop_names {
+            script.push_str(&format!(
+                "      .rodata.{name}\n      .rodata..Lswitch.table.{name}*\n"
+            ));
+        }
+        script.push_str("    )\n");
+    }
+    let tables = fs::read_to_string(dir.join(HOT_RODATA)).unwrap_or_default();
+    for (title, line) in entries(&tables) {
+        match line {
+            None => script.push_str(&format!("    /* {title} */\n")),
+            Some(name) => script.push_str(&format!("    *(.rodata.{name})\n")),
+        }
+    }
+    // The pools the linker merges (constants of 4 to 32 bytes; strings
+    // ending in NUL, where Rust keeps its format strings' templates), the
+    // Rust object's own unnamed .rodata, then Rust's anonymous constants
+    // (string pieces), before the named tables the linker appends after.
     script.push_str(
-        "SECTIONS {\n  .rodata : {\n    *(.rodata..Lanon.*)\n  }\n} INSERT AFTER .gcc_except_table;\n",
+        "    *(.rodata.cst4 .rodata.cst8 .rodata.cst16 .rodata.cst32)\n    *.rcgu.o(.rodata)\n    *(.rodata.str1.1)\n    *(.rodata..Lanon.*)\n  }\n} INSERT AFTER .gcc_except_table;\n",
     );
     let Some(out) = env::var_os("OUT_DIR").map(PathBuf::from) else {
         return;
@@ -85,6 +112,29 @@ fn hot_text_layout() {
     if fs::write(&path, script).is_ok() {
         println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", path.display());
     }
+}
+
+/// The lines of a list in src/link/: `(title, None)` for a `## title`
+/// line, `(title, Some(name))` for each name under it. Only names the
+/// script language takes unquoted: a mangled Rust name or a C name, with *
+/// for a hash; file:PATTERN.
+fn entries(list: &str) -> Vec<(&str, Option<&str>)> {
+    let mut out = Vec::new();
+    let mut title = "";
+    for line in list.lines().map(str::trim) {
+        if line.starts_with("##") {
+            title = line.trim_start_matches('#').trim();
+            out.push((title, None));
+        } else if !line.is_empty()
+            && !line.starts_with('#')
+            && line
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.$*-:".contains(c))
+        {
+            out.push((title, Some(line)));
+        }
+    }
+    out
 }
 
 /// One group: the `.text` of the objects named by `file:` lines, then one
