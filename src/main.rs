@@ -101,6 +101,10 @@ fn run(mut cli: Cli) -> Result<(), String> {
         absolutize(&mut config, base);
     }
     let g = Rc::clone(&config.global);
+    if config.pam_used() {
+        // Before server.chroot: the library lies outside it.
+        glint::authn::pam::load().map_err(|e| format!("mod_authn_pam: {e}"))?;
+    }
     let pid_path = pid_path(&g, cli.test, upgraded_from)?;
     raise_fd_limit(g.limits.max_fds);
     // `-tt` run before the service (ExecStartPre) gets no sockets: no warning.

@@ -5,14 +5,19 @@
 //! conversation answering every prompt with the password; then the rule
 //! (`valid-user` or `user=`; PAM reports no groups).
 //!
-//! Linked against the runtime library `libpam.so.0` by its file name, so
-//! building glint needs no PAM development package (libpam0g-dev); the
-//! few declarations below are the stable ABI of `<security/pam_appl.h>`
-//! (Linux-PAM and OpenPAM agree on them). The binding crates either
-//! generate their bindings with bindgen from those headers at build time
-//! or are unmaintained.
+//! `libpam.so.0` is opened with dlopen at start when a scope's
+//! `auth.backend` is `pam` ([`load`]), not linked: a glint without
+//! mod_authn_pam configured never maps it (nor libaudit and libcap-ng,
+//! which it pulls in: ~140 kB of an idle server's memory), as lighttpd
+//! loads mod_authn_pam.so only when configured; and building needs no
+//! PAM development package (libpam0g-dev). The few declarations
+//! below are the stable ABI of `<security/pam_appl.h>` (Linux-PAM and
+//! OpenPAM agree on them). The binding crates either generate their
+//! bindings with bindgen from those headers at build time or are
+//! unmaintained.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::OnceLock;
 
 use nix::libc;
 
@@ -58,19 +63,55 @@ struct PamConv {
     appdata_ptr: *mut c_void,
 }
 
-#[link(name = "libpam.so.0", kind = "dylib", modifiers = "+verbatim")]
-extern "C" {
-    fn pam_start(
-        service: *const c_char,
-        user: *const c_char,
-        conv: *const PamConv,
-        pamh: *mut *mut c_void,
-    ) -> c_int;
-    fn pam_set_item(pamh: *mut c_void, item_type: c_int, item: *const c_void) -> c_int;
-    fn pam_authenticate(pamh: *mut c_void, flags: c_int) -> c_int;
-    fn pam_acct_mgmt(pamh: *mut c_void, flags: c_int) -> c_int;
-    fn pam_end(pamh: *mut c_void, status: c_int) -> c_int;
-    fn pam_strerror(pamh: *mut c_void, errnum: c_int) -> *const c_char;
+type Start =
+    unsafe extern "C" fn(*const c_char, *const c_char, *const PamConv, *mut *mut c_void) -> c_int;
+type SetItem = unsafe extern "C" fn(*mut c_void, c_int, *const c_void) -> c_int;
+/// `pam_authenticate`, `pam_acct_mgmt`, `pam_end`: a handle and an int.
+type WithInt = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+type StrError = unsafe extern "C" fn(*mut c_void, c_int) -> *const c_char;
+
+/// The calls of libpam glint makes.
+struct Lib {
+    start: Start,
+    set_item: SetItem,
+    authenticate: WithInt,
+    acct_mgmt: WithInt,
+    end: WithInt,
+    strerror: StrError,
+}
+
+static LIB: OnceLock<Result<Lib, String>> = OnceLock::new();
+
+/// Opens libpam (once per process). `RTLD_GLOBAL` and the look-up in the
+/// global scope keep what linking gave: a preloaded library that wraps
+/// libpam's calls (pam_wrapper, as the tests use) comes first.
+fn open() -> Result<Lib, String> {
+    // SAFETY: dlopen with a NUL-terminated name; never dlclosed.
+    let h = unsafe { libc::dlopen(c"libpam.so.0".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if h.is_null() {
+        return Err("libpam.so.0 cannot be loaded (apt-get install libpam0g)".into());
+    }
+    let sym = |name: &CStr| {
+        // SAFETY: a NUL-terminated name, looked up in the global scope.
+        let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+        (!p.is_null())
+            .then_some(p)
+            .ok_or_else(|| format!("libpam.so.0 has no {}", name.to_string_lossy()))
+    };
+    let (start, set_item) = (sym(c"pam_start")?, sym(c"pam_set_item")?);
+    let (authenticate, acct_mgmt) = (sym(c"pam_authenticate")?, sym(c"pam_acct_mgmt")?);
+    let (end, strerror) = (sym(c"pam_end")?, sym(c"pam_strerror")?);
+    // SAFETY: the prototypes of <security/pam_appl.h> for these symbols.
+    Ok(unsafe {
+        Lib {
+            start: std::mem::transmute::<*mut c_void, Start>(start),
+            set_item: std::mem::transmute::<*mut c_void, SetItem>(set_item),
+            authenticate: std::mem::transmute::<*mut c_void, WithInt>(authenticate),
+            acct_mgmt: std::mem::transmute::<*mut c_void, WithInt>(acct_mgmt),
+            end: std::mem::transmute::<*mut c_void, WithInt>(end),
+            strerror: std::mem::transmute::<*mut c_void, StrError>(strerror),
+        }
+    })
 }
 
 /// The conversation: every prompt (echo on or off) is answered with the
@@ -110,6 +151,15 @@ unsafe extern "C" fn converse(
     PAM_SUCCESS
 }
 
+/// Opens libpam now: at start, while the whole file system is in view
+/// (before `server.chroot`), as lighttpd loads mod_authn_pam.so.
+pub fn load() -> Result<(), String> {
+    LIB.get_or_init(open)
+        .as_ref()
+        .map(|_| ())
+        .map_err(Clone::clone)
+}
+
 /// Checks `ask` with the PAM stack of `s.service`.
 pub fn verify(s: &PamSpec, ask: &Ask) -> Verdict {
     let (Ok(service), Ok(user), Ok(password), Ok(rhost)) = (
@@ -120,6 +170,10 @@ pub fn verify(s: &PamSpec, ask: &Ask) -> Verdict {
     ) else {
         return Verdict::Denied("pam: NUL in user name or password".into());
     };
+    let lib = match LIB.get_or_init(open) {
+        Ok(lib) => lib,
+        Err(e) => return Verdict::Denied(format!("pam: {e}")),
+    };
     let conv = PamConv {
         conv: Some(converse),
         appdata_ptr: password.as_ptr() as *mut c_void,
@@ -129,15 +183,15 @@ pub fn verify(s: &PamSpec, ask: &Ask) -> Verdict {
     // SAFETY: every pointer is to a CString or a struct alive until
     // pam_end; PAM keeps `conv` only until then.
     let rc = unsafe {
-        let mut rc = pam_start(service.as_ptr(), user.as_ptr(), &conv, &mut h);
+        let mut rc = (lib.start)(service.as_ptr(), user.as_ptr(), &conv, &mut h);
         if rc == PAM_SUCCESS {
-            rc = pam_set_item(h, PAM_RHOST, rhost.as_ptr() as *const c_void);
+            rc = (lib.set_item)(h, PAM_RHOST, rhost.as_ptr() as *const c_void);
         }
         if rc == PAM_SUCCESS {
-            rc = pam_authenticate(h, flags);
+            rc = (lib.authenticate)(h, flags);
         }
         if rc == PAM_SUCCESS {
-            rc = pam_acct_mgmt(h, flags);
+            rc = (lib.acct_mgmt)(h, flags);
         }
         rc
     };
@@ -145,7 +199,7 @@ pub fn verify(s: &PamSpec, ask: &Ask) -> Verdict {
         None
     } else {
         // SAFETY: pam_strerror returns a static string (h may be NULL).
-        let p = unsafe { pam_strerror(h, rc) };
+        let p = unsafe { (lib.strerror)(h, rc) };
         Some(if p.is_null() {
             format!("pam: error {rc}")
         } else {
@@ -155,7 +209,7 @@ pub fn verify(s: &PamSpec, ask: &Ask) -> Verdict {
     };
     if !h.is_null() {
         // SAFETY: h came from pam_start and is ended once.
-        unsafe { pam_end(h, rc) };
+        unsafe { (lib.end)(h, rc) };
     }
     if let Some(why) = why {
         return Verdict::Denied(why);

@@ -204,6 +204,21 @@ impl Config {
                 .any(|v| v.as_str().is_some_and(blocking))
     }
 
+    /// Some scope's `auth.backend` is `pam` (mod_authn_pam's library is
+    /// then opened at start).
+    pub fn pam_used(&self) -> bool {
+        let pam = |b: &str| {
+            crate::authn::require::parse_backend(b)
+                .ok()
+                .flatten()
+                .is_some_and(|k| k == crate::authn::require::BackendKind::Pam)
+        };
+        self.global.auth.backend.as_deref().is_some_and(pam)
+            || self
+                .block_values("auth.backend")
+                .any(|v| v.as_str().is_some_and(pam))
+    }
+
     /// The `auth.require` rules in force under `s` (none when it sets none).
     pub fn auth_rules(&self, s: &Settings) -> Option<&RequireTable> {
         self.auth_requires
