@@ -141,3 +141,48 @@ fn logins_through_pam_answered_as_lighttpd_answers() {
         std::fs::read_to_string(ldir.join("error.log")).unwrap_or_default()
     );
 }
+
+/// Whether the process maps libpam (its own file, not the wrapper's).
+fn maps_libpam(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .expect("maps")
+        .lines()
+        .any(|l| l.contains("/libpam.so"))
+}
+
+/// libpam (and libaudit, libcap-ng behind it: ~140 kB of an idle
+/// server) is opened only when some scope's `auth.backend` is `pam`, as
+/// lighttpd loads mod_authn_pam.so only when configured.
+#[test]
+fn libpam_is_mapped_only_where_a_scope_uses_it() {
+    let d = Docroot::new();
+    d.file("open.txt", b"content\n");
+    d.file("secret/a.txt", b"content\n");
+    let plain = start_conf(&d, "");
+    assert_eq!(status_at(plain.addr(), "/open.txt", "", ""), 200);
+    assert!(
+        !maps_libpam(plain.pid()),
+        "a server without mod_authn_pam maps libpam"
+    );
+    let dir = TempDir::new("pam-maps");
+    let sdir = services(&dir);
+    let mut cmd = Command::new(glint_bin());
+    cmd.arg("-D")
+        .env("LD_PRELOAD", WRAPPER)
+        .env("PAM_WRAPPER", "1")
+        .env("PAM_WRAPPER_SERVICE_DIR", &sdir);
+    let pam = Launch::command(cmd)
+        .config(&config(&d).replace("{port}", "0").replace("{errorlog}", ""))
+        .start();
+    // Opened at start, before the first login.
+    assert!(
+        maps_libpam(pam.pid()),
+        "mod_authn_pam without libpam mapped:\n{}\n{}",
+        std::fs::read_to_string(format!("/proc/{}/maps", pam.pid())).unwrap_or_default(),
+        pam.stderr_tail()
+    );
+    assert_eq!(
+        status_at(pam.addr(), "/secret/a.txt", "alice", "alice-pw"),
+        200
+    );
+}
