@@ -555,3 +555,61 @@ print("ok=%d failed=%d first=%s" % (len(ok), len(failed), failed[:1]))
         "every client of the burst must be answered: {out}"
     );
 }
+
+/// Connections to the TLS port that never send a byte (a flood that holds
+/// slots) give them up to real clients waiting behind them after
+/// `SILENT_HANDSHAKE_US` (2 s), not after the handshake time-out (10 s):
+/// 8 silent ones fill the handshakes' share of 16 slots (a real client,
+/// Python's `ssl`, answered within 5 s; 9.6 s before), then 16 silent ones
+/// come in two batches, the second accepted as the first goes (within 9 s;
+/// 19.5 s before). Each silent connection's 2 s count from its accept.
+#[test]
+fn silent_connections_on_the_tls_port_give_their_slots_to_waiting_clients() {
+    let certs = TempDir::new("certs");
+    make_certs(certs.path());
+    let d = fixture();
+    let port = free_port();
+    let _s = tls_server(&d, certs.path(), port, "server.max-connections = 16\n");
+    let script = r#"
+import socket, ssl, sys, time
+port, ca, silent = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ctx = ssl.create_default_context(cafile=ca)
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(silent)]
+time.sleep(0.3)
+t0 = time.monotonic()
+with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+    with ctx.wrap_socket(raw, server_hostname="a.test") as s:
+        s.sendall(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
+        got = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+print("status=%s secs=%.2f" % (got[9:12].decode(), time.monotonic() - t0))
+"#;
+    for (silent, bound) in [(8, 5.0), (16, 9.0)] {
+        let o = Command::new("timeout")
+            .arg("60")
+            .arg("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(port.to_string())
+            .arg(certs.join("ca.pem"))
+            .arg(silent.to_string())
+            .output()
+            .expect("python3");
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{}\n{out}", text(&o.stderr));
+        let secs: f64 = out
+            .split("secs=")
+            .nth(1)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no time in {out:?}"));
+        assert!(out.starts_with("status=200"), "{silent} silent: {out}");
+        assert!(
+            secs < bound,
+            "behind {silent} silent connections a client waited {secs} s: {out}"
+        );
+    }
+}

@@ -104,9 +104,8 @@ impl Connection {
 
     /// The time-outs of [`Connection::on_tick`].
     fn check_time(&mut self, cx: &mut Ctx<'_>) -> Drive {
-        let g = &cx.sv.config.global;
         let now = cx.sv.clock.mono_secs;
-        if self.handshake_overdue(now, g.limits.max_read_idle as u64) {
+        if self.handshake_overdue(cx) {
             log::debug!("TLS handshake from {:?} not done in time", self.peer);
             self.close(cx);
             return Drive::Closed;

@@ -17,6 +17,13 @@ use crate::tls::{TlsConn, TlsError, PLAIN_HTTP_RESPONSE};
 /// client that stalls its handshake holds a slot no longer.
 pub const HANDSHAKE_SECS: u64 = 10;
 
+/// While clients wait for a slot, a handshake whose client has sent
+/// nothing for this long gives its slot up: a browser sends its
+/// ClientHello, and its next flight, within a round trip, and a flood of
+/// connections that never speak would otherwise hold every handshake slot
+/// for [`HANDSHAKE_SECS`] at a time while real clients wait behind them.
+pub const SILENT_HANDSHAKE_US: u64 = 2_000_000;
+
 impl Connection {
     /// A TLS connection: one read of records from the socket, then the
     /// plaintext they carry into the input buffer.
@@ -55,6 +62,10 @@ impl Connection {
         if n == 0 {
             match tls.read_tls_from(&mut self.stream) {
                 Ok(st) => {
+                    if st.received && self.in_handshake {
+                        // The client is not silent (SILENT_HANDSHAKE_US).
+                        self.last_active = cx.sv.clock.mono_us;
+                    }
                     n = tls.read_plain(spare);
                     // As a plain read: a peer that closed is read to the end.
                     if st.socket_drained && n < want && !self.peer_closed {
@@ -163,10 +174,20 @@ impl Connection {
         }
     }
 
-    /// The handshake is still under way after [`HANDSHAKE_SECS`].
-    pub(super) fn handshake_overdue(&self, now: u64, max_read_idle: u64) -> bool {
-        self.tls.as_deref().is_some_and(TlsConn::is_handshaking)
-            && now.saturating_sub(self.born) >= HANDSHAKE_SECS.min(max_read_idle)
+    /// The handshake is still under way after [`HANDSHAKE_SECS`]; or, while
+    /// clients wait for a slot (accepting paused at the limit, or TLS
+    /// listeners held at the handshakes' share), its client has sent
+    /// nothing for [`SILENT_HANDSHAKE_US`] (since the accept, or its last
+    /// bytes).
+    pub(super) fn handshake_overdue(&self, cx: &Ctx<'_>) -> bool {
+        if !self.tls.as_deref().is_some_and(TlsConn::is_handshaking) {
+            return false;
+        }
+        let max_read_idle = cx.sv.config.global.limits.max_read_idle as u64;
+        let clock = &cx.sv.clock;
+        clock.mono_secs.saturating_sub(self.born) >= HANDSHAKE_SECS.min(max_read_idle)
+            || (cx.sv.accept_paused || cx.sv.handshakes_wanted)
+                && self.idle_us(clock.mono_us) >= SILENT_HANDSHAKE_US
     }
 
     /// How a write ended, for both transports.

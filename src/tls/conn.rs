@@ -79,6 +79,8 @@ pub struct ReadStatus {
     pub socket_drained: bool,
     /// The peer sent close_notify or closed TCP: no more data will come.
     pub peer_closed: bool,
+    /// Bytes came from the socket (records, or part of one).
+    pub received: bool,
 }
 
 /// The handshake's outcome, for logs, mod_status and lighttpd's `SSL_*`
@@ -206,7 +208,7 @@ impl TlsConn {
                 st.socket_drained = true;
                 return Ok(ControlFlow::Break(()));
             }
-            Ok(_) => {}
+            Ok(_) => st.received = true,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 st.socket_drained = true;
                 return Ok(ControlFlow::Break(()));
@@ -281,7 +283,10 @@ impl TlsConn {
             // A short read emptied the socket: the next bytes
             // bring a new event, and a read to find that out
             // would be one more syscall per request.
-            Ok(_) => st.socket_drained = rd.short,
+            Ok(_) => {
+                st.received = true;
+                st.socket_drained = rd.short;
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => st.socket_drained = true,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(self.fail(TlsError::Io(e))),
