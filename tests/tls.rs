@@ -499,6 +499,43 @@ fn debians_10_ssl_conf_works() {
     assert_eq!(text(&o.stdout), "hello over tls\n", "{}", text(&o.stderr));
 }
 
+/// Python's `ssl` client of the tests below: `fetch()` sends one
+/// `GET /index.html` with `Connection: close` to the TLS port (argv 1,
+/// verified against the CA in argv 2) and returns the whole answer.
+const PY_FETCH: &str = r#"
+import socket, ssl, sys, threading, time
+port, ca = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context(cafile=ca)
+def fetch(timeout):
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        with ctx.wrap_socket(raw, server_hostname="a.test") as s:
+            s.sendall(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
+            got = b""
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    return got
+                got += d
+"#;
+
+/// Runs [`PY_FETCH`] then `script` (bounded by `timeout 90`) against
+/// `port` with the CA of `certs` and `more` arguments; its standard output.
+fn py_tls_client(script: &str, port: u16, certs: &Path, more: &[String]) -> String {
+    let o = Command::new("timeout")
+        .arg("90")
+        .arg("python3")
+        .arg("-c")
+        .arg(format!("{PY_FETCH}{script}"))
+        .arg(port.to_string())
+        .arg(certs.join("ca.pem"))
+        .args(more)
+        .output()
+        .expect("python3");
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}\n{out}", text(&o.stderr));
+    out
+}
+
 /// A burst of new TLS clients past the handshakes' share of the slots
 /// (half of `server.max-connections`) waits in the backlog for a handshake
 /// to end instead of being refused: 40 clients at once on 16 slots (8
@@ -512,22 +549,11 @@ fn a_burst_of_tls_clients_past_the_handshake_share_is_answered_in_full() {
     let port = free_port();
     let _s = tls_server(&d, certs.path(), port, "server.max-connections = 16\n");
     let script = r#"
-import socket, ssl, sys, threading
-port, ca = int(sys.argv[1]), sys.argv[2]
-ctx = ssl.create_default_context(cafile=ca)
 ok, failed, start = [], [], threading.Barrier(40)
 def one():
     start.wait()
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=20) as raw:
-            with ctx.wrap_socket(raw, server_hostname="a.test") as s:
-                s.sendall(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
-                got = b""
-                while True:
-                    d = s.recv(65536)
-                    if not d:
-                        break
-                    got += d
+        got = fetch(20)
         if got.startswith(b"HTTP/1.1 200") and got.endswith(b"hello over tls\n"):
             ok.append(1)
         else:
@@ -539,17 +565,7 @@ for t in ts: t.start()
 for t in ts: t.join(60)
 print("ok=%d failed=%d first=%s" % (len(ok), len(failed), failed[:1]))
 "#;
-    let o = Command::new("timeout")
-        .arg("90")
-        .arg("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(port.to_string())
-        .arg(certs.join("ca.pem"))
-        .output()
-        .expect("python3");
-    let out = text(&o.stdout);
-    assert!(o.status.success(), "{}\n{out}", text(&o.stderr));
+    let out = py_tls_client(script, port, certs.path(), &[]);
     assert!(
         out.starts_with("ok=40 failed=0"),
         "every client of the burst must be answered: {out}"
@@ -571,36 +587,14 @@ fn silent_connections_on_the_tls_port_give_their_slots_to_waiting_clients() {
     let port = free_port();
     let _s = tls_server(&d, certs.path(), port, "server.max-connections = 16\n");
     let script = r#"
-import socket, ssl, sys, time
-port, ca, silent = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-ctx = ssl.create_default_context(cafile=ca)
-held = [socket.create_connection(("127.0.0.1", port)) for _ in range(silent)]
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(int(sys.argv[3]))]
 time.sleep(0.3)
 t0 = time.monotonic()
-with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
-    with ctx.wrap_socket(raw, server_hostname="a.test") as s:
-        s.sendall(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
-        got = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            got += d
+got = fetch(30)
 print("status=%s secs=%.2f" % (got[9:12].decode(), time.monotonic() - t0))
 "#;
     for (silent, bound) in [(8, 5.0), (16, 9.0)] {
-        let o = Command::new("timeout")
-            .arg("60")
-            .arg("python3")
-            .arg("-c")
-            .arg(script)
-            .arg(port.to_string())
-            .arg(certs.join("ca.pem"))
-            .arg(silent.to_string())
-            .output()
-            .expect("python3");
-        let out = text(&o.stdout);
-        assert!(o.status.success(), "{}\n{out}", text(&o.stderr));
+        let out = py_tls_client(script, port, certs.path(), &[silent.to_string()]);
         let secs: f64 = out
             .split("secs=")
             .nth(1)
