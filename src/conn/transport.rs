@@ -186,7 +186,7 @@ impl Connection {
         let max_read_idle = cx.sv.config.global.limits.max_read_idle as u64;
         let clock = &cx.sv.clock;
         clock.mono_secs.saturating_sub(self.born) >= HANDSHAKE_SECS.min(max_read_idle)
-            || (cx.sv.accept_paused || cx.sv.handshakes_wanted)
+            || (cx.sv.accept_paused || cx.sv.tls_held)
                 && self.idle_us(clock.mono_us) >= SILENT_HANDSHAKE_US
     }
 

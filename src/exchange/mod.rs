@@ -102,10 +102,11 @@ pub struct Services {
     /// instead of offering keep-alive, so that slots pass to the clients
     /// waiting.
     pub accept_paused: bool,
-    /// TLS clients wait in a listener's backlog because handshakes hold
-    /// their share of the slots (the server's `tls_held`): a handshake
-    /// that has gone silent gives its slot up (`Connection::on_tick`).
-    pub handshakes_wanted: bool,
+    /// A TLS listener stopped at the handshakes' share of the slots with
+    /// clients waiting in its backlog (the server's `accept_held` takes
+    /// them once a handshake ends); meanwhile a handshake that has gone
+    /// silent gives its slot up (`Connection::on_tick`).
+    pub tls_held: bool,
     /// While accepting is paused, connections of this generation
     /// ([`crate::msg::ExchangeId::gen`]) and older close after their next
     /// answer; the server raises it once per rotation (see its `rotate`).
@@ -156,7 +157,7 @@ impl Services {
             shutting_down: false,
             handing_over: false,
             accept_paused: false,
-            handshakes_wanted: false,
+            tls_held: false,
             rotate_gen: 0,
             lingering: 0,
             reply: crate::msg::ReplyData::boxed(global, false),

@@ -113,10 +113,10 @@ impl Server {
                 return;
             }
             if self.handshakes_full(i) {
-                if !self.tls_held {
+                if !self.sv.tls_held {
                     log::debug!("TLS handshakes at their share of the slots: new clients wait");
                 }
-                self.tls_held = true;
+                self.sv.tls_held = true;
                 return;
             }
             let Some(Some(lst)) = self.listeners.get(i) else {
@@ -186,10 +186,10 @@ impl Server {
     /// whose resumption takes every listener's clients); one that reaches
     /// the cap again holds again.
     pub(super) fn accept_held(&mut self) {
-        if !self.tls_held || self.sv.accept_paused || self.handshakes_at_cap() {
+        if !self.sv.tls_held || self.sv.accept_paused || self.handshakes_at_cap() {
             return;
         }
-        self.tls_held = false;
+        self.sv.tls_held = false;
         for i in 0..self.listeners.len() {
             if self.is_tls(i) {
                 self.accept_from(i);

@@ -314,7 +314,6 @@ impl Server {
         let mut any_closed = self.deliver(news);
         // server.kbytes-per-second: a new second for every limited scope.
         self.sv.scope_bytes.tick(now);
-        self.sv.handshakes_wanted = self.tls_held;
         let keys: Vec<usize> = self.conns.iter().map(|(k, _)| k).collect();
         let mut lingering = 0;
         for key in keys {

@@ -106,9 +106,6 @@ pub struct Server {
     max_connections: usize,
     /// A listener stopped at its accept batch with connections still waiting.
     accept_more: bool,
-    /// A TLS listener stopped at the handshake cap with clients waiting
-    /// (`Server::accept_held`).
-    tls_held: bool,
     /// Connections to drive next turn without an event (they stopped at
     /// their round limit with work left).
     wake: Vec<ExchangeId>,
@@ -222,7 +219,6 @@ impl Server {
             pool: Pool::default(),
             max_connections,
             accept_more: false,
-            tls_held: false,
             wake: Vec::new(),
             tls,
             stop: Arc::new(AtomicU8::new(RUN)),
