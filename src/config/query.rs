@@ -5,7 +5,7 @@
 
 use super::cond::{self, Test};
 use super::{options, value, CondBlock, Config, RequestFacts, Settings, Value};
-use crate::authn::require::RequireTable;
+use crate::authn::require::{BackendKind, RequireTable};
 
 impl Config {
     /// Some scope has mod_status's page or glint's metrics: the table of
@@ -185,38 +185,34 @@ impl Config {
             .map(|a| &a.value)
     }
 
+    /// Some scope's `auth.backend` (global, or set in a block) is of a
+    /// kind `pick` takes.
+    fn auth_backend_used(&self, pick: impl Fn(BackendKind) -> bool) -> bool {
+        let used = |b: &str| {
+            crate::authn::require::parse_backend(b)
+                .ok()
+                .flatten()
+                .is_some_and(&pick)
+        };
+        self.global.auth.backend.as_deref().is_some_and(used)
+            || self
+                .block_values("auth.backend")
+                .any(|v| v.as_str().is_some_and(used))
+    }
+
     /// Some scope's `auth.backend` blocks (`ldap`, `pam`, ...) or is an
     /// htpasswd file (whose libxcrypt hashes are checked off the loop):
     /// its checks run as local jobs, so the upstream needs its local route.
     pub fn blocking_auth_used(&self) -> bool {
-        use crate::authn::require::BackendKind;
-        let blocking = |b: &str| {
-            crate::authn::require::parse_backend(b)
-                .ok()
-                .flatten()
-                // (An htpasswd file's libxcrypt hashes are checked on
-                // the worker threads too.)
-                .is_some_and(|k| k.is_blocking() || k == BackendKind::Htpasswd)
-        };
-        self.global.auth.backend.as_deref().is_some_and(blocking)
-            || self
-                .block_values("auth.backend")
-                .any(|v| v.as_str().is_some_and(blocking))
+        // (An htpasswd file's libxcrypt hashes are checked on the worker
+        // threads too.)
+        self.auth_backend_used(|k| k.is_blocking() || k == BackendKind::Htpasswd)
     }
 
     /// Some scope's `auth.backend` is `pam` (mod_authn_pam's library is
     /// then opened at start).
     pub fn pam_used(&self) -> bool {
-        let pam = |b: &str| {
-            crate::authn::require::parse_backend(b)
-                .ok()
-                .flatten()
-                .is_some_and(|k| k == crate::authn::require::BackendKind::Pam)
-        };
-        self.global.auth.backend.as_deref().is_some_and(pam)
-            || self
-                .block_values("auth.backend")
-                .any(|v| v.as_str().is_some_and(pam))
+        self.auth_backend_used(|k| k == BackendKind::Pam)
     }
 
     /// The `auth.require` rules in force under `s` (none when it sets none).
