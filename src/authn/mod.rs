@@ -80,6 +80,7 @@ mod check;
 pub mod crypt;
 pub mod dbi;
 pub mod digest;
+mod dl;
 pub mod external;
 pub mod gssapi;
 pub mod ldap_check;

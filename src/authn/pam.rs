@@ -86,17 +86,13 @@ static LIB: OnceLock<Result<Lib, String>> = OnceLock::new();
 /// global scope keep what linking gave: a preloaded library that wraps
 /// libpam's calls (pam_wrapper, as the tests use) comes first.
 fn open() -> Result<Lib, String> {
-    // SAFETY: dlopen with a NUL-terminated name; never dlclosed.
-    let h = unsafe { libc::dlopen(c"libpam.so.0".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-    if h.is_null() {
+    if super::dl::open(c"libpam.so.0", true).is_none() {
         return Err("libpam.so.0 cannot be loaded (apt-get install libpam0g)".into());
     }
     let sym = |name: &CStr| {
-        // SAFETY: a NUL-terminated name, looked up in the global scope.
-        let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-        (!p.is_null())
-            .then_some(p)
-            .ok_or_else(|| format!("libpam.so.0 has no {}", name.to_string_lossy()))
+        super::dl::GLOBAL
+            .symbol(name)
+            .map_err(|e| format!("libpam.so.0 {e}"))
     };
     let (start, set_item) = (sym(c"pam_start")?, sym(c"pam_set_item")?);
     let (authenticate, acct_mgmt) = (sym(c"pam_authenticate")?, sym(c"pam_acct_mgmt")?);

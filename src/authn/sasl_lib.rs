@@ -17,8 +17,6 @@
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr, CString};
 use std::sync::Mutex;
 
-use nix::libc;
-
 const SASL_OK: c_int = 0;
 const SASL_FAIL: c_int = -1;
 const SASL_CB_LIST_END: c_ulong = 0;
@@ -170,21 +168,9 @@ fn callbacks(context: *mut c_void) -> [Callback; 3] {
 
 /// Loads libsasl2 and runs `sasl_server_init` (once per process).
 fn open() -> Result<Lib, String> {
-    // SAFETY: dlopen with a NUL-terminated name; never dlclosed.
-    let h = unsafe { libc::dlopen(c"libsasl2.so.2".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if h.is_null() {
-        return Err(
-            "libsasl2.so.2 cannot be loaded (apt-get install libsasl2-2 libsasl2-modules-db)"
-                .into(),
-        );
-    }
-    let sym = |name: &CStr| {
-        // SAFETY: a valid handle and a NUL-terminated name.
-        let p = unsafe { libc::dlsym(h, name.as_ptr()) };
-        (!p.is_null())
-            .then_some(p)
-            .ok_or_else(|| format!("libsasl2.so.2 has no {}", name.to_string_lossy()))
-    };
+    let h = super::dl::open(c"libsasl2.so.2", false)
+        .ok_or("libsasl2.so.2 cannot be loaded (apt-get install libsasl2-2 libsasl2-modules-db)")?;
+    let sym = |name: &CStr| h.symbol(name).map_err(|e| format!("libsasl2.so.2 {e}"));
     let init = sym(c"sasl_server_init")?;
     let (new, check) = (sym(c"sasl_server_new")?, sym(c"sasl_checkpass")?);
     let (dispose, errstring) = (sym(c"sasl_dispose")?, sym(c"sasl_errstring")?);

@@ -15,8 +15,6 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
-use nix::libc;
-
 /// libxcrypt's `sizeof(struct crypt_data)`: the work area `crypt_rn`
 /// needs at least.
 const CRYPT_DATA: usize = 32_768;
@@ -51,19 +49,9 @@ fn lib() -> Option<&'static Lib> {
 }
 
 fn open() -> Result<Lib, String> {
-    // SAFETY: dlopen with a NUL-terminated name; the handle is kept for
-    // the life of the process (never dlclosed), so the symbols stay valid.
-    let h = unsafe { libc::dlopen(c"libcrypt.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if h.is_null() {
-        return Err("cannot be loaded (apt-get install libcrypt1)".into());
-    }
-    let sym = |name: &CStr| {
-        // SAFETY: a valid handle and a NUL-terminated symbol name.
-        let p = unsafe { libc::dlsym(h, name.as_ptr()) };
-        (!p.is_null())
-            .then_some(p)
-            .ok_or_else(|| format!("has no {}", name.to_string_lossy()))
-    };
+    let h = crate::authn::dl::open(c"libcrypt.so.1", false)
+        .ok_or("cannot be loaded (apt-get install libcrypt1)")?;
+    let sym = |name: &CStr| h.symbol(name);
     let (rn, check) = (sym(c"crypt_rn")?, sym(c"crypt_checksalt")?);
     // SAFETY: libxcrypt's prototypes (<crypt.h>):
     //   char *crypt_rn(const char *phrase, const char *setting, void *data, int size);
