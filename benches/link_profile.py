@@ -15,6 +15,7 @@ at start-up, whose pages main drops once the loop starts. A function
 renamed or added since the last run is merely laid out with the rest of
 the text; rerun this after changes to the request path or start-up.
 """
+import functools
 import os
 import re
 import signal
@@ -97,18 +98,25 @@ sha512-x86_64 x86_64-mont x86_64-mont5 ghash-x86_64 aesni-x86_64
 aesni-gcm-x86_64 rdrand-x86_64""".split()
 
 
+@functools.lru_cache(maxsize=None)
+def functions_per_pattern(exe):
+    """How many functions of exe (nm, read once) each pattern matches."""
+    nm = subprocess.run(["nm", "--defined-only", exe], capture_output=True, text=True).stdout
+    count = {}
+    for line in nm.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            key = pattern(parts[2])
+            count[key] = count.get(key, 0) + 1
+    return count
+
+
 def exact_where_shared(names, exe):
     """pattern(n) for each name, but the name itself where the pattern also
     matches another function of exe: a generic function's instances differ
     only in their hash (hashbrown's reserve_rehash has dozens), and the
     pattern would put every instance, run or not, among the hot code."""
-    nm = subprocess.run(["nm", "--defined-only", exe], capture_output=True, text=True).stdout
-    shared = {}
-    for line in nm.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[1] in "tTwW":
-            key = pattern(parts[2])
-            shared[key] = shared.get(key, 0) + 1
+    shared = functions_per_pattern(exe)
     out = set()
     for n in names:
         key = pattern(n)
